@@ -1,0 +1,27 @@
+"""API errors as JSON with field names; domain errors become 400/409."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from campaigns.services.errors import DomainError, IllegalTransition
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, IllegalTransition):
+        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, DomainError):
+        body: dict[str, Any] = {"detail": str(exc), "code": exc.code}
+        if exc.errors:
+            body["errors"] = exc.errors
+        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+    if isinstance(exc, DjangoValidationError):
+        exc = exceptions.ValidationError(
+            exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        )
+    return drf_exception_handler(exc, context)

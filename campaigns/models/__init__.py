@@ -1,0 +1,52 @@
+from campaigns.models.campaign import Campaign, Item, Stage
+from campaigns.models.choices import (
+    AssignmentStatus,
+    CampaignState,
+    HITStatus,
+    ItemSource,
+    ItemStatus,
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    QualificationKind,
+)
+from campaigns.models.money import LedgerEntry, ProviderOperation
+from campaigns.models.work import HIT, Assignment, HITItem
+from campaigns.models.workers import (
+    CampaignWorker,
+    QualificationGrant,
+    QualificationType,
+    Worker,
+    WorkerBlock,
+    worker_pseudonym,
+)
+
+__all__ = [
+    "HIT",
+    "Assignment",
+    "AssignmentStatus",
+    "Campaign",
+    "CampaignState",
+    "CampaignWorker",
+    "HITItem",
+    "HITStatus",
+    "Item",
+    "ItemSource",
+    "ItemStatus",
+    "LedgerEntry",
+    "LedgerKind",
+    "LedgerStatus",
+    "OperationKind",
+    "OperationState",
+    "Provider",
+    "ProviderOperation",
+    "QualificationGrant",
+    "QualificationKind",
+    "QualificationType",
+    "Stage",
+    "Worker",
+    "WorkerBlock",
+    "worker_pseudonym",
+]

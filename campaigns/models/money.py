@@ -1,0 +1,79 @@
+"""Money and platform side effects: the ledger and provider operations."""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from campaigns.models.choices import LedgerKind, LedgerStatus, OperationKind, OperationState, Provider
+
+
+class LedgerEntry(models.Model):
+    """One amount planned, committed or paid. ``key`` makes each entry happen once."""
+
+    campaign = models.ForeignKey("campaigns.Campaign", on_delete=models.PROTECT, related_name="ledger")
+    stage = models.ForeignKey("campaigns.Stage", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
+    kind = models.CharField(max_length=16, choices=LedgerKind.choices)
+    status = models.CharField(max_length=16, choices=LedgerStatus.choices, default=LedgerStatus.PLANNED)
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+    currency = models.CharField(max_length=3, default="USD")
+    key = models.CharField(max_length=200, unique=True, help_text="Idempotency key, e.g. reward:assignment:42.")
+    assignment = models.ForeignKey(
+        "campaigns.Assignment", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
+    worker = models.ForeignKey("campaigns.Worker", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
+    operation = models.ForeignKey(
+        "campaigns.ProviderOperation", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
+    memo = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(amount__gte=0), name="ledger_amount_non_negative"),
+        ]
+        indexes = [models.Index(fields=["campaign", "kind", "status"])]
+
+
+class ProviderOperation(models.Model):
+    """A state-changing call to a crowd platform, written before it is carried out.
+
+    A Celery task carries it out, retries transient errors and reconciles after
+    a crash; ``(provider, idempotency_key)`` is unique so the same effect can be
+    asked for only once.
+    """
+
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    kind = models.CharField(max_length=32, choices=OperationKind.choices)
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", null=True, blank=True, on_delete=models.PROTECT, related_name="operations"
+    )
+    idempotency_key = models.CharField(max_length=200)
+    payload = models.JSONField(default=dict)
+    state = models.CharField(max_length=16, choices=OperationState.choices, default=OperationState.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    last_error = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "idempotency_key"], name="provideroperation_key_unique"
+            ),
+            models.CheckConstraint(
+                condition=~Q(state=OperationState.FAILED) | ~Q(last_error=""),
+                name="provideroperation_failed_has_reason",
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "next_attempt_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.kind}:{self.idempotency_key} ({self.state})"

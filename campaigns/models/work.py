@@ -1,0 +1,122 @@
+"""Published work: HITs and the assignments workers take on them."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import F, Q
+
+from campaigns.models.choices import (
+    ASSIGNMENT_HOLDING_STATES,
+    AssignmentStatus,
+    HITStatus,
+    Provider,
+)
+
+
+class HIT(models.Model):
+    """A published unit of work holding one or more items."""
+
+    stage = models.ForeignKey("campaigns.Stage", on_delete=models.CASCADE, related_name="hits")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider_hit_id = models.CharField(max_length=100, null=True, blank=True)
+    provider_group_id = models.CharField(max_length=100, blank=True)
+    items = models.ManyToManyField("campaigns.Item", through="HITItem", related_name="hits")
+    max_assignments = models.PositiveIntegerField(default=1)
+    reward = models.DecimalField(max_digits=8, decimal_places=2)
+    status = models.CharField(max_length=16, choices=HITStatus.choices, default=HITStatus.PENDING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "HIT"
+        ordering = ["stage_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "provider_hit_id"], name="hit_provider_id_unique"
+            ),
+            models.CheckConstraint(condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"),
+            models.CheckConstraint(condition=Q(reward__gte=0), name="hit_reward_non_negative"),
+        ]
+        indexes = [models.Index(fields=["stage", "status"])]
+
+    def __str__(self) -> str:
+        return f"HIT {self.pk} ({self.status})"
+
+
+class HITItem(models.Model):
+    hit = models.ForeignKey(HIT, on_delete=models.CASCADE)
+    item = models.ForeignKey("campaigns.Item", on_delete=models.CASCADE)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["hit_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["hit", "item"], name="hititem_unique"),
+            models.UniqueConstraint(fields=["hit", "position"], name="hititem_position_unique"),
+        ]
+
+
+class Assignment(models.Model):
+    """One worker's work on a HIT.
+
+    Status changes go through the services in ``campaigns.services``; the
+    database keeps one holding assignment per worker per HIT and one stored
+    submission per provider assignment id.
+    """
+
+    hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="assignments")
+    worker = models.ForeignKey("campaigns.Worker", on_delete=models.PROTECT, related_name="assignments")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider_assignment_id = models.CharField(max_length=100, null=True, blank=True)
+    status = models.CharField(
+        max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.ACCEPTED
+    )
+    answers = models.JSONField(null=True, blank=True)
+    accepted_at = models.DateTimeField()
+    deadline = models.DateTimeField(null=True, blank=True)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    work_seconds = models.PositiveIntegerField(null=True, blank=True)
+    telemetry = models.JSONField(default=dict, blank=True)
+    # Review decision: what was decided, by whom or by which rule, and why.
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decision_source = models.CharField(max_length=80, blank=True)
+    decision_reason = models.TextField(blank=True)
+    feedback = models.TextField(blank=True)
+    review_details = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["hit_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "provider_assignment_id"], name="assignment_provider_id_unique"
+            ),
+            models.UniqueConstraint(
+                fields=["hit", "worker"],
+                condition=Q(status__in=ASSIGNMENT_HOLDING_STATES),
+                name="assignment_one_per_worker_per_hit",
+            ),
+            models.CheckConstraint(
+                condition=Q(submitted_at__isnull=True) | Q(submitted_at__gte=F("accepted_at")),
+                name="assignment_submitted_after_accepted",
+            ),
+            models.CheckConstraint(
+                condition=~Q(
+                    status__in=[
+                        AssignmentStatus.SUBMITTED,
+                        AssignmentStatus.APPROVED,
+                        AssignmentStatus.REJECTED,
+                    ]
+                )
+                | Q(submitted_at__isnull=False),
+                name="assignment_submitted_has_time",
+            ),
+        ]
+        indexes = [models.Index(fields=["hit", "status"]), models.Index(fields=["worker", "status"])]
+
+    def __str__(self) -> str:
+        return f"Assignment {self.pk} ({self.status})"

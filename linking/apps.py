@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LinkingConfig(AppConfig):
+    name = "linking"
+    default_auto_field = "django.db.models.BigAutoField"

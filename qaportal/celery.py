@@ -1,0 +1,11 @@
+"""The Celery app. Tasks live in each app's ``tasks.py``; see campaigns/tasks.py."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
+
+app = Celery("qaportal")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()

@@ -1,0 +1,58 @@
+"""``/healthz``: the state of the database, the broker and the cache."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET
+
+logger = logging.getLogger(__name__)
+
+
+def _check_database() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return "ok"
+
+
+def _check_broker() -> str:
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return "eager"
+    from qaportal.celery import app
+
+    with app.connection_for_write() as conn:
+        conn.ensure_connection(max_retries=1, timeout=2)
+    return "ok"
+
+
+def _check_cache() -> str:
+    cache.set("healthz", "1", timeout=5)
+    if cache.get("healthz") != "1":
+        raise RuntimeError("cache did not return the value just written")
+    return "ok"
+
+
+@never_cache
+@require_GET
+def healthz(request: HttpRequest) -> JsonResponse:
+    """200 when every required part answers, 503 (with the failing part named) otherwise."""
+    checks: dict[str, Any] = {}
+    healthy = True
+    for name, check in (("database", _check_database), ("broker", _check_broker), ("cache", _check_cache)):
+        try:
+            checks[name] = check()
+        except Exception as exc:  # noqa: BLE001 - any failure means "down"
+            logger.warning("healthz: %s is down: %s", name, exc.__class__.__name__)
+            checks[name] = f"down: {exc.__class__.__name__}"
+            healthy = False
+    return JsonResponse(
+        {"status": "ok" if healthy else "unavailable", "checks": checks},
+        status=200 if healthy else 503,
+    )

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from tests.factories import UserFactory
+
+
+@pytest.fixture
+def requester(db):
+    return UserFactory(username="alice")
+
+
+@pytest.fixture
+def other_requester(db):
+    return UserFactory(username="bob")
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def token_client(requester) -> APIClient:
+    """An API client authenticated as ``requester`` with a DRF token."""
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=requester)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client

@@ -1,0 +1,26 @@
+"""Settings for the test suite: the real PostgreSQL and Redis on this machine.
+
+Each default can be overridden from the environment (``DATABASE_URL``,
+``REDIS_URL``, ``CELERY_BROKER_URL``).
+"""
+
+import os
+
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/1")
+os.environ.setdefault("CELERY_BROKER_URL", os.environ["REDIS_URL"])
+os.environ.setdefault("SECRET_KEY", "tests-only-secret-key")
+os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
+os.environ.setdefault("DEBUG", "0")
+# Tasks run in the test process unless a test starts a real worker (tests/test_celery.py).
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
+
+from qaportal.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
