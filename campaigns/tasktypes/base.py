@@ -7,7 +7,7 @@ of several answers, and the mapping of accepted output to the next stage's items
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -47,6 +47,10 @@ class TaskType:
     input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     config_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     answer_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+    # Template included inside the worker page's <form>. Context: ``items`` (list of
+    # {"id", "external_id", "data"}), ``config`` (stage config), ``answer`` (the
+    # worker's answer so far, to refill the form after an error), ``errors``
+    # ({path: message}), ``stage``, ``preview`` (True before accept: read-only).
     template_name: ClassVar[str] = ""
 
     def validate_item(self, data: Any) -> list[FieldError]:
@@ -62,6 +66,24 @@ class TaskType:
     ) -> list[FieldError]:
         """Problems with a worker's answer to a HIT holding ``items``."""
         return schema_errors(self.answer_schema, answer)
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        """Turn the posted form (a QueryDict-like mapping) into an answer.
+
+        Must keep every piece of text the worker typed, even when it is invalid,
+        so the page can come back filled after an error.
+        """
+        raise NotImplementedError
+
+    def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
+        """Items with the same key may be worked on by a worker only once per stage."""
+        return None
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> Any:
+        """Combine several workers' answers on one item (None: nothing to combine)."""
+        return None
 
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
