@@ -120,7 +120,7 @@ else:
     DATABASES = {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
-            "NAME": VAR_DIR / "qaportal.sqlite3",
+            "NAME": str(VAR_DIR / "qaportal.sqlite3"),
             "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
@@ -203,6 +203,8 @@ USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
+if "STATIC_ROOT" not in os.environ:
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import factory
-from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from campaigns.models import (
@@ -21,9 +21,9 @@ from campaigns.models import (
 )
 
 
-class UserFactory(factory.django.DjangoModelFactory):
+class UserFactory(factory.django.DjangoModelFactory[User]):
     class Meta:
-        model = get_user_model()
+        model = User
         django_get_or_create = ("username",)
 
     username = factory.Sequence(lambda n: f"requester{n}")
@@ -31,7 +31,7 @@ class UserFactory(factory.django.DjangoModelFactory):
     password = factory.django.Password("correct horse battery")
 
 
-class CampaignFactory(factory.django.DjangoModelFactory):
+class CampaignFactory(factory.django.DjangoModelFactory[Campaign]):
     class Meta:
         model = Campaign
 
@@ -40,7 +40,7 @@ class CampaignFactory(factory.django.DjangoModelFactory):
     owner = factory.SubFactory(UserFactory)
 
 
-class StageFactory(factory.django.DjangoModelFactory):
+class StageFactory(factory.django.DjangoModelFactory[Stage]):
     class Meta:
         model = Stage
 
@@ -51,7 +51,7 @@ class StageFactory(factory.django.DjangoModelFactory):
     reward = Decimal("1.25")
 
 
-class ItemFactory(factory.django.DjangoModelFactory):
+class ItemFactory(factory.django.DjangoModelFactory[Item]):
     class Meta:
         model = Item
 
@@ -61,7 +61,7 @@ class ItemFactory(factory.django.DjangoModelFactory):
     source = ItemSource.UPLOADED
 
 
-class WorkerFactory(factory.django.DjangoModelFactory):
+class WorkerFactory(factory.django.DjangoModelFactory[Worker]):
     class Meta:
         model = Worker
 
@@ -69,7 +69,7 @@ class WorkerFactory(factory.django.DjangoModelFactory):
     external_id = factory.Sequence(lambda n: f"A{n:012d}")
 
 
-class HITFactory(factory.django.DjangoModelFactory):
+class HITFactory(factory.django.DjangoModelFactory[HIT]):
     class Meta:
         model = HIT
 
@@ -78,7 +78,7 @@ class HITFactory(factory.django.DjangoModelFactory):
     reward = Decimal("1.25")
 
 
-class AssignmentFactory(factory.django.DjangoModelFactory):
+class AssignmentFactory(factory.django.DjangoModelFactory[Assignment]):
     class Meta:
         model = Assignment
 
@@ -88,7 +88,7 @@ class AssignmentFactory(factory.django.DjangoModelFactory):
     accepted_at = factory.LazyFunction(timezone.now)
 
 
-class LedgerEntryFactory(factory.django.DjangoModelFactory):
+class LedgerEntryFactory(factory.django.DjangoModelFactory[LedgerEntry]):
     class Meta:
         model = LedgerEntry
 
@@ -98,7 +98,7 @@ class LedgerEntryFactory(factory.django.DjangoModelFactory):
     key = factory.Sequence(lambda n: f"test:{n}")
 
 
-class ProviderOperationFactory(factory.django.DjangoModelFactory):
+class ProviderOperationFactory(factory.django.DjangoModelFactory[ProviderOperation]):
     class Meta:
         model = ProviderOperation
 

@@ -11,7 +11,9 @@ class MTurkFees(FeeModel):
     """Mechanical Turk's commission (requester pricing page).
 
     20 % of reward and bonus; a further 20 % of the reward for HITs with 10 or
-    more assignments; at least $0.01 per assignment and per bonus.
+    more assignments; at least $0.01 per assignment and per bonus. Nothing paid,
+    nothing charged: a zero amount (a draft stage without a reward) has no fee.
+    Not modelled: the Masters and premium-qualification surcharges.
     """
 
     BASE = Decimal("0.20")
@@ -22,10 +24,16 @@ class MTurkFees(FeeModel):
         rate = self.BASE
         if max_assignments >= self.LARGE_HIT_ASSIGNMENTS:
             rate += self.LARGE_HIT_EXTRA
-        return max(to_cents(reward * rate), CENT)
+        return self._at_least_a_cent(reward, rate)
 
     def bonus_fee(self, *, amount: Decimal) -> Decimal:
-        return max(to_cents(amount * self.BASE), CENT)
+        return self._at_least_a_cent(amount, self.BASE)
+
+    @staticmethod
+    def _at_least_a_cent(amount: Decimal, rate: Decimal) -> Decimal:
+        if amount <= 0:
+            return Decimal("0.00")
+        return max(to_cents(amount * rate), CENT)
 
 
 class ProlificFees(FeeModel):

@@ -6,7 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -42,7 +42,7 @@ def _unique_slug(name: str) -> str:
 
 def campaign_create(
     *,
-    owner: AbstractBaseUser,
+    owner: User,
     name: str,
     slug: str | None = None,
     description: str = "",
