@@ -1,11 +1,38 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from qaportal.health import healthz
+
+# Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
+auth_urlpatterns = [
+    path(
+        "login/",
+        auth_views.LoginView.as_view(
+            template_name="frontend/auth/login.html", redirect_authenticated_user=True
+        ),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "password_change/",
+        auth_views.PasswordChangeView.as_view(template_name="frontend/auth/password_change.html"),
+        name="password_change",
+    ),
+    path(
+        "password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(
+            template_name="frontend/auth/password_change_done.html"
+        ),
+        name="password_change_done",
+    ),
+]
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("campaigns.api.urls")),
+    path("accounts/", include(auth_urlpatterns)),
+    path("work/", include("frontend.worker.urls")),
     path("", include("frontend.urls")),
 ]
