@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from campaigns.models import Campaign, Item, Stage
+from campaigns.models import HIT, Assignment, Campaign, Item, Stage
 
 
 def campaign_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Campaign]:
@@ -32,9 +33,29 @@ def item_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Ite
 
 
 def stage_list_with_counts(*, campaign: Campaign) -> QuerySet[Stage]:
-    """The campaign's stages in order, with item, HIT and assignment counts."""
-    return campaign.stages.annotate(
-        item_count=Count("items", distinct=True),
-        hit_count=Count("hits", distinct=True),
-        assignment_count=Count("hits__assignments", distinct=True),
-    ).order_by("position")
+    """The campaign's stages in order, with item, HIT and assignment counts.
+
+    One correlated subquery per count: a join over items x HITs x assignments
+    would multiply rows on large stages.
+    """
+    return stages_with_counts(campaign.stages.all()).order_by("position")
+
+
+def _count(model: type, **filters: object) -> Coalesce:
+    sub = (
+        model.objects.filter(**filters)  # type: ignore[attr-defined]
+        .order_by()
+        .values(*filters.keys())
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(sub, output_field=IntegerField()), 0)
+
+
+def stages_with_counts(stages: QuerySet[Stage]) -> QuerySet[Stage]:
+    """``stages`` annotated with ``item_count``, ``hit_count`` and ``assignment_count``."""
+    return stages.annotate(
+        item_count=_count(Item, stage=OuterRef("pk")),
+        hit_count=_count(HIT, stage=OuterRef("pk")),
+        assignment_count=_count(Assignment, hit__stage=OuterRef("pk")),
+    )

@@ -9,17 +9,21 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from campaigns.services.errors import DomainError, IllegalTransition
+from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
+
+# Refusals because of the state the campaign is in, not because of the input.
+CONFLICT_ERRORS = (IllegalTransition, StateConflict)
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    if isinstance(exc, IllegalTransition):
-        return Response({"detail": str(exc), "code": exc.code}, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, DomainError):
         body: dict[str, Any] = {"detail": str(exc), "code": exc.code}
         if exc.errors:
             body["errors"] = exc.errors
-        return Response(body, status=status.HTTP_400_BAD_REQUEST)
+        conflict = isinstance(exc, CONFLICT_ERRORS)
+        return Response(
+            body, status=status.HTTP_409_CONFLICT if conflict else status.HTTP_400_BAD_REQUEST
+        )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(
             exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}

@@ -1,7 +1,41 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from campaigns.api.campaigns import (
+    CampaignCostEstimateApi,
+    CampaignDetailApi,
+    CampaignListCreateApi,
+    CampaignTransitionApi,
+)
+from campaigns.api.items import StageItemListApi, StageItemUploadApi
+from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("campaigns/", CampaignListCreateApi.as_view(), name="api-campaign-list"),
+    path("campaigns/<slug:slug>/", CampaignDetailApi.as_view(), name="api-campaign-detail"),
+    path(
+        "campaigns/<slug:slug>/transition/",
+        CampaignTransitionApi.as_view(),
+        name="api-campaign-transition",
+    ),
+    path(
+        "campaigns/<slug:slug>/cost-estimate/",
+        CampaignCostEstimateApi.as_view(),
+        name="api-campaign-cost-estimate",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/",
+        CampaignStageListCreateApi.as_view(),
+        name="api-campaign-stages",
+    ),
+    path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
+    path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
+    path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
+    path(
+        "stages/<int:stage_id>/items/upload/",
+        StageItemUploadApi.as_view(),
+        name="api-stage-items-upload",
+    ),
 ]

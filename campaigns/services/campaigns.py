@@ -14,7 +14,7 @@ from django.utils.text import slugify
 
 from campaigns.models import Campaign, CampaignState, Item, Provider, Stage
 from campaigns.providers import currency_for
-from campaigns.services.errors import DomainError, IllegalTransition
+from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
 from campaigns.tasktypes import UnknownTaskType, task_type_get
 
 # The state machine: from each state, the states it may move to.
@@ -80,7 +80,7 @@ def campaign_create(
 
 def _check_editable(campaign: Campaign) -> None:
     if campaign.state not in EDITABLE_STATES:
-        raise DomainError(
+        raise StateConflict(
             f"Stages of a campaign in state {campaign.state!r} cannot be changed; "
             "pause is not enough: only draft and pilot campaigns are editable.",
             errors={"state": [campaign.state]},
@@ -197,6 +197,11 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)
+        new_name = changes.get("name")
+        if new_name is not None and campaign.stages.filter(name=new_name).exclude(pk=stage.pk).exists():
+            raise DomainError(
+                f"The campaign has a stage named {new_name!r} already.", errors={"name": ["taken"]}
+            )
         for field, value in changes.items():
             setattr(stage, field, value)
         try:

@@ -23,3 +23,9 @@ class UploadRejected(DomainError):
     """An item upload with problems; nothing of it was stored."""
 
     code = "upload_rejected"
+
+
+class StateConflict(DomainError):
+    """The campaign's current state forbids the change (the API answers 409)."""
+
+    code = "state_conflict"
