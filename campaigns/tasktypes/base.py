@@ -3,16 +3,47 @@
 A task type owns: the schema of its items' data, the schema of its stage
 config, validation of a worker's answer, its worker template, the aggregation
 of several answers, and the mapping of accepted output to the next stage's items.
+
+Conventions shared by every task type (the worker page relies on them):
+
+* Form field names are the answer paths they fill, e.g. ``questions/2/answer``;
+  a ``FieldError.path`` for that field is the same string, so the page can put
+  the message next to the field.
+* ``parse_form`` never drops what the worker typed: invalid text stays in the
+  answer (truncated only at ``HARD_TEXT_CAP``) and ``validate_answer`` reports it.
+* Task types whose HIT holds several items (``items_per_hit``) answer with
+  ``{"items": [{"external_id": <item's external_id>, ...per-item answer...}]}``,
+  one entry per item in the HIT's order; ``aggregate`` accepts either those
+  full answers or the per-item entries.
+* ``next_items`` returns dicts ``{"external_id": str, "data": dict}``. The id is
+  derived from the source item's external id, the position of the output in
+  the answer and a digest of the produced content (``derived_external_id``):
+  stable when the mapping is re-run, unique within one answer, and equal for
+  two answers only when they produced the very same content at the same
+  position from the same item (the caller treats that as a duplicate). ``data``
+  is validated by the next stage's task type (``validate_item``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
+import string
+import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import jsonschema
 from jsonschema.exceptions import best_match
+
+# Longest text a worker may submit in one field; validate_answer reports more.
+MAX_TEXT_LENGTH = 2000
+# parse_form keeps at most this much of one field, whatever was posted.
+HARD_TEXT_CAP = 20000
+# Longest Item.external_id the database accepts.
+MAX_EXTERNAL_ID_LENGTH = 200
 
 
 @dataclass(frozen=True)
@@ -38,6 +69,372 @@ def schema_errors(schema: dict[str, Any], instance: Any) -> list[FieldError]:
     return out
 
 
+# --- Reading forms ---------------------------------------------------------------
+
+
+def form_text(form: Mapping[str, Any], name: str) -> str:
+    """The text posted under ``name``: newlines normalised, outer blanks removed, capped."""
+    value = form.get(name)
+    if value is None:
+        return ""
+    text = str(value).replace("\r\n", "\n").replace("\r", "\n").strip()
+    return text[:HARD_TEXT_CAP]
+
+
+def form_list(form: Mapping[str, Any], name: str) -> list[str]:
+    """All values posted under ``name`` (checkboxes, multi-selects), capped like text."""
+    getlist = getattr(form, "getlist", None)
+    if getlist is not None:
+        values = list(getlist(name))
+    else:
+        raw = form.get(name)
+        values = [] if raw is None else list(raw) if isinstance(raw, list | tuple) else [raw]
+    return [str(v).strip()[:HARD_TEXT_CAP] for v in values if str(v).strip()]
+
+
+def form_bool(form: Mapping[str, Any], name: str) -> bool:
+    """A checkbox: ticked when posted with any of the usual truthy values."""
+    return str(form.get(name) or "").strip().lower() in {"1", "on", "true", "yes"}
+
+
+def form_indices(form: Mapping[str, Any], prefix: str) -> list[int]:
+    """The row numbers ``j`` for which some field ``<prefix>/<j>/...`` was posted."""
+    pattern = re.compile(re.escape(prefix) + r"/(\d{1,4})(?:/|$)")
+    found = {int(m.group(1)) for key in form if (m := pattern.match(str(key)))}
+    return sorted(found)
+
+
+def parse_int_or_text(text: str) -> int | str | None:
+    """An integer when ``text`` is one, else the text itself (kept for the error message)."""
+    if text == "":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return text
+
+
+def parse_number_or_text(text: str) -> int | float | str | None:
+    """A number from what a worker typed ("1,234", "3.5", a minus sign), else the text itself."""
+    if text == "":
+        return None
+    cleaned = text.replace(",", "").replace("\u2212", "-").replace(" ", "")
+    try:
+        return int(cleaned)
+    except ValueError:
+        pass
+    try:
+        number = float(cleaned)
+    except ValueError:
+        return text
+    if number != number or number in (float("inf"), float("-inf")):
+        return text
+    return number
+
+
+# --- Checking text ---------------------------------------------------------------
+
+
+def text_errors(
+    path: str,
+    text: Any,
+    *,
+    required: bool = True,
+    max_length: int = MAX_TEXT_LENGTH,
+    what: str = "This field",
+) -> list[FieldError]:
+    """Missing or overlong text at ``path`` (empty list when fine)."""
+    if not isinstance(text, str):
+        return [FieldError(path, f"{what} must be text.")]
+    if required and not text.strip():
+        return [FieldError(path, f"{what} is required.")]
+    if len(text) > max_length:
+        return [
+            FieldError(path, f"{what} is too long ({len(text)} characters; at most {max_length}).")
+        ]
+    return []
+
+
+_PUNCTUATION = str.maketrans(
+    dict.fromkeys(
+        string.punctuation + "\u00bf\u00a1\u201c\u201d\u2018\u2019\u00ab\u00bb\u2013\u2014\u2026",
+        " ",
+    )
+)
+
+# Function words that do not change what a question asks. Question words (why,
+# how, which, ...) and negations are deliberately *not* here: changing them
+# changes the question.
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "from",
+        "by",
+        "with",
+        "about",
+        "as",
+        "into",
+        "onto",
+        "over",
+        "under",
+        "than",
+        "then",
+        "and",
+        "or",
+        "but",
+        "so",
+        "if",
+        "that",
+        "this",
+        "these",
+        "those",
+        "there",
+        "here",
+        "it",
+        "its",
+        "it's",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "done",
+        "has",
+        "have",
+        "had",
+        "having",
+        "will",
+        "would",
+        "shall",
+        "should",
+        "can",
+        "could",
+        "may",
+        "might",
+        "must",
+        "i",
+        "you",
+        "he",
+        "she",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "our",
+        "their",
+        "s",
+        "some",
+        "any",
+        "just",
+        "very",
+        "really",
+        "also",
+        "ever",
+        "even",
+        "one",
+        "ones",
+        "such",
+    }
+)
+
+
+def normalise_text(text: str) -> str:
+    """Case-, accent-width-, punctuation- and whitespace-insensitive form of ``text``."""
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(_PUNCTUATION)
+    return " ".join(folded.split())
+
+
+def content_tokens(text: str) -> set[str]:
+    """The set of non-stop-word tokens of ``text`` (after ``normalise_text``)."""
+    return {t for t in normalise_text(text).split() if t not in STOP_WORDS}
+
+
+def token_set_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of the content-token sets of ``a`` and ``b`` (0..1).
+
+    Word order and stop words are ignored, so "Why did Rome fall?" and "Rome,
+    why did it fall?" score 1.0. When one side has no content words, all tokens
+    are compared instead.
+    """
+    ta, tb = content_tokens(a), content_tokens(b)
+    if not ta or not tb:
+        ta, tb = set(normalise_text(a).split()), set(normalise_text(b).split())
+    if not ta and not tb:
+        return 1.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def trivial_variant_reason(candidate: str, original: str, *, max_similarity: float) -> str | None:
+    """Why ``candidate`` is only a trivial variant of ``original``, or None if it is not.
+
+    Trivial: equal after ``normalise_text`` (case, punctuation, whitespace), or a
+    content-token-set similarity (``token_set_similarity``) at or above
+    ``max_similarity`` - which catches stop-word and word-order changes.
+    """
+    if normalise_text(candidate) == normalise_text(original):
+        return "It only differs from the original in case, punctuation or spacing."
+    similarity = token_set_similarity(candidate, original)
+    if similarity >= max_similarity:
+        return (
+            "It uses almost the same words as the original (only small words or the word "
+            "order changed); please rephrase it in your own words."
+        )
+    return None
+
+
+def duplicate_errors(texts: list[tuple[str, str]], *, what: str) -> list[FieldError]:
+    """Errors for each (path, text) whose normalised text already appeared earlier."""
+    seen: dict[str, str] = {}
+    errors = []
+    for path, text in texts:
+        key = normalise_text(text)
+        if not key:
+            continue
+        if key in seen:
+            errors.append(FieldError(path, f"This {what} repeats an earlier one."))
+        else:
+            seen[key] = path
+    return errors
+
+
+# --- Items, answers and hand-off ---------------------------------------------------
+
+
+def derived_external_id(source: str, tag: str, content: Any) -> str:
+    """External id of an item produced from item ``source`` at position ``tag``.
+
+    ``<source>/<tag>-<10 hex digits of the content's SHA-1>``; a long source is
+    shortened to a prefix plus its own digest so the id fits the database column.
+    """
+    digest = hashlib.sha1(
+        json.dumps(content, sort_keys=True, ensure_ascii=False).encode(), usedforsecurity=False
+    ).hexdigest()[:10]
+    suffix = f"/{tag}-{digest}"
+    if len(source) + len(suffix) > MAX_EXTERNAL_ID_LENGTH:
+        source_digest = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()[:10]
+        keep = MAX_EXTERNAL_ID_LENGTH - len(suffix) - len(source_digest) - 1
+        source = f"{source[:keep]}~{source_digest}"
+    return source + suffix
+
+
+def item_entries(answer: Any) -> list[dict[str, Any]]:
+    """The per-item entries of a multi-item answer (``answer["items"]``), else []."""
+    if isinstance(answer, Mapping) and isinstance(answer.get("items"), list):
+        return [e for e in answer["items"] if isinstance(e, dict)]
+    return []
+
+
+def answer_for_item(answer: Any, item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """One item's entry in ``answer``: a full multi-item answer or already an entry."""
+    if not isinstance(answer, Mapping):
+        return None
+    if "items" not in answer:
+        return dict(answer)
+    for entry in item_entries(answer):
+        if entry.get("external_id") == item.get("external_id"):
+            return entry
+    return None
+
+
+def item_entry_errors(answer: Any, items: list[dict[str, Any]]) -> list[FieldError]:
+    """Structure problems of a multi-item answer: one entry per item, in order."""
+    entries = answer.get("items") if isinstance(answer, Mapping) else None
+    if not isinstance(entries, list):
+        return [FieldError("items", "The answer must hold one entry per item.")]
+    if len(entries) != len(items):
+        return [
+            FieldError("items", f"Expected answers for {len(items)} item(s), got {len(entries)}.")
+        ]
+    errors = []
+    for i, (entry, item) in enumerate(zip(entries, items, strict=True)):
+        if not isinstance(entry, Mapping):
+            errors.append(FieldError(f"items/{i}", "Each entry must be an object."))
+        elif entry.get("external_id") != item.get("external_id"):
+            errors.append(
+                FieldError(f"items/{i}/external_id", "This answer belongs to another item.")
+            )
+    return errors
+
+
+# --- Rendering -----------------------------------------------------------------------
+
+
+@dataclass
+class Field:
+    """One form control as a template sees it: name (= answer path), id, value, error."""
+
+    name: str
+    value: Any = ""
+    error: str = ""
+
+    @property
+    def id(self) -> str:
+        return "tt-" + re.sub(r"[^A-Za-z0-9_-]", "-", self.name)
+
+    @property
+    def error_id(self) -> str:
+        return self.id + "-error"
+
+    def __str__(self) -> str:
+        return "" if self.value is None else str(self.value)
+
+
+@dataclass
+class FormView:
+    """Builds ``Field``s and remembers which error paths a field will show.
+
+    ``general_errors`` are the remaining ones (paths like ``questions`` or ""),
+    which the template prints above the fields.
+    """
+
+    errors: Mapping[str, str]
+    preview: bool = False
+    _shown: set[str] = field(default_factory=set)
+
+    def field(self, name: str, value: Any = "") -> Field:
+        self._shown.add(name)
+        return Field(name=name, value="" if value is None else value, error=self.error(name))
+
+    def error(self, path: str) -> str:
+        self._shown.add(path)
+        return str(self.errors.get(path, "") or "")
+
+    def general_errors(self) -> list[str]:
+        return [str(m) for p, m in self.errors.items() if p not in self._shown and m]
+
+
+def get_path(data: Any, *keys: Any, default: Any = None) -> Any:
+    """``data[k1][k2]...`` through dicts and lists, or ``default`` when missing."""
+    for key in keys:
+        if isinstance(data, Mapping):
+            data = data.get(key, default)
+        elif isinstance(data, list) and isinstance(key, int) and 0 <= key < len(data):
+            data = data[key]
+        else:
+            return default
+    return data
+
+
 class TaskType:
     """Base class. Subclasses set the class attributes and override the hooks."""
 
@@ -47,10 +444,15 @@ class TaskType:
     input_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     config_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     answer_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+    # The stage-link ``handoff`` dict this task type's ``next_items`` understands.
+    handoff_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    # Values used when the stage config leaves a key out.
+    config_defaults: ClassVar[dict[str, Any]] = {}
     # Template included inside the worker page's <form>. Context: ``items`` (list of
     # {"id", "external_id", "data"}), ``config`` (stage config), ``answer`` (the
     # worker's answer so far, to refill the form after an error), ``errors``
     # ({path: message}), ``stage``, ``preview`` (True before accept: read-only).
+    # Templates get their precomputed fields from ``view`` via ``{% tasktype_view %}``.
     template_name: ClassVar[str] = ""
 
     def validate_item(self, data: Any) -> list[FieldError]:
@@ -88,5 +490,30 @@ class TaskType:
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
     ) -> Iterable[dict[str, Any]]:
-        """Items for the next stage made from one accepted answer (none by default)."""
+        """Items for the next stage made from one accepted answer (none by default).
+
+        Each is ``{"external_id": str, "data": dict}``; see the module docstring.
+        """
         return ()
+
+    # --- Helpers added for the concrete task types ----------------------------------
+
+    def validate_handoff(self, handoff: Any) -> list[FieldError]:
+        """Problems with the stage link's ``handoff`` dict (empty list when valid)."""
+        return schema_errors(self.handoff_schema, handoff)
+
+    def effective_config(self, config: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The stage config with ``config_defaults`` filled in."""
+        return {**self.config_defaults, **(config or {})}
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        """What the template needs, precomputed: fields with names, values and errors."""
+        return {"general_errors": [str(m) for m in errors.values() if m]}

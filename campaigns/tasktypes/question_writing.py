@@ -1,10 +1,39 @@
-"""Mintaka-style question writing: one topic x complexity-type cell per item."""
+"""Mintaka-style question writing: one topic x complexity-type cell per item.
+
+Item data: ``{"topic": "movies", "complexity_type": "count", "topic_hint"?: str}``
+(one item per HIT). Config: ``questions_per_hit`` (default 5) and ``examples``
+(per complexity type, overriding the built-in ones). Answer::
+
+    {"questions": [{"question": str, "answer": str,
+                    "numeric_value": number | str | None,   # str: invalid input kept
+                    "counted_entities": [str]}, ...]}
+
+Rules (after Xu et al. 2022, Mintaka): exactly ``questions_per_hit`` pairs;
+questions end with "?" and are distinct; count and superlative answers carry a
+numeric value; count answers list the counted entities (all of them when the
+count is at most 5, else at least 5); yes/no questions are answered yes or no.
+A worker may do one HIT per cell (``exclusive_key``).
+"""
 
 from __future__ import annotations
 
-from typing import ClassVar
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import TaskType
+from campaigns.tasktypes.base import (
+    MAX_TEXT_LENGTH,
+    FieldError,
+    FormView,
+    TaskType,
+    derived_external_id,
+    duplicate_errors,
+    form_text,
+    get_path,
+    parse_number_or_text,
+    schema_errors,
+    text_errors,
+)
 
 COMPLEXITY_TYPES = [
     "count",
@@ -18,21 +47,385 @@ COMPLEXITY_TYPES = [
     "generic",
 ]
 
+# What each complexity type means, in the worker's words (Mintaka's definitions).
+COMPLEXITY_DEFINITIONS: dict[str, str] = {
+    "count": "a question whose answer is a number of things; give the number and list the "
+    "things you counted.",
+    "comparative": "a question that compares two things on some property (older, larger, "
+    "earlier, ...).",
+    "superlative": "a question about the thing with the most or least of some property "
+    "(tallest, first released, best-selling, ...); give the value as a number too.",
+    "ordinal": "a question about the position of something in an ordered list (the third "
+    "president, the second album, ...).",
+    "multihop": "a question that needs two or more steps of reasoning: you must first find "
+    "an intermediate answer (e.g. the director of a film) to answer it.",
+    "intersection": "a question with two conditions that the answer must both satisfy.",
+    "difference": "a question with a condition that the answer must NOT satisfy (uses "
+    '"not", "except", "other than", ...).',
+    "yesno": "a question whose answer is yes or no.",
+    "generic": "a plain factual question about the topic (who, what, where, when).",
+}
+
+COMPLEXITY_LABELS: dict[str, str] = {
+    "count": "Count",
+    "comparative": "Comparative",
+    "superlative": "Superlative",
+    "ordinal": "Ordinal",
+    "multihop": "Multi-hop",
+    "intersection": "Intersection",
+    "difference": "Difference",
+    "yesno": "Yes/No",
+    "generic": "Generic",
+}
+
+DEFAULT_EXAMPLES: dict[str, list[dict[str, Any]]] = {
+    "count": [
+        {
+            "question": "How many Lord of the Rings films did Peter Jackson direct?",
+            "answer": "3",
+            "numeric_value": 3,
+            "counted_entities": [
+                "The Fellowship of the Ring",
+                "The Two Towers",
+                "The Return of the King",
+            ],
+        }
+    ],
+    "comparative": [
+        {"question": "Who is older, Brad Pitt or George Clooney?", "answer": "George Clooney"}
+    ],
+    "superlative": [
+        {
+            "question": "What is the longest river in South America?",
+            "answer": "Amazon River",
+            "numeric_value": 6400,
+        }
+    ],
+    "ordinal": [
+        {
+            "question": "Who was the third president of the United States?",
+            "answer": "Thomas Jefferson",
+        }
+    ],
+    "multihop": [
+        {
+            "question": "Who directed the film in which Leonardo DiCaprio played Jack Dawson?",
+            "answer": "James Cameron",
+        }
+    ],
+    "intersection": [
+        {
+            "question": "Which member of the Beatles was also a member of the Traveling Wilburys?",
+            "answer": "George Harrison",
+        }
+    ],
+    "difference": [
+        {
+            "question": "Which of the Great Lakes is not shared with Canada?",
+            "answer": "Lake Michigan",
+        }
+    ],
+    "yesno": [{"question": "Did Tom Hanks win an Oscar for Forrest Gump?", "answer": "Yes"}],
+    "generic": [{"question": "Where was Albert Einstein born?", "answer": "Ulm"}],
+}
+
+NUMERIC_TYPES = frozenset({"count", "superlative"})
+YES_NO = {"yes": True, "no": False}
+ANSWER_TYPES = ["entity", "boolean", "numeric", "date", "string"]
+MIN_LISTED_ENTITIES = 5
+
+_MONTHS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december|"
+    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
+)
+_DATE_RE = re.compile(
+    rf"^(\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}|"
+    rf"(\d{{1,2}}(st|nd|rd|th)?\s+)?({_MONTHS})\.?(\s+\d{{1,2}}(st|nd|rd|th)?)?,?\s+\d{{3,4}}|"
+    rf"(in\s+)?\d{{3,4}}(\s*(ad|bc|ce|bce))?)$",
+    re.IGNORECASE,
+)
+_WHEN_RE = re.compile(r"^\s*(when|what year|which year|in what year|in which year)\b", re.I)
+
+
+def yes_no_value(text: str) -> bool | None:
+    """True/False for a yes/no answer ("Yes.", "no"), None for anything else."""
+    return YES_NO.get(text.strip().rstrip(".!").strip().casefold())
+
+
+def detect_answer_type(*, question: str, answer: str, complexity_type: str) -> str:
+    """A first guess at the answer's type: entity, boolean, numeric, date or string.
+
+    Deliberately simple; the answer-linking stage refines it.
+    """
+    if yes_no_value(answer) is not None:
+        return "boolean"
+    if complexity_type == "count":
+        return "numeric"
+    stripped = answer.strip()
+    if _DATE_RE.match(stripped) and (not stripped.isdigit() or _WHEN_RE.match(question)):
+        return "date"
+    if isinstance(parse_number_or_text(stripped.rstrip("%")), int | float):
+        return "numeric"
+    if len(stripped) >= 2 and stripped[0] in "\"'“" and stripped[-1] in "\"'”":
+        return "string"
+    return "entity"
+
+
+def _example_schema() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "required": ["question", "answer"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1},
+            "answer": {"type": "string", "minLength": 1},
+            "numeric_value": {"type": "number"},
+            "counted_entities": {"type": "array", "items": {"type": "string"}},
+            "note": {"type": "string"},
+        },
+    }
+
 
 class QuestionWriting(TaskType):
     name = "question_writing"
     label = "Question writing (topic x complexity type)"
+    description = "Write question/answer pairs of one complexity type about one topic."
+    template_name = "tasktypes/question_writing.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["topic", "complexity_type"],
         "properties": {
             "topic": {"type": "string", "minLength": 1, "maxLength": 100},
             "complexity_type": {"enum": COMPLEXITY_TYPES},
+            "topic_hint": {"type": "string", "maxLength": 500},
         },
     }
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
             "questions_per_hit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "examples": {
+                "type": "object",
+                "propertyNames": {"enum": COMPLEXITY_TYPES},
+                "additionalProperties": {"type": "array", "items": _example_schema()},
+            },
         },
     }
+    config_defaults: ClassVar[dict[str, Any]] = {"questions_per_hit": 5}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["question", "answer"],
+                    "properties": {
+                        "question": {"type": "string"},
+                        "answer": {"type": "string"},
+                        "numeric_value": {"type": ["number", "string", "null"]},
+                        "counted_entities": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            }
+        },
+    }
+    handoff_schema: ClassVar[dict] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "target": {"enum": ["answer_entity_linking", "question_entity_linking"]},
+            "exclude_answer_types": {
+                "type": "array",
+                "items": {"enum": ANSWER_TYPES},
+                "uniqueItems": True,
+            },
+        },
+    }
+
+    def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
+        """``topic|complexity_type``: a worker does at most one HIT per cell."""
+        data = item.get("data", item)
+        topic = " ".join(str(data.get("topic", "")).split()).casefold()
+        return f"{topic}|{data.get('complexity_type', '')}"
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        n = self.effective_config(config)["questions_per_hit"]
+        questions = []
+        for i in range(n):
+            entities_text = form_text(form, f"questions/{i}/counted_entities")
+            questions.append(
+                {
+                    "question": form_text(form, f"questions/{i}/question"),
+                    "answer": form_text(form, f"questions/{i}/answer"),
+                    "numeric_value": parse_number_or_text(
+                        form_text(form, f"questions/{i}/numeric_value")
+                    ),
+                    "counted_entities": [
+                        line.strip() for line in entities_text.split("\n") if line.strip()
+                    ],
+                }
+            )
+        return {"questions": questions}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer)
+        if errors:
+            return errors
+        n = self.effective_config(config)["questions_per_hit"]
+        ctype = get_path(items, 0, "data", "complexity_type", default="generic")
+        pairs = answer["questions"]
+        if len(pairs) != n:
+            errors.append(FieldError("questions", f"Write exactly {n} questions."))
+        for i, pair in enumerate(pairs):
+            errors += self._pair_errors(i, pair, ctype)
+        errors += duplicate_errors(
+            [(f"questions/{i}/question", p["question"]) for i, p in enumerate(pairs)],
+            what="question",
+        )
+        return errors
+
+    def _pair_errors(self, i: int, pair: dict[str, Any], ctype: str) -> list[FieldError]:
+        base = f"questions/{i}"
+        question, answer = pair["question"], pair["answer"]
+        errors = text_errors(f"{base}/question", question, what="The question")
+        if not errors and not question.rstrip().endswith("?"):
+            errors.append(FieldError(f"{base}/question", 'End the question with "?".'))
+        answer_errors = text_errors(f"{base}/answer", answer, what="The answer")
+        if not answer_errors and ctype == "yesno" and yes_no_value(answer) is None:
+            answer_errors.append(FieldError(f"{base}/answer", 'Answer "Yes" or "No".'))
+        errors += answer_errors
+
+        value = pair.get("numeric_value")
+        if isinstance(value, str):
+            errors.append(FieldError(f"{base}/numeric_value", "Enter a number, e.g. 42 or 3.5."))
+            value = None
+        elif value is None and ctype in NUMERIC_TYPES:
+            errors.append(
+                FieldError(f"{base}/numeric_value", "This question type needs a numeric value.")
+            )
+        entities = pair.get("counted_entities") or []
+        if ctype == "count":
+            if value is not None and (value < 0 or value != int(value)):
+                errors.append(
+                    FieldError(f"{base}/numeric_value", "A count is a whole number (0 or more).")
+                )
+            elif value is not None:
+                need = min(int(value), MIN_LISTED_ENTITIES)
+                if int(value) <= MIN_LISTED_ENTITIES and len(entities) != int(value):
+                    errors.append(
+                        FieldError(
+                            f"{base}/counted_entities",
+                            f"List all {int(value)} counted items, one per line "
+                            f"(you listed {len(entities)}).",
+                        )
+                    )
+                elif len(entities) < need:
+                    errors.append(
+                        FieldError(
+                            f"{base}/counted_entities",
+                            f"List at least {need} of the counted items, one per line.",
+                        )
+                    )
+        for entity in entities:
+            if len(entity) > MAX_TEXT_LENGTH:
+                errors.append(FieldError(f"{base}/counted_entities", "An item is too long."))
+                break
+        return errors
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """QA pairs as items for ``answer_entity_linking`` (default) or question linking.
+
+        ``handoff``: ``target`` ("answer_entity_linking" | "question_entity_linking"),
+        ``exclude_answer_types`` (e.g. ["boolean", "numeric"]: yes/no and numbers
+        need no answer linking).
+        """
+        if not items:
+            return []
+        source = items[0]
+        cell = source.get("data", {})
+        target = handoff.get("target", "answer_entity_linking")
+        excluded = set(handoff.get("exclude_answer_types", []))
+        out = []
+        for i, pair in enumerate(answer.get("questions", [])):
+            answer_type = detect_answer_type(
+                question=pair["question"],
+                answer=pair["answer"],
+                complexity_type=cell.get("complexity_type", "generic"),
+            )
+            if answer_type in excluded:
+                continue
+            data: dict[str, Any]
+            if target == "question_entity_linking":
+                data = {"question": pair["question"]}
+            else:
+                data = {
+                    "question": pair["question"],
+                    "answer": pair["answer"],
+                    "complexity_type": cell.get("complexity_type", "generic"),
+                    "topic": cell.get("topic", ""),
+                    "answer_type": answer_type,
+                }
+                if pair.get("numeric_value") is not None:
+                    data["numeric_value"] = pair["numeric_value"]
+                if pair.get("counted_entities"):
+                    data["counted_entities"] = list(pair["counted_entities"])
+            external_id = derived_external_id(
+                str(source.get("external_id", "")), f"q{i + 1}", [pair["question"], pair["answer"]]
+            )
+            out.append({"external_id": external_id, "data": data})
+        return out
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        cell = get_path(items, 0, "data", default={}) or {}
+        ctype = cell.get("complexity_type", "generic")
+        examples = (cfg.get("examples") or {}).get(ctype) or DEFAULT_EXAMPLES.get(ctype, [])
+        rows = []
+        for i in range(cfg["questions_per_hit"]):
+            pair = get_path(answer, "questions", i, default={}) or {}
+            rows.append(
+                {
+                    "number": i + 1,
+                    "question": form.field(f"questions/{i}/question", pair.get("question")),
+                    "answer": form.field(f"questions/{i}/answer", pair.get("answer")),
+                    "numeric_value": form.field(
+                        f"questions/{i}/numeric_value", pair.get("numeric_value")
+                    ),
+                    "counted_entities": form.field(
+                        f"questions/{i}/counted_entities",
+                        "\n".join(pair.get("counted_entities") or []),
+                    ),
+                }
+            )
+        form.error("questions")
+        return {
+            "topic": cell.get("topic", ""),
+            "topic_hint": cell.get("topic_hint", ""),
+            "complexity_type": ctype,
+            "complexity_label": COMPLEXITY_LABELS.get(ctype, ctype),
+            "definition": COMPLEXITY_DEFINITIONS.get(ctype, ""),
+            "examples": examples,
+            "needs_numeric": ctype in NUMERIC_TYPES,
+            "is_count": ctype == "count",
+            "is_yesno": ctype == "yesno",
+            "min_listed": MIN_LISTED_ENTITIES,
+            "rows": rows,
+            "count_error": errors.get("questions", ""),
+            "general_errors": form.general_errors(),
+        }

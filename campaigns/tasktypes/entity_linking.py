@@ -1,0 +1,368 @@
+"""Entity linking in an answer (``answer_entity_linking``) or a question
+(``question_entity_linking``), Mintaka-style.
+
+Item data::
+
+    {"question": str, "answer": str (answer linking only),
+     "proposed_spans"?: [{"start": int, "end": int, "text": str, "kind"?: str}], ...}
+
+Offsets are Python string indices (code points) into the *linked text*: the
+answer for answer linking, the question for question linking. Other keys (for
+example those ``question_writing`` hands off: complexity_type, answer_type, ...)
+are kept. Without proposed spans, answer linking proposes the whole answer.
+
+Answer (one entry per item)::
+
+    {"items": [{"external_id": str,
+                "links": [{"start": int, "end": int, "text": str,
+                           "qid": "Q42" | None, "none": bool}]}]}
+
+Each link has a Wikidata id (``Q\\d+``) or ``none: true`` ("not in Wikidata");
+spans lie within the text, match it at those offsets and do not overlap.
+Form rows ``items/<i>/spans/<j>/{start,end,text,qid,none}``: one per proposed
+span plus those added by highlighting (JS); a row with neither id nor "not in
+Wikidata" means "no entity here" and is left out of the answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Mapping
+from itertools import combinations
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    answer_for_item,
+    form_bool,
+    form_indices,
+    form_text,
+    get_path,
+    item_entry_errors,
+    parse_int_or_text,
+    schema_errors,
+)
+
+QID_PATTERN = r"^Q[1-9][0-9]*$"
+_SPAN_SCHEMA = {
+    "type": "object",
+    "required": ["start", "end", "text"],
+    "properties": {
+        "start": {"type": "integer", "minimum": 0},
+        "end": {"type": "integer", "minimum": 0},
+        "text": {"type": "string"},
+        "kind": {"type": "string"},
+    },
+}
+
+
+def normalise_qid(text: str) -> str:
+    """``Q42`` from "q42", " Q42 " or a Wikidata URL ending in /Q42; other text unchanged."""
+    candidate = text.strip().rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    if candidate[:1] in {"q", "Q"} and candidate[1:].isdigit():
+        return "Q" + candidate[1:]
+    return text.strip()
+
+
+def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
+    return (link["start"], link["end"], "NONE" if link.get("none") else str(link.get("qid")))
+
+
+class _EntityLinking(TaskType):
+    """Shared behaviour; subclasses say which text is linked."""
+
+    text_key: ClassVar[str]
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "max_links": {"type": "integer", "minimum": 1, "maximum": 100},
+            "min_links": {"type": "integer", "minimum": 0, "maximum": 100},
+            "allow_not_in_wikidata": {"type": "boolean"},
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {
+        "max_links": 20,
+        "min_links": 0,
+        "allow_not_in_wikidata": True,
+    }
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["external_id", "links"],
+                    "properties": {
+                        "external_id": {"type": "string"},
+                        "links": {
+                            "type": "array",
+                            "items": {
+                                "type": "object",
+                                "required": ["start", "end", "text"],
+                                "properties": {
+                                    "start": {"type": ["integer", "string"]},
+                                    "end": {"type": ["integer", "string"]},
+                                    "text": {"type": "string"},
+                                    "qid": {"type": ["string", "null"]},
+                                    "none": {"type": "boolean"},
+                                },
+                            },
+                        },
+                    },
+                },
+            }
+        },
+    }
+
+    def linked_text(self, data: Mapping[str, Any]) -> str:
+        return str(data.get(self.text_key, ""))
+
+    def proposed_spans(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return list(data.get("proposed_spans") or [])
+
+    def validate_item(self, data: Any) -> list[FieldError]:
+        errors = schema_errors(self.input_schema, data)
+        if errors:
+            return errors
+        text = self.linked_text(data)
+        for j, span in enumerate(data.get("proposed_spans") or []):
+            if not 0 <= span["start"] < span["end"] <= len(text):
+                errors.append(FieldError(f"proposed_spans/{j}", "The span is outside the text."))
+            elif text[span["start"] : span["end"]] != span["text"]:
+                errors.append(
+                    FieldError(f"proposed_spans/{j}/text", "The text does not match the offsets.")
+                )
+        return errors
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        entries = []
+        for i, item in enumerate(items):
+            links = []
+            for j in form_indices(form, f"items/{i}/spans"):
+                row = f"items/{i}/spans/{j}"
+                qid_text = form_text(form, f"{row}/qid")
+                none = form_bool(form, f"{row}/none")
+                if not qid_text and not none:
+                    continue  # "no entity here": nothing was typed or ticked
+                links.append(
+                    {
+                        "start": parse_int_or_text(form_text(form, f"{row}/start")),
+                        "end": parse_int_or_text(form_text(form, f"{row}/end")),
+                        "text": form_text(form, f"{row}/text"),
+                        "qid": normalise_qid(qid_text) if qid_text else None,
+                        "none": none,
+                    }
+                )
+            entries.append({"external_id": item["external_id"], "links": links})
+        return {"items": entries}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
+            errors += self._links_errors(f"items/{i}/links", entry["links"], item["data"], cfg)
+        return errors
+
+    def _links_errors(
+        self, base: str, links: list[dict[str, Any]], data: dict[str, Any], cfg: dict[str, Any]
+    ) -> list[FieldError]:
+        text = self.linked_text(data)
+        errors: list[FieldError] = []
+        if len(links) > cfg["max_links"]:
+            errors.append(FieldError(base, f"Link at most {cfg['max_links']} spans."))
+        if len(links) < cfg["min_links"]:
+            errors.append(FieldError(base, f"Link at least {cfg['min_links']} span(s)."))
+        spans_ok = []
+        for k, link in enumerate(links):
+            path = f"{base}/{k}"
+            start, end = link["start"], link["end"]
+            qid, none = link.get("qid"), bool(link.get("none"))
+            if not isinstance(start, int) or not isinstance(end, int):
+                errors.append(FieldError(f"{path}/text", "The span's position is missing."))
+            elif not 0 <= start < end <= len(text):
+                errors.append(FieldError(f"{path}/text", "The span is outside the text."))
+            elif text[start:end] != link["text"]:
+                errors.append(FieldError(f"{path}/text", "The span does not match the text."))
+            else:
+                spans_ok.append((start, end, k))
+            if qid and none:
+                errors.append(
+                    FieldError(
+                        f"{path}/qid", 'Give a Wikidata id or tick "not in Wikidata", not both.'
+                    )
+                )
+            elif none and not cfg["allow_not_in_wikidata"]:
+                errors.append(FieldError(f"{path}/qid", "Give a Wikidata id."))
+            elif not qid and not none:
+                errors.append(
+                    FieldError(f"{path}/qid", 'Give a Wikidata id or tick "not in Wikidata".')
+                )
+            elif qid and not re.match(QID_PATTERN, qid):
+                errors.append(FieldError(f"{path}/qid", "A Wikidata id looks like Q42."))
+        spans_ok.sort()
+        reach = -1
+        for start, end, k in spans_ok:
+            if start < reach:
+                errors.append(FieldError(f"{base}/{k}/text", "This span overlaps another one."))
+            reach = max(reach, end)
+        return errors
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+        """Agreement on the sets of (span, qid) links.
+
+        Returns ``{"answers": n, "unanimous": bool (all sets equal),
+        "pairwise_agreement": mean Jaccard over pairs (1.0 for fewer than 2),
+        "votes": [{"start", "end", "text", "qid", "none", "votes"}] most-voted first,
+        "majority": the links more than half of the workers gave}``. A "not in
+        Wikidata" link counts as its own value.
+        """
+        sets: list[set[tuple[int, int, str]]] = []
+        examples: dict[tuple[int, int, str], dict[str, Any]] = {}
+        for answer in answers:
+            entry = answer_for_item(answer, item)
+            if entry is None:
+                continue
+            keys = set()
+            for link in entry.get("links", []):
+                key = _link_key(link)
+                keys.add(key)
+                examples.setdefault(key, link)
+            sets.append(keys)
+        counts: Counter[tuple[int, int, str]] = Counter(k for s in sets for k in s)
+        pairs = list(combinations(sets, 2))
+        jaccard = [len(a & b) / len(a | b) if a | b else 1.0 for a, b in pairs]
+        votes = [
+            {
+                "start": key[0],
+                "end": key[1],
+                "text": examples[key].get("text", ""),
+                "qid": None if key[2] == "NONE" else key[2],
+                "none": key[2] == "NONE",
+                "votes": n,
+            }
+            for key, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        return {
+            "answers": len(sets),
+            "unanimous": len(sets) > 0 and all(s == sets[0] for s in sets),
+            "pairwise_agreement": sum(jaccard) / len(jaccard) if jaccard else 1.0,
+            "votes": votes,
+            "majority": [v for v in votes if v["votes"] * 2 > len(sets)],
+        }
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            links = get_path(answer, "items", i, "links", default=[]) or []
+            by_span: dict[tuple[Any, Any], tuple[int | None, dict[str, Any]]] = {
+                (lk.get("start"), lk.get("end")): (k, lk) for k, lk in enumerate(links)
+            }
+            rows = []
+            used: set[int] = set()
+            spans = [*self.proposed_spans(data)]
+            for link in links:
+                if not any(
+                    (s["start"], s["end"]) == (link.get("start"), link.get("end")) for s in spans
+                ):
+                    spans.append({**link, "kind": "added"})
+            for j, span in enumerate(spans):
+                k, link = by_span.get((span["start"], span["end"]), (None, {}))
+                if k is not None:
+                    used.add(k)
+                path = f"items/{i}/links/{k}" if k is not None else None
+                rows.append(
+                    {
+                        "number": j + 1,
+                        "start": span["start"],
+                        "end": span["end"],
+                        "text": span.get("text", ""),
+                        "kind": span.get("kind", ""),
+                        "qid": form.field(f"items/{i}/spans/{j}/qid", link.get("qid")),
+                        "none": form.field(f"items/{i}/spans/{j}/none", bool(link.get("none"))),
+                        "prefix": f"items/{i}/spans/{j}",
+                        "error": " ".join(
+                            m for m in (form.error(f"{path}/text"), form.error(f"{path}/qid")) if m
+                        )
+                        if path
+                        else "",
+                    }
+                )
+            blocks.append(
+                {
+                    "index": i,
+                    "question": data.get("question", ""),
+                    "answer": data.get("answer", ""),
+                    "text": self.linked_text(data),
+                    "rows": rows,
+                    "next_row": len(rows),
+                    "links_error": form.error(f"items/{i}/links"),
+                }
+            )
+        return {
+            "items": blocks,
+            "text_label": "answer" if self.text_key == "answer" else "question",
+            "allow_not_in_wikidata": cfg["allow_not_in_wikidata"],
+            "general_errors": form.general_errors(),
+        }
+
+
+class AnswerEntityLinking(_EntityLinking):
+    name = "answer_entity_linking"
+    label = "Link the entities in an answer"
+    description = "Link each entity named in the answer to its Wikidata item."
+    text_key = "answer"
+    template_name = "tasktypes/answer_entity_linking.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["question", "answer"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1},
+            "answer": {"type": "string", "minLength": 1},
+            "proposed_spans": {"type": "array", "items": _SPAN_SCHEMA},
+        },
+    }
+
+    def proposed_spans(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
+        spans = list(data.get("proposed_spans") or [])
+        text = self.linked_text(data)
+        if not spans and text:
+            return [{"start": 0, "end": len(text), "text": text, "kind": "answer"}]
+        return spans
+
+
+class QuestionEntityLinking(_EntityLinking):
+    name = "question_entity_linking"
+    label = "Link the entities in a question"
+    description = "Link each entity named in the question to its Wikidata item."
+    text_key = "question"
+    template_name = "tasktypes/question_entity_linking.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["question"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1},
+            "proposed_spans": {"type": "array", "items": _SPAN_SCHEMA},
+        },
+    }

@@ -1,0 +1,226 @@
+"""Multiple-choice question writing over a passage (Nangia et al. 2021 protocol).
+
+Item data: ``{"passage": str, "title"?: str, "source"?: str}`` (one passage per HIT).
+Config: ``questions_per_passage`` (K, default 2) and ``justification``
+("off" | "optional" | "required"; the JUSTIFICATION arm asks for one). Answer::
+
+    {"questions": [{"question": str, "options": [str, str, str, str],
+                    "correct": 0..3 | None | str, "justification": str}]}
+
+Options must be filled in and distinct; ``correct`` is the index of the right one.
+``next_items`` hands each question to ``mc_validation`` (default) or
+``rubric_evaluation`` (``handoff.target``); the writer's label travels as
+``writer_correct`` (never shown to validators).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    derived_external_id,
+    duplicate_errors,
+    form_text,
+    get_path,
+    parse_int_or_text,
+    schema_errors,
+    text_errors,
+)
+
+OPTIONS = 4
+OPTION_LETTERS = "ABCD"
+
+
+class MCQuestionWriting(TaskType):
+    name = "mc_question_writing"
+    label = "Multiple-choice question writing"
+    description = "Write difficult multiple-choice questions about a passage."
+    template_name = "tasktypes/mc_question_writing.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["passage"],
+        "properties": {
+            "passage": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+            "source": {"type": "string"},
+        },
+    }
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "questions_per_passage": {"type": "integer", "minimum": 1, "maximum": 10},
+            "justification": {"enum": ["off", "optional", "required"]},
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {"questions_per_passage": 2, "justification": "off"}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["question", "options", "correct"],
+                    "properties": {
+                        "question": {"type": "string"},
+                        "options": {"type": "array", "items": {"type": "string"}},
+                        "correct": {"type": ["integer", "string", "null"]},
+                        "justification": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+    handoff_schema: ClassVar[dict] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"target": {"enum": ["mc_validation", "rubric_evaluation"]}},
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        k = self.effective_config(config)["questions_per_passage"]
+        return {
+            "questions": [
+                {
+                    "question": form_text(form, f"questions/{i}/question"),
+                    "options": [
+                        form_text(form, f"questions/{i}/options/{o}") for o in range(OPTIONS)
+                    ],
+                    "correct": parse_int_or_text(form_text(form, f"questions/{i}/correct")),
+                    "justification": form_text(form, f"questions/{i}/justification"),
+                }
+                for i in range(k)
+            ]
+        }
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        questions = answer["questions"]
+        if len(questions) != cfg["questions_per_passage"]:
+            errors.append(
+                FieldError("questions", f"Write exactly {cfg['questions_per_passage']} questions.")
+            )
+        for i, q in enumerate(questions):
+            base = f"questions/{i}"
+            errors += text_errors(f"{base}/question", q["question"], what="The question")
+            options = q["options"]
+            if len(options) != OPTIONS:
+                errors.append(FieldError(f"{base}/options", f"Give exactly {OPTIONS} options."))
+            for o, option in enumerate(options):
+                errors += text_errors(f"{base}/options/{o}", option, what="The option")
+            errors += duplicate_errors(
+                [(f"{base}/options/{o}", t) for o, t in enumerate(options)], what="option"
+            )
+            correct = q["correct"]
+            if not isinstance(correct, int) or not 0 <= correct < len(options):
+                errors.append(FieldError(f"{base}/correct", "Mark which option is correct."))
+            justification = q.get("justification", "")
+            if cfg["justification"] == "required":
+                errors += text_errors(
+                    f"{base}/justification", justification, what="The justification"
+                )
+            elif cfg["justification"] == "optional":
+                errors += text_errors(
+                    f"{base}/justification", justification, required=False, what="The justification"
+                )
+        errors += duplicate_errors(
+            [(f"questions/{i}/question", q["question"]) for i, q in enumerate(questions)],
+            what="question",
+        )
+        return errors
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """Each question as an item for ``mc_validation`` or ``rubric_evaluation``."""
+        if not items:
+            return []
+        source = items[0]
+        passage = source.get("data", {})
+        out = []
+        for i, q in enumerate(answer.get("questions", [])):
+            data: dict[str, Any] = {
+                "passage": passage.get("passage", ""),
+                "question": q["question"],
+                "options": list(q["options"]),
+            }
+            if passage.get("title"):
+                data["title"] = passage["title"]
+            if handoff.get("target") == "rubric_evaluation":
+                data["correct"] = q["correct"]
+                if q.get("justification"):
+                    data["justification"] = q["justification"]
+            else:
+                data["writer_correct"] = q["correct"]
+            out.append(
+                {
+                    "external_id": derived_external_id(
+                        str(source.get("external_id", "")),
+                        f"mc{i + 1}",
+                        [q["question"], q["options"]],
+                    ),
+                    "data": data,
+                }
+            )
+        return out
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        passage = get_path(items, 0, "data", default={}) or {}
+        blocks = []
+        for i in range(cfg["questions_per_passage"]):
+            q = get_path(answer, "questions", i, default={}) or {}
+            correct = form.field(f"questions/{i}/correct", q.get("correct"))
+            blocks.append(
+                {
+                    "number": i + 1,
+                    "question": form.field(f"questions/{i}/question", q.get("question")),
+                    "options": [
+                        {
+                            "letter": OPTION_LETTERS[o],
+                            "index": o,
+                            "field": form.field(
+                                f"questions/{i}/options/{o}", get_path(q, "options", o)
+                            ),
+                            "correct_id": f"{correct.id}-{o}",
+                            "is_correct": q.get("correct") == o,
+                        }
+                        for o in range(OPTIONS)
+                    ],
+                    "options_error": form.error(f"questions/{i}/options"),
+                    "correct": correct,
+                    "justification": form.field(
+                        f"questions/{i}/justification", q.get("justification")
+                    ),
+                }
+            )
+        count_error = form.error("questions")
+        return {
+            "title": passage.get("title", ""),
+            "passage": passage.get("passage", ""),
+            "questions": blocks,
+            "justification": cfg["justification"],
+            "count_error": count_error,
+            "general_errors": form.general_errors(),
+        }

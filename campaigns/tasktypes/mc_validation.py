@@ -1,0 +1,163 @@
+"""Validation of a multiple-choice question: pick the right option, or flag it invalid.
+
+Item data: ``{"passage", "question", "options": [4 x str], "title"?: str,
+"writer_correct"?: 0..3}`` (``writer_correct`` is never rendered). Answer
+(one entry per item)::
+
+    {"items": [{"external_id": str, "choice": 0..3 | "invalid" | None | str}]}
+
+``aggregate`` takes the majority vote over the validators and the writer's
+label (Nangia et al. 2021): no strict majority, or a majority for "invalid",
+means the example is discarded.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    answer_for_item,
+    form_text,
+    get_path,
+    item_entry_errors,
+    parse_int_or_text,
+    schema_errors,
+)
+from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
+
+INVALID = "invalid"
+
+
+class MCValidation(TaskType):
+    name = "mc_validation"
+    label = "Validate a multiple-choice question"
+    description = "Answer a multiple-choice question, or flag it as invalid."
+    template_name = "tasktypes/mc_validation.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["passage", "question", "options"],
+        "properties": {
+            "passage": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+            "question": {"type": "string", "minLength": 1},
+            "options": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
+            "writer_correct": {"type": "integer", "minimum": 0, "maximum": 3},
+        },
+    }
+    config_schema: ClassVar[dict] = {"type": "object", "properties": {}}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["external_id", "choice"],
+                    "properties": {
+                        "external_id": {"type": "string"},
+                        "choice": {"type": ["integer", "string", "null"]},
+                    },
+                },
+            }
+        },
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "items": [
+                {
+                    "external_id": item["external_id"],
+                    "choice": parse_int_or_text(form_text(form, f"items/{i}/choice")),
+                }
+                for i, item in enumerate(items)
+            ]
+        }
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+        if errors:
+            return errors
+        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
+            choice = entry["choice"]
+            n = len(item["data"].get("options", []))
+            if choice != INVALID and not (isinstance(choice, int) and 0 <= choice < n):
+                errors.append(
+                    FieldError(
+                        f"items/{i}/choice", "Choose an option, or mark the question invalid."
+                    )
+                )
+        return errors
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+        """``{"votes": {"0".."3"|"invalid": n}, "majority": label | None, "keep": bool,
+        "writer_agrees": bool | None}``; the writer's label counts as one vote."""
+        data = item.get("data", {})
+        votes: Counter[str] = Counter()
+        for answer in answers:
+            entry = answer_for_item(answer, item)
+            if entry is not None and entry.get("choice") is not None:
+                votes[str(entry["choice"])] += 1
+        validator_votes = dict(votes)
+        writer = data.get("writer_correct")
+        if isinstance(writer, int):
+            votes[str(writer)] += 1
+        total = sum(votes.values())
+        top = votes.most_common(1)
+        majority = top[0][0] if top and top[0][1] * 2 > total else None
+        return {
+            "votes": validator_votes,
+            "majority": majority,
+            "keep": majority is not None and majority != INVALID,
+            "writer_agrees": None if not isinstance(writer, int) else majority == str(writer),
+        }
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            f = form.field(f"items/{i}/choice", get_path(answer, "items", i, "choice"))
+            choices: list[dict[str, Any]] = [
+                {"value": str(o), "label": f"{OPTION_LETTERS[o]}. {t}", "id": f"{f.id}-{o}"}
+                for o, t in enumerate(data.get("options", [])[:4])
+            ]
+            choices.append(
+                {
+                    "value": INVALID,
+                    "label": (
+                        "The question is invalid: no option or more than one option is correct"
+                    ),
+                    "id": f"{f.id}-{INVALID}",
+                }
+            )
+            for c in choices:
+                c["checked"] = str(f.value) == c["value"] and f.value != ""
+            blocks.append(
+                {
+                    "number": i + 1,
+                    "title": data.get("title", ""),
+                    "passage": data.get("passage", ""),
+                    "question": data.get("question", ""),
+                    "field": f,
+                    "choices": choices,
+                }
+            )
+        return {"items": blocks, "general_errors": form.general_errors()}

@@ -1,0 +1,315 @@
+"""Qualification quiz with an answer key and a scoring rule (e.g. WhyQA's, Nangia's 3 of 5).
+
+The quiz lives in the stage config (items are ignored; one placeholder item per HIT)::
+
+    {"questions": [{"id": "q1", "prompt": str, "context"?: str,
+                    "multiple": bool,              # checkboxes instead of radio buttons
+                    "max_selected"?: int,          # multiple only
+                    "unanswerable"?: bool,         # the right response is "no answer"
+                    "required_points"?: number,    # minimum for this question to pass
+                    "options": [{"id": "a", "text": str, "group": "essential"}]}],
+     "scoring": {"group_points": {"essential": 2, "ok": 1, "wrong": -1},
+                 "floor": 0,                      # a question never scores below this
+                 "pass_points"?: number | "pass_ratio"?: 0..1,   # default: all points
+                 "unanswerable_points": 1,        # for answering "no answer" correctly
+                 "answering_unanswerable": "fail" | "zero"},
+     "allow_no_answer": true}
+
+Groups are hidden from the worker. Answer::
+
+    {"questions": [{"id": "q1", "selected": ["a", "c"], "no_answer": false}]}
+
+``score_quiz(config, answer)`` is pure and returns a ``QuizScore``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    form_bool,
+    form_list,
+    get_path,
+    schema_errors,
+)
+
+_EPSILON = 1e-9
+
+
+@dataclass(frozen=True)
+class QuestionScore:
+    id: str
+    points: float
+    max_points: float
+    passed: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class QuizScore:
+    points: float
+    max_points: float
+    passed: bool
+    per_question: list[QuestionScore] = field(default_factory=list)
+
+
+def _scoring(config: Mapping[str, Any]) -> dict[str, Any]:
+    defaults = {
+        "group_points": {"correct": 1, "wrong": 0},
+        "floor": 0,
+        "unanswerable_points": 1,
+        "answering_unanswerable": "fail",
+    }
+    return {**defaults, **(config.get("scoring") or {})}
+
+
+def _question_max(question: Mapping[str, Any], scoring: Mapping[str, Any]) -> float:
+    if question.get("unanswerable"):
+        return float(scoring["unanswerable_points"])
+    points = sorted(
+        (float(scoring["group_points"].get(o.get("group"), 0)) for o in question["options"]),
+        reverse=True,
+    )
+    positive = [p for p in points if p > 0]
+    if not question.get("multiple"):
+        return positive[0] if positive else 0.0
+    limit = question.get("max_selected") or len(positive)
+    return sum(positive[:limit])
+
+
+def score_quiz(config: Mapping[str, Any], answer: Mapping[str, Any]) -> QuizScore:
+    """Score ``answer`` against the quiz in ``config`` (see the module docstring).
+
+    Per question: the sum of the selected options' group points, clamped to
+    [floor, question maximum]; "no answer" scores ``unanswerable_points`` on an
+    unanswerable question and ``floor`` elsewhere. Answering an unanswerable
+    question scores ``floor`` and, with ``answering_unanswerable: "fail"``, fails
+    the quiz. The quiz passes when the total reaches ``pass_points`` (or
+    ``pass_ratio`` of the maximum; all points by default) and no question is
+    below its ``required_points``.
+    """
+    scoring = _scoring(config)
+    responses = {r.get("id"): r for r in (answer.get("questions") or []) if isinstance(r, Mapping)}
+    per_question = []
+    for question in config.get("questions", []):
+        qmax = _question_max(question, scoring)
+        response = responses.get(question["id"], {})
+        selected = [s for s in response.get("selected", []) if isinstance(s, str)]
+        groups = {o["id"]: o.get("group") for o in question["options"]}
+        no_answer = bool(response.get("no_answer")) and not selected
+        floor = float(scoring["floor"])
+        passed, reason = True, ""
+        if question.get("unanswerable"):
+            if no_answer:
+                points = qmax
+            else:
+                points = min(floor, qmax)
+                reason = "answered an unanswerable question"
+                passed = scoring["answering_unanswerable"] != "fail"
+        elif no_answer or not selected:
+            points, reason = min(floor, qmax), "no answer"
+        else:
+            raw = sum(float(scoring["group_points"].get(groups.get(s), 0)) for s in selected)
+            points = max(floor, min(raw, qmax))
+        required = question.get("required_points")
+        if required is not None and points + _EPSILON < float(required):
+            passed, reason = False, reason or f"below the required {required} points"
+        per_question.append(QuestionScore(question["id"], points, qmax, passed, reason))
+    total = sum(q.points for q in per_question)
+    max_total = sum(q.max_points for q in per_question)
+    if "pass_points" in scoring:
+        threshold = float(scoring["pass_points"])
+    elif "pass_ratio" in scoring:
+        threshold = float(scoring["pass_ratio"]) * max_total
+    else:
+        threshold = max_total
+    passed = total + _EPSILON >= threshold and all(q.passed for q in per_question)
+    return QuizScore(points=total, max_points=max_total, passed=passed, per_question=per_question)
+
+
+class Quiz(TaskType):
+    name = "quiz"
+    label = "Qualification quiz"
+    description = "Questions with an answer key and a scoring rule; grants a qualification."
+    template_name = "tasktypes/quiz.html"
+    input_schema: ClassVar[dict] = {"type": "object"}
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {
+            "allow_no_answer": {"type": "boolean"},
+            "questions": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["id", "prompt", "options"],
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "context": {"type": "string"},
+                        "multiple": {"type": "boolean"},
+                        "max_selected": {"type": "integer", "minimum": 1},
+                        "unanswerable": {"type": "boolean"},
+                        "required_points": {"type": "number"},
+                        "options": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {
+                                "type": "object",
+                                "required": ["id", "text"],
+                                "properties": {
+                                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
+                                    "text": {"type": "string", "minLength": 1},
+                                    "group": {"type": "string"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+            "scoring": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "group_points": {"type": "object", "additionalProperties": {"type": "number"}},
+                    "floor": {"type": "number"},
+                    "pass_points": {"type": "number"},
+                    "pass_ratio": {"type": "number", "minimum": 0, "maximum": 1},
+                    "unanswerable_points": {"type": "number", "minimum": 0},
+                    "answering_unanswerable": {"enum": ["fail", "zero"]},
+                },
+            },
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {"allow_no_answer": True}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {
+            "questions": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "selected"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "selected": {"type": "array", "items": {"type": "string"}},
+                        "no_answer": {"type": "boolean"},
+                    },
+                },
+            }
+        },
+    }
+
+    def validate_config(self, config: Any) -> list[FieldError]:
+        errors = schema_errors(self.config_schema, config)
+        if errors:
+            return errors
+        ids = [q["id"] for q in config["questions"]]
+        if len(set(ids)) != len(ids):
+            errors.append(FieldError("questions", "Question ids must be unique."))
+        groups = set(_scoring(config)["group_points"])
+        for i, q in enumerate(config["questions"]):
+            option_ids = [o["id"] for o in q["options"]]
+            if len(set(option_ids)) != len(option_ids):
+                errors.append(FieldError(f"questions/{i}/options", "Option ids must be unique."))
+            for j, o in enumerate(q["options"]):
+                if not q.get("unanswerable") and o.get("group") not in groups:
+                    errors.append(
+                        FieldError(f"questions/{i}/options/{j}/group", "Unknown scoring group.")
+                    )
+        return errors
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "questions": [
+                {
+                    "id": q["id"],
+                    "selected": form_list(form, f"questions/{i}/selected"),
+                    "no_answer": form_bool(form, f"questions/{i}/no_answer"),
+                }
+                for i, q in enumerate(config.get("questions", []))
+            ]
+        }
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        questions = cfg.get("questions", [])
+        responses = answer["questions"]
+        if [r["id"] for r in responses] != [q["id"] for q in questions]:
+            return [FieldError("questions", "Answer every question of the quiz.")]
+        for i, (q, r) in enumerate(zip(questions, responses, strict=True)):
+            path = f"questions/{i}/selected"
+            selected, no_answer = r["selected"], bool(r.get("no_answer"))
+            valid = {o["id"] for o in q["options"]}
+            if no_answer and not cfg["allow_no_answer"]:
+                errors.append(FieldError(path, "Choose an answer."))
+            elif no_answer and selected:
+                errors.append(FieldError(path, 'Either choose options or "no answer", not both.'))
+            elif not selected and not no_answer:
+                errors.append(FieldError(path, "Answer this question."))
+            elif any(s not in valid for s in selected):
+                errors.append(FieldError(path, "Choose among the options shown."))
+            elif not q.get("multiple") and len(selected) > 1:
+                errors.append(FieldError(path, "Choose one option."))
+            elif q.get("max_selected") and len(selected) > q["max_selected"]:
+                errors.append(FieldError(path, f"Choose at most {q['max_selected']} options."))
+        return errors
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for i, q in enumerate(cfg.get("questions", [])):
+            response = get_path(answer, "questions", i, default={}) or {}
+            selected = set(response.get("selected") or [])
+            f = form.field(f"questions/{i}/selected")
+            blocks.append(
+                {
+                    "number": i + 1,
+                    "prompt": q.get("prompt", ""),
+                    "context": q.get("context", ""),
+                    "multiple": bool(q.get("multiple")),
+                    "max_selected": q.get("max_selected"),
+                    "field": f,
+                    # The option's group is the answer key: never put it in the page.
+                    "options": [
+                        {
+                            "value": o["id"],
+                            "text": o["text"],
+                            "id": f"{f.id}-{o['id']}",
+                            "checked": o["id"] in selected,
+                        }
+                        for o in q.get("options", [])
+                    ],
+                    "no_answer": form.field(
+                        f"questions/{i}/no_answer", bool(response.get("no_answer"))
+                    ),
+                }
+            )
+        return {
+            "questions": blocks,
+            "allow_no_answer": cfg["allow_no_answer"],
+            "general_errors": form.general_errors(),
+        }

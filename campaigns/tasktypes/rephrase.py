@@ -1,0 +1,163 @@
+"""Rephrasing: write one rephrasing of each question in the HIT.
+
+Item data: ``{"question": str, "context"?: str}``; a HIT holds ``items_per_hit``
+questions (WhyQA: 5). Answer::
+
+    {"items": [{"external_id": str, "rephrasing": str}, ...]}
+
+A rephrasing is rejected when it is trivially the same as the original (see
+``base.trivial_variant_reason``): equal after normalising case, punctuation and
+whitespace, or a content-word token-set Jaccard similarity (stop words and word
+order ignored) of at least ``max_similarity`` (default 0.8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    answer_for_item,
+    derived_external_id,
+    form_text,
+    get_path,
+    item_entry_errors,
+    schema_errors,
+    text_errors,
+    trivial_variant_reason,
+)
+
+
+class Rephrase(TaskType):
+    name = "rephrase"
+    label = "Rephrase questions"
+    description = "Rewrite each question in different words, keeping its meaning."
+    template_name = "tasktypes/rephrase.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["question"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": 2000},
+            "context": {"type": "string"},
+        },
+    }
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+            "require_question_mark": {"type": "boolean"},
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {
+        "max_similarity": 0.8,
+        "require_question_mark": True,
+    }
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["external_id", "rephrasing"],
+                    "properties": {
+                        "external_id": {"type": "string"},
+                        "rephrasing": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+    handoff_schema: ClassVar[dict] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"include_original": {"type": "boolean"}},
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        return {
+            "items": [
+                {
+                    "external_id": item["external_id"],
+                    "rephrasing": form_text(form, f"items/{i}/rephrasing"),
+                }
+                for i, item in enumerate(items)
+            ]
+        }
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
+            path = f"items/{i}/rephrasing"
+            text = entry["rephrasing"]
+            problems = text_errors(path, text, what="The rephrasing")
+            if not problems and cfg["require_question_mark"] and not text.endswith("?"):
+                problems.append(FieldError(path, 'End the question with "?".'))
+            if not problems:
+                reason = trivial_variant_reason(
+                    text, item["data"]["question"], max_similarity=cfg["max_similarity"]
+                )
+                if reason:
+                    problems.append(FieldError(path, reason))
+            errors += problems
+        return errors
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+        """``{"rephrasings": [str, ...]}``: every worker's rephrasing of the item."""
+        found = [answer_for_item(a, item) for a in answers]
+        return {"rephrasings": [e["rephrasing"] for e in found if e and e.get("rephrasing")]}
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """Each rephrasing as ``{"question": ...}`` (plus ``original_question`` if asked)."""
+        out = []
+        for i, entry in enumerate(answer.get("items", [])):
+            if i >= len(items):
+                break
+            data: dict[str, Any] = {"question": entry["rephrasing"]}
+            if handoff.get("include_original", True):
+                data["original_question"] = items[i]["data"]["question"]
+            out.append(
+                {
+                    "external_id": derived_external_id(
+                        str(items[i].get("external_id", "")), "r", entry["rephrasing"]
+                    ),
+                    "data": data,
+                }
+            )
+        return out
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        form = FormView(errors=errors, preview=preview)
+        rows = [
+            {
+                "number": i + 1,
+                "question": item.get("data", {}).get("question", ""),
+                "context": item.get("data", {}).get("context", ""),
+                "field": form.field(
+                    f"items/{i}/rephrasing", get_path(answer, "items", i, "rephrasing")
+                ),
+            }
+            for i, item in enumerate(items)
+        ]
+        return {"rows": rows, "general_errors": form.general_errors()}

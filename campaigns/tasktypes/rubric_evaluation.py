@@ -1,0 +1,219 @@
+"""Rubric grading of another worker's multiple-choice example.
+
+The four questions follow the expert-grading rubric of Nangia et al. (2021,
+"What Ingredients Make for an Effective Crowdsourcing Protocol for Difficult
+NLU Data Collection Tasks?"): is the example answerable and unambiguous, how
+closely must one read the passage, how creative is the question, and are the
+wrong options distracting. Label texts are our wording of that rubric.
+
+Item data: ``{"passage", "question", "options": [4 x str], "correct": 0..3,
+"justification"?: str, "title"?: str}``. Answer (one entry per item)::
+
+    {"items": [{"external_id": str, "answerable": "yes" | "no" | "yes_but_label_wrong",
+                "reading_depth": "none" | "skim_one" | "skim_few" | "read_whole" | "read_carefully",
+                "creativity": "not" | "a_little" | "fairly" | "very",
+                "distracting_options": "yes" | "no", "feedback": str}]}
+
+``feedback`` (optional) is a note for the writer, sent with the round's feedback.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    answer_for_item,
+    form_text,
+    get_path,
+    item_entry_errors,
+    schema_errors,
+    text_errors,
+)
+from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
+
+# (code, label); order matters: reading_depth and creativity are ordinal scales.
+RUBRIC: dict[str, dict[str, Any]] = {
+    "answerable": {
+        "question": "Can the question be answered from the passage, with one unambiguous answer?",
+        "choices": [
+            ("yes", "Yes, and the marked answer is the right one"),
+            ("no", "No: it is ambiguous, unanswerable, or more than one option is right"),
+            ("yes_but_label_wrong", "Yes, but the writer marked the wrong option as correct"),
+        ],
+    },
+    "reading_depth": {
+        "question": "How closely must someone read the passage to answer correctly?",
+        "choices": [
+            ("none", "No need to read it: the answer is common knowledge or guessable"),
+            ("skim_one", "Skim a few words or one sentence"),
+            ("skim_few", "Skim a few sentences"),
+            ("read_whole", "Read the whole passage"),
+            ("read_carefully", "Read the whole passage carefully, maybe more than once"),
+        ],
+    },
+    "creativity": {
+        "question": "How creative is the question?",
+        "choices": [
+            ("not", "Not creative: a direct copy or simple rewording of the passage"),
+            ("a_little", "A little creative"),
+            ("fairly", "Fairly creative"),
+            ("very", "Very creative: an unusual angle that needs real understanding"),
+        ],
+    },
+    "distracting_options": {
+        "question": "Are the wrong options distracting (plausible to a careless reader)?",
+        "choices": [("yes", "Yes"), ("no", "No")],
+    },
+}
+DIMENSIONS = list(RUBRIC)
+ORDINAL = {"reading_depth", "creativity"}
+
+
+def rubric_score(dimension: str, code: str) -> int | None:
+    """1-based position of ``code`` on an ordinal scale (None elsewhere)."""
+    codes = [c for c, _ in RUBRIC[dimension]["choices"]]
+    return codes.index(code) + 1 if dimension in ORDINAL and code in codes else None
+
+
+class RubricEvaluation(TaskType):
+    name = "rubric_evaluation"
+    label = "Grade an example with the rubric"
+    description = "Grade another worker's multiple-choice question on four criteria."
+    template_name = "tasktypes/rubric_evaluation.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["passage", "question", "options", "correct"],
+        "properties": {
+            "passage": {"type": "string", "minLength": 1},
+            "title": {"type": "string"},
+            "question": {"type": "string", "minLength": 1},
+            "options": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
+            "correct": {"type": "integer", "minimum": 0, "maximum": 3},
+            "justification": {"type": "string"},
+        },
+    }
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {"show_justification": {"type": "boolean"}},
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {"show_justification": True}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["external_id", *DIMENSIONS],
+                    "properties": {
+                        "external_id": {"type": "string"},
+                        **{d: {"type": ["string", "null"]} for d in DIMENSIONS},
+                        "feedback": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        entries = []
+        for i, item in enumerate(items):
+            entry: dict[str, Any] = {"external_id": item["external_id"]}
+            for d in DIMENSIONS:
+                entry[d] = form_text(form, f"items/{i}/{d}") or None
+            entry["feedback"] = form_text(form, f"items/{i}/feedback")
+            entries.append(entry)
+        return {"items": entries}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+        if errors:
+            return errors
+        for i, entry in enumerate(answer["items"]):
+            for d in DIMENSIONS:
+                codes = [c for c, _ in RUBRIC[d]["choices"]]
+                if entry[d] not in codes:
+                    errors.append(FieldError(f"items/{i}/{d}", "Choose one of the options."))
+            errors += text_errors(
+                f"items/{i}/feedback", entry.get("feedback", ""), required=False, what="Feedback"
+            )
+        return errors
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+        """Per dimension: label counts, and the mean position on the ordinal scales."""
+        entries = [e for a in answers if (e := answer_for_item(a, item))]
+        out: dict[str, Any] = {"answers": len(entries)}
+        for d in DIMENSIONS:
+            counts = Counter(e.get(d) for e in entries if e.get(d))
+            summary: dict[str, Any] = {"counts": dict(counts)}
+            if d in ORDINAL:
+                scores = [s for e in entries if (s := rubric_score(d, e.get(d) or "")) is not None]
+                summary["mean"] = sum(scores) / len(scores) if scores else None
+            out[d] = summary
+        return out
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            entry = get_path(answer, "items", i, default={}) or {}
+            dims = []
+            for d in DIMENSIONS:
+                f = form.field(f"items/{i}/{d}", entry.get(d))
+                dims.append(
+                    {
+                        "field": f,
+                        "question": RUBRIC[d]["question"],
+                        "choices": [
+                            {
+                                "value": c,
+                                "label": label,
+                                "id": f"{f.id}-{c}",
+                                "checked": f.value == c,
+                            }
+                            for c, label in RUBRIC[d]["choices"]
+                        ],
+                    }
+                )
+            blocks.append(
+                {
+                    "number": i + 1,
+                    "title": data.get("title", ""),
+                    "passage": data.get("passage", ""),
+                    "question": data.get("question", ""),
+                    "options": [
+                        {
+                            "letter": OPTION_LETTERS[o],
+                            "text": t,
+                            "correct": data.get("correct") == o,
+                        }
+                        for o, t in enumerate(data.get("options", [])[:4])
+                    ],
+                    "justification": data.get("justification", "")
+                    if cfg["show_justification"]
+                    else "",
+                    "dimensions": dims,
+                    "feedback": form.field(f"items/{i}/feedback", entry.get("feedback")),
+                }
+            )
+        return {"items": blocks, "general_errors": form.general_errors()}

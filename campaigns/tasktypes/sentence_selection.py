@@ -1,0 +1,212 @@
+"""WhyQA answering: select the 1-3 sentences of an article that answer a question.
+
+Item data::
+
+    {"question": "Why ...?", "sentences": ["...", ...], "title"?: str,
+     "article_id"?: str, "section_breaks"?: [{"sentence": int, "header": str}]}
+
+Sentence ids are 0-based indices into ``sentences`` (the page numbers them from 1).
+Answer (one entry per item of the HIT)::
+
+    {"items": [{"external_id": str, "sentences": [int], "no_answer": bool, "comment": str}]}
+
+Either ``no_answer`` with no sentences, or 1..``max_sentences`` (default 3)
+distinct valid ids. ``aggregate`` counts votes per sentence id and no-answer
+votes (for early stopping: drop a question when 2 of 3 say no answer).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    answer_for_item,
+    form_bool,
+    form_list,
+    form_text,
+    get_path,
+    item_entry_errors,
+    parse_int_or_text,
+    schema_errors,
+    text_errors,
+)
+
+
+class SentenceSelectionAnswer(TaskType):
+    name = "sentence_selection_answer"
+    label = "Answer by selecting sentences"
+    description = "Select the sentences of an article that answer a question, or 'no answer'."
+    template_name = "tasktypes/sentence_selection_answer.html"
+    input_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["question", "sentences"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1},
+            "sentences": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+            "title": {"type": "string"},
+            "article_id": {"type": "string"},
+            "section_breaks": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["sentence", "header"],
+                    "properties": {
+                        "sentence": {"type": "integer", "minimum": 0},
+                        "header": {"type": "string"},
+                    },
+                },
+            },
+        },
+    }
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "max_sentences": {"type": "integer", "minimum": 1, "maximum": 10},
+            "allow_comment": {"type": "boolean"},
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {"max_sentences": 3, "allow_comment": True}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["external_id", "sentences", "no_answer"],
+                    "properties": {
+                        "external_id": {"type": "string"},
+                        "sentences": {"type": "array", "items": {"type": ["integer", "string"]}},
+                        "no_answer": {"type": "boolean"},
+                        "comment": {"type": "string"},
+                    },
+                },
+            }
+        },
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        entries = []
+        for i, item in enumerate(items):
+            entries.append(
+                {
+                    "external_id": item["external_id"],
+                    "sentences": [
+                        parse_int_or_text(v) for v in form_list(form, f"items/{i}/sentences")
+                    ],
+                    "no_answer": form_bool(form, f"items/{i}/no_answer"),
+                    "comment": form_text(form, f"items/{i}/comment"),
+                }
+            )
+        return {"items": entries}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        limit = cfg["max_sentences"]
+        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
+            path = f"items/{i}/sentences"
+            chosen = entry["sentences"]
+            count = len(item["data"].get("sentences", []))
+            if entry["no_answer"] and chosen:
+                errors.append(
+                    FieldError(path, 'Either select sentences or tick "no answer", not both.')
+                )
+            elif not entry["no_answer"] and not chosen:
+                errors.append(FieldError(path, 'Select at least one sentence or tick "no answer".'))
+            elif len(chosen) > limit:
+                errors.append(FieldError(path, f"Select at most {limit} sentences."))
+            elif any(not isinstance(s, int) or not 0 <= s < count for s in chosen):
+                errors.append(FieldError(path, "Select sentences from the list."))
+            elif len(set(chosen)) != len(chosen):
+                errors.append(FieldError(path, "Each sentence can be selected once."))
+            comment = entry.get("comment", "")
+            if comment and not cfg["allow_comment"]:
+                errors.append(FieldError(f"items/{i}/comment", "Comments are not collected here."))
+            else:
+                errors += text_errors(
+                    f"items/{i}/comment", comment, required=False, what="The comment"
+                )
+        return errors
+
+    def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
+        """``{"answers": n, "sentence_votes": {"<id>": votes}, "no_answer_votes": k}``.
+
+        Keys of ``sentence_votes`` are strings (JSON objects), most-voted first.
+        """
+        votes: Counter[int] = Counter()
+        no_answer = 0
+        n = 0
+        for answer in answers:
+            entry = answer_for_item(answer, item)
+            if entry is None:
+                continue
+            n += 1
+            if entry.get("no_answer"):
+                no_answer += 1
+            votes.update({s for s in entry.get("sentences", []) if isinstance(s, int)})
+        ordered = sorted(votes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {
+            "answers": n,
+            "sentence_votes": {str(k): v for k, v in ordered},
+            "no_answer_votes": no_answer,
+        }
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            entry = get_path(answer, "items", i, default={}) or {}
+            chosen = {str(s) for s in entry.get("sentences", [])}
+            headers = {b["sentence"]: b["header"] for b in data.get("section_breaks", [])}
+            sentences_field = form.field(f"items/{i}/sentences")
+            sentences = [
+                {
+                    "index": j,
+                    "number": j + 1,
+                    "text": text,
+                    "header": headers.get(j, ""),
+                    "checked": str(j) in chosen,
+                    "id": f"{sentences_field.id}-{j}",
+                }
+                for j, text in enumerate(data.get("sentences", []))
+            ]
+            blocks.append(
+                {
+                    "index": i,
+                    "question": data.get("question", ""),
+                    "title": data.get("title", ""),
+                    "sentences": sentences,
+                    "sentences_field": sentences_field,
+                    "no_answer": form.field(f"items/{i}/no_answer", bool(entry.get("no_answer"))),
+                    "comment": form.field(f"items/{i}/comment", entry.get("comment")),
+                }
+            )
+        return {
+            "items": blocks,
+            "max_sentences": cfg["max_sentences"],
+            "allow_comment": cfg["allow_comment"],
+            "general_errors": form.general_errors(),
+        }

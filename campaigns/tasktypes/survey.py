@@ -1,0 +1,177 @@
+"""A free-form survey (demographics, feedback, exit questions).
+
+Config::
+
+    {"anonymous": false,
+     "questions": [{"id": "age", "text": "How old are you?", "kind": "number",
+                    "required": true, "min"?: 18, "max"?: 120, "help"?: str},
+                   {"id": "lang", "text": str, "kind": "single" | "multiple",
+                    "options": [str, ...], "required": false},
+                   {"id": "notes", "text": str, "kind": "text" | "long_text",
+                    "max_length"?: int}]}
+
+``anonymous: true`` means the responses must be stored apart from the worker's
+identity; that storage is done outside this module (the task type only exposes
+the flag; it never sees who answers). Items are ignored. Answer::
+
+    {"responses": {"age": 34 | "thirty" (invalid kept) | None,
+                   "lang": "English", "notes": str, "multi": [str, ...]}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    MAX_TEXT_LENGTH,
+    FieldError,
+    FormView,
+    TaskType,
+    form_list,
+    form_text,
+    get_path,
+    parse_number_or_text,
+    schema_errors,
+    text_errors,
+)
+
+KINDS = ["text", "long_text", "single", "multiple", "number"]
+
+
+class Survey(TaskType):
+    name = "survey"
+    label = "Survey"
+    description = "Free-form questions: text, choices and numbers; optionally anonymous."
+    template_name = "tasktypes/survey.html"
+    input_schema: ClassVar[dict] = {"type": "object"}
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {
+            "anonymous": {"type": "boolean"},
+            "questions": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["id", "text", "kind"],
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
+                        "text": {"type": "string", "minLength": 1},
+                        "help": {"type": "string"},
+                        "kind": {"enum": KINDS},
+                        "required": {"type": "boolean"},
+                        "options": {"type": "array", "items": {"type": "string", "minLength": 1}},
+                        "min": {"type": "number"},
+                        "max": {"type": "number"},
+                        "max_length": {"type": "integer", "minimum": 1, "maximum": MAX_TEXT_LENGTH},
+                    },
+                    "if": {"properties": {"kind": {"enum": ["single", "multiple"]}}},
+                    "then": {"required": ["options"], "properties": {"options": {"minItems": 1}}},
+                },
+            },
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {"anonymous": False}
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["responses"],
+        "properties": {"responses": {"type": "object"}},
+    }
+
+    def validate_config(self, config: Any) -> list[FieldError]:
+        errors = schema_errors(self.config_schema, config)
+        if not errors:
+            ids = [q["id"] for q in config["questions"]]
+            if len(set(ids)) != len(ids):
+                errors.append(FieldError("questions", "Question ids must be unique."))
+        return errors
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        responses: dict[str, Any] = {}
+        for q in config.get("questions", []):
+            name = f"responses/{q['id']}"
+            if q["kind"] == "multiple":
+                responses[q["id"]] = form_list(form, name)
+            elif q["kind"] == "number":
+                responses[q["id"]] = parse_number_or_text(form_text(form, name))
+            else:
+                responses[q["id"]] = form_text(form, name)
+        return {"responses": responses}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer)
+        if errors:
+            return errors
+        responses = answer["responses"]
+        known = {q["id"] for q in config.get("questions", [])}
+        for key in responses:
+            if key not in known:
+                errors.append(FieldError(f"responses/{key}", "Unknown question."))
+        for q in config.get("questions", []):
+            errors += self._response_errors(q, responses.get(q["id"]))
+        return errors
+
+    def _response_errors(self, q: Mapping[str, Any], value: Any) -> list[FieldError]:
+        path = f"responses/{q['id']}"
+        required = bool(q.get("required"))
+        empty = value is None or value == "" or value == []
+        if empty:
+            return [FieldError(path, "Please answer this question.")] if required else []
+        kind = q["kind"]
+        if kind in {"text", "long_text"}:
+            return text_errors(
+                path, value, required=required, max_length=q.get("max_length", MAX_TEXT_LENGTH)
+            )
+        if kind == "single":
+            if value not in q["options"]:
+                return [FieldError(path, "Choose one of the options.")]
+            return []
+        if kind == "multiple":
+            if not isinstance(value, list) or any(v not in q["options"] for v in value):
+                return [FieldError(path, "Choose among the options shown.")]
+            return []
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return [FieldError(path, "Enter a number.")]
+        if "min" in q and value < q["min"]:
+            return [FieldError(path, f"Enter a number of at least {q['min']}.")]
+        if "max" in q and value > q["max"]:
+            return [FieldError(path, f"Enter a number of at most {q['max']}.")]
+        return []
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        blocks = []
+        for q in cfg.get("questions", []):
+            value = get_path(answer, "responses", q["id"])
+            f = form.field(f"responses/{q['id']}", value)
+            chosen = set(value) if isinstance(value, list) else {value}
+            blocks.append(
+                {
+                    "q": q,
+                    "field": f,
+                    "options": [
+                        {"value": o, "id": f"{f.id}-{n}", "checked": o in chosen}
+                        for n, o in enumerate(q.get("options", []))
+                    ],
+                }
+            )
+        return {
+            "questions": blocks,
+            "anonymous": cfg["anonymous"],
+            "general_errors": form.general_errors(),
+        }

@@ -1,0 +1,209 @@
+"""WhyQA question generation from a partial article.
+
+Item data (one article per HIT)::
+
+    {"article_id": "Q1234-enwiki", "title": "Black Death", "url"?: str,
+     "sections": [{"header": "Causes", "paragraphs": [["First sentence.", "Second."], ...]}]}
+
+Each paragraph is a list of its sentences. The worker sees the title, the
+section headers and only the *first* sentence of each paragraph, and writes
+``questions_per_article`` (default 5) questions that start with "Why" and end
+with "?". Answer: ``{"questions": [str, ...]}``.
+
+``next_items`` turns each question into a ``sentence_selection_answer`` item
+carrying the whole article as numbered sentences (with section breaks), so the
+answering stage needs nothing else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from campaigns.tasktypes.base import (
+    FieldError,
+    FormView,
+    TaskType,
+    derived_external_id,
+    duplicate_errors,
+    form_text,
+    get_path,
+    schema_errors,
+    text_errors,
+)
+
+_WHY_RE = re.compile(r"^why\b", re.IGNORECASE)
+
+ARTICLE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["title", "sections"],
+    "properties": {
+        "article_id": {"type": "string", "maxLength": 200},
+        "title": {"type": "string", "minLength": 1, "maxLength": 300},
+        "url": {"type": "string", "maxLength": 2000},
+        "sections": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["paragraphs"],
+                "properties": {
+                    "header": {"type": "string", "maxLength": 300},
+                    "paragraphs": {
+                        "type": "array",
+                        "items": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": "string", "minLength": 1},
+                        },
+                    },
+                },
+            },
+        },
+    },
+}
+
+
+def article_sentences(article: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The article as one list of sentences plus the section headers' positions.
+
+    Returns ``(sentences, section_breaks)`` where each break is
+    ``{"sentence": index of the section's first sentence, "header": str}``.
+    """
+    sentences: list[str] = []
+    breaks: list[dict[str, Any]] = []
+    for section in article.get("sections", []):
+        header = section.get("header", "")
+        if header:
+            breaks.append({"sentence": len(sentences), "header": header})
+        for paragraph in section.get("paragraphs", []):
+            sentences.extend(paragraph)
+    return sentences, breaks
+
+
+class WhyQuestionFromPartialArticle(TaskType):
+    name = "why_question_from_partial_article"
+    label = "Why-questions from a partial article"
+    description = "Read the outline of an article and ask why-questions it may answer."
+    template_name = "tasktypes/why_question_from_partial_article.html"
+    input_schema: ClassVar[dict] = ARTICLE_SCHEMA
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "questions_per_article": {"type": "integer", "minimum": 1, "maximum": 20},
+            "min_question_words": {"type": "integer", "minimum": 2, "maximum": 20},
+        },
+    }
+    config_defaults: ClassVar[dict[str, Any]] = {
+        "questions_per_article": 5,
+        "min_question_words": 4,
+    }
+    answer_schema: ClassVar[dict] = {
+        "type": "object",
+        "required": ["questions"],
+        "properties": {"questions": {"type": "array", "items": {"type": "string"}}},
+    }
+    handoff_schema: ClassVar[dict] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"target": {"const": "sentence_selection_answer"}},
+    }
+
+    def parse_form(
+        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> dict[str, Any]:
+        n = self.effective_config(config)["questions_per_article"]
+        return {"questions": [form_text(form, f"questions/{i}") for i in range(n)]}
+
+    def validate_answer(
+        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
+    ) -> list[FieldError]:
+        errors = schema_errors(self.answer_schema, answer)
+        if errors:
+            return errors
+        cfg = self.effective_config(config)
+        questions = answer["questions"]
+        if len(questions) != cfg["questions_per_article"]:
+            errors.append(
+                FieldError("questions", f"Write exactly {cfg['questions_per_article']} questions.")
+            )
+        for i, question in enumerate(questions):
+            path = f"questions/{i}"
+            problems = text_errors(path, question, what="The question")
+            if not problems and not _WHY_RE.match(question):
+                problems.append(FieldError(path, 'Start the question with "Why".'))
+            if not problems and not question.endswith("?"):
+                problems.append(FieldError(path, 'End the question with "?".'))
+            if not problems and len(question.split()) < cfg["min_question_words"]:
+                problems.append(
+                    FieldError(path, f"Use at least {cfg['min_question_words']} words.")
+                )
+            errors += problems
+        errors += duplicate_errors(
+            [(f"questions/{i}", q) for i, q in enumerate(questions)], what="question"
+        )
+        return errors
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """Each question becomes a ``sentence_selection_answer`` item with the full article."""
+        if not items:
+            return []
+        source = items[0]
+        article = source.get("data", {})
+        sentences, breaks = article_sentences(article)
+        out = []
+        for i, question in enumerate(answer.get("questions", [])):
+            data = {
+                "question": question,
+                "article_id": article.get("article_id", str(source.get("external_id", ""))),
+                "title": article.get("title", ""),
+                "sentences": sentences,
+                "section_breaks": breaks,
+            }
+            out.append(
+                {
+                    "external_id": derived_external_id(
+                        str(source.get("external_id", "")), f"why{i + 1}", question
+                    ),
+                    "data": data,
+                }
+            )
+        return out
+
+    def view(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        answer: Any,
+        errors: Mapping[str, str],
+        preview: bool,
+    ) -> dict[str, Any]:
+        cfg = self.effective_config(config)
+        form = FormView(errors=errors, preview=preview)
+        article = get_path(items, 0, "data", default={}) or {}
+        outline = [
+            {
+                "header": section.get("header", ""),
+                "first_sentences": [p[0] for p in section.get("paragraphs", []) if p],
+            }
+            for section in article.get("sections", [])
+        ]
+        rows = [
+            {
+                "number": i + 1,
+                "field": form.field(f"questions/{i}", get_path(answer, "questions", i)),
+            }
+            for i in range(cfg["questions_per_article"])
+        ]
+        count_error = form.error("questions")
+        return {
+            "title": article.get("title", ""),
+            "outline": outline,
+            "rows": rows,
+            "count_error": count_error,
+            "general_errors": form.general_errors(),
+        }
