@@ -28,10 +28,10 @@ from campaigns.services import (
     DomainError,
     UploadRejected,
     campaign_create,
-    campaign_transition,
     stage_add,
 )
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.work import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 
 CAMPAIGNS_PER_PAGE = 50
@@ -188,7 +188,7 @@ def _render_detail(
 def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = _campaign_or_404(request, slug)
     try:
-        campaign = campaign_transition(campaign=campaign, to_state=request.POST.get("to_state", ""))
+        campaign = campaign_start(campaign=campaign, to_state=request.POST.get("to_state", ""))
     except DomainError as exc:  # IllegalTransition included: its message says what is allowed
         messages.error(request, str(exc))
     else:

@@ -43,7 +43,7 @@ if not SECRET_KEY:
             "SECRET_KEY is not set. Set SECRET_KEY in the environment, "
             "or DEBUG=1 for a local development server."
         )
-    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"  # noqa: S105
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG-on"
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS")
 if not ALLOWED_HOSTS:
@@ -110,7 +110,9 @@ TEMPLATES = [
 # Embedded default: SQLite under var/. Production: DATABASE_URL=postgres://...
 DATABASE_URL = os.environ.get("DATABASE_URL", "")
 if DATABASE_URL:
-    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)}
+    DATABASES = {
+        "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+    }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
         DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = int(
             os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")
@@ -158,6 +160,13 @@ CELERY_TASK_ACKS_LATE = False
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_BEAT_SCHEDULE = {
+    "campaigns-expire-assignments": {
+        "task": "campaigns.expire_assignments",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+}
 
 # --- Auth and API -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

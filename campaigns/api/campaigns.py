@@ -18,9 +18,10 @@ from campaigns.api.common import (
 )
 from campaigns.models import Campaign, CampaignState, Provider
 from campaigns.selectors import campaign_list_visible
-from campaigns.services import campaign_create, campaign_transition
+from campaigns.services import campaign_create
 from campaigns.services.campaign_edit import campaign_delete, campaign_update
 from campaigns.services.costs import campaign_cost_estimate
+from campaigns.services.work import campaign_start
 
 ERROR_RESPONSES: dict[int, OpenApiResponse] = {
     400: OpenApiResponse(description="Invalid input; field names map to messages."),
@@ -170,9 +171,7 @@ class CampaignTransitionApi(APIView):
         campaign = campaign_or_404(request=request, slug=slug)
         serializer = self.CampaignTransitionInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        campaign = campaign_transition(
-            campaign=campaign, to_state=serializer.validated_data["state"]
-        )
+        campaign = campaign_start(campaign=campaign, to_state=serializer.validated_data["state"])
         return Response(_campaign_out(campaign))
 
 

@@ -12,6 +12,7 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
+from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry, ProviderOperation
 from campaigns.models.work import HIT, Assignment, HITItem
 from campaigns.models.workers import (
@@ -32,12 +33,15 @@ __all__ = [
     "CampaignWorker",
     "HITItem",
     "HITStatus",
+    "InviteLink",
+    "InviteRedemption",
     "Item",
     "ItemSource",
     "ItemStatus",
     "LedgerEntry",
     "LedgerKind",
     "LedgerStatus",
+    "LocalGrant",
     "OperationKind",
     "OperationState",
     "Provider",

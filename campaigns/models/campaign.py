@@ -113,9 +113,7 @@ class Stage(models.Model):
         ordering = ["campaign_id", "position", "id"]
         constraints = [
             models.UniqueConstraint(fields=["campaign", "name"], name="stage_name_unique"),
-            models.UniqueConstraint(
-                fields=["campaign", "position"], name="stage_position_unique"
-            ),
+            models.UniqueConstraint(fields=["campaign", "position"], name="stage_position_unique"),
             models.CheckConstraint(condition=Q(reward__gte=0), name="stage_reward_non_negative"),
             models.CheckConstraint(
                 condition=Q(assignments_per_hit__gte=1), name="stage_assignments_per_hit_positive"
@@ -157,7 +155,9 @@ class Item(models.Model):
     class Meta:
         ordering = ["stage_id", "id"]
         constraints = [
-            models.UniqueConstraint(fields=["stage", "external_id"], name="item_external_id_unique"),
+            models.UniqueConstraint(
+                fields=["stage", "external_id"], name="item_external_id_unique"
+            ),
             models.CheckConstraint(
                 condition=~Q(source=ItemSource.PRODUCED) | Q(source_assignment__isnull=False),
                 name="item_produced_has_source_assignment",
@@ -165,9 +165,9 @@ class Item(models.Model):
         ]
         indexes = [models.Index(fields=["stage", "status"])]
 
+    def __str__(self) -> str:
+        return f"{self.stage_id}:{self.external_id}"
+
     @property
     def is_gold(self) -> bool:
         return self.gold is not None
-
-    def __str__(self) -> str:
-        return f"{self.stage_id}:{self.external_id}"

@@ -5,25 +5,49 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
-from campaigns.models.choices import LedgerKind, LedgerStatus, OperationKind, OperationState, Provider
+from campaigns.models.choices import (
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+)
 
 
 class LedgerEntry(models.Model):
     """One amount planned, committed or paid. ``key`` makes each entry happen once."""
 
-    campaign = models.ForeignKey("campaigns.Campaign", on_delete=models.PROTECT, related_name="ledger")
-    stage = models.ForeignKey("campaigns.Stage", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.PROTECT, related_name="ledger"
+    )
+    stage = models.ForeignKey(
+        "campaigns.Stage", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
     kind = models.CharField(max_length=16, choices=LedgerKind.choices)
-    status = models.CharField(max_length=16, choices=LedgerStatus.choices, default=LedgerStatus.PLANNED)
+    status = models.CharField(
+        max_length=16, choices=LedgerStatus.choices, default=LedgerStatus.PLANNED
+    )
     amount = models.DecimalField(max_digits=12, decimal_places=2)
     currency = models.CharField(max_length=3, default="USD")
-    key = models.CharField(max_length=200, unique=True, help_text="Idempotency key, e.g. reward:assignment:42.")
-    assignment = models.ForeignKey(
-        "campaigns.Assignment", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    key = models.CharField(
+        max_length=200, unique=True, help_text="Idempotency key, e.g. reward:assignment:42."
     )
-    worker = models.ForeignKey("campaigns.Worker", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
+    assignment = models.ForeignKey(
+        "campaigns.Assignment",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ledger",
+    )
+    worker = models.ForeignKey(
+        "campaigns.Worker", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
     operation = models.ForeignKey(
-        "campaigns.ProviderOperation", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+        "campaigns.ProviderOperation",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="ledger",
     )
     memo = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -37,6 +61,9 @@ class LedgerEntry(models.Model):
         ]
         indexes = [models.Index(fields=["campaign", "kind", "status"])]
 
+    def __str__(self) -> str:
+        return f"{self.kind} {self.amount} {self.currency} ({self.status})"
+
 
 class ProviderOperation(models.Model):
     """A state-changing call to a crowd platform, written before it is carried out.
@@ -49,11 +76,17 @@ class ProviderOperation(models.Model):
     provider = models.CharField(max_length=16, choices=Provider.choices)
     kind = models.CharField(max_length=32, choices=OperationKind.choices)
     campaign = models.ForeignKey(
-        "campaigns.Campaign", null=True, blank=True, on_delete=models.PROTECT, related_name="operations"
+        "campaigns.Campaign",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="operations",
     )
     idempotency_key = models.CharField(max_length=200)
     payload = models.JSONField(default=dict)
-    state = models.CharField(max_length=16, choices=OperationState.choices, default=OperationState.PENDING)
+    state = models.CharField(
+        max_length=16, choices=OperationState.choices, default=OperationState.PENDING
+    )
     attempts = models.PositiveIntegerField(default=0)
     last_error = models.TextField(blank=True)
     result = models.JSONField(null=True, blank=True)

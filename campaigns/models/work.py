@@ -19,7 +19,7 @@ class HIT(models.Model):
 
     stage = models.ForeignKey("campaigns.Stage", on_delete=models.CASCADE, related_name="hits")
     provider = models.CharField(max_length=16, choices=Provider.choices)
-    provider_hit_id = models.CharField(max_length=100, null=True, blank=True)
+    provider_hit_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     provider_group_id = models.CharField(max_length=100, blank=True)
     items = models.ManyToManyField("campaigns.Item", through="HITItem", related_name="hits")
     max_assignments = models.PositiveIntegerField(default=1)
@@ -36,7 +36,9 @@ class HIT(models.Model):
             models.UniqueConstraint(
                 fields=["provider", "provider_hit_id"], name="hit_provider_id_unique"
             ),
-            models.CheckConstraint(condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"),
+            models.CheckConstraint(
+                condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"
+            ),
             models.CheckConstraint(condition=Q(reward__gte=0), name="hit_reward_non_negative"),
         ]
         indexes = [models.Index(fields=["stage", "status"])]
@@ -57,6 +59,9 @@ class HITItem(models.Model):
             models.UniqueConstraint(fields=["hit", "position"], name="hititem_position_unique"),
         ]
 
+    def __str__(self) -> str:
+        return f"HIT {self.hit_id} item {self.item_id}"
+
 
 class Assignment(models.Model):
     """One worker's work on a HIT.
@@ -67,9 +72,11 @@ class Assignment(models.Model):
     """
 
     hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="assignments")
-    worker = models.ForeignKey("campaigns.Worker", on_delete=models.PROTECT, related_name="assignments")
+    worker = models.ForeignKey(
+        "campaigns.Worker", on_delete=models.PROTECT, related_name="assignments"
+    )
     provider = models.CharField(max_length=16, choices=Provider.choices)
-    provider_assignment_id = models.CharField(max_length=100, null=True, blank=True)
+    provider_assignment_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     status = models.CharField(
         max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.ACCEPTED
     )
@@ -116,7 +123,10 @@ class Assignment(models.Model):
                 name="assignment_submitted_has_time",
             ),
         ]
-        indexes = [models.Index(fields=["hit", "status"]), models.Index(fields=["worker", "status"])]
+        indexes = [
+            models.Index(fields=["hit", "status"]),
+            models.Index(fields=["worker", "status"]),
+        ]
 
     def __str__(self) -> str:
         return f"Assignment {self.pk} ({self.status})"

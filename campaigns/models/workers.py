@@ -44,7 +44,9 @@ class Worker(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            models.UniqueConstraint(fields=["provider", "external_id"], name="worker_provider_id_unique"),
+            models.UniqueConstraint(
+                fields=["provider", "external_id"], name="worker_provider_id_unique"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -60,7 +62,9 @@ class Worker(models.Model):
 class CampaignWorker(models.Model):
     """A worker's place in one campaign: protocol arm and where they stand."""
 
-    campaign = models.ForeignKey("campaigns.Campaign", on_delete=models.CASCADE, related_name="workers")
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="workers"
+    )
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="campaigns")
     arm = models.CharField(max_length=40, blank=True)
     joined_at = models.DateTimeField(auto_now_add=True)
@@ -70,11 +74,16 @@ class CampaignWorker(models.Model):
             models.UniqueConstraint(fields=["campaign", "worker"], name="campaignworker_unique"),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.worker} in {self.campaign}"
+
 
 class WorkerBlock(models.Model):
     """A requester's block of a worker: from all of that requester's work."""
 
-    requester = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="worker_blocks")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="worker_blocks"
+    )
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="blocks")
     reason = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -89,6 +98,9 @@ class WorkerBlock(models.Model):
             ),
         ]
 
+    def __str__(self) -> str:
+        return f"{self.worker} blocked by {self.requester}"
+
 
 class QualificationType(models.Model):
     """A requirement workers must meet: a platform's system one or the requester's own."""
@@ -100,10 +112,12 @@ class QualificationType(models.Model):
     description = models.TextField(blank=True)
     kind = models.CharField(max_length=20, choices=QualificationKind.choices)
     config = models.JSONField(
-        default=dict, blank=True, help_text="Answer key and scoring rule, retake policy, thresholds."
+        default=dict,
+        blank=True,
+        help_text="Answer key and scoring rule, retake policy, thresholds.",
     )
     provider = models.CharField(max_length=16, choices=Provider.choices, blank=True)
-    provider_qualification_id = models.CharField(max_length=100, null=True, blank=True)
+    provider_qualification_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -121,10 +135,14 @@ class QualificationType(models.Model):
 
 
 class QualificationGrant(models.Model):
-    qualification_type = models.ForeignKey(QualificationType, on_delete=models.CASCADE, related_name="grants")
+    qualification_type = models.ForeignKey(
+        QualificationType, on_delete=models.CASCADE, related_name="grants"
+    )
     worker = models.ForeignKey(Worker, on_delete=models.CASCADE, related_name="grants")
     value = models.IntegerField(default=1)
-    source = models.CharField(max_length=80, blank=True, help_text="What granted it: quiz, round, requester.")
+    source = models.CharField(
+        max_length=80, blank=True, help_text="What granted it: quiz, round, requester."
+    )
     granted_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -132,3 +150,6 @@ class QualificationGrant(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["qualification_type", "worker"], name="grant_unique"),
         ]
+
+    def __str__(self) -> str:
+        return f"{self.qualification_type} = {self.value} for {self.worker}"

@@ -132,7 +132,9 @@ def stage_add(
             errors={"assignments_per_hit": ["must be >= 1"], "items_per_hit": ["must be >= 1"]},
         )
     if not Decimal("0") <= gold_ratio <= Decimal("1"):
-        raise DomainError("The gold ratio is a fraction from 0 to 1.", errors={"gold_ratio": ["0..1"]})
+        raise DomainError(
+            "The gold ratio is a fraction from 0 to 1.", errors={"gold_ratio": ["0..1"]}
+        )
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         _check_editable(campaign)
@@ -198,7 +200,10 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)
         new_name = changes.get("name")
-        if new_name is not None and campaign.stages.filter(name=new_name).exclude(pk=stage.pk).exists():
+        if (
+            new_name is not None
+            and campaign.stages.filter(name=new_name).exclude(pk=stage.pk).exists()
+        ):
             raise DomainError(
                 f"The campaign has a stage named {new_name!r} already.", errors={"name": ["taken"]}
             )
@@ -207,16 +212,26 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         try:
             stage.full_clean(exclude=["campaign", "next_stage"])
         except Exception as exc:
-            raise DomainError("The stage is not valid.", errors=getattr(exc, "message_dict", None)) from exc
+            raise DomainError(
+                "The stage is not valid.", errors=getattr(exc, "message_dict", None)
+            ) from exc
         stage.save()
     return stage
 
 
-def stage_link(*, stage: Stage, next_stage: Stage | None, handoff: dict[str, Any] | None = None) -> Stage:
+def stage_link(
+    *, stage: Stage, next_stage: Stage | None, handoff: dict[str, Any] | None = None
+) -> Stage:
     """Make accepted output of ``stage`` become items of ``next_stage`` (None unlinks).
 
     Both stages must belong to the same campaign, and the links must not form a cycle.
     """
+    problems = task_type_get(stage.task_type).validate_handoff(handoff or {})
+    if problems:
+        raise DomainError(
+            f"The hand-off does not fit task type {stage.task_type!r}.",
+            errors={"handoff": [str(p) for p in problems]},
+        )
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)
@@ -260,7 +275,10 @@ def campaign_transition(*, campaign: Campaign, to_state: str) -> Campaign:
                 f"A campaign in state {locked.state!r} cannot move to {to_state!r} "
                 f"(allowed: {options})."
             )
-        if to_state in (CampaignState.PILOT, CampaignState.LIVE) and locked.state == CampaignState.DRAFT:
+        if (
+            to_state in (CampaignState.PILOT, CampaignState.LIVE)
+            and locked.state == CampaignState.DRAFT
+        ):
             first = locked.stages.order_by("position").first()
             if first is None:
                 raise IllegalTransition("A campaign needs at least one stage before it starts.")

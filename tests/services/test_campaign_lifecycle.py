@@ -66,11 +66,16 @@ def test_stage_add_validates_task_type_and_config(campaign):
     assert "task_type" in unknown.value.errors
     with pytest.raises(DomainError, match="does not fit") as bad:
         stage_add(
-            campaign=campaign, name="x", task_type="question_writing", config={"questions_per_hit": 0}
+            campaign=campaign,
+            name="x",
+            task_type="question_writing",
+            config={"questions_per_hit": 0},
         )
     assert bad.value.errors["config"]
     with pytest.raises(DomainError, match="negative"):
-        stage_add(campaign=campaign, name="x", task_type="question_writing", reward=Decimal("-0.01"))
+        stage_add(
+            campaign=campaign, name="x", task_type="question_writing", reward=Decimal("-0.01")
+        )
 
 
 def test_stage_names_unique_per_campaign(campaign):
@@ -171,3 +176,13 @@ def test_concurrent_transitions_are_serialised(requester):
     for t in threads:
         t.join()
     assert sorted(outcomes) == ["ok:completed", "refused:completed"]
+
+
+def test_stage_link_validates_the_handoff(campaign):
+    a = stage_add(campaign=campaign, name="a", task_type="question_writing")
+    b = stage_add(campaign=campaign, name="b", task_type="answer_entity_linking")
+    with pytest.raises(DomainError, match="hand-off does not fit") as bad:
+        stage_link(stage=a, next_stage=b, handoff={"exclude_answer_types": ["colour"]})
+    assert bad.value.errors["handoff"]
+    a.refresh_from_db()
+    assert a.next_stage is None

@@ -1,0 +1,74 @@
+"""Stage hand-off: an approved answer becomes items of the next stage.
+
+Runs in the Celery task ``campaigns.handoff_run`` after an approval commits.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+
+from campaigns.models import Assignment, AssignmentStatus, Item, ItemSource, Stage
+from campaigns.selectors_work import WORKABLE_STATES, hit_items
+from campaigns.services.work import stage_publish
+from campaigns.tasktypes import task_type_get
+
+logger = logging.getLogger(__name__)
+
+
+def handoff_run(*, assignment: Assignment) -> int:
+    """Turn ``assignment``'s approved answer into items of the next stage; the count made.
+
+    Uses the source task type's ``next_items`` with the stage link's ``handoff``;
+    each produced item is validated by the next stage's task type (invalid ones
+    are logged and left out). Idempotent: items are keyed by (next stage,
+    external id), so running twice (or two answers producing the very same
+    item, per the task-type contract) creates nothing more. When the campaign
+    is in pilot or live, the next stage's full HITs are published at once.
+
+    Locking: the next stage's row while items are added, the same lock
+    ``stage_publish`` takes, so a concurrent publication sees all or none of them.
+    """
+    assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
+    stage = assignment.hit.stage
+    if assignment.status != AssignmentStatus.APPROVED or stage.next_stage_id is None:
+        return 0
+    source_type = task_type_get(stage.task_type)
+    produced = list(
+        source_type.next_items(
+            answer=assignment.answers or {},
+            items=hit_items(hit=assignment.hit),
+            handoff=stage.handoff or {},
+        )
+    )
+    created = 0
+    with transaction.atomic():
+        next_stage = Stage.objects.select_for_update().get(pk=stage.next_stage_id)
+        next_type = task_type_get(next_stage.task_type)
+        for result in produced:
+            external_id = str(result.get("external_id", ""))
+            data = result.get("data")
+            problems = next_type.validate_item(data)
+            if not external_id or problems:
+                logger.warning(
+                    "hand-off of assignment %s: item %r left out: %s",
+                    assignment.pk,
+                    external_id,
+                    "; ".join(str(p) for p in problems) or "no external id",
+                )
+                continue
+            _, made = Item.objects.get_or_create(
+                stage=next_stage,
+                external_id=external_id,
+                defaults={
+                    "data": data,
+                    "source": ItemSource.PRODUCED,
+                    "source_assignment": assignment,
+                },
+            )
+            created += made
+    if stage.campaign.state in WORKABLE_STATES:
+        stage_publish(stage=next_stage, allow_partial=False)
+    logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
+    return created

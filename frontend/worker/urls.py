@@ -1,0 +1,16 @@
+"""The worker pages, mounted at /work/ (namespace "worker")."""
+
+from django.urls import path
+
+from frontend.worker import views
+
+app_name = "worker"
+
+urlpatterns = [
+    path("i/<str:token>/", views.invite, name="invite"),
+    path("s/<int:stage_id>/", views.stage, name="stage"),
+    path("s/<int:stage_id>/accept/", views.accept, name="accept"),
+    path("a/<int:assignment_id>/", views.assignment, name="assignment"),
+    path("a/<int:assignment_id>/return/", views.assignment_return_view, name="return"),
+    path("a/<int:assignment_id>/done/", views.done, name="done"),
+]

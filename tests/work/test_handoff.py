@@ -1,0 +1,108 @@
+"""Hand-off: an approved answer becomes next-stage items once, published when live."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.models import HIT, Item, ItemSource, ItemStatus
+from campaigns.services.handoff import handoff_run
+from campaigns.services.work import (
+    assignment_accept,
+    assignment_approve,
+    assignment_submit,
+    stage_publish,
+)
+from campaigns.tasks import handoff_run_task
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def pipeline(make_stage):
+    def make(state: str = "live", **first_fields):
+        first = make_stage(state=state, items=2, items_per_hit=2, **first_fields)
+        second = make_stage(campaign=first.campaign, position=1)
+        first.next_stage = second
+        first.save()
+        stage_publish(stage=first)
+        return first, second
+
+    return make
+
+
+def _approved(stage, worker, texts, capture):
+    assignment = assignment_accept(stage=stage, worker=worker)
+    form = {f"items/{i}/text": t for i, t in enumerate(texts)}
+    assignment_submit(assignment_id=assignment.pk, worker=worker, form=form, telemetry=None)
+    with capture(execute=True) as callbacks:
+        assignment_approve(assignment=assignment, source="requester")
+    assert len(callbacks) == 1  # the hand-off task, enqueued after commit
+    return assignment
+
+
+def test_handoff_creates_items_once_and_publishes_them(
+    pipeline, invited, django_capture_on_commit_callbacks
+):
+    first, second = pipeline()
+    worker = invited(first.campaign)
+
+    assignment = _approved(first, worker, ["alpha", "beta"], django_capture_on_commit_callbacks)
+
+    items = list(Item.objects.filter(stage=second).order_by("id"))
+    assert [i.data for i in items] == [{"text": "ALPHA"}, {"text": "BETA"}]
+    assert all(i.source == ItemSource.PRODUCED for i in items)
+    assert all(i.source_assignment_id == assignment.pk for i in items)
+    assert all(i.status == ItemStatus.PUBLISHED for i in items)
+    assert HIT.objects.filter(stage=second, status="published").count() == 2
+
+    assert handoff_run(assignment=assignment) == 0
+    assert handoff_run_task.delay(assignment.pk).get() == 0
+    assert Item.objects.filter(stage=second).count() == 2
+    assert HIT.objects.filter(stage=second).count() == 2
+    # The next stage's work is there for its workers, with no manual step.
+    assert assignment_accept(stage=second, worker=worker).hit.stage == second
+
+
+def test_handoff_in_a_paused_campaign_waits_to_publish(
+    pipeline, invited, django_capture_on_commit_callbacks
+):
+    first, second = pipeline()
+    worker = invited(first.campaign)
+    assignment = assignment_accept(stage=first, worker=worker)
+    assignment_submit(
+        assignment_id=assignment.pk,
+        worker=worker,
+        form={"items/0/text": "one", "items/1/text": "two"},
+        telemetry=None,
+    )
+    first.campaign.state = "paused"
+    first.campaign.save()
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_approve(assignment=assignment, source="requester")
+
+    assert Item.objects.filter(stage=second, status=ItemStatus.PENDING).count() == 2
+    assert not HIT.objects.filter(stage=second).exists()
+
+
+def test_items_the_next_stage_refuses_are_left_out(
+    pipeline, invited, django_capture_on_commit_callbacks
+):
+    first, second = pipeline()
+    _approved(first, invited(first.campaign), ["!bad", "good"], django_capture_on_commit_callbacks)
+    assert [i.data for i in Item.objects.filter(stage=second)] == [{"text": "GOOD"}]
+
+
+def test_unapproved_or_last_stage_hands_off_nothing(pipeline, invited, make_stage):
+    first, _ = pipeline()
+    worker = invited(first.campaign)
+    assignment = assignment_accept(stage=first, worker=worker)
+    assert handoff_run(assignment=assignment) == 0
+
+    last = make_stage(items=1)
+    stage_publish(stage=last)
+    only = assignment_accept(stage=last, worker=invited(last.campaign))
+    assignment_submit(
+        assignment_id=only.pk, worker=only.worker, form={"items/0/text": "text"}, telemetry=None
+    )
+    assignment_approve(assignment=only, source="requester")
+    assert handoff_run(assignment=only) == 0

@@ -1,0 +1,204 @@
+"""The worker pages, through the Django test client."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from campaigns import tasktypes
+from campaigns.models import Assignment, AssignmentStatus, InviteLink, Worker
+from campaigns.services.invites import invite_create, invite_token, local_grant_add
+from campaigns.services.work import stage_publish
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stage(make_stage):
+    stage = make_stage(items=4, items_per_hit=2, instructions="Write about each item.\n\nBe kind.")
+    stage_publish(stage=stage)
+    return stage
+
+
+def _join(client: Client, stage) -> str:
+    link = invite_create(
+        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
+    )
+    token = invite_token(invite=link)
+    url = reverse("worker:invite", kwargs={"token": token})
+    landing = client.get(url)
+    assert landing.status_code == 200
+    assert "Start" in landing.text
+    assert not Worker.objects.exists()  # following the link alone changes nothing
+    response = client.post(url)
+    assert response.status_code == 302
+    assert response["Location"] == reverse("worker:stage", kwargs={"stage_id": stage.pk})
+    return token
+
+
+def _accept(client: Client, stage) -> Assignment:
+    response = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
+    assert response.status_code == 302
+    assignment = Assignment.objects.latest("id")
+    assert response["Location"] == reverse(
+        "worker:assignment", kwargs={"assignment_id": assignment.pk}
+    )
+    return assignment
+
+
+def test_invite_then_stage_page_with_preview(client, stage):
+    _join(client, stage)
+    page = client.get(reverse("worker:stage", kwargs={"stage_id": stage.pk}))
+    assert page.status_code == 200
+    assert "<p>Be kind.</p>" in page.text  # instructions, readable without JS
+    assert "Preview of the next task" in page.text
+    assert "Item: text 0" in page.text
+    assert "disabled" in page.text  # preview controls are read-only
+    assert "Accept this task" in page.text
+
+
+def test_returning_to_the_invite_resumes(client, stage):
+    token = _join(client, stage)
+    again = client.get(reverse("worker:invite", kwargs={"token": token}))
+    assert again.status_code == 302
+    client.post(reverse("worker:invite", kwargs={"token": token}))
+    assert Worker.objects.count() == 1
+    assert InviteLink.objects.get().use_count == 1
+
+
+def test_full_flow_with_error_then_double_submit(client, stage):
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+
+    page = client.get(url)
+    assert page.status_code == 200
+    assert 'name="telemetry"' in page.text
+    assert "worker/telemetry.js" in page.text
+    assert "Time left" in page.text
+    assert 'name="csrfmiddlewaretoken"' in page.text
+
+    bad = client.post(url, {"items/0/text": "my careful words", "telemetry": "{"})
+    assert bad.status_code == 400
+    assert "my careful words" in bad.text
+    assert "Write at least 3 characters." in bad.text
+    assert 'aria-invalid="true"' in bad.text
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.ACCEPTED
+
+    form = {
+        "items/0/text": "my careful words",
+        "items/1/text": "and more",
+        "telemetry": '{"keystrokes": 17}',
+    }
+    done_url = reverse("worker:done", kwargs={"assignment_id": assignment.pk})
+    first = client.post(url, form)
+    assert first.status_code == 302
+    assert first["Location"] == done_url
+    second = client.post(url, {"items/0/text": "a replayed, different text"})
+    assert second.status_code == 302
+    assert second["Location"] == done_url
+
+    stored = Assignment.objects.get(pk=assignment.pk)
+    assert stored.status == AssignmentStatus.SUBMITTED
+    assert stored.answers is not None
+    assert stored.answers["items"][0]["text"] == "my careful words"
+    assert stored.telemetry["keystrokes"] == 17
+    assert stored.worker.submitted_count == 1
+
+    thanks = client.get(done_url)
+    assert thanks.status_code == 200
+    assert "Thank you" in thanks.text
+    assert "Next task" in thanks.text
+    assert client.get(url)["Location"] == done_url
+
+
+def test_other_worker_gets_404(client, stage):
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    stranger = Client()
+    _join_again = invite_create(
+        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
+    )
+    stranger.post(reverse("worker:invite", kwargs={"token": invite_token(invite=_join_again)}))
+    for name in ("worker:assignment", "worker:done"):
+        assert (
+            stranger.get(reverse(name, kwargs={"assignment_id": assignment.pk})).status_code == 404
+        )
+    url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    assert stranger.post(url, {"items/0/text": "hijack"}).status_code == 404
+    assert (
+        stranger.post(reverse("worker:return", kwargs={"assignment_id": assignment.pk})).status_code
+        == 404
+    )
+    assert Client().get(url).status_code == 404
+    assert Assignment.objects.get(pk=assignment.pk).answers is None
+
+
+def test_stage_page_without_access(client, stage):
+    assert client.get(reverse("worker:stage", kwargs={"stage_id": stage.pk})).status_code == 403
+    assert client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk})).status_code == 403
+
+
+def test_tampered_expired_revoked_invites_are_refused(client, stage):
+    link = invite_create(
+        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
+    )
+    token = invite_token(invite=link)
+    tampered = client.get(reverse("worker:invite", kwargs={"token": token + "x"}))
+    assert tampered.status_code == 403
+    assert "not valid" in tampered.text
+    link.revoked_at = link.created_at
+    link.save()
+    assert client.post(reverse("worker:invite", kwargs={"token": token})).status_code == 403
+    assert not Worker.objects.exists()
+
+
+def test_return_frees_the_task(client, stage):
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    response = client.post(reverse("worker:return", kwargs={"assignment_id": assignment.pk}))
+    assert response.status_code == 302
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.RETURNED
+    closed = client.post(
+        reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}),
+        {"items/0/text": "too late now"},
+    )
+    assert closed.status_code == 409
+    assert "returned" in closed.text
+
+
+def test_no_work_left(client, make_stage):
+    stage = make_stage(items=1)
+    stage_publish(stage=stage)
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    client.post(
+        reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}),
+        {"items/0/text": "done and dusted"},
+    )
+    page = client.get(reverse("worker:stage", kwargs={"stage_id": stage.pk}))
+    assert "no task left" in page.text
+    again = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
+    assert again.status_code == 200
+    assert "no task left" in again.text
+
+
+def test_logged_in_annotator(client, stage, user_factory):
+    annotator = user_factory(username="annotator")
+    local_grant_add(campaign=stage.campaign, user=annotator)
+    client.force_login(annotator)
+    assert client.get(reverse("worker:stage", kwargs={"stage_id": stage.pk})).status_code == 200
+    assignment = _accept(client, stage)
+    assert assignment.worker.user == annotator
+
+
+def test_task_type_without_template_gets_a_stand_in(client, stage, monkeypatch):
+    monkeypatch.setattr(type(tasktypes.task_type_get("test_echo")), "template_name", "")
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    page = client.get(reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}))
+    assert page.status_code == 200
+    assert "no work page yet" in page.text
