@@ -25,7 +25,9 @@ def campaign_get_visible(*, user: AbstractBaseUser | AnonymousUser, slug: str) -
 
 
 def stage_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Stage]:
-    return Stage.objects.filter(campaign__in=campaign_list_visible(user=user)).select_related("campaign")
+    return Stage.objects.filter(campaign__in=campaign_list_visible(user=user)).select_related(
+        "campaign"
+    )
 
 
 def item_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Item]:

@@ -15,7 +15,7 @@ os.environ.setdefault("DEBUG", "0")
 # Tasks run in the test process unless a test starts a real worker (tests/test_celery.py).
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 
-from qaportal.settings import *  # noqa: E402,F403
+from qaportal.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
