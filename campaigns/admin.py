@@ -24,6 +24,7 @@ from campaigns.models import (
     HIT,
     Assignment,
     Campaign,
+    DetachedAnswer,
     CampaignWorker,
     HITItem,
     InviteLink,
@@ -398,3 +399,11 @@ class LocalGrantAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("user", "campaign", "granted_by", "created_at")
     search_fields = ("user__username", "campaign__name", "campaign__slug")
     list_select_related = ("user", "campaign", "granted_by")
+
+
+@admin.register(DetachedAnswer)
+class DetachedAnswerAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Anonymous answers: deliberately no worker, no assignment, no time of day.
+    list_display = ("id", "stage", "submitted_on")
+    list_filter = ("submitted_on",)
+    list_select_related = ("stage",)

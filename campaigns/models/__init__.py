@@ -14,7 +14,7 @@ from campaigns.models.choices import (
 )
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry, ProviderOperation
-from campaigns.models.work import HIT, Assignment, HITItem
+from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
 from campaigns.models.workers import (
     CampaignWorker,
     QualificationGrant,
@@ -31,6 +31,7 @@ __all__ = [
     "Campaign",
     "CampaignState",
     "CampaignWorker",
+    "DetachedAnswer",
     "HITItem",
     "HITStatus",
     "InviteLink",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import F, Q
@@ -130,3 +132,24 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"Assignment {self.pk} ({self.status})"
+
+
+class DetachedAnswer(models.Model):
+    """An answer kept apart from who gave it (stages marked ``anonymous``).
+
+    No link to the worker or the assignment; a random key and the day alone, so
+    neither the row order nor the time can be joined back to an assignment.
+    """
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    stage = models.ForeignKey(
+        "campaigns.Stage", on_delete=models.CASCADE, related_name="detached_answers"
+    )
+    answers = models.JSONField()
+    submitted_on = models.DateField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"Detached answer on stage {self.stage_id}"

@@ -26,6 +26,7 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
+    DetachedAnswer,
     HITItem,
     HITStatus,
     Item,
@@ -365,6 +366,9 @@ def assignment_submit(
                     answer=answer,
                     errors=_errors_by_path(problems),
                 )
+            if task_type.detaches_answers(config=stage.config):
+                DetachedAnswer.objects.create(stage=stage, answers=answer, submitted_on=now.date())
+                answer = {"detached": True}
             assignment.answers = answer
             assignment.status = AssignmentStatus.SUBMITTED
             assignment.submitted_at = now

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 import re
 import string
 import unicodedata
@@ -479,6 +480,15 @@ class TaskType:
         """
         raise NotImplementedError
 
+    def detaches_answers(self, *, config: Mapping[str, Any]) -> bool:
+        """Whether answers are stored apart from the worker's identity.
+
+        True for a stage marked ``anonymous`` (e.g. a demographics survey): the
+        answer goes to ``DetachedAnswer``, which names neither the worker nor the
+        assignment, and the assignment keeps only ``{"detached": true}``.
+        """
+        return bool(config.get("anonymous"))
+
     def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
         """Items with the same key may be worked on by a worker only once per stage."""
         return None
@@ -517,3 +527,111 @@ class TaskType:
     ) -> dict[str, Any]:
         """What the template needs, precomputed: fields with names, values and errors."""
         return {"general_errors": [str(m) for m in errors.values() if m]}
+
+    # --- Simulated workers (``campaigns.simulate``) ---------------------------------
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """The POST fields a simulated worker of ``profile`` sends for a HIT holding ``items``.
+
+        Field names are exactly those of the task type's template and ``parse_form``;
+        every value is a list (repeated fields, like a browser's checkboxes). Profiles
+        (``SIMULATION_PROFILES``): ``good`` answers validly and sensibly from the item
+        data, ``sloppy`` is mostly valid but careless and sometimes invalid,
+        ``spammer`` sends random or copied text that is often invalid. Everything
+        random comes from ``rng``, so one seed gives one answer.
+        """
+        raise NotImplementedError(
+            f"Task type {self.name!r} has no simulate_form(), so the crowd simulator "
+            "cannot work on its stages; add one to its module (see "
+            "TaskType.simulate_form in campaigns/tasktypes/base.py)."
+        )
+
+
+# --- Helpers for simulate_form ---------------------------------------------------------
+
+SIMULATION_PROFILES = ("good", "sloppy", "spammer")
+
+SimulatedForm = dict[str, list[str]]
+
+# Phrases whose content words appear in no question, added until a rephrasing is
+# no longer a trivial variant of its original.
+_SIM_PHRASES = (
+    "in plain words",
+    "out of curiosity",
+    "if you happen to know",
+    "to put it simply",
+    "generally speaking",
+    "according to reliable sources",
+    "as far as anyone can tell",
+    "in a nutshell",
+    "speaking broadly",
+    "for my homework",
+    "strictly speaking",
+    "from what historians record",
+    "by common agreement",
+    "quite honestly",
+    "as documented somewhere",
+    "roughly explained",
+)
+SIM_NOISE_WORDS = (
+    "asdf",
+    "good",
+    "ok",
+    "nice",
+    "yes",
+    "idk",
+    "test",
+    "lorem ipsum",
+    "qwerty",
+    "no idea",
+)
+
+
+def simulation_profile_check(profile: str) -> str:
+    """``profile`` when it is one of ``SIMULATION_PROFILES``; ``ValueError`` otherwise."""
+    if profile not in SIMULATION_PROFILES:
+        known = ", ".join(SIMULATION_PROFILES)
+        raise ValueError(f"Unknown simulation profile {profile!r}; profiles are {known}.")
+    return profile
+
+
+def simulated_qid(text: str) -> str:
+    """A plausible Wikidata id for ``text``: the same for every simulated worker, so
+    good workers agree with one another (the simulator knows no real Wikidata)."""
+    digest = hashlib.sha1(normalise_text(text).encode(), usedforsecurity=False).hexdigest()
+    return f"Q{int(digest[:8], 16) % 9_999_999 + 1}"
+
+
+def simulated_rephrasing(
+    text: str, *, rng: random.Random, max_similarity: float, avoid: Iterable[str] = ()
+) -> str:
+    """A question asking what ``text`` asks, worded apart enough to pass
+    ``trivial_variant_reason`` against ``text`` and every text in ``avoid``.
+
+    Keeps every word of the original (names stay mentioned) and adds phrases;
+    gives up, returning its last attempt, when the phrases run out.
+    """
+    core = text.strip().rstrip("?").strip()
+    core = core[:1].lower() + core[1:]
+    phrases = list(_SIM_PHRASES)
+    rng.shuffle(phrases)
+    others = [text, *avoid]
+    chosen: list[str] = []
+    candidate = f"{core}?"
+    for phrase in phrases:
+        chosen.append(phrase)
+        lead = ", ".join(chosen)
+        candidate = f"{lead[:1].upper()}{lead[1:]}: {core}?"
+        if all(
+            trivial_variant_reason(candidate, other, max_similarity=max_similarity) is None
+            for other in others
+        ):
+            break
+    return candidate
