@@ -17,6 +17,7 @@ from campaigns.models import (
     Assignment,
     Campaign,
     CampaignWorker,
+    DetachedAnswer,
     HITItem,
     InviteLink,
     InviteRedemption,
@@ -94,6 +95,9 @@ def rows(requester):
     second = cast(Assignment, AssignmentFactory(hit=hit))
     InviteRedemption.objects.create(invite=invite, worker=second.worker)
     LocalGrant.objects.create(campaign=campaign, user=cast(User, UserFactory(username="annotator")))
+    DetachedAnswer.objects.create(
+        stage=hit.stage, answers={"responses": {"age": 30}}, submitted_on=timezone.now().date()
+    )
     return {"assignment": assignment, "hit": hit, "worker": worker, "campaign": campaign}
 
 

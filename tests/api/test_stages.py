@@ -184,7 +184,11 @@ def link(client, stage_id: int, payload: dict):
 def test_link_and_unlink(token_client, stage, campaign):
     nxt = StageFactory.create(campaign=campaign, name="Link answers", position=1)
 
-    response = link(token_client, stage.pk, {"next_stage": nxt.pk, "handoff": {"exclude_answer_types": ["boolean"]}})
+    response = link(
+        token_client,
+        stage.pk,
+        {"next_stage": nxt.pk, "handoff": {"exclude_answer_types": ["boolean"]}},
+    )
 
     assert response.status_code == 200, response.json()
     assert response.json()["next_stage"] == nxt.pk
