@@ -1,4 +1,10 @@
-"""The Celery app. Tasks live in each app's ``tasks.py``; see campaigns/tasks.py."""
+"""The Celery app. Tasks live in each app's ``tasks.py``; see campaigns/tasks.py.
+
+Configuration comes from Django settings (``CELERY_*``); run a worker with
+``celery -A qaportal worker`` and the scheduler with ``celery -A qaportal beat``.
+"""
+
+from __future__ import annotations
 
 import os
 

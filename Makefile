@@ -1,0 +1,86 @@
+# qaportal — the two commands of the README:
+#
+#   make run    the app on the embedded default (SQLite, Celery eager, local provider)
+#               with a demo requester, at http://127.0.0.1:$(PORT)
+#   make test   ruff, mypy and pytest against the real PostgreSQL and Redis
+#
+# Both build .venv with $(PYTHON) when it is missing and reinstall the project
+# when pyproject.toml changed (stamp files in .venv record what was installed).
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+RUNTIME_STAMP := $(VENV)/.installed-runtime
+DEV_STAMP := $(VENV)/.installed-dev
+
+# make run
+PORT ?= 8000
+DEBUG ?= 1
+
+# make test: defaults for the test services; values set in the environment or
+# on the command line win.
+TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/qaportal)
+TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
+TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),$(TEST_REDIS_URL))
+PYTEST_ARGS ?=
+
+.PHONY: help run test lint typecheck pytest venv dev-venv clean
+
+help:
+	@echo "make run    serve qaportal on http://127.0.0.1:$(PORT) (SQLite, demo data; PORT=, DEBUG= to change)"
+	@echo "make test   lint + typecheck + pytest (PostgreSQL and Redis on 127.0.0.1)"
+	@echo "make lint | typecheck | pytest   one part of make test (PYTEST_ARGS= for pytest)"
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+# The dev install contains the runtime one, so it refreshes both stamps.
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e ".[dev]"
+	@touch $@ $(RUNTIME_STAMP)
+
+venv: $(RUNTIME_STAMP)
+dev-venv: $(DEV_STAMP)
+
+# PORT is passed to every step: settings derive SITE_URL (links printed by load_demo) from it.
+run: $(RUNTIME_STAMP)
+	DEBUG=$(DEBUG) PORT=$(PORT) $(BIN)/python manage.py migrate --noinput
+	DEBUG=$(DEBUG) PORT=$(PORT) $(BIN)/python manage.py load_demo
+	@echo "qaportal: serving on http://127.0.0.1:$(PORT)/ (Ctrl-C to stop)"
+	DEBUG=$(DEBUG) PORT=$(PORT) PYTHONUNBUFFERED=1 exec $(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
+
+# Runs every check even when one fails, so that one CI run reports them all.
+test: $(DEV_STAMP)
+	@failed=""; \
+	$(MAKE) --no-print-directory lint || failed="$$failed lint"; \
+	$(MAKE) --no-print-directory typecheck || failed="$$failed typecheck"; \
+	$(MAKE) --no-print-directory pytest || failed="$$failed pytest"; \
+	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
+	echo "make test: lint, typecheck and pytest passed"
+
+lint: $(DEV_STAMP)
+	@rc=0; \
+	echo "$(BIN)/ruff check ."; $(BIN)/ruff check . || rc=1; \
+	echo "$(BIN)/ruff format --check ."; $(BIN)/ruff format --check . || rc=1; \
+	exit $$rc
+
+typecheck: $(DEV_STAMP)
+	$(BIN)/mypy .
+
+# pytest exits 5 when it collected no test: that is a failure, never a pass.
+pytest: $(DEV_STAMP)
+	@rc=0; \
+	DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' \
+	CELERY_BROKER_URL='$(TEST_BROKER_URL)' $(BIN)/pytest $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make pytest: pytest collected no tests (exit 5)"; fi; \
+	exit $$rc
+
+clean:
+	rm -rf $(VENV) var/static .mypy_cache .ruff_cache .pytest_cache

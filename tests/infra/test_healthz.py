@@ -1,0 +1,125 @@
+"""``/healthz`` against the real PostgreSQL and Redis, and with each of them unreachable."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+from django.conf import settings
+from django.test import Client, override_settings
+
+from tests.infra.conftest import clean_env, run_python
+
+# Nothing listens on port 1: connections are refused at once.
+UNREACHABLE_REDIS = "redis://127.0.0.1:1/0"
+UNREACHABLE_POSTGRES = "postgres://postgres@127.0.0.1:1/qaportal"
+
+
+@pytest.fixture
+def real_redis_configured() -> None:
+    """The suite runs against Redis, as production does; fail loudly if it does not."""
+    assert settings.CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert settings.CELERY_BROKER_URL.startswith("redis://")
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("real_redis_configured")
+def test_healthz_is_ok_with_database_broker_and_cache_up(client: Client) -> None:
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+        response = client.get("/healthz")
+
+    assert response.status_code == 200, response.content
+    assert response.json() == {
+        "status": "ok",
+        "checks": {"database": "ok", "broker": "ok", "cache": "ok"},
+    }
+    assert "no-cache" in response["Cache-Control"]
+
+
+@pytest.mark.django_db
+def test_healthz_reports_eager_when_tasks_run_in_process(client: Client) -> None:
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=True):
+        response = client.get("/healthz")
+
+    assert response.status_code == 200, response.content
+    assert response.json()["checks"]["broker"] == "eager"
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_the_broker_is_unreachable(client: Client) -> None:
+    started = time.monotonic()
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False, CELERY_BROKER_URL=UNREACHABLE_REDIS):
+        response = client.get("/healthz")
+
+    assert response.status_code == 503, response.content
+    body = response.json()
+    assert body["status"] == "unavailable"
+    assert body["checks"]["broker"].startswith("down")
+    assert body["checks"]["database"] == "ok"
+    assert body["checks"]["cache"] == "ok"
+    # A probe must answer well within a load balancer's timeout.
+    assert time.monotonic() - started < 5
+
+
+@pytest.mark.django_db
+def test_healthz_is_503_when_the_cache_is_unreachable(client: Client) -> None:
+    unreachable_cache = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": UNREACHABLE_REDIS,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+    with override_settings(CACHES=unreachable_cache):
+        response = client.get("/healthz")
+
+    assert response.status_code == 503, response.content
+    assert response.json()["checks"]["cache"].startswith("down")
+    assert response.json()["checks"]["database"] == "ok"
+
+
+# Runs in a separate process so that the test run's own database connection
+# is never pointed elsewhere.
+_HEALTHZ_IN_SUBPROCESS = """
+import json
+import django
+django.setup()
+from django.test import Client
+response = Client().get("/healthz")
+print(json.dumps({"status_code": response.status_code, "body": response.json()}))
+"""
+
+
+def test_healthz_is_503_when_the_database_is_unreachable(tmp_path) -> None:
+    env = clean_env(
+        DJANGO_SETTINGS_MODULE="qaportal.settings",
+        DEBUG="0",
+        SECRET_KEY="tests-only-secret-key",
+        ALLOWED_HOSTS="testserver",
+        QAPORTAL_VAR_DIR=str(tmp_path),
+        DATABASE_URL=UNREACHABLE_POSTGRES,
+        DATABASE_CONNECT_TIMEOUT="2",
+        REDIS_URL=settings.REDIS_URL,
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        CELERY_TASK_ALWAYS_EAGER="0",
+    )
+    result = run_python(_HEALTHZ_IN_SUBPROCESS, env=env)
+
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["status_code"] == 503
+    assert outcome["body"]["status"] == "unavailable"
+    assert outcome["body"]["checks"]["database"].startswith("down")
+    assert outcome["body"]["checks"]["broker"] == "ok"
+    assert outcome["body"]["checks"]["cache"] == "ok"
+
+
+@pytest.mark.django_db
+def test_the_test_database_connection_still_works() -> None:
+    """The unreachable-database test must leave this process's connection alone."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        assert cursor.fetchone() == (1,)
