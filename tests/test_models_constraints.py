@@ -28,37 +28,37 @@ def test_runs_on_postgresql():
 
 def _rejected(factory, **kwargs) -> None:
     with pytest.raises(IntegrityError), transaction.atomic():
-        factory(**kwargs)
+        factory.create(**kwargs)
 
 
 def test_duplicate_worker_provider_id_rejected():
-    WorkerFactory(provider="mturk", external_id="A1B2C3")
+    WorkerFactory.create(provider="mturk", external_id="A1B2C3")
     _rejected(WorkerFactory, provider="mturk", external_id="A1B2C3")
     # The same id on another platform is another person.
-    WorkerFactory(provider="prolific", external_id="A1B2C3")
+    WorkerFactory.create(provider="prolific", external_id="A1B2C3")
 
 
 def test_duplicate_hit_provider_id_rejected():
-    HITFactory(provider="mturk", provider_hit_id="3XYZ")
+    HITFactory.create(provider="mturk", provider_hit_id="3XYZ")
     _rejected(HITFactory, provider="mturk", provider_hit_id="3XYZ")
     # Unpublished HITs have no provider id yet, and there may be many of them.
-    HITFactory(provider="mturk", provider_hit_id=None)
-    HITFactory(provider="mturk", provider_hit_id=None)
+    HITFactory.create(provider="mturk", provider_hit_id=None)
+    HITFactory.create(provider="mturk", provider_hit_id=None)
 
 
 def test_duplicate_assignment_provider_id_rejected():
-    AssignmentFactory(provider="mturk", provider_assignment_id="ASG1")
+    AssignmentFactory.create(provider="mturk", provider_assignment_id="ASG1")
     _rejected(AssignmentFactory, provider="mturk", provider_assignment_id="ASG1")
 
 
 def test_duplicate_operation_key_rejected():
-    ProviderOperationFactory(provider="mturk", idempotency_key="create_hit:1")
+    ProviderOperationFactory.create(provider="mturk", idempotency_key="create_hit:1")
     _rejected(ProviderOperationFactory, provider="mturk", idempotency_key="create_hit:1")
 
 
 def test_failed_operation_needs_a_reason():
     _rejected(ProviderOperationFactory, state="failed", last_error="")
-    ProviderOperationFactory(state="failed", last_error="HIT expired before approval")
+    ProviderOperationFactory.create(state="failed", last_error="HIT expired before approval")
 
 
 @pytest.mark.parametrize(
@@ -75,23 +75,23 @@ def test_negative_money_rejected(factory, field):
 
 
 def test_ledger_key_is_unique():
-    LedgerEntryFactory(key="reward:assignment:1")
+    LedgerEntryFactory.create(key="reward:assignment:1")
     _rejected(LedgerEntryFactory, key="reward:assignment:1")
 
 
 def test_one_holding_assignment_per_worker_per_hit():
-    first = AssignmentFactory()
+    first = AssignmentFactory.create()
     _rejected(AssignmentFactory, hit=first.hit, worker=first.worker)
     # After returning the HIT, the worker may take it again.
     first.status = AssignmentStatus.RETURNED
     first.save()
-    AssignmentFactory(hit=first.hit, worker=first.worker)
+    AssignmentFactory.create(hit=first.hit, worker=first.worker)
 
 
 def test_item_external_id_unique_per_stage():
-    item = ItemFactory(external_id="q1")
+    item = ItemFactory.create(external_id="q1")
     _rejected(ItemFactory, stage=item.stage, external_id="q1")
-    ItemFactory(external_id="q1")  # another stage
+    ItemFactory.create(external_id="q1")  # another stage
 
 
 def test_produced_item_needs_its_assignment():
@@ -99,7 +99,7 @@ def test_produced_item_needs_its_assignment():
 
 
 def test_stage_positions_and_names_unique():
-    stage = StageFactory()
+    stage = StageFactory.create()
     _rejected(StageFactory, campaign=stage.campaign, position=stage.position)
     _rejected(StageFactory, campaign=stage.campaign, name=stage.name)
 
@@ -109,7 +109,7 @@ def test_submitted_assignment_needs_submit_time():
 
 
 def test_worker_pseudonym_is_stable_and_hides_the_id():
-    worker = WorkerFactory(provider="mturk", external_id="A3SECRETWORKER")
+    worker = WorkerFactory.create(provider="mturk", external_id="A3SECRETWORKER")
     assert worker.pseudonym == worker_pseudonym(provider="mturk", external_id="A3SECRETWORKER")
     assert "A3SECRETWORKER" not in worker.pseudonym
     assert "A3SECRETWORKER" not in str(worker)

@@ -8,9 +8,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_requester_logs_in_and_sees_only_own_campaigns(page):
-    alice = UserFactory(username="alice")
-    CampaignFactory(owner=alice, name="Alice's Mintaka")
-    CampaignFactory(owner=UserFactory(username="bob"), name="Bob's WhyQA")
+    alice = UserFactory.create(username="alice")
+    CampaignFactory.create(owner=alice, name="Alice's Mintaka")
+    CampaignFactory.create(owner=UserFactory.create(username="bob"), name="Bob's WhyQA")
     page.goto("/accounts/login/")
     page.get_by_label("Username").fill("alice")
     page.get_by_label("Password").fill("correct horse battery")

@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def _campaign_with_stage(*, task_type: str, config: dict, rows: bytes):
-    owner = UserFactory(username="owner")
+    owner = UserFactory.create(username="owner")
     campaign = campaign_create(owner=owner, name=f"Browser {task_type}")
     stage = stage_add(
         campaign=campaign, name="work", task_type=task_type, config=config, reward=Decimal("0.50")
@@ -81,6 +81,7 @@ def test_worker_writes_count_questions(page):
 
     stored = Assignment.objects.get(hit__stage=stage)
     assert stored.status == AssignmentStatus.SUBMITTED
+    assert stored.answers is not None
     questions = stored.answers["questions"]
     assert [q["question"] for q in questions] == [
         "How many films are in the Toy Story series?",
@@ -113,6 +114,7 @@ def test_worker_selects_answer_sentences(page):
 
     stored = Assignment.objects.get(hit__stage=stage)
     assert stored.status == AssignmentStatus.SUBMITTED
+    assert stored.answers is not None
     entry = stored.answers["items"][0] if "items" in stored.answers else stored.answers
     assert sorted(entry["sentences"]) == [2, 3]
     assert entry["no_answer"] is False

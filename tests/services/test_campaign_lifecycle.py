@@ -30,7 +30,7 @@ def campaign(requester) -> Campaign:
 
 def _ready(campaign: Campaign) -> None:
     stage = stage_add(campaign=campaign, name="write", task_type="question_writing")
-    ItemFactory(stage=stage)
+    ItemFactory.create(stage=stage)
 
 
 def test_create_derives_slug_currency_and_starts_in_draft(requester):
@@ -91,7 +91,7 @@ def test_stage_update_only_while_editable(campaign):
     assert stage.reward == Decimal("2.00")
     with pytest.raises(DomainError, match="cannot be changed"):
         stage_update(stage=stage, task_type="survey")
-    ItemFactory(stage=stage)
+    ItemFactory.create(stage=stage)
     campaign_transition(campaign=campaign, to_state="live")
     with pytest.raises(DomainError, match="only draft and pilot"):
         stage_update(stage=stage, reward=Decimal("3.00"))
@@ -118,7 +118,7 @@ def test_start_needs_a_stage_with_items(campaign):
     stage = stage_add(campaign=campaign, name="write", task_type="question_writing")
     with pytest.raises(IllegalTransition, match="no items"):
         campaign_transition(campaign=campaign, to_state="live")
-    ItemFactory(stage=stage)
+    ItemFactory.create(stage=stage)
     assert campaign_transition(campaign=campaign, to_state="pilot").state == "pilot"
 
 
