@@ -141,6 +141,10 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Sessions: read from the cache on the hot path (worker pages), kept in the database
+# so a cache restart logs nobody out.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+
 # --- Celery ---------------------------------------------------------------------
 # Eager mode is a configuration choice (the embedded default), never a fallback
 # when the broker is down: with CELERY_BROKER_URL set, tasks go to the broker.
