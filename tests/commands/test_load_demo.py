@@ -52,8 +52,17 @@ def test_loads_the_demo_requester_and_campaign():
     campaign = Campaign.objects.get(slug="mintaka-demo")
     assert (campaign.name, campaign.owner, campaign.provider) == ("Mintaka demo", user, "local")
     assert "/campaigns/mintaka-demo/" in output
-    stage = campaign.stages.get()
+    stage, linking = campaign.stages.order_by("position")
     assert stage.task_type == "question_writing"
+    assert linking.task_type == "answer_entity_linking"
+    assert stage.next_stage == linking
+    assert stage.handoff == {"exclude_answer_types": ["boolean", "numeric"]}
+    # Live on the local workforce, its HITs published, and a link to work as a worker.
+    assert campaign.state == "live"
+    assert stage.hits.filter(status="published").count() == stage.items.count()
+    invite = re.search(r"invite link.*: (\S+)", output)
+    assert invite, output
+    assert "/work/i/" in invite.group(1)
     assert stage.reward == Decimal("1.25")
     assert (stage.items_per_hit, stage.assignments_per_hit) == (1, 1)
     assert stage.config == {"questions_per_hit": 5}

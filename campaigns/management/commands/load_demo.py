@@ -7,6 +7,7 @@ documented), so on a server with ``DEBUG`` off the command warns on stderr.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from django.db import transaction
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
 
-from campaigns.models import Campaign, Provider, Stage
-from campaigns.services import campaign_create, stage_add
+from campaigns.models import Campaign, CampaignState, InviteLink, Provider, Stage
+from campaigns.services import campaign_create, stage_add, stage_link
+from campaigns.services.invites import invite_create, invite_url
 from campaigns.services.items import items_upload
+from campaigns.services.work import campaign_start
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-requester"
@@ -28,6 +31,7 @@ DEMO_EMAIL = "demo@example.org"
 CAMPAIGN_SLUG = "mintaka-demo"
 CAMPAIGN_NAME = "Mintaka demo"
 STAGE_NAME = "Write questions"
+LINK_STAGE_NAME = "Link answer entities"
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CELLS_FILE = FIXTURES / "mintaka_demo_cells.csv"
 
@@ -55,6 +59,10 @@ class Command(BaseCommand):
             stage = self._demo_stage(campaign)
             if not stage.items.exists():
                 items_upload(stage=stage, content=CELLS_FILE.read_bytes(), filename=CELLS_FILE.name)
+            self._demo_link_stage(campaign, stage)
+            if campaign.state == CampaignState.DRAFT:
+                campaign = campaign_start(campaign=campaign, to_state=CampaignState.LIVE)
+            invite = self._demo_invite(campaign, user)
             item_count = stage.items.count()
 
         url = settings.SITE_URL.rstrip("/") + reverse(
@@ -67,6 +75,9 @@ class Command(BaseCommand):
             f"with {item_count} items"
         )
         self.stdout.write(f"campaign page: {url}")
+        self.stdout.write(
+            f"worker invite link (open it in a private window): {invite_url(invite=invite)}"
+        )
 
     def _demo_user(self) -> Any:
         user_model = get_user_model()
@@ -113,3 +124,30 @@ class Command(BaseCommand):
             assignments_per_hit=1,
             items_per_hit=1,
         )
+
+    def _demo_link_stage(self, campaign: Campaign, first: Stage) -> Stage:
+        """Accepted QA pairs flow on to answer linking; yes/no and numbers stay behind."""
+        stage = campaign.stages.filter(name=LINK_STAGE_NAME).first()
+        if stage is None:
+            stage = stage_add(
+                campaign=campaign,
+                name=LINK_STAGE_NAME,
+                task_type="answer_entity_linking",
+                instructions="Link each entity in the answer to its Wikidata item.",
+                reward=Decimal("0.10"),
+                assignments_per_hit=2,
+            )
+            stage_link(
+                stage=first,
+                next_stage=stage,
+                handoff={"exclude_answer_types": ["boolean", "numeric"]},
+            )
+        return stage
+
+    def _demo_invite(self, campaign: Campaign, user: Any) -> InviteLink:
+        invite = InviteLink.objects.filter(campaign=campaign, revoked_at__isnull=True).first()
+        if invite is None:
+            invite = invite_create(
+                campaign=campaign, created_by=user, expires_in=timedelta(days=365)
+            )
+        return invite
