@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from campaigns.tasktypes.base import FieldError, TaskType
+from campaigns.tasktypes.entity_link_validation import EntityLinkValidation
 from campaigns.tasktypes.entity_linking import AnswerEntityLinking, QuestionEntityLinking
 from campaigns.tasktypes.mc_question_writing import MCQuestionWriting
 from campaigns.tasktypes.mc_validation import MCValidation
@@ -25,6 +26,7 @@ _REGISTRY: dict[str, TaskType] = {
         ParaphraseCanonical(),
         AnswerEntityLinking(),
         QuestionEntityLinking(),
+        EntityLinkValidation(),
         MCQuestionWriting(),
         RubricEvaluation(),
         MCValidation(),

@@ -26,9 +26,10 @@ Wikidata" means "no entity here" and is left out of the answer.
 
 from __future__ import annotations
 
+import random
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 from typing import Any, ClassVar
 
@@ -37,6 +38,7 @@ from campaigns.tasktypes.base import (
     FormView,
     TaskType,
     answer_for_item,
+    derived_external_id,
     form_bool,
     form_indices,
     form_text,
@@ -44,7 +46,10 @@ from campaigns.tasktypes.base import (
     item_entry_errors,
     parse_int_or_text,
     schema_errors,
+    simulated_qid,
+    simulation_profile_check,
 )
+from campaigns.tasktypes.question_writing import yes_no_value
 
 QID_PATTERN = r"^Q[1-9][0-9]*$"
 _SPAN_SCHEMA = {
@@ -326,6 +331,95 @@ class _EntityLinking(TaskType):
             "allow_not_in_wikidata": cfg["allow_not_in_wikidata"],
             "general_errors": form.general_errors(),
         }
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """Each linked span (a Wikidata id, not "not in Wikidata") of each item becomes
+        an ``entity_link_validation`` item: ``{"question", "answer"?, "text", "start",
+        "end", "qid", "span_in"}``, its id ``<item id>/l<k>-<digest>``."""
+        by_id = {str(item.get("external_id", "")): item for item in items}
+        out = []
+        for entry in answer.get("items", []):
+            if not isinstance(entry, Mapping):
+                continue
+            source = by_id.get(str(entry.get("external_id", "")))
+            if source is None:
+                continue
+            data = source.get("data", {})
+            for k, link in enumerate(entry.get("links", [])):
+                if link.get("none") or not link.get("qid"):
+                    continue
+                produced: dict[str, Any] = {
+                    "question": str(data.get("question", "")),
+                    "text": link["text"],
+                    "start": link["start"],
+                    "end": link["end"],
+                    "qid": link["qid"],
+                    "span_in": self.text_key,
+                }
+                if self.text_key == "answer":
+                    produced["answer"] = str(data.get("answer", ""))
+                content = [link["start"], link["end"], link["text"], link["qid"]]
+                out.append(
+                    {
+                        "external_id": derived_external_id(
+                            str(source.get("external_id", "")), f"l{k + 1}", content
+                        ),
+                        "data": produced,
+                    }
+                )
+        return out
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """One row per proposed span, as the page posts it (start, end, text, and the id
+        typed or "not in Wikidata" ticked). Good workers link every span that names
+        something to its plausible id (``simulated_qid``) and skip numbers and yes/no;
+        sloppy ones skip, tick "not in Wikidata" or mistype ids; spammers type Q1
+        everywhere or junk."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        form: dict[str, list[str]] = {}
+        for i, item in enumerate(items):
+            spans = self.proposed_spans(item.get("data", {}))[: cfg["max_links"]]
+            linkable = [
+                s
+                for s in spans
+                if yes_no_value(s["text"]) is None
+                and not s["text"].replace(",", "").replace(".", "").strip().isdigit()
+            ]
+            if len(linkable) < cfg["min_links"]:
+                linkable = spans
+            for j, span in enumerate(spans):
+                row = f"items/{i}/spans/{j}"
+                form[f"{row}/start"] = [str(span["start"])]
+                form[f"{row}/end"] = [str(span["end"])]
+                form[f"{row}/text"] = [span["text"]]
+                qid, none = (simulated_qid(span["text"]) if span in linkable else ""), False
+                if profile == "sloppy":
+                    roll = rng.random()
+                    if roll < 0.1:
+                        qid = ""
+                    elif roll < 0.2 and cfg["allow_not_in_wikidata"]:
+                        qid, none = "", True
+                    elif roll < 0.3:
+                        qid = f"Q{rng.randint(1, 999_999)}"
+                    elif roll < 0.38:
+                        qid = rng.choice(["q-" + qid[1:], span["text"]])
+                elif profile == "spammer":
+                    qid = rng.choice(["Q1", "Q1", "asdf", f"Q{rng.randint(1, 99)}"])
+                    none = rng.random() < 0.2
+                form[f"{row}/qid"] = [qid]
+                if none:
+                    form[f"{row}/none"] = ["1"]
+        return form
 
 
 class AnswerEntityLinking(_EntityLinking):

@@ -15,10 +15,12 @@ Options must be filled in and distinct; ``correct`` is the index of the right on
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -28,6 +30,7 @@ from campaigns.tasktypes.base import (
     get_path,
     parse_int_or_text,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 
@@ -224,3 +227,50 @@ class MCQuestionWriting(TaskType):
             "count_error": count_error,
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers write distinct questions with four distinct options and mark the
+        right one; sloppy ones sometimes repeat an option or forget the mark;
+        spammers fill every box with the same junk."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        passage = str(get_path(items, 0, "data", "passage", default="") or "")
+        words = [w.strip(".,;:!?\"'()") for w in passage.split()]
+        words = [w for w in words if len(w) > 3] or ["passage"]
+        form: dict[str, list[str]] = {}
+        # A sloppy worker slips on at most one question of the HIT.
+        careless = rng.randrange(cfg["questions_per_passage"]) if rng.random() < 0.35 else -1
+        for i in range(cfg["questions_per_passage"]):
+            base = f"questions/{i}"
+            focus = rng.choice(words)
+            question = f"According to the passage, what is true about {focus} (part {i + 1})?"
+            options = [
+                f"{focus} is mentioned first",
+                f"{focus} is the reason for the outcome",
+                f"{focus} is never explained",
+                f"{focus} contradicts the title",
+            ]
+            correct = str(rng.randrange(OPTIONS))
+            justification = f"The passage says so about {focus}."
+            if profile == "sloppy" and i == careless:
+                if rng.random() < 0.5:
+                    options[3] = options[2]
+                else:
+                    correct = ""
+            elif profile == "spammer" and rng.random() < 0.7:
+                junk = rng.choice(SIM_NOISE_WORDS)
+                question, options, justification = junk, [junk] * OPTIONS, junk
+            form[f"{base}/question"] = [question]
+            for o, option in enumerate(options):
+                form[f"{base}/options/{o}"] = [option]
+            form[f"{base}/correct"] = [correct] if correct else []
+            if cfg["justification"] != "off":
+                form[f"{base}/justification"] = [justification]
+        return form

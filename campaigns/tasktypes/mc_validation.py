@@ -13,6 +13,7 @@ means the example is discarded.
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -27,6 +28,7 @@ from campaigns.tasktypes.base import (
     item_entry_errors,
     parse_int_or_text,
     schema_errors,
+    simulation_profile_check,
 )
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
 
@@ -161,3 +163,30 @@ class MCValidation(TaskType):
                 }
             )
         return {"items": blocks, "general_errors": form.general_errors()}
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers mostly find the writer's option; sloppy ones guess; spammers
+        always pick A or leave the question unanswered."""
+        simulation_profile_check(profile)
+        form: dict[str, list[str]] = {}
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            n = len(data.get("options", [])) or 4
+            writer = data.get("writer_correct")
+            if profile == "good":
+                choice = str(writer) if isinstance(writer, int) and rng.random() < 0.9 else None
+                choice = choice or (INVALID if rng.random() < 0.05 else str(rng.randrange(n)))
+            elif profile == "sloppy":
+                choice = rng.choice([*(str(o) for o in range(n)), INVALID, ""])
+            else:
+                choice = rng.choice(["0", "0", ""])
+            if choice:
+                form[f"items/{i}/choice"] = [choice]
+        return form

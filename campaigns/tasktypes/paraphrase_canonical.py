@@ -21,10 +21,12 @@ every entity through one of its lexical forms (or its label).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -35,6 +37,8 @@ from campaigns.tasktypes.base import (
     item_entry_errors,
     normalise_text,
     schema_errors,
+    simulated_rephrasing,
+    simulation_profile_check,
     text_errors,
     trivial_variant_reason,
 )
@@ -248,3 +252,41 @@ class ParaphraseCanonical(TaskType):
                 }
             )
         return {"items": blocks, "general_errors": form.general_errors()}
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers reword the canonical question, keeping every entity's label;
+        sloppy ones sometimes drop an entity or the "?"; spammers paste the
+        canonical question or junk."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        n = cfg["paraphrases_per_item"]
+        form: dict[str, list[str]] = {}
+        # A sloppy worker slips on at most one paraphrase of the HIT.
+        careless = rng.randrange(len(items) * n) if items and rng.random() < 0.3 else -1
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            canonical = str(data.get("canonical_question", ""))
+            labels = [str(e.get("label", "")) for e in data.get("entities", []) if e.get("label")]
+            core = canonical
+            missing = [label for label in labels if not mentions(core, [label])]
+            if missing:  # a canonical question may name an entity by another form
+                core = f"{canonical.rstrip('?').strip()} ({', '.join(missing)})?"
+            done: list[str] = []
+            for j in range(n):
+                text = simulated_rephrasing(
+                    core, rng=rng, max_similarity=cfg["max_similarity"], avoid=[canonical, *done]
+                )
+                if profile == "sloppy" and i * n + j == careless:
+                    text = rng.choice([text.rstrip("?"), canonical.upper()])
+                elif profile == "spammer":
+                    text = rng.choice([canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", text])
+                done.append(text)
+                form[f"items/{i}/paraphrases/{j}"] = [text]
+        return form

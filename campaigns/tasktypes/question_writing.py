@@ -17,12 +17,14 @@ A worker may do one HIT per cell (``exclusive_key``).
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -32,6 +34,7 @@ from campaigns.tasktypes.base import (
     get_path,
     parse_number_or_text,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 
@@ -429,3 +432,108 @@ class QuestionWriting(TaskType):
             "count_error": errors.get("questions", ""),
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Question/answer pairs of the cell's type: good ones end with "?", give numbers
+        for count/superlative and list what they count; sloppy ones sometimes miss a
+        rule; spammers paste the same junk everywhere or leave fields empty."""
+        simulation_profile_check(profile)
+        n = self.effective_config(config)["questions_per_hit"]
+        cell = get_path(items, 0, "data", default={}) or {}
+        topic = str(cell.get("topic", "things"))
+        ctype = str(cell.get("complexity_type", "generic"))
+        if profile == "spammer" and rng.random() < 0.7:
+            junk = rng.choice(SIM_NOISE_WORDS)
+            blank = rng.random() < 0.3
+            form: dict[str, list[str]] = {}
+            for i in range(n):
+                form[f"questions/{i}/question"] = ["" if blank and i else junk]
+                form[f"questions/{i}/answer"] = [junk]
+                form[f"questions/{i}/numeric_value"] = [junk if ctype in NUMERIC_TYPES else ""]
+                form[f"questions/{i}/counted_entities"] = [junk]
+            return form
+        pairs = [_simulated_pair(i, topic, ctype, rng) for i in range(n)]
+        if profile == "spammer":  # the least that passes: short, generic, copied
+            for i, pair in enumerate(pairs):
+                pair["question"] = f"{topic} {rng.choice(SIM_NOISE_WORDS)} {i + 1}?"
+        if profile == "sloppy" and rng.random() < 0.35:
+            i = rng.randrange(n)
+            defect = rng.choice(["no_mark", "no_number", "repeat", "empty_answer"])
+            if defect == "no_number" and ctype in NUMERIC_TYPES:
+                pairs[i]["numeric_value"] = ""
+            elif defect == "repeat" and n > 1:
+                pairs[i]["question"] = pairs[i - 1]["question"]
+            elif defect == "empty_answer":
+                pairs[i]["answer"] = ""
+            else:
+                pairs[i]["question"] = pairs[i]["question"].rstrip("?")
+        form = {}
+        for i, pair in enumerate(pairs):
+            for key in ("question", "answer", "numeric_value", "counted_entities"):
+                form[f"questions/{i}/{key}"] = [pair[key]]
+        return form
+
+
+_SIM_ENTITIES = (
+    "Ada Lovelace",
+    "Amazon River",
+    "Kyoto",
+    "Miles Davis",
+    "Marie Curie",
+    "Mount Kenya",
+    "Frida Kahlo",
+    "Lake Baikal",
+    "Nelson Mandela",
+    "Ravi Shankar",
+    "Gabriel Garcia Marquez",
+    "Sydney Opera House",
+)
+_SIM_ORDINALS = ("first", "second", "third", "fourth", "fifth")
+
+
+def _simulated_pair(i: int, topic: str, ctype: str, rng: random.Random) -> dict[str, str]:
+    """One plausible pair of type ``ctype``; the year keeps the HIT's questions distinct."""
+    year = 1901 + 11 * i + rng.randrange(11)
+    a, b = rng.sample(_SIM_ENTITIES, 2)
+    pair = {"answer": a, "numeric_value": "", "counted_entities": ""}
+    if ctype == "count":
+        k = rng.randint(1, 7)
+        pair.update(
+            question=f"How many {topic} awards did {a} receive in {year}?",
+            answer=str(k),
+            numeric_value=str(k),
+            counted_entities="\n".join(
+                f"{topic.title()} award {j + 1} of {year}" for j in range(k)
+            ),
+        )
+    elif ctype == "superlative":
+        pair.update(
+            question=f"Which {topic} landmark drew the most visitors in {year}?",
+            numeric_value=str(rng.randint(1000, 90000)),
+        )
+    elif ctype == "yesno":
+        pair.update(
+            question=f"Was {a} part of a {topic} event held in {year}?",
+            answer=rng.choice(["Yes", "No"]),
+        )
+    elif ctype == "comparative":
+        pair["question"] = f"Who was better known for {topic} in {year}, {a} or {b}?"
+    elif ctype == "ordinal":
+        nth = rng.choice(_SIM_ORDINALS)
+        pair["question"] = f"Who was the {nth} person honoured for {topic} in {year}?"
+    elif ctype == "multihop":
+        pair["question"] = f"Who inspired the {topic} work that won the top prize in {year}?"
+    elif ctype == "intersection":
+        pair["question"] = f"Who worked in {topic} and also in politics in {year}?"
+    elif ctype == "difference":
+        pair["question"] = f"Which {topic} figure of {year} was not born in Europe?"
+    else:
+        pair["question"] = f"Who was the most talked-about name in {topic} in {year}?"
+    return pair

@@ -24,6 +24,7 @@ Groups are hidden from the worker. Answer::
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -36,6 +37,7 @@ from campaigns.tasktypes.base import (
     form_list,
     get_path,
     schema_errors,
+    simulation_profile_check,
 )
 
 _EPSILON = 1e-9
@@ -313,3 +315,43 @@ class Quiz(TaskType):
             "allow_no_answer": cfg["allow_no_answer"],
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers mostly pick options scoring points (they read carefully) and say
+        "no answer" to unanswerable questions; sloppy ones pick one option at
+        random; spammers pick nothing or everything."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        points = _scoring(cfg)["group_points"]
+        form: dict[str, list[str]] = {}
+        for i, q in enumerate(cfg.get("questions", [])):
+            ids = [o["id"] for o in q["options"]]
+            selected: list[str] = []
+            no_answer = False
+            if profile == "good":
+                if q.get("unanswerable") and cfg["allow_no_answer"]:
+                    no_answer = True
+                else:
+                    ranked = sorted(
+                        q["options"], key=lambda o: -float(points.get(o.get("group"), 0))
+                    )
+                    best = [o["id"] for o in ranked if float(points.get(o.get("group"), 0)) > 0]
+                    limit = (q.get("max_selected") or len(best)) if q.get("multiple") else 1
+                    selected = best[:limit] or [rng.choice(ids)]
+                    if rng.random() < 0.1:
+                        selected = [rng.choice(ids)]
+            elif profile == "sloppy":
+                selected = [rng.choice(ids)]
+            elif rng.random() < 0.5:
+                selected = ids
+            form[f"questions/{i}/selected"] = selected
+            if no_answer:
+                form[f"questions/{i}/no_answer"] = ["1"]
+        return form

@@ -13,10 +13,12 @@ order ignored) of at least ``max_similarity`` (default 0.8).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -26,6 +28,8 @@ from campaigns.tasktypes.base import (
     get_path,
     item_entry_errors,
     schema_errors,
+    simulated_rephrasing,
+    simulation_profile_check,
     text_errors,
     trivial_variant_reason,
 )
@@ -161,3 +165,28 @@ class Rephrase(TaskType):
             for i, item in enumerate(items)
         ]
         return {"rows": rows, "general_errors": form.general_errors()}
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers reword each question; sloppy ones sometimes only change its case
+        or drop the "?"; spammers paste the original or junk."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        form: dict[str, list[str]] = {}
+        # A sloppy worker slips on at most one question of the HIT.
+        careless = rng.randrange(len(items)) if items and rng.random() < 0.3 else -1
+        for i, item in enumerate(items):
+            original = str(item.get("data", {}).get("question", ""))
+            text = simulated_rephrasing(original, rng=rng, max_similarity=cfg["max_similarity"])
+            if profile == "sloppy" and i == careless:
+                text = rng.choice([original.lower(), text.rstrip("?")])
+            elif profile == "spammer":
+                text = rng.choice([original, original, f"{rng.choice(SIM_NOISE_WORDS)}?", text])
+            form[f"items/{i}/rephrasing"] = [text]
+        return form

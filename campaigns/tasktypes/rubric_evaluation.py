@@ -19,6 +19,7 @@ Item data: ``{"passage", "question", "options": [4 x str], "correct": 0..3,
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -32,6 +33,7 @@ from campaigns.tasktypes.base import (
     get_path,
     item_entry_errors,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
@@ -217,3 +219,32 @@ class RubricEvaluation(TaskType):
                 }
             )
         return {"items": blocks, "general_errors": form.general_errors()}
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers grade every dimension (mostly "answerable"); sloppy ones grade at
+        random and sometimes skip one; spammers click the first choice or skip."""
+        simulation_profile_check(profile)
+        form: dict[str, list[str]] = {}
+        for i, _item in enumerate(items):
+            for d in DIMENSIONS:
+                codes = [c for c, _ in RUBRIC[d]["choices"]]
+                if profile == "good":
+                    code = (
+                        codes[0] if d == "answerable" and rng.random() < 0.8 else rng.choice(codes)
+                    )
+                elif profile == "sloppy":
+                    code = "" if rng.random() < 0.08 else rng.choice(codes)
+                else:
+                    code = "" if rng.random() < 0.3 else codes[0]
+                if code:
+                    form[f"items/{i}/{d}"] = [code]
+            feedback = "Clear question; good distractors." if profile == "good" else ""
+            form[f"items/{i}/feedback"] = [feedback]
+        return form

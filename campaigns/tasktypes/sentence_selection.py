@@ -17,6 +17,7 @@ votes (for early stopping: drop a question when 2 of 3 say no answer).
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -26,6 +27,7 @@ from campaigns.tasktypes.base import (
     FormView,
     TaskType,
     answer_for_item,
+    content_tokens,
     form_bool,
     form_list,
     form_text,
@@ -33,6 +35,7 @@ from campaigns.tasktypes.base import (
     item_entry_errors,
     parse_int_or_text,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 
@@ -210,3 +213,54 @@ class SentenceSelectionAnswer(TaskType):
             "allow_comment": cfg["allow_comment"],
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers tick the 1..3 sentences sharing most words with the question
+        (or "no answer" when none does); sloppy ones tick at random, sometimes too
+        many or none; spammers tick "no answer", everything, or both."""
+        simulation_profile_check(profile)
+        limit = self.effective_config(config)["max_sentences"]
+        form: dict[str, list[str]] = {}
+        for i, item in enumerate(items):
+            data = item.get("data", {})
+            sentences = [str(t) for t in data.get("sentences", [])]
+            count = len(sentences)
+            chosen: list[int] = []
+            no_answer = False
+            if profile == "good":
+                wanted = content_tokens(str(data.get("question", "")))
+                scored = sorted(
+                    ((len(wanted & content_tokens(t)), j) for j, t in enumerate(sentences)),
+                    key=lambda sj: (-sj[0], sj[1]),
+                )
+                chosen = [j for score, j in scored[: rng.randint(1, limit)] if score > 0]
+                no_answer = not chosen
+            elif profile == "sloppy":
+                roll = rng.random()
+                if roll < 0.15:
+                    chosen = []  # forgot to tick anything
+                elif roll < 0.25:
+                    no_answer = True
+                else:
+                    k = rng.randint(1, limit + 1 if roll < 0.4 else limit)
+                    chosen = rng.sample(range(count), min(k, count))
+            else:
+                roll = rng.random()
+                if roll < 0.4:
+                    no_answer = True
+                elif roll < 0.7:
+                    chosen = list(range(count))
+                else:
+                    chosen, no_answer = [0], True
+            form[f"items/{i}/sentences"] = [str(j) for j in sorted(chosen)]
+            if no_answer:
+                form[f"items/{i}/no_answer"] = ["1"]
+            form[f"items/{i}/comment"] = [""]
+        return form

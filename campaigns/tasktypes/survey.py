@@ -20,11 +20,13 @@ the flag; it never sees who answers). Items are ignored. Answer::
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -33,6 +35,7 @@ from campaigns.tasktypes.base import (
     get_path,
     parse_number_or_text,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 
@@ -175,3 +178,39 @@ class Survey(TaskType):
             "anonymous": cfg["anonymous"],
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Good workers answer every question within its limits; sloppy ones skip
+        optional ones and sometimes type a number in words; spammers type junk."""
+        simulation_profile_check(profile)
+        form: dict[str, list[str]] = {}
+        for q in config.get("questions", []):
+            name = f"responses/{q['id']}"
+            kind = q["kind"]
+            if profile == "sloppy" and not q.get("required") and rng.random() < 0.5:
+                continue
+            if profile == "spammer" and rng.random() < 0.6:
+                form[name] = [rng.choice(SIM_NOISE_WORDS)]
+                continue
+            if kind == "number":
+                low = float(q.get("min", 18))
+                high = float(q.get("max", max(low, 99)))
+                value = str(int(rng.uniform(low, high))) if low.is_integer() else str(low)
+                if profile == "sloppy" and rng.random() < 0.2:
+                    value = "about " + value
+                form[name] = [value]
+            elif kind == "single":
+                form[name] = [rng.choice(q["options"])]
+            elif kind == "multiple":
+                form[name] = rng.sample(q["options"], rng.randint(1, len(q["options"])))
+            else:
+                limit = q.get("max_length", MAX_TEXT_LENGTH)
+                form[name] = ["Everything worked well for me, thank you."[:limit]]
+        return form

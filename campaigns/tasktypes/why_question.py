@@ -17,11 +17,13 @@ answering stage needs nothing else.
 
 from __future__ import annotations
 
+import random
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    SIM_NOISE_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -30,6 +32,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     schema_errors,
+    simulation_profile_check,
     text_errors,
 )
 
@@ -207,3 +210,50 @@ class WhyQuestionFromPartialArticle(TaskType):
             "count_error": count_error,
             "general_errors": form.general_errors(),
         }
+
+    def simulate_form(
+        self,
+        *,
+        items: list[dict[str, Any]],
+        config: dict[str, Any],
+        profile: str,
+        rng: random.Random,
+    ) -> dict[str, list[str]]:
+        """Why-questions about the outline's headers and first sentences; sloppy ones
+        sometimes forget "Why" or the "?"; spammers paste the first sentences."""
+        simulation_profile_check(profile)
+        cfg = self.effective_config(config)
+        n = cfg["questions_per_article"]
+        article = get_path(items, 0, "data", default={}) or {}
+        title = str(article.get("title", "this")).strip() or "this"
+        firsts = [
+            str(p[0])
+            for section in article.get("sections", [])
+            for p in section.get("paragraphs", [])
+            if p
+        ] or [title]
+        if profile == "spammer" and rng.random() < 0.7:
+            texts = [rng.choice([*firsts, *SIM_NOISE_WORDS]) for _ in range(n)]
+            return {f"questions/{i}": [t] for i, t in enumerate(texts)}
+        headers = [
+            str(s.get("header", "")) for s in article.get("sections", []) if s.get("header")
+        ] or ["its history"]
+        verbs = ["matter so much", "change over time", "become well known", "draw criticism"]
+        questions = []
+        for i in range(n):
+            header = headers[i % len(headers)].lower()
+            verb = verbs[(i // len(headers)) % len(verbs)]
+            questions.append(f"Why did the {header} of {title} {verb} (point {i + 1})?")
+        if profile == "good":
+            questions = [
+                q.replace(f" (point {i + 1})", "", 1) if i < len(headers) * 4 else q
+                for i, q in enumerate(questions)
+            ]
+        if profile == "spammer":
+            questions = [f"Why {title} {i + 1} {rng.choice(SIM_NOISE_WORDS)}?" for i in range(n)]
+        if profile == "sloppy" and rng.random() < 0.35:
+            i = rng.randrange(n)
+            questions[i] = rng.choice(
+                [questions[i].replace("Why did", "How did", 1), questions[i].rstrip("?"), "Why?"]
+            )
+        return {f"questions/{i}": [q] for i, q in enumerate(questions)}

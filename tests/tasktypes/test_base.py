@@ -20,6 +20,7 @@ from tests.tasktypes.helpers import qd
 
 ALL = [
     "answer_entity_linking",
+    "entity_link_validation",
     "mc_question_writing",
     "mc_validation",
     "paraphrase_canonical",

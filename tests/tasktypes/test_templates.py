@@ -90,6 +90,26 @@ CASES: dict[str, tuple[list[dict], dict, dict, str, str]] = {
         "Zorblax paraphrase",
         "items/0/paraphrases/1",
     ),
+    "entity_link_validation": (
+        [
+            item(
+                "l1",
+                {
+                    "question": "Who painted it?",
+                    "answer": "Frida Kahlo",
+                    "text": "Frida Kahlo",
+                    "start": 0,
+                    "end": 11,
+                    "qid": "Q5588",
+                    "span_in": "answer",
+                },
+            )
+        ],
+        {},
+        {"items": [{"external_id": "l1", "verdict": "wrong", "corrected_qid": "Zorblax"}]},
+        "Zorblax",
+        "items/0/corrected_qid",
+    ),
     "answer_entity_linking": (
         [item("l1", {"question": "Who?", "answer": "Zorblax Prime"})],
         {},

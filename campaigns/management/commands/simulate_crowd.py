@@ -1,0 +1,81 @@
+"""Run simulated crowd workers through a campaign's real worker pages.
+
+    manage.py simulate_crowd CAMPAIGN_SLUG --workers 10 --seed 1 \
+        [--profiles good=0.6,sloppy=0.25,spammer=0.15] [--base-url URL] \
+        [--approve-all] [--max-seconds T] [--concurrency K] [--json]
+
+Prints a summary; exits non-zero when any request failed (any 5xx, any
+unexpected status) or the time ran out.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from campaigns.models import Campaign
+from campaigns.services.errors import DomainError
+from campaigns.simulate import DEFAULT_PROFILES, parse_profiles, simulate_crowd
+
+
+class Command(BaseCommand):
+    help = (
+        "Simulate crowd workers (good / sloppy / spammer) working on a pilot or live local "
+        "campaign through its worker pages over HTTP, until no stage has work left."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        default_mix = ",".join(f"{k}={v}" for k, v in DEFAULT_PROFILES.items())
+        parser.add_argument("campaign", help="The campaign's slug.")
+        parser.add_argument("--workers", type=int, default=10, help="How many workers (10).")
+        parser.add_argument("--seed", type=int, default=0, help="Random seed (0).")
+        parser.add_argument(
+            "--profiles", default=default_mix, help=f"Profile shares ({default_mix})."
+        )
+        parser.add_argument(
+            "--base-url",
+            default="",
+            help="A running qaportal on the same database; default: serve it in-process.",
+        )
+        parser.add_argument(
+            "--approve-all",
+            action="store_true",
+            help="After each round, approve every submitted assignment (the requester's side), "
+            "so approved answers hand off to the next stage.",
+        )
+        parser.add_argument(
+            "--max-seconds", type=float, default=None, help="Stop after this long (an error)."
+        )
+        parser.add_argument(
+            "--concurrency", type=int, default=1, help="Workers taking turns at once (1)."
+        )
+        parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        campaign = Campaign.objects.filter(slug=options["campaign"]).first()
+        if campaign is None:
+            raise CommandError(f"No campaign with the slug {options['campaign']!r}.")
+        try:
+            result = simulate_crowd(
+                campaign=campaign,
+                workers=options["workers"],
+                seed=options["seed"],
+                shares=parse_profiles(options["profiles"]),
+                base_url=options["base_url"] or None,
+                approve_all=options["approve_all"],
+                max_seconds=options["max_seconds"],
+                concurrency=options["concurrency"],
+            )
+        except DomainError as exc:
+            raise CommandError(str(exc)) from exc
+        if options["json"]:
+            self.stdout.write(json.dumps(result.as_dict(), indent=2, sort_keys=True))
+        else:
+            for line in result.lines():
+                self.stdout.write(line)
+        if not result.ok:
+            raise CommandError(
+                f"The simulation met {len(result.errors)} error(s); see the summary above."
+            )

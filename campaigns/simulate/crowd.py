@@ -1,0 +1,455 @@
+"""Simulated crowd workers driving the real worker pages over HTTP.
+
+Each worker is one browser (``Browser``) with its own seeded ``random.Random``
+and a profile (good / sloppy / spammer). It joins through a campaign-wide invite
+link, then works in turns: one assignment per turn (stage page → Accept → task
+page → POST the task type's ``simulate_form`` → thank-you page), answering a
+refusal (400) by fixing its answer or returning the task. Workers take turns in
+a fixed order (or ``concurrency`` at a time), so one seed gives one run.
+
+The items of an assignment are read from the database (``hit_items``), as the
+worker would read them off the page: the simulator and the server share the
+database, in-process or not.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import connections
+from django.urls import reverse
+
+from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider, Stage
+from campaigns.selectors_work import WORKABLE_STATES, hit_items
+from campaigns.services.errors import DomainError
+from campaigns.services.invites import invite_create, invite_revoke, invite_token
+from campaigns.services.work import assignment_approve
+from campaigns.simulate.browser import Browser, Page
+from campaigns.simulate.server import LocalServer
+from campaigns.simulate.summary import SimulationResult
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.base import SIMULATION_PROFILES, TaskType
+
+DEFAULT_PROFILES: dict[str, float] = {"good": 0.6, "sloppy": 0.25, "spammer": 0.15}
+# A worker gives up on a stage after returning this many of its tasks.
+MAX_RETURNS_PER_STAGE = 2
+# Submissions per assignment before the worker returns it instead.
+MAX_ATTEMPTS = 3
+_ASSIGNMENT_PATH = re.compile(r"/work/a/(\d+)/$")
+_DONE_PATH = re.compile(r"/work/a/(\d+)/done/$")
+
+
+class SimulationError(DomainError):
+    """The simulation cannot start (campaign state, provider, profiles)."""
+
+    code = "simulation_invalid"
+
+
+def parse_profiles(text: str) -> dict[str, float]:
+    """``"good=0.6,sloppy=0.25,spammer=0.15"`` as shares summing to 1."""
+    shares: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, _, value = part.partition("=")
+        name = name.strip()
+        if name not in SIMULATION_PROFILES:
+            raise SimulationError(
+                f"Unknown profile {name!r}; profiles are {', '.join(SIMULATION_PROFILES)}."
+            )
+        try:
+            shares[name] = float(value)
+        except ValueError:
+            raise SimulationError(f"Profile {name!r} needs a share, e.g. {name}=0.5.") from None
+        if shares[name] < 0:
+            raise SimulationError(f"The share of {name!r} cannot be negative.")
+    total = sum(shares.values())
+    if total <= 0:
+        raise SimulationError("Give at least one profile a positive share.")
+    return {name: share / total for name, share in shares.items()}
+
+
+def profile_mix(*, workers: int, shares: dict[str, float], seed: int) -> list[str]:
+    """Profiles for ``workers`` workers in the given shares (largest remainder), shuffled
+    by ``seed``."""
+    exact = {name: share * workers for name, share in shares.items()}
+    counts = {name: int(value) for name, value in exact.items()}
+    left = workers - sum(counts.values())
+    by_remainder = sorted(exact, key=lambda n: (-(exact[n] - counts[n]), list(shares).index(n)))
+    for name in by_remainder[:left]:
+        counts[name] += 1
+    mix = [name for name in shares for _ in range(counts[name])]
+    random.Random(seed).shuffle(mix)
+    return mix
+
+
+@dataclass
+class SimulatedWorker:
+    number: int
+    profile: str
+    rng: random.Random
+    browser: Browser
+    returns: Counter[int] = field(default_factory=Counter)
+    # The run's progress count when this worker last found nothing to do.
+    idle_at: int = -1
+
+
+@dataclass
+class _Stage:
+    pk: int
+    name: str
+    task_type: str
+    config: dict[str, Any]
+
+
+class CrowdSimulation:
+    """One run over one campaign; see ``simulate_crowd``."""
+
+    def __init__(
+        self,
+        *,
+        campaign: Campaign,
+        base_url: str,
+        workers: int,
+        seed: int,
+        shares: dict[str, float],
+        approve_all: bool,
+        max_seconds: float | None,
+        concurrency: int,
+    ) -> None:
+        self.campaign = campaign
+        self.base_url = base_url.rstrip("/")
+        self.seed = seed
+        self.approve_all = approve_all
+        self.deadline = None if max_seconds is None else time.monotonic() + max_seconds
+        self.concurrency = max(1, concurrency)
+        self.stages = [
+            _Stage(s.pk, s.name, s.task_type, dict(s.config or {}))
+            for s in campaign.stages.order_by("position", "id")
+        ]
+        self.result = SimulationResult(campaign=campaign.slug, seed=seed, base_url=self.base_url)
+        for stage in self.stages:
+            self.result.stage(stage.pk, stage.name, stage.task_type)
+        self.workers = [
+            SimulatedWorker(
+                number=n,
+                profile=profile,
+                rng=random.Random(f"{seed}:{n}"),
+                browser=Browser(base_url=self.base_url),
+            )
+            for n, profile in enumerate(profile_mix(workers=workers, shares=shares, seed=seed))
+        ]
+        self._assets_seen: set[str] = set()
+        # Submissions, returns and approvals so far: new work can only appear when it
+        # grows, so a worker that found nothing waits for it to change.
+        self._progress = 0
+        self._lock = threading.Lock()
+
+    def _advance(self) -> None:
+        with self._lock:
+            self._progress += 1
+
+    # --- The run --------------------------------------------------------------------
+
+    def run(self) -> SimulationResult:
+        started = time.monotonic()
+        invite = invite_create(
+            campaign=self.campaign, created_by=self.campaign.owner, expires_in=timedelta(days=1)
+        )
+        try:
+            token = invite_token(invite=invite)
+            for worker in self.workers:
+                self.result.profile(worker.profile).workers += 1
+                self._join(worker, token)
+            finished = False
+            while not finished and not self._out_of_time():
+                worked = self._pass()
+                approved = self._approve_submitted() if self.approve_all else 0
+                finished = not worked and not approved
+                if not finished:
+                    self.result.rounds += 1
+            if not finished:
+                self.result.errors.append(
+                    "stopped by --max-seconds before the work ran out; the counts are partial"
+                )
+        finally:
+            invite_revoke(invite=invite)
+            self.result.seconds = time.monotonic() - started
+            for worker in self.workers:
+                self.result.requests += worker.browser.requests
+                self.result.statuses.update(worker.browser.statuses)
+            self.result.collect_stage_state(campaign=self.campaign)
+        return self.result
+
+    def _out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() > self.deadline
+
+    def _pass(self) -> bool:
+        """Turns until no worker finds work; True when any turn did some."""
+        any_work = False
+        while not self._out_of_time():
+            if self.concurrency == 1:
+                turns = [self._turn(w) for w in self.workers]
+            else:
+                with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
+                    turns = list(pool.map(self._threaded_turn, self.workers))
+            if not any(turns):
+                break
+            any_work = True
+        return any_work
+
+    def _threaded_turn(self, worker: SimulatedWorker) -> bool:
+        try:
+            return self._turn(worker)
+        finally:
+            connections.close_all()  # this pool thread's own connections
+
+    def _approve_submitted(self) -> int:
+        """The requester's side (``--approve-all``): approve what was submitted."""
+        approved = 0
+        for assignment in Assignment.objects.filter(
+            hit__stage__campaign=self.campaign, status=AssignmentStatus.SUBMITTED
+        ).order_by("id"):
+            assignment_approve(
+                assignment=assignment,
+                source="simulator",
+                reason="simulated requester decision (simulate_crowd --approve-all)",
+            )
+            self.result.stage_by_id(assignment.hit.stage_id).approved += 1
+            approved += 1
+            self._advance()
+        return approved
+
+    # --- One worker -------------------------------------------------------------------
+
+    def _join(self, worker: SimulatedWorker, token: str) -> None:
+        path = reverse("worker:invite", kwargs={"token": token})
+        landing = self._expect(worker, worker.browser.get(path), 200)
+        if landing is None:
+            return
+        started = worker.browser.post(path, {}, csrf=landing.csrf_token(), referer=path)
+        if self._expect(worker, started, 200) is not None:
+            self.result.joined += 1
+
+    def _turn(self, worker: SimulatedWorker) -> bool:
+        """At most one assignment, in the first stage that has work for this worker."""
+        if worker.idle_at == self._progress:
+            return False
+        seen = self._progress
+        for stage in self.stages:
+            if worker.returns[stage.pk] >= MAX_RETURNS_PER_STAGE:
+                continue
+            if self._out_of_time():
+                return False
+            if self._work_in_stage(worker, stage):
+                return True
+        worker.idle_at = seen
+        return False
+
+    def _work_in_stage(self, worker: SimulatedWorker, stage: _Stage) -> bool:
+        browser = worker.browser
+        stage_path = reverse("worker:stage", kwargs={"stage_id": stage.pk})
+        page = self._expect(worker, browser.get(stage_path), 200)
+        if page is None:
+            return False
+        current = re.search(r'href="(/work/a/\d+/)"', page.text)
+        accept_path = reverse("worker:accept", kwargs={"stage_id": stage.pk})
+        if current:
+            task = browser.get(current.group(1))
+        elif f'action="{accept_path}"' in page.text:
+            task = browser.post(accept_path, {}, csrf=page.csrf_token(), referer=stage_path)
+        else:
+            return False
+        if self._expect(worker, task, 200) is None:
+            return False
+        found = _ASSIGNMENT_PATH.search(task.path)
+        if not found:
+            return False  # taken by someone else meanwhile: the stage page says so
+        tally = self.result.stage_by_id(stage.pk)
+        tally.accepted += 1
+        self._load_assets(worker, task)
+        self._work_on(worker, stage, int(found.group(1)), task)
+        return True
+
+    def _work_on(
+        self, worker: SimulatedWorker, stage: _Stage, assignment_id: int, task: Page
+    ) -> None:
+        tally = self.result.stage_by_id(stage.pk)
+        profile_tally = self.result.profile(worker.profile)
+        items = hit_items(hit=Assignment.objects.select_related("hit").get(pk=assignment_id).hit)
+        task_type = task_type_get(stage.task_type)
+        profile = worker.profile
+        page = task
+        for attempt in range(MAX_ATTEMPTS):
+            fields = task_type.simulate_form(
+                items=items, config=stage.config, profile=profile, rng=worker.rng
+            )
+            fields["telemetry"] = [json.dumps(self._telemetry(worker, fields))]
+            response = worker.browser.post(
+                task.path, fields, csrf=page.csrf_token(), referer=task.path
+            )
+            if response.status == 200 and _DONE_PATH.search(response.path):
+                tally.submitted += 1
+                profile_tally.submitted += 1
+                self._advance()
+                self._maybe_double_submit(worker, task, fields, page)
+                return
+            if response.status == 409:
+                tally.closed += 1
+                self._advance()
+                return
+            if response.status != 400:
+                # A broken page: report it, and give the task back as a worker would.
+                self._error(worker, response, "submitting")
+                break
+            tally.reprompted += 1
+            profile_tally.reprompted += 1
+            page = response
+            # Refused: careful workers fix their answer; a spammer may give up instead.
+            if attempt + 1 == MAX_ATTEMPTS or (profile == "spammer" and worker.rng.random() < 0.5):
+                break
+            profile = "good"
+        self._return(worker, stage, task, page)
+
+    def _return(self, worker: SimulatedWorker, stage: _Stage, task: Page, page: Page) -> None:
+        found = _ASSIGNMENT_PATH.search(task.path)
+        assert found is not None
+        path = reverse("worker:return", kwargs={"assignment_id": int(found.group(1))})
+        response = worker.browser.post(path, {}, csrf=page.csrf_token(), referer=task.path)
+        if self._expect(worker, response, 200) is not None:
+            worker.returns[stage.pk] += 1
+            self._advance()
+            self.result.stage_by_id(stage.pk).returned += 1
+            self.result.profile(worker.profile).returned += 1
+
+    def _maybe_double_submit(
+        self, worker: SimulatedWorker, task: Page, fields: dict[str, list[str]], page: Page
+    ) -> None:
+        """A double click or a resent form: must change nothing (stored exactly once)."""
+        if worker.profile == "good" or worker.rng.random() >= 0.2:
+            return
+        again = worker.browser.post(task.path, fields, csrf=page.csrf_token(), referer=task.path)
+        if self._expect(worker, again, 200) is not None:
+            self.result.replays += 1
+            if not _DONE_PATH.search(again.path):
+                self.result.errors.append(
+                    f"worker {worker.number}: a resent submission of {task.path} did not lead "
+                    f"to the thank-you page (ended at {again.path})"
+                )
+
+    def _telemetry(self, worker: SimulatedWorker, fields: dict[str, list[str]]) -> dict[str, Any]:
+        """What the page's script would report: typing, pastes (spammers), focus, time."""
+        typed = sum(len(v) for name, values in fields.items() for v in values if "/" in name)
+        rng = worker.rng
+        pastes = []
+        if worker.profile == "spammer":
+            pastes = [
+                {"field": name, "length": len(values[0])}
+                for name, values in fields.items()
+                if values and values[0]
+            ][: rng.randint(1, 3)]
+        return {
+            "keystrokes": 0 if worker.profile == "spammer" else typed + rng.randint(0, 40),
+            "pastes": pastes,
+            "focus_losses": rng.randint(0, 3),
+            "visibility_changes": rng.randint(0, 2),
+            "first_input_ms": rng.randint(800, 9000),
+            "page_ms": rng.randint(20_000, 400_000),
+        }
+
+    def _load_assets(self, worker: SimulatedWorker, page: Page) -> None:
+        """Fetch the page's scripts and style sheets once per run, as a browser would."""
+        for path in page.assets():
+            if path in self._assets_seen:
+                continue
+            self._assets_seen.add(path)
+            self._expect(worker, worker.browser.get(path), 200)
+
+    # --- Statuses -----------------------------------------------------------------------
+
+    def _expect(self, worker: SimulatedWorker, page: Page, status: int) -> Page | None:
+        if page.status == status:
+            return page
+        self._error(worker, page, f"expected {status}")
+        return None
+
+    def _error(self, worker: SimulatedWorker, page: Page, what: str) -> None:
+        kind = (
+            "no answer"
+            if page.status == 0
+            else "server error"
+            if page.status >= 500
+            else "unexpected status"
+        )
+        self.result.errors.append(
+            f"worker {worker.number} ({worker.profile}): {kind} {page.status} on "
+            f"{page.method} {page.requested} ({what}; ended at {page.url})"
+            + (f": {page.text[:200]}" if page.status == 0 else "")
+        )
+
+
+def simulate_crowd(
+    *,
+    campaign: Campaign,
+    workers: int,
+    seed: int,
+    shares: dict[str, float] | None = None,
+    base_url: str | None = None,
+    approve_all: bool = False,
+    max_seconds: float | None = None,
+    concurrency: int = 1,
+) -> SimulationResult:
+    """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
+
+    ``campaign`` must be a local campaign in pilot or live. A campaign-wide invite
+    link is made for the run and revoked at its end. Without ``base_url`` the
+    real WSGI app is served in-process on a free 127.0.0.1 port. With
+    ``approve_all``, every submitted assignment is approved after each round
+    (``assignment_approve``, source "simulator") so that approved answers hand off
+    to the next stage; otherwise only stages with an auto_approve rule flow.
+    Raises ``SimulationError`` when the run cannot start.
+    """
+    campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
+    if campaign.state not in WORKABLE_STATES:
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} is {campaign.state!r}; the simulator works on a "
+            "pilot or live campaign (start it first)."
+        )
+    if campaign.provider != Provider.LOCAL:
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the simulator joins "
+            "through invite links, which only the local workforce has."
+        )
+    if workers < 1:
+        raise SimulationError("Simulate at least one worker.")
+    if not Stage.objects.filter(campaign=campaign).exists():
+        raise SimulationError(f"Campaign {campaign.slug!r} has no stages.")
+    for stage in campaign.stages.all():
+        if type(task_type_get(stage.task_type)).simulate_form is TaskType.simulate_form:
+            raise SimulationError(
+                f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
+            )
+
+    def run(url: str) -> SimulationResult:
+        return CrowdSimulation(
+            campaign=campaign,
+            base_url=url,
+            workers=workers,
+            seed=seed,
+            shares=shares or DEFAULT_PROFILES,
+            approve_all=approve_all,
+            max_seconds=max_seconds,
+            concurrency=concurrency,
+        ).run()
+
+    if base_url:
+        return run(base_url)
+    with LocalServer() as url:
+        return run(url)
