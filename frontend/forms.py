@@ -71,3 +71,84 @@ class StageAddForm(forms.Form):
 
 class ItemUploadForm(forms.Form):
     file = forms.FileField(help_text="CSV or JSON Lines, one item per row.")
+
+
+# --- Local workforce and review -------------------------------------------------------
+
+MAX_INVITE_DAYS = 365
+MAX_BULK_IDS = 500
+
+
+class InviteCreateForm(forms.Form):
+    stage = forms.TypedChoiceField(
+        coerce=int,
+        required=False,
+        empty_value=None,
+        choices=(),
+        help_text="Send workers straight to one stage; campaign-wide links start at the first.",
+    )
+    expires_in_days = forms.IntegerField(
+        label="Expires in (days)", min_value=1, max_value=MAX_INVITE_DAYS, initial=7
+    )
+    max_uses = forms.IntegerField(
+        label="Maximum uses",
+        required=False,
+        min_value=1,
+        help_text="How many workers may join through it; empty: no limit.",
+    )
+
+    def __init__(self, *args: Any, stages: list[tuple[int, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        stage_field = self.fields["stage"]
+        assert isinstance(stage_field, forms.ChoiceField)
+        stage_field.choices = [("", "Whole campaign"), *stages]
+
+
+class GrantAddForm(forms.Form):
+    username = forms.CharField(
+        max_length=150, help_text="A qaportal account; they work on /work/ pages when logged in."
+    )
+
+
+class ReviewDecisionForm(forms.Form):
+    """One decision; rejecting needs feedback, which the worker sees on their page."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    feedback = forms.CharField(
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Required to reject, and shown to the worker; on approval kept as the reason.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("decision") == "reject" and not cleaned.get("feedback", "").strip():
+            self.add_error("feedback", "Say why you reject: the worker sees this feedback.")
+        return cleaned
+
+
+class IdListField(forms.Field):
+    """Several whole numbers from checkboxes of the same name (``ids``)."""
+
+    widget = forms.MultipleHiddenInput
+    default_error_messages = {"invalid": "Ids are whole numbers."}
+
+    def to_python(self, value: Any) -> list[int]:
+        if not value:
+            return []
+        values = value if isinstance(value, list | tuple) else [value]
+        try:
+            return list(dict.fromkeys(int(v) for v in values))
+        except (TypeError, ValueError):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+
+class BulkReviewForm(ReviewDecisionForm):
+    ids = IdListField(error_messages={"required": "Select at least one assignment."})
+
+    def clean_ids(self) -> list[int]:
+        ids: list[int] = self.cleaned_data["ids"]
+        if len(ids) > MAX_BULK_IDS:
+            raise forms.ValidationError(f"At most {MAX_BULK_IDS} assignments at a time.")
+        return ids

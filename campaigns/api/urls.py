@@ -9,6 +9,17 @@ from campaigns.api.campaigns import (
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.work import (
+    AssignmentApproveApi,
+    AssignmentRejectApi,
+    CampaignAssignmentListApi,
+    CampaignBulkReviewApi,
+    CampaignGrantDetailApi,
+    CampaignGrantListCreateApi,
+    CampaignInviteListCreateApi,
+    InviteRevokeApi,
+    StagePublishApi,
+)
 
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
@@ -37,5 +48,42 @@ urlpatterns = [
         "stages/<int:stage_id>/items/upload/",
         StageItemUploadApi.as_view(),
         name="api-stage-items-upload",
+    ),
+    path(
+        "campaigns/<slug:slug>/invites/",
+        CampaignInviteListCreateApi.as_view(),
+        name="api-campaign-invites",
+    ),
+    path("invites/<int:invite_id>/revoke/", InviteRevokeApi.as_view(), name="api-invite-revoke"),
+    path(
+        "campaigns/<slug:slug>/grants/",
+        CampaignGrantListCreateApi.as_view(),
+        name="api-campaign-grants",
+    ),
+    path(
+        "campaigns/<slug:slug>/grants/<str:username>/",
+        CampaignGrantDetailApi.as_view(),
+        name="api-campaign-grant-detail",
+    ),
+    path("stages/<int:stage_id>/publish/", StagePublishApi.as_view(), name="api-stage-publish"),
+    path(
+        "campaigns/<slug:slug>/assignments/",
+        CampaignAssignmentListApi.as_view(),
+        name="api-campaign-assignments",
+    ),
+    path(
+        "campaigns/<slug:slug>/assignments/bulk-review/",
+        CampaignBulkReviewApi.as_view(),
+        name="api-campaign-assignments-bulk-review",
+    ),
+    path(
+        "assignments/<int:assignment_id>/approve/",
+        AssignmentApproveApi.as_view(),
+        name="api-assignment-approve",
+    ),
+    path(
+        "assignments/<int:assignment_id>/reject/",
+        AssignmentRejectApi.as_view(),
+        name="api-assignment-reject",
     ),
 ]

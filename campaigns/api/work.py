@@ -1,0 +1,677 @@
+"""Local workforce and review endpoints: invite links, grants, publishing, assignments.
+
+Everything hangs off a campaign the user may see (owner, collaborators, staff);
+anything else answers 404, exactly as if it did not exist. Workers appear by
+their pseudonym only, never by their external id.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db.models import QuerySet
+from django.http import Http404
+from django.urls import reverse
+from django.utils import timezone
+from drf_spectacular.utils import (
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+)
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.api.common import (
+    DurationSecondsField,
+    StrictInputSerializer,
+    authenticated_user,
+    campaign_or_404,
+    stage_or_404,
+)
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    InviteLink,
+    LocalGrant,
+)
+from campaigns.selectors_review import (
+    assignment_list_for_campaign,
+    assignment_list_visible,
+    hit_items_by_hit,
+    invite_list_visible,
+    local_grant_list,
+    telemetry_summary,
+)
+from campaigns.selectors_work import WORKABLE_STATES, invite_list
+from campaigns.services.errors import DomainError, StateConflict
+from campaigns.services.invites import (
+    MAX_INVITE_LIFETIME,
+    invite_create,
+    invite_revoke,
+    invite_token,
+    local_grant_add,
+    local_grant_remove,
+)
+from campaigns.services.work import (
+    DECIDED_STATES,
+    assignment_approve,
+    assignment_reject,
+    stage_publish,
+)
+
+DEFAULT_INVITE_LIFETIME = timedelta(days=7)
+MAX_BULK_IDS = 500
+
+NOT_VISIBLE = OpenApiResponse(description="No such object, or not visible to you.")
+BAD_INPUT = OpenApiResponse(
+    description="Invalid input (field names map to messages), or a campaign not on the "
+    "local workforce."
+)
+DECISION_CONFLICT = OpenApiResponse(
+    description="The assignment is not submitted, or was already decided the other way."
+)
+
+
+# --- Invite links ------------------------------------------------------------------------
+
+
+class InviteOutputSerializer(serializers.ModelSerializer):
+    campaign: serializers.SlugRelatedField[Any] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
+    stage: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
+        read_only=True, allow_null=True
+    )
+    created_by = serializers.CharField(source="created_by.username", read_only=True)
+    active = serializers.SerializerMethodField(
+        help_text="Whether the link still admits new workers (not revoked, expired or used up)."
+    )
+    token = serializers.SerializerMethodField(help_text="The signed token in the URL.")
+    url = serializers.SerializerMethodField(help_text="The absolute URL to send to workers.")
+
+    class Meta:
+        model = InviteLink
+        fields = [
+            "id",
+            "campaign",
+            "stage",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+            "max_uses",
+            "use_count",
+            "active",
+            "token",
+            "url",
+        ]
+        read_only_fields = fields
+
+    def get_active(self, invite: InviteLink) -> bool:
+        return (
+            invite.revoked_at is None
+            and invite.expires_at > timezone.now()
+            and (invite.max_uses is None or invite.use_count < invite.max_uses)
+        )
+
+    def _token(self, invite: InviteLink) -> str:
+        # The token is signed with a timestamp: made once per invite, so that the
+        # ``token`` and ``url`` of one answer agree even across a second boundary.
+        tokens: dict[int, str] = self.__dict__.setdefault("_tokens", {})
+        if invite.pk not in tokens:
+            tokens[invite.pk] = invite_token(invite=invite)
+        return tokens[invite.pk]
+
+    def get_token(self, invite: InviteLink) -> str:
+        return self._token(invite)
+
+    def get_url(self, invite: InviteLink) -> str:
+        path = reverse("worker:invite", kwargs={"token": self._token(invite)})
+        return settings.SITE_URL.rstrip("/") + path
+
+
+class CampaignInviteListCreateApi(generics.ListAPIView):
+    """The campaign's invite links, newest first (local campaigns only have any)."""
+
+    serializer_class = InviteOutputSerializer
+    filter_backends: list[Any] = []
+
+    class InviteCreateInputSerializer(StrictInputSerializer):
+        stage = serializers.IntegerField(
+            allow_null=True,
+            default=None,
+            help_text="Send workers straight to this stage; null: the campaign's first stage.",
+        )
+        expires_in = DurationSecondsField(
+            default=DEFAULT_INVITE_LIFETIME,
+            help_text="Lifetime in seconds, at most "
+            f"{int(MAX_INVITE_LIFETIME.total_seconds())}; default 7 days.",
+        )
+        max_uses = serializers.IntegerField(
+            min_value=1,
+            allow_null=True,
+            default=None,
+            help_text="How many workers may join through it; null: no limit.",
+        )
+
+    def get_queryset(self) -> QuerySet[InviteLink]:
+        if getattr(self, "swagger_fake_view", False):
+            return InviteLink.objects.none()
+        campaign = campaign_or_404(request=self.request, slug=self.kwargs["slug"])
+        return invite_list(campaign=campaign).select_related("campaign")
+
+    @extend_schema(
+        operation_id="campaigns_invites_create",
+        request=InviteCreateInputSerializer,
+        responses={201: InviteOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Create an invite link; the answer holds its URL and token."""
+        campaign = campaign_or_404(request=request, slug=slug)
+        serializer = self.InviteCreateInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        stage = None
+        if data["stage"] is not None:
+            stage = campaign.stages.filter(pk=data["stage"]).first()
+            if stage is None:
+                raise serializers.ValidationError(
+                    {"stage": ["No stage with this id in this campaign."]}
+                )
+        invite = invite_create(
+            campaign=campaign,
+            stage=stage,
+            created_by=authenticated_user(request),
+            expires_in=data["expires_in"],
+            max_uses=data["max_uses"],
+        )
+        return Response(InviteOutputSerializer(invite).data, status=status.HTTP_201_CREATED)
+
+
+class InviteRevokeApi(APIView):
+    """Revoke an invite link: nobody joins through it any more, and those who did stop.
+
+    Idempotent: revoking twice keeps the first revocation time.
+    """
+
+    @extend_schema(request=None, responses={200: InviteOutputSerializer, 404: NOT_VISIBLE})
+    def post(self, request: Request, invite_id: int) -> Response:
+        invite = invite_list_visible(user=request.user).filter(pk=invite_id).first()
+        if invite is None:
+            raise Http404("No invite link with this id.")
+        return Response(InviteOutputSerializer(invite_revoke(invite=invite)).data)
+
+
+# --- Grants to logged-in annotators ----------------------------------------------------
+
+
+class GrantOutputSerializer(serializers.ModelSerializer):
+    username = serializers.CharField(source="user.username", read_only=True)
+    granted_by = serializers.CharField(
+        source="granted_by.username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = LocalGrant
+        fields = ["username", "granted_by", "created_at"]
+        read_only_fields = fields
+
+
+class CampaignGrantListCreateApi(generics.ListAPIView):
+    """Accounts that may work on the campaign's /work/ pages when logged in."""
+
+    serializer_class = GrantOutputSerializer
+    filter_backends: list[Any] = []
+
+    class GrantCreateInputSerializer(StrictInputSerializer):
+        username = serializers.CharField(max_length=150)
+
+    def get_queryset(self) -> QuerySet[LocalGrant]:
+        if getattr(self, "swagger_fake_view", False):
+            return LocalGrant.objects.none()
+        campaign = campaign_or_404(request=self.request, slug=self.kwargs["slug"])
+        return local_grant_list(campaign=campaign)
+
+    @extend_schema(
+        operation_id="campaigns_grants_create",
+        request=GrantCreateInputSerializer,
+        responses={
+            201: GrantOutputSerializer,
+            200: OpenApiResponse(GrantOutputSerializer, description="The grant already existed."),
+            400: BAD_INPUT,
+            404: NOT_VISIBLE,
+        },
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        """Grant the campaign to an active account, by username. Idempotent."""
+        campaign = campaign_or_404(request=request, slug=slug)
+        serializer = self.GrantCreateInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        username = serializer.validated_data["username"]
+        user_model = get_user_model()
+        user = user_model.objects.filter(
+            **{user_model.USERNAME_FIELD: username, "is_active": True}
+        ).first()
+        if user is None:
+            raise serializers.ValidationError({"username": ["No active account with this name."]})
+        existed = LocalGrant.objects.filter(campaign=campaign, user_id=user.pk).exists()
+        grant = local_grant_add(
+            campaign=campaign, user=user, granted_by=authenticated_user(request)
+        )
+        grant = local_grant_list(campaign=campaign).get(pk=grant.pk)
+        return Response(
+            GrantOutputSerializer(grant).data,
+            status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED,
+        )
+
+
+class CampaignGrantDetailApi(APIView):
+    """One account's grant on the campaign."""
+
+    @extend_schema(
+        responses={
+            204: None,
+            404: OpenApiResponse(description="No such campaign, or that account has no grant."),
+        }
+    )
+    def delete(self, request: Request, slug: str, username: str) -> Response:
+        """Withdraw the grant; the account's past work stays."""
+        campaign = campaign_or_404(request=request, slug=slug)
+        grant = local_grant_list(campaign=campaign).filter(user__username=username).first()
+        if grant is None:
+            raise Http404("This account has no grant on the campaign.")
+        local_grant_remove(campaign=campaign, user=grant.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+# --- Publishing ------------------------------------------------------------------------
+
+
+class PublishOutputSerializer(serializers.Serializer):
+    stage = serializers.IntegerField()
+    hits_created = serializers.IntegerField()
+
+
+class StagePublishApi(APIView):
+    """Put the stage's pending items into HITs (on the local provider: open for work at once).
+
+    Use it after uploading items to a campaign that is already running; starting
+    the campaign publishes what is there.
+    """
+
+    class StagePublishInputSerializer(StrictInputSerializer):
+        allow_partial = serializers.BooleanField(
+            default=True,
+            help_text="Publish a trailing group smaller than items_per_hit as its own HIT.",
+        )
+
+    @extend_schema(
+        request=StagePublishInputSerializer,
+        responses={
+            200: PublishOutputSerializer,
+            404: NOT_VISIBLE,
+            409: OpenApiResponse(description="The campaign is not in pilot or live."),
+        },
+    )
+    def post(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        serializer = self.StagePublishInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        campaign = stage.campaign
+        if campaign.state not in WORKABLE_STATES:
+            raise StateConflict(
+                f"The campaign is {campaign.state}; stages are published in pilot or live only.",
+                errors={"state": [campaign.state]},
+            )
+        created = stage_publish(
+            stage=stage, allow_partial=serializer.validated_data["allow_partial"]
+        )
+        return Response({"stage": stage.pk, "hits_created": created})
+
+
+# --- Assignments and review --------------------------------------------------------------
+
+
+class ItemBriefSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    external_id = serializers.CharField()
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Added here: a declared field named "data" would shadow ``Serializer.data``.
+        fields = super().get_fields()
+        fields["data"] = serializers.JSONField(help_text="The item's input, as uploaded.")
+        return fields
+
+
+class TelemetrySummarySerializer(serializers.Serializer):
+    keystrokes = serializers.IntegerField(allow_null=True)
+    paste_count = serializers.IntegerField(allow_null=True)
+    pasted_chars = serializers.IntegerField(
+        allow_null=True, help_text="Total length of all pastes."
+    )
+    focus_losses = serializers.IntegerField(allow_null=True)
+    visibility_changes = serializers.IntegerField(allow_null=True)
+
+
+class AssignmentOutputSerializer(serializers.ModelSerializer):
+    """An assignment as a reviewer sees it. ``worker`` is the pseudonym, never the external id."""
+
+    stage = serializers.IntegerField(source="hit.stage_id", read_only=True)
+    stage_name = serializers.CharField(source="hit.stage.name", read_only=True)
+    hit = serializers.IntegerField(source="hit_id", read_only=True)
+    worker = serializers.CharField(source="worker.pseudonym", read_only=True)
+    answers = serializers.JSONField(read_only=True)
+    telemetry = serializers.DictField(read_only=True, help_text="Sanitised page telemetry.")
+    telemetry_summary = serializers.SerializerMethodField()
+    items = serializers.SerializerMethodField()
+    decided_by = serializers.CharField(
+        source="decided_by.username", read_only=True, allow_null=True
+    )
+
+    class Meta:
+        model = Assignment
+        fields = [
+            "id",
+            "stage",
+            "stage_name",
+            "hit",
+            "worker",
+            "status",
+            "items",
+            "answers",
+            "telemetry",
+            "telemetry_summary",
+            "accepted_at",
+            "deadline",
+            "submitted_at",
+            "work_seconds",
+            "decided_at",
+            "decided_by",
+            "decision_source",
+            "decision_reason",
+            "feedback",
+        ]
+        read_only_fields = fields
+
+    @extend_schema_field(TelemetrySummarySerializer)
+    def get_telemetry_summary(self, assignment: Assignment) -> dict[str, int | None]:
+        return telemetry_summary(assignment.telemetry)
+
+    @extend_schema_field(ItemBriefSerializer(many=True))
+    def get_items(self, assignment: Assignment) -> list[dict[str, Any]]:
+        by_hit: dict[int, list[dict[str, Any]]] | None = self.context.get("items_by_hit")
+        if by_hit is None:
+            by_hit = hit_items_by_hit(hit_ids=[assignment.hit_id])
+        return by_hit.get(assignment.hit_id, [])
+
+
+def _assignment_out(assignment: Assignment) -> dict[str, Any]:
+    fresh = (
+        Assignment.objects.select_related("worker", "hit__stage", "decided_by")
+        .filter(pk=assignment.pk)
+        .get()
+    )
+    return dict(AssignmentOutputSerializer(fresh).data)
+
+
+class CampaignAssignmentListApi(generics.ListAPIView):
+    """The campaign's assignments, oldest submission first; filter by status and stage."""
+
+    serializer_class = AssignmentOutputSerializer
+    filter_backends: list[Any] = []
+
+    class AssignmentFilterSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(
+            choices=AssignmentStatus.choices, required=False, help_text="e.g. submitted"
+        )
+        stage = serializers.IntegerField(required=False, help_text="A stage of this campaign.")
+
+    def get_queryset(self) -> QuerySet[Assignment]:
+        if getattr(self, "swagger_fake_view", False):
+            return Assignment.objects.none()
+        campaign = campaign_or_404(request=self.request, slug=self.kwargs["slug"])
+        filters = self.AssignmentFilterSerializer(data=self.request.query_params)
+        filters.is_valid(raise_exception=True)
+        stage = None
+        if "stage" in filters.validated_data:
+            stage = campaign.stages.filter(pk=filters.validated_data["stage"]).first()
+            if stage is None:
+                raise serializers.ValidationError(
+                    {"stage": ["No stage with this id in this campaign."]}
+                )
+        return assignment_list_for_campaign(
+            campaign=campaign, status=filters.validated_data.get("status"), stage=stage
+        )
+
+    @extend_schema(parameters=[AssignmentFilterSerializer])
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        queryset = self.get_queryset()
+        page = self.paginate_queryset(queryset)
+        rows = list(page if page is not None else queryset)
+        context = {
+            **self.get_serializer_context(),
+            "items_by_hit": hit_items_by_hit(hit_ids=[a.hit_id for a in rows]),
+        }
+        data = AssignmentOutputSerializer(rows, many=True, context=context).data
+        return self.get_paginated_response(data) if page is not None else Response(data)
+
+
+def _assignment_or_404(request: Request, assignment_id: int) -> Assignment:
+    assignment = assignment_list_visible(user=request.user).filter(pk=assignment_id).first()
+    if assignment is None:
+        raise Http404("No assignment with this id.")
+    return assignment
+
+
+def _decide(
+    *, assignment: Assignment, decision: str, request: Request, reason: str, feedback: str
+) -> bool:
+    """Apply one decision; True if it changed something, False if it was already so.
+
+    ``StateConflict`` (409) when the assignment is not submitted or was decided
+    the other way. The services lock the row; this first read only words the answer.
+    """
+    target = AssignmentStatus.APPROVED if decision == "approve" else AssignmentStatus.REJECTED
+    if assignment.status == target:
+        return False
+    if assignment.status != AssignmentStatus.SUBMITTED:
+        raise StateConflict(
+            f"Assignment {assignment.pk} is {assignment.status}; only a submitted "
+            "assignment can be decided.",
+            errors={"status": [assignment.status]},
+        )
+    user = authenticated_user(request)
+    try:
+        if decision == "approve":
+            assignment_approve(
+                assignment=assignment, decided_by=user, source="requester", reason=reason
+            )
+        else:
+            assignment_reject(
+                assignment=assignment,
+                decided_by=user,
+                source="requester",
+                reason=reason,
+                feedback=feedback,
+            )
+    except DomainError as exc:
+        # Decided by someone else between our read and the service's lock.
+        if isinstance(exc.errors, dict) and "status" in exc.errors:
+            raise StateConflict(str(exc), errors=exc.errors) from exc
+        raise
+    return True
+
+
+class AssignmentApproveApi(APIView):
+    """Approve a submitted local assignment; its answer is handed on to the next stage.
+
+    Idempotent: approving an approved assignment answers 200 and changes nothing.
+    """
+
+    class ApproveInputSerializer(StrictInputSerializer):
+        reason = serializers.CharField(allow_blank=True, default="", max_length=5000)
+
+    @extend_schema(
+        request=ApproveInputSerializer,
+        responses={
+            200: AssignmentOutputSerializer,
+            400: BAD_INPUT,
+            404: NOT_VISIBLE,
+            409: DECISION_CONFLICT,
+        },
+    )
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _assignment_or_404(request, assignment_id)
+        serializer = self.ApproveInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        _decide(
+            assignment=assignment,
+            decision="approve",
+            request=request,
+            reason=serializer.validated_data["reason"],
+            feedback="",
+        )
+        return Response(_assignment_out(assignment))
+
+
+class AssignmentRejectApi(APIView):
+    """Reject a submitted local assignment; ``feedback`` is what the worker is shown.
+
+    Idempotent: rejecting a rejected assignment answers 200 and changes nothing.
+    """
+
+    class RejectInputSerializer(StrictInputSerializer):
+        reason = serializers.CharField(max_length=5000, help_text="Why; kept with the decision.")
+        feedback = serializers.CharField(
+            allow_blank=True, default="", max_length=5000, help_text="Shown to the worker."
+        )
+
+    @extend_schema(
+        request=RejectInputSerializer,
+        responses={
+            200: AssignmentOutputSerializer,
+            400: BAD_INPUT,
+            404: NOT_VISIBLE,
+            409: DECISION_CONFLICT,
+        },
+    )
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _assignment_or_404(request, assignment_id)
+        serializer = self.RejectInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        _decide(
+            assignment=assignment,
+            decision="reject",
+            request=request,
+            reason=serializer.validated_data["reason"],
+            feedback=serializer.validated_data["feedback"],
+        )
+        return Response(_assignment_out(assignment))
+
+
+class BulkReviewResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    result = serializers.ChoiceField(
+        choices=["decided", "already_decided", "not_found", "refused"],
+        help_text="refused: not submitted, or the service refused (see detail).",
+    )
+    status = serializers.CharField(allow_null=True, help_text="The assignment's status now.")
+    detail = serializers.CharField(allow_blank=True)
+
+
+class BulkReviewOutputSerializer(serializers.Serializer):
+    results = BulkReviewResultSerializer(many=True)
+
+
+class CampaignBulkReviewApi(APIView):
+    """One decision for several assignments of the campaign, reported per id.
+
+    Each assignment is decided on its own (no all-or-nothing): ``decided``,
+    ``already_decided`` (either way; nothing changed), ``not_found`` (not an
+    assignment of this campaign) or ``refused`` (not submitted, or not local).
+    """
+
+    class BulkReviewInputSerializer(StrictInputSerializer):
+        ids = serializers.ListField(
+            child=serializers.IntegerField(min_value=1), min_length=1, max_length=MAX_BULK_IDS
+        )
+        decision = serializers.ChoiceField(choices=["approve", "reject"])
+        reason = serializers.CharField(
+            allow_blank=True, default="", max_length=5000, help_text="Required to reject."
+        )
+        feedback = serializers.CharField(
+            allow_blank=True, default="", max_length=5000, help_text="Shown to rejected workers."
+        )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if attrs["decision"] == "reject" and not attrs["reason"].strip():
+                raise serializers.ValidationError({"reason": ["A rejection needs a reason."]})
+            return attrs
+
+    @extend_schema(
+        request=BulkReviewInputSerializer,
+        responses={200: BulkReviewOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
+    )
+    def post(self, request: Request, slug: str) -> Response:
+        campaign: Campaign = campaign_or_404(request=request, slug=slug)
+        serializer = self.BulkReviewInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        ids = list(dict.fromkeys(data["ids"]))
+        found = {
+            a.pk: a for a in assignment_list_for_campaign(campaign=campaign).filter(pk__in=ids)
+        }
+        results = []
+        for assignment_id in ids:
+            assignment = found.get(assignment_id)
+            if assignment is None:
+                results.append(
+                    {"id": assignment_id, "result": "not_found", "status": None, "detail": ""}
+                )
+                continue
+            try:
+                changed = _decide(
+                    assignment=assignment,
+                    decision=data["decision"],
+                    request=request,
+                    reason=data["reason"],
+                    feedback=data["feedback"],
+                )
+            except StateConflict as exc:
+                assignment.refresh_from_db(fields=["status"])
+                result = "already_decided" if assignment.status in DECIDED_STATES else "refused"
+                results.append(
+                    {
+                        "id": assignment_id,
+                        "result": result,
+                        "status": assignment.status,
+                        "detail": str(exc),
+                    }
+                )
+                continue
+            except DomainError as exc:
+                results.append(
+                    {
+                        "id": assignment_id,
+                        "result": "refused",
+                        "status": assignment.status,
+                        "detail": str(exc),
+                    }
+                )
+                continue
+            assignment.refresh_from_db(fields=["status"])
+            results.append(
+                {
+                    "id": assignment_id,
+                    "result": "decided" if changed else "already_decided",
+                    "status": assignment.status,
+                    "detail": "",
+                }
+            )
+        return Response(BulkReviewOutputSerializer({"results": results}).data)
