@@ -27,12 +27,13 @@ TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),$(TEST_REDIS_URL))
 PYTEST_ARGS ?=
 
-.PHONY: help run test lint typecheck pytest venv dev-venv clean
+.PHONY: help run test lint typecheck pytest bench venv dev-venv clean
 
 help:
 	@echo "make run    serve qaportal on http://127.0.0.1:$(PORT) (SQLite, demo data; PORT=, DEBUG= to change)"
 	@echo "make test   lint + typecheck + pytest (PostgreSQL and Redis on 127.0.0.1)"
 	@echo "make lint | typecheck | pytest   one part of make test (PYTEST_ARGS= for pytest)"
+	@echo "make bench  benchmarks under bench/ (BENCH_ARGS=--quick for a smoke run)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -81,6 +82,11 @@ pytest: $(DEV_STAMP)
 	CELERY_BROKER_URL='$(TEST_BROKER_URL)' $(BIN)/pytest $(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make pytest: pytest collected no tests (exit 5)"; fi; \
 	exit $$rc
+
+# Benchmarks are run by hand, never timed inside the test suite; see bench/README.md.
+BENCH_ARGS ?=
+bench: $(DEV_STAMP)
+	$(BIN)/python bench/worker_cycles.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var/static .mypy_cache .ruff_cache .pytest_cache

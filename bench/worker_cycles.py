@@ -726,21 +726,21 @@ def main() -> int:
             s.stop()
         log("servers stopped")
         if not args.keep:
-            for db in (TURKLE_DB, QAPORTAL_DB):
+            for db_name in (TURKLE_DB, QAPORTAL_DB):
                 with contextlib.suppress(Exception):
-                    psql(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-            for db in (REDIS_CACHE_DB, REDIS_BROKER_DB):
+                    psql(f'DROP DATABASE IF EXISTS "{db_name}" WITH (FORCE)')
+            for db_number in (REDIS_CACHE_DB, REDIS_BROKER_DB):
                 with contextlib.suppress(Exception):
-                    redis_cmd(db, "FLUSHDB")
+                    redis_cmd(db_number, "FLUSHDB")
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             log(f"kept {tmp} and databases {TURKLE_DB}, {QAPORTAL_DB}")
 
     summarize(report)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    log(f"wrote {out}")
+    out_path = Path(args.out)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(json.dumps(report, indent=2) + "\n")
+    log(f"wrote {out_path}")
     return rc
 
 
