@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404
-from drf_spectacular.utils import extend_schema_field
+from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 
@@ -15,6 +15,13 @@ from campaigns.models import Campaign, Stage
 from campaigns.selectors import campaign_get_visible, stage_list_visible
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
+
+# Responses documented alike by the local workforce and review endpoints.
+NOT_VISIBLE = OpenApiResponse(description="No such object, or not visible to you.")
+BAD_INPUT = OpenApiResponse(
+    description="Invalid input (field names map to messages), or a campaign not on the "
+    "local workforce."
+)
 
 
 def authenticated_user(request: Request) -> User:

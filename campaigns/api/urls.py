@@ -8,12 +8,14 @@ from campaigns.api.campaigns import (
     CampaignTransitionApi,
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
-from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
-from campaigns.api.work import (
+from campaigns.api.review import (
     AssignmentApproveApi,
     AssignmentRejectApi,
     CampaignAssignmentListApi,
     CampaignBulkReviewApi,
+)
+from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.workforce import (
     CampaignGrantDetailApi,
     CampaignGrantListCreateApi,
     CampaignInviteListCreateApi,

@@ -22,6 +22,15 @@ EXPECTED_PATHS = {
     "/api/v1/stages/{stage_id}/link/": {"post"},
     "/api/v1/stages/{stage_id}/items/": {"get"},
     "/api/v1/stages/{stage_id}/items/upload/": {"post"},
+    "/api/v1/campaigns/{slug}/invites/": {"get", "post"},
+    "/api/v1/invites/{invite_id}/revoke/": {"post"},
+    "/api/v1/campaigns/{slug}/grants/": {"get", "post"},
+    "/api/v1/campaigns/{slug}/grants/{username}/": {"delete"},
+    "/api/v1/stages/{stage_id}/publish/": {"post"},
+    "/api/v1/campaigns/{slug}/assignments/": {"get"},
+    "/api/v1/campaigns/{slug}/assignments/bulk-review/": {"post"},
+    "/api/v1/assignments/{assignment_id}/approve/": {"post"},
+    "/api/v1/assignments/{assignment_id}/reject/": {"post"},
 }
 
 

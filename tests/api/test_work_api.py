@@ -32,7 +32,7 @@ from campaigns.services.invites import (
 )
 from campaigns.services.work import assignment_accept, assignment_approve
 from tests.factories import CampaignFactory, ItemFactory, UserFactory
-from tests.frontend.test_local_workforce import local_pipeline, submitted_assignment
+from tests.helpers import local_pipeline, submitted_assignment
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,7 @@
 """The requester's side of the local workforce: invite links, grants, the review queue.
 
-The helpers ``local_pipeline`` and ``submitted_assignment`` build a two-stage
-local campaign (question writing → answer entity linking) and real submissions
-through the work services; the API tests use them too.
+The two-stage local campaign and its submissions come from ``tests.helpers``
+(``local_pipeline``, ``submitted_assignment``), shared with the API tests.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
@@ -23,14 +21,13 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
-    CampaignState,
     InviteLink,
     Item,
     ItemSource,
     LocalGrant,
     Stage,
 )
-from campaigns.services import campaign_create, stage_add, stage_link
+from campaigns.services import campaign_create, stage_add
 from campaigns.services.invites import (
     invite_check,
     invite_create,
@@ -41,66 +38,13 @@ from campaigns.services.invites import (
 from campaigns.services.work import (
     assignment_accept,
     assignment_approve,
-    assignment_submit,
-    campaign_start,
 )
 from tests.factories import UserFactory
+from tests.helpers import local_pipeline, submitted_assignment
 
 pytestmark = pytest.mark.django_db
 
 SITE_URL = "https://qa.example.org"
-TELEMETRY = {
-    "keystrokes": 57,
-    "pastes": [{"field": "questions/0/answer", "length": 9}, {"field": "x", "length": 3}],
-    "focus_losses": 2,
-    "visibility_changes": 1,
-}
-
-
-# --- Helpers (shared with tests/api/test_work_api.py) ---------------------------------
-
-
-def local_pipeline(
-    owner: User, *, slug: str = "qa-pipeline", topics: tuple[str, ...] = ("rivers", "films")
-) -> tuple[Campaign, Stage, Stage]:
-    """A local campaign in pilot: question writing (one question per HIT, one HIT per
-    topic) handing its QA pairs on to answer entity linking."""
-    campaign = campaign_create(owner=owner, name=f"Pipeline {slug}", slug=slug)
-    writing = stage_add(
-        campaign=campaign,
-        name="Write questions",
-        task_type="question_writing",
-        config={"questions_per_hit": 1},
-    )
-    linking = stage_add(campaign=campaign, name="Link answers", task_type="answer_entity_linking")
-    stage_link(stage=writing, next_stage=linking, handoff={"target": "answer_entity_linking"})
-    for n, topic in enumerate(topics):
-        Item.objects.create(
-            stage=writing,
-            external_id=f"cell-{n}",
-            data={"topic": topic, "complexity_type": "comparative"},
-            source=ItemSource.UPLOADED,
-        )
-    campaign = campaign_start(campaign=campaign, to_state=CampaignState.PILOT)
-    writing.refresh_from_db()
-    return campaign, writing, linking
-
-
-def submitted_assignment(stage: Stage, *, question: str = "Which river is longer?") -> Assignment:
-    """A new invited worker accepts the next HIT of ``stage`` and submits a valid answer."""
-    invite = invite_create(
-        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
-    )
-    _, worker = invite_redeem(token=invite_token(invite=invite))
-    assignment = assignment_accept(stage=stage, worker=worker)
-    result = assignment_submit(
-        assignment_id=assignment.pk,
-        worker=worker,
-        form={"questions/0/question": question, "questions/0/answer": "The Nile"},
-        telemetry=TELEMETRY,
-    )
-    assert result.stored, result.errors
-    return result.assignment
 
 
 def _messages(response) -> list[str]:

@@ -1,0 +1,199 @@
+"""Campaign pages: the list, creation, the detail page, state transitions, stages and
+item uploads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.selectors import campaign_list_visible, stage_list_with_counts
+from campaigns.selectors_review import assignment_review_queue
+from campaigns.services import DomainError, UploadRejected, campaign_create, stage_add
+from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.work import campaign_start
+from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
+from frontend.views.common import (
+    add_domain_errors,
+    campaign_or_404,
+    detail_url,
+    optional_service,
+    request_user,
+    stage_or_404,
+)
+
+CAMPAIGNS_PER_PAGE = 50
+# A rejected upload can have thousands of bad rows; the first ones show the pattern.
+MAX_ROW_ERRORS_SHOWN = 50
+
+
+def _transition_buttons(campaign: Campaign) -> list[dict[str, str]]:
+    """The transitions the state machine allows from here, labelled for a requester."""
+    labels = {
+        CampaignState.DRAFT: "Back to draft",
+        CampaignState.PILOT: "Start pilot",
+        CampaignState.LIVE: "Resume" if campaign.state == CampaignState.PAUSED else "Go live",
+        CampaignState.PAUSED: "Pause",
+        CampaignState.COMPLETED: "Complete (final)",
+    }
+    order = list(CampaignState.values)
+    allowed = sorted(TRANSITIONS[campaign.state], key=order.index)
+    return [{"state": state, "label": labels[CampaignState(state)]} for state in allowed]
+
+
+@login_required
+@require_GET
+def campaign_list(request: HttpRequest) -> HttpResponse:
+    return _render_list(request, form=CampaignCreateForm())
+
+
+@login_required
+@require_POST
+def campaign_new(request: HttpRequest) -> HttpResponse:
+    form = CampaignCreateForm(request.POST)
+    if form.is_valid():
+        try:
+            campaign = campaign_create(owner=request_user(request), **form.cleaned_data)
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            messages.success(request, f"Campaign “{campaign.name}” created.")
+            return redirect(detail_url(campaign))
+    return _render_list(request, form=form, status=400)
+
+
+def _render_list(
+    request: HttpRequest, *, form: CampaignCreateForm, status: int = 200
+) -> HttpResponse:
+    # Explicit order: Meta.ordering does not apply to a query with GROUP BY.
+    campaigns = (
+        campaign_list_visible(user=request.user)
+        .annotate(stage_count=Count("stages", distinct=True))
+        .order_by("-created_at", "-id")
+    )
+    page = Paginator(campaigns, CAMPAIGNS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {"page": page, "campaigns": page.object_list, "form": form}
+    return render(request, "frontend/campaign_list.html", context, status=status)
+
+
+@login_required
+@require_GET
+def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = campaign_or_404(request, slug)
+    return _render_detail(request, campaign)
+
+
+def _render_detail(
+    request: HttpRequest,
+    campaign: Campaign,
+    *,
+    stage_form: StageAddForm | None = None,
+    upload_stage: Stage | None = None,
+    upload_form: ItemUploadForm | None = None,
+    rejection: dict[str, Any] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    stages = list(stage_list_with_counts(campaign=campaign).select_related("next_stage"))
+    estimate, estimate_error = None, ""
+    estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
+    if estimate_fn is not None:
+        try:
+            estimate = estimate_fn(campaign=campaign)
+        except DomainError as exc:
+            estimate_error = str(exc)
+    context = {
+        "campaign": campaign,
+        "stages": stages,
+        "estimate": estimate,
+        "estimate_available": estimate_fn is not None,
+        "estimate_error": estimate_error,
+        "transitions": _transition_buttons(campaign),
+        "editable": campaign.state in EDITABLE_STATES,
+        "stage_form": stage_form or StageAddForm(),
+        "upload_available": optional_service("campaigns.services.items", "items_upload")
+        is not None,
+        "upload_stage": upload_stage,
+        "upload_form": upload_form,
+        "rejection": rejection,
+        "is_local": campaign.provider == Provider.LOCAL,
+        "awaiting_review": assignment_review_queue(campaign=campaign).count(),
+    }
+    return render(request, "frontend/campaign_detail.html", context, status=status)
+
+
+@login_required
+@require_POST
+def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = campaign_or_404(request, slug)
+    try:
+        campaign = campaign_start(campaign=campaign, to_state=request.POST.get("to_state", ""))
+    except DomainError as exc:  # IllegalTransition included: its message says what is allowed
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"The campaign is now {campaign.get_state_display().lower()}.")
+    return redirect(detail_url(campaign))
+
+
+@login_required
+@require_POST
+def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
+    campaign = campaign_or_404(request, slug)
+    form = StageAddForm(request.POST)
+    if form.is_valid():
+        try:
+            stage = stage_add(campaign=campaign, **form.cleaned_data)
+        except DomainError as exc:
+            add_domain_errors(form, exc)
+        else:
+            messages.success(request, f"Stage “{stage.name}” added.")
+            return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+    return _render_detail(request, campaign, stage_form=form, status=400)
+
+
+@login_required
+@require_POST
+def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    items_upload = optional_service("campaigns.services.items", "items_upload")
+    if items_upload is None:
+        messages.error(request, "Item upload is not available on this server yet.")
+        return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+    form = ItemUploadForm(request.POST, request.FILES)
+    if form.is_valid() and form.cleaned_data["file"].size > settings.ITEM_UPLOAD_MAX_BYTES:
+        # Refused before reading, so an oversized file never sits in memory whole.
+        form.add_error("file", f"The file is larger than {settings.ITEM_UPLOAD_MAX_BYTES} bytes.")
+    if not form.is_valid():
+        return _render_detail(request, campaign, upload_stage=stage, upload_form=form, status=400)
+    upload = form.cleaned_data["file"]
+    try:
+        result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")
+    except UploadRejected as exc:
+        rows = exc.errors if isinstance(exc.errors, list) else []
+        rejection = {
+            "message": str(exc),
+            "filename": upload.name,
+            "rows": rows[:MAX_ROW_ERRORS_SHOWN],
+            "more": max(0, len(rows) - MAX_ROW_ERRORS_SHOWN),
+        }
+        return _render_detail(
+            request, campaign, upload_stage=stage, rejection=rejection, status=400
+        )
+    except DomainError as exc:
+        messages.error(request, str(exc))
+    else:
+        created = result.created
+        messages.success(
+            request,
+            f"Stored {created} item{'s' if created != 1 else ''} from {upload.name} "
+            f"in stage “{stage.name}”.",
+        )
+    return redirect(detail_url(campaign, f"stage-{stage.pk}"))

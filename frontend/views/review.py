@@ -1,0 +1,244 @@
+"""The review queue: submitted assignments with their answers and telemetry, and the
+requester's approve/reject decisions, one at a time or in bulk."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider
+from campaigns.selectors_review import (
+    assignment_list_for_campaign,
+    assignment_review_queue,
+    hit_items_by_hit,
+    telemetry_summary,
+)
+from campaigns.services import DomainError
+from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
+from frontend.forms import BulkReviewForm, ReviewDecisionForm
+from frontend.views.common import campaign_or_404, request_user
+
+REVIEWS_PER_PAGE = 25
+# Answers are JSON of any shape; past this depth the page shows the rest as text.
+MAX_OUTLINE_DEPTH = 6
+# PostgreSQL's jsonb does not keep key order; these read best first, the rest follow.
+OUTLINE_FIRST_KEYS = ("title", "text", "question", "answer")
+
+
+def _outline_key_rank(entry: tuple[Any, Any]) -> int:
+    key = entry[0]
+    return OUTLINE_FIRST_KEYS.index(key) if key in OUTLINE_FIRST_KEYS else len(OUTLINE_FIRST_KEYS)
+
+
+def _outline(value: Any, depth: int = 0) -> dict[str, Any]:
+    """Any JSON value as a tree the template draws: objects as definition lists, arrays
+    as numbered lists, scalars as text. Generic, so every task type's answer reads."""
+    if depth >= MAX_OUTLINE_DEPTH:
+        return {"kind": "text", "value": str(value)}
+    if isinstance(value, dict):
+        if not value:
+            return {"kind": "empty"}
+        return {
+            "kind": "dict",
+            "entries": [
+                {"key": str(k).replace("_", " "), "value": _outline(v, depth + 1)}
+                for k, v in sorted(value.items(), key=_outline_key_rank)
+            ],
+        }
+    if isinstance(value, list):
+        if not value:
+            return {"kind": "empty"}
+        return {"kind": "list", "items": [_outline(v, depth + 1) for v in value]}
+    if value is None or value == "":
+        return {"kind": "empty"}
+    if isinstance(value, bool):
+        return {"kind": "text", "value": "yes" if value else "no"}
+    return {"kind": "text", "value": str(value)}
+
+
+def _review_url(campaign: Campaign, *, stage_id: int | None = None, page: int | None = None) -> str:
+    url = reverse("frontend:campaign-review", kwargs={"slug": campaign.slug})
+    query = {k: v for k, v in (("stage", stage_id), ("page", page)) if v}
+    return f"{url}?{urlencode(query)}" if query else url
+
+
+def _int_or_none(raw: str | None) -> int | None:
+    return int(raw) if raw and raw.isdigit() else None
+
+
+def _back_to_review(request: HttpRequest, campaign: Campaign) -> HttpResponse:
+    """Back to the queue the decision came from (its stage filter and page)."""
+    return redirect(
+        _review_url(
+            campaign,
+            stage_id=_int_or_none(request.POST.get("stage")),
+            page=_int_or_none(request.POST.get("page")),
+        )
+    )
+
+
+@login_required
+@require_GET
+def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
+    """Submitted assignments awaiting a decision, oldest first, with answers and telemetry."""
+    campaign = campaign_or_404(request, slug)
+    stages = list(campaign.stages.order_by("position"))
+    stage = None
+    if request.GET.get("stage"):
+        stage_id = _int_or_none(request.GET.get("stage"))
+        stage = next((s for s in stages if s.pk == stage_id), None)
+        if stage is None:
+            raise Http404("No such stage in this campaign.")
+    queue = assignment_review_queue(campaign=campaign, stage=stage)
+    page = Paginator(queue, REVIEWS_PER_PAGE).get_page(request.GET.get("page"))
+    assignments: list[Assignment] = list(page.object_list)
+    items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
+    rows = [
+        {
+            "assignment": a,
+            "stage": a.hit.stage,
+            "telemetry": telemetry_summary(a.telemetry),
+            "answer": _outline(a.answers),
+            "items": [
+                {"external_id": i["external_id"], "data": _outline(i["data"])}
+                for i in items.get(a.hit_id, [])
+            ],
+        }
+        for a in assignments
+    ]
+    context = {
+        "campaign": campaign,
+        "stages": stages,
+        "stage": stage,
+        "page": page,
+        "rows": rows,
+        "can_decide": campaign.provider == Provider.LOCAL,
+    }
+    return render(request, "frontend/campaign_review.html", context)
+
+
+def _decided_message(assignment: Assignment) -> str:
+    by = (
+        assignment.decided_by.get_username()
+        if assignment.decided_by is not None
+        else assignment.decision_source or "a rule"
+    )
+    when = assignment.decided_at.strftime("%Y-%m-%d %H:%M UTC") if assignment.decided_at else ""
+    return (
+        f"Assignment #{assignment.pk} was already {assignment.status} by {by}"
+        f"{' on ' + when if when else ''}; nothing changed."
+    )
+
+
+def _review_decide(
+    *, assignment: Assignment, user: User, decision: str, feedback: str
+) -> tuple[str, str]:
+    """Apply one requester decision: ("decided" | "already" | "refused", message).
+
+    The status is read fresh first, so a second click says what happened before;
+    the services lock the row and stay idempotent if two reviewers race.
+    """
+    assignment.refresh_from_db()
+    if assignment.status in DECIDED_STATES:
+        return "already", _decided_message(assignment)
+    if assignment.status != AssignmentStatus.SUBMITTED:
+        return "refused", (
+            f"Assignment #{assignment.pk} is {assignment.status}, not submitted: "
+            "there is nothing to decide."
+        )
+    try:
+        if decision == "approve":
+            assignment_approve(
+                assignment=assignment, decided_by=user, source="requester", reason=feedback
+            )
+        else:
+            assignment_reject(
+                assignment=assignment,
+                decided_by=user,
+                source="requester",
+                reason=feedback,
+                feedback=feedback,
+            )
+    except DomainError as exc:
+        return "refused", f"Assignment #{assignment.pk}: {exc}"
+    verb = "approved" if decision == "approve" else "rejected"
+    return "decided", f"Assignment #{assignment.pk} {verb}."
+
+
+@login_required
+@require_POST
+def review_decide_view(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    campaign = campaign_or_404(request, slug)
+    assignment = assignment_list_for_campaign(campaign=campaign).filter(pk=assignment_id).first()
+    if assignment is None:
+        raise Http404("No such assignment in this campaign.")
+    form = ReviewDecisionForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"Assignment #{assignment.pk}: {error}")
+        return _back_to_review(request, campaign)
+    decision = form.cleaned_data["decision"]
+    outcome, message = _review_decide(
+        assignment=assignment,
+        user=request_user(request),
+        decision=decision,
+        feedback=form.cleaned_data["feedback"].strip(),
+    )
+    if outcome == "decided":
+        next_stage = assignment.hit.stage.next_stage
+        if decision == "approve" and next_stage is not None:
+            message += f" Its answer goes on to “{next_stage.name}”."
+        messages.success(request, message)
+    elif outcome == "already":
+        messages.warning(request, message)
+    else:
+        messages.error(request, message)
+    return _back_to_review(request, campaign)
+
+
+@login_required
+@require_POST
+def review_bulk_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Approve or reject the selected assignments, one decision (and feedback) for all."""
+    campaign = campaign_or_404(request, slug)
+    form = BulkReviewForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, str(error))
+        return _back_to_review(request, campaign)
+    ids = form.cleaned_data["ids"]
+    found = {a.pk: a for a in assignment_list_for_campaign(campaign=campaign).filter(pk__in=ids)}
+    counts = {"decided": 0, "already": 0, "refused": 0}
+    problems: list[str] = []
+    for assignment_id in ids:
+        assignment = found.get(assignment_id)
+        if assignment is None:
+            problems.append(f"Assignment #{assignment_id} was not found in this campaign.")
+            continue
+        outcome, message = _review_decide(
+            assignment=assignment,
+            user=request_user(request),
+            decision=form.cleaned_data["decision"],
+            feedback=form.cleaned_data["feedback"].strip(),
+        )
+        counts[outcome] += 1
+        if outcome != "decided":
+            problems.append(message)
+    verb = "Approved" if form.cleaned_data["decision"] == "approve" else "Rejected"
+    if counts["decided"]:
+        n = counts["decided"]
+        messages.success(request, f"{verb} {n} assignment{'s' if n != 1 else ''}.")
+    for problem in problems:
+        messages.warning(request, problem)
+    return _back_to_review(request, campaign)
