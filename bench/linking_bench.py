@@ -1,0 +1,202 @@
+"""Entity-linking benchmarks: span proposal throughput, cached suggestion latency,
+and suggestions under Wikidata throttling (20 % 429/maxlag answers).
+
+    .venv/bin/python bench/linking_bench.py [--questions 20000] [--processes 1 2]
+        [--batch-size 256] [--lookups 5000] [--suggestions 400] [--threads 8]
+
+Needs PostgreSQL (``DATABASE_URL``, default
+postgres://postgres@127.0.0.1:5432/qaportal_linkbench; a ``test_`` database is
+created and dropped) and the Mintaka sample at ../shared/data/mintaka/. Wikidata
+is the local fake of tests/linking/fake_wikidata.py loaded with the bundled
+offline index's items; nothing goes to the internet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal_linkbench")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "tests.settings")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.db import connection, connections  # noqa: E402
+from django.test.utils import setup_test_environment  # noqa: E402
+
+from linking.client import offline_index  # noqa: E402
+from linking.evaluation import load_mintaka, span_coverage  # noqa: E402
+from linking.spans import get_nlp, propose_spans_batch, spacy_model_name  # noqa: E402
+from linking.wikidata import WikidataClient, reset_host_gates  # noqa: E402
+from tests.linking.fake_wikidata import FakeWikidata  # noqa: E402
+
+MINTAKA = ROOT.parent / "shared" / "data" / "mintaka" / "mintaka_dev_sample.json"
+AGENT = "qaportal-bench/1.0 (https://example.org/qaportal; bench@example.org)"
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def bench_spans(args: argparse.Namespace) -> None:
+    questions = load_mintaka(MINTAKA)
+    t0 = time.perf_counter()
+    get_nlp()
+    print(f"spaCy model {spacy_model_name()} loaded in {time.perf_counter() - t0:.2f} s")
+    proposals = list(propose_spans_batch([q["question"] for q in questions]))
+    cov = span_coverage(questions, proposals)
+    print(
+        f"Mintaka sample coverage ({cov.gold} gold 'entity' spans, {cov.questions} questions): "
+        f"exact {cov.exact_rate:.1%}, gold inside a proposal {cov.inside_rate:.1%}, "
+        f"{cov.proposals_per_question:.2f} proposals per question"
+    )
+    for kind in ("ordinal", "date", "cardinal"):
+        c = span_coverage(questions, proposals, entity_types=[kind])
+        print(
+            f"  {kind:8s} ({c.gold:3d} gold): exact {c.exact_rate:.1%}, inside {c.inside_rate:.1%}"
+        )
+    texts = [q["question"] for q in questions]
+    texts = (texts * (args.questions // len(texts) + 1))[: args.questions]
+    for n_process in args.processes:
+        t0 = time.perf_counter()
+        count = sum(
+            len(s)
+            for s in propose_spans_batch(texts, batch_size=args.batch_size, n_process=n_process)
+        )
+        elapsed = time.perf_counter() - t0
+        print(
+            f"span proposal, {len(texts)} questions, batch_size={args.batch_size}, "
+            f"n_process={n_process}: {elapsed:.1f} s ({len(texts) / elapsed:.0f} q/s, "
+            f"{count} spans)  target < 60 s"
+        )
+
+
+def bench_cached_lookup(fake: FakeWikidata, args: argparse.Namespace) -> None:
+    client = WikidataClient(api_url=fake.url, user_agent=AGENT)
+    index = offline_index()
+    labels = [h["label"] for h in index.search("a", limit=50).hits]
+    words = sorted({item.split()[0] for item in labels})[:20] + labels[:30]
+    for word in words:
+        client.search(word)
+    ids = [h["id"] for h in index.search("the", limit=50).hits]
+    client.get_entities(ids)
+    before = len(fake.requests)
+    timings: list[float] = []
+    for n in range(args.lookups):
+        t0 = time.perf_counter()
+        if n % 2:
+            client.search(words[n % len(words)])
+        else:
+            client.get_entities([ids[n % len(ids)]])
+        timings.append((time.perf_counter() - t0) * 1000)
+    assert len(fake.requests) == before, "a cached lookup went to Wikidata"
+    print(
+        f"cached suggestion lookup ({args.lookups}, search and get_entities, PostgreSQL cache): "
+        f"p50 {statistics.median(timings):.2f} ms, p99 {percentile(timings, 0.99):.2f} ms, "
+        f"max {max(timings):.2f} ms  target p99 < 5 ms"
+    )
+
+
+def bench_throttled(args: argparse.Namespace) -> None:
+    index = offline_index()
+    items = {}
+    for qid, entity in index.get_entities(list(index._items)).items():
+        if entity is not None:
+            items[qid] = {"label": entity["label"], "aliases": entity["aliases"]}
+    questions = load_mintaka(MINTAKA)
+    spans = sorted(
+        {
+            e["mention"]
+            for q in questions
+            for e in q["questionEntity"]
+            if e["entityType"] == "entity"
+        }
+    )[: args.suggestions]
+    with FakeWikidata(
+        items=items, latency=0.002, failure_rate=0.2, failure_kinds=("429", "maxlag"),
+        retry_after=0, seed=1,
+    ) as fake:  # fmt: skip
+        client = WikidataClient(
+            api_url=fake.url, user_agent=AGENT, background=True, backoff_base=0.05,
+            backoff_max=1.0, max_retries=8,
+        )  # fmt: skip
+        results: dict[str, int] = {}
+        errors: list[str] = []
+        lock = threading.Lock()
+        queue = list(spans)
+
+        def worker() -> None:
+            try:
+                while True:
+                    with lock:
+                        if not queue:
+                            return
+                        text = queue.pop()
+                    try:
+                        hits = client.search(text).hits
+                    except Exception as exc:
+                        with lock:
+                            errors.append(f"{text}: {exc}")
+                        continue
+                    with lock:
+                        results[text] = len(hits)
+            finally:
+                connections.close_all()
+
+        t0 = time.perf_counter()
+        threads = [threading.Thread(target=worker) for _ in range(args.threads)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.perf_counter() - t0
+        failures = [c.failure for c in fake.requests if c.failure]
+        print(
+            f"throttled fake (20 % 429/maxlag, Retry-After 0, backoff 0.05 s doubling, "
+            f"{args.threads} threads): {len(results)}/{len(spans)} suggestions arrived, "
+            f"{len(errors)} errors, {len(fake.requests)} requests ({failures.count('429')} "
+            f"answered 429, {failures.count('maxlag')} maxlag; "
+            f"{len(fake.requests) / max(1, len(spans)):.2f} requests per suggestion), "
+            f"max concurrent requests per host {fake.max_in_flight} (server side), "
+            f"{client.gate.max_in_flight} (client side), {elapsed:.1f} s"
+        )
+        for error in errors[:5]:
+            print("  error:", error)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--questions", type=int, default=20_000)
+    parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--batch-size", type=int, default=256)
+    parser.add_argument("--lookups", type=int, default=5000)
+    parser.add_argument("--suggestions", type=int, default=400)
+    parser.add_argument("--threads", type=int, default=8)
+    args = parser.parse_args()
+    bench_spans(args)
+    setup_test_environment()
+    old_name = connection.settings_dict["NAME"]
+    connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        reset_host_gates()
+        with FakeWikidata() as fake:
+            bench_cached_lookup(fake, args)
+        bench_throttled(args)
+    finally:
+        connections.close_all()
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
