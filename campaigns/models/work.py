@@ -25,6 +25,10 @@ class HIT(models.Model):
     provider_group_id = models.CharField(max_length=100, blank=True)
     items = models.ManyToManyField("campaigns.Item", through="HITItem", related_name="hits")
     max_assignments = models.PositiveIntegerField(default=1)
+    # Free places: max_assignments minus the assignments holding one. Kept by the work
+    # services in the transaction that takes or frees a place (accept, return, expiry),
+    # so allocation reads one row instead of counting assignments.
+    places_left = models.IntegerField(default=1)
     reward = models.DecimalField(max_digits=8, decimal_places=2)
     status = models.CharField(max_length=16, choices=HITStatus.choices, default=HITStatus.PENDING)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -42,8 +46,19 @@ class HIT(models.Model):
                 condition=Q(max_assignments__gte=1), name="hit_max_assignments_positive"
             ),
             models.CheckConstraint(condition=Q(reward__gte=0), name="hit_reward_non_negative"),
+            models.CheckConstraint(
+                condition=Q(places_left__gte=0), name="hit_places_left_non_negative"
+            ),
         ]
-        indexes = [models.Index(fields=["stage", "status"])]
+        indexes = [
+            models.Index(fields=["stage", "status"]),
+            # Allocation: the first HIT of a stage with a free place, in id order.
+            models.Index(
+                fields=["stage", "id"],
+                condition=Q(status=HITStatus.PUBLISHED, places_left__gt=0),
+                name="hit_open_places",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"HIT {self.pk} ({self.status})"

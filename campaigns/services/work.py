@@ -2,8 +2,16 @@
 
 Locking, in the order it is taken (always this order, so no two requests wait
 on each other in a cycle): campaign row (``campaign_start``) → stage row
-(``stage_publish``) → worker row (``assignment_accept``) → one HIT row at a
-time (``assignment_accept``) → assignment row (submit, return, review).
+(``stage_publish``) → worker row (``assignment_accept``) → one HIT row
+(``assignment_accept``). Submit, return, expiry and review lock assignment rows;
+return and expiry then update the HIT rows of the places they free. Nothing that
+holds a HIT row waits on an assignment row, so the two orders cannot cross.
+
+A HIT's free places are counted in ``HIT.places_left``: taken (-1) by
+``assignment_accept``, given back (+1) by ``assignment_return`` and by expiry
+(``assignments_expire``, or a submission that arrives too late), always in the
+transaction that changes the assignment. Its CHECK constraint (never below 0)
+and ``assignment_one_per_worker_per_hit`` back the allocation.
 
 Paid providers (MTurk, Prolific) reuse publishing and submission; their review
 decisions move money and go through provider operations in their own services.
@@ -12,13 +20,16 @@ decisions move money and go through provider operations in their own services.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import F
+from django.db.models import CharField, F, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from campaigns.models import (
@@ -38,24 +49,26 @@ from campaigns.models import (
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.selectors_work import (
     WORKABLE_STATES,
-    assignment_current,
+    RequestWorkers,
+    assignment_load,
     hit_items,
     hits_conflicting,
     hits_open,
     worker_exclusive_keys,
-    worker_has_stage_access,
-    worker_is_blocked,
 )
 from campaigns.services.campaigns import campaign_transition
 from campaigns.services.errors import DomainError
-from campaigns.tasktypes import FieldError, task_type_get
+from campaigns.tasktypes import FieldError, TaskType, task_type_get
 
 logger = logging.getLogger(__name__)
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 STORED_STATES = (AssignmentStatus.SUBMITTED, *DECIDED_STATES)
-# How many open HITs ``assignment_accept`` reads per query while looking for one.
+# How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
+# exclusive keys the worker already holds.
 _CANDIDATE_BATCH = 100
+# Rows per INSERT when publishing.
+_PUBLISH_BATCH = 1000
 
 
 class NoWorkAvailableError(DomainError):
@@ -70,10 +83,18 @@ class WorkerNotAllowedError(DomainError):
     code = "not_allowed"
 
 
+class WorkerNoAccessError(WorkerNotAllowedError):
+    """The worker has no access to the stage (no grant, no covering invite)."""
+
+
 class AssignmentClosedError(DomainError):
-    """The assignment can no longer be submitted (returned, expired, abandoned)."""
+    """The assignment can no longer be submitted (returned, expired, abandoned).
+
+    ``assignment`` is the closed assignment as loaded, when the service had it.
+    """
 
     code = "assignment_closed"
+    assignment: Assignment | None = None
 
 
 # --- Publishing ------------------------------------------------------------------
@@ -89,7 +110,10 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
     on paid providers they stay ``pending`` for their provider to publish.
 
     Locks the stage row: two publications of a stage are serialised, so an item
-    lands in one HIT only.
+    lands in one HIT only. A handful of queries whatever the number of HITs: the
+    HITs and their HITItems go in by bulk INSERTs, local HITs get their
+    ``provider_hit_id`` in one UPDATE. Each HIT starts with ``places_left`` =
+    ``max_assignments``.
     """
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -107,23 +131,38 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
             return 0
         now = timezone.now()
         local = campaign.provider == Provider.LOCAL
-        for group in groups:
-            hit = HIT.objects.create(
-                stage=stage,
-                provider=campaign.provider,
-                max_assignments=stage.assignments_per_hit,
-                reward=stage.reward,
-                status=HITStatus.PUBLISHED if local else HITStatus.PENDING,
-                published_at=now if local else None,
-                expires_at=now + stage.lifetime,
+        hits = HIT.objects.bulk_create(
+            [
+                HIT(
+                    stage=stage,
+                    provider=campaign.provider,
+                    max_assignments=stage.assignments_per_hit,
+                    places_left=stage.assignments_per_hit,
+                    reward=stage.reward,
+                    status=HITStatus.PUBLISHED if local else HITStatus.PENDING,
+                    published_at=now if local else None,
+                    expires_at=now + stage.lifetime,
+                )
+                for _ in groups
+            ],
+            batch_size=_PUBLISH_BATCH,
+        )
+        hit_ids = [hit.pk for hit in hits]
+        if local:
+            HIT.objects.filter(pk__in=hit_ids).update(
+                provider_hit_id=Concat(Value("local-"), Cast("id", output_field=CharField()))
             )
-            if local:
-                hit.provider_hit_id = f"local-{hit.pk}"
-                hit.save(update_fields=["provider_hit_id"])
-            HITItem.objects.bulk_create(
-                HITItem(hit=hit, item_id=item_id, position=pos) for pos, item_id in enumerate(group)
-            )
-            Item.objects.filter(pk__in=group).update(status=ItemStatus.PUBLISHED)
+        HITItem.objects.bulk_create(
+            (
+                HITItem(hit_id=hit_id, item_id=item_id, position=pos)
+                for hit_id, group in zip(hit_ids, groups, strict=True)
+                for pos, item_id in enumerate(group)
+            ),
+            batch_size=_PUBLISH_BATCH,
+        )
+        Item.objects.filter(pk__in=[i for group in groups for i in group]).update(
+            status=ItemStatus.PUBLISHED
+        )
     logger.info("stage %s: published %d HITs", stage.pk, len(groups))
     return len(groups)
 
@@ -156,39 +195,165 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
 # --- Accepting work ----------------------------------------------------------------
 
 
-class _NoPlaceError(Exception):
-    """Internal: roll back the savepoint (and its HIT row lock) of a full HIT."""
+# The statements every accept runs, in SQL: the ORM takes longer to build them than
+# PostgreSQL takes to run them (bench/README.md). Tables are the models' db_table.
+# Parameters: stage id, "published", now, worker id, the 4 holding states.
+_HIT_TAKE_SQL = """
+UPDATE campaigns_hit SET places_left = places_left - 1 WHERE id = (
+  SELECT h.id FROM campaigns_hit h
+  WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+    AND (h.expires_at IS NULL OR h.expires_at > %s)
+    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
+                    WHERE a.hit_id = h.id AND a.worker_id = %s
+                      AND a.status IN (%s, %s, %s, %s))
+  ORDER BY h.id LIMIT 1 FOR UPDATE SKIP LOCKED
+) RETURNING id, provider
+"""
+_HIT_TAKE_WAITING_SQL = _HIT_TAKE_SQL.replace("SKIP LOCKED", "")
+# Other databases (SQLite serialises writers): pick, then update.
+_HIT_PICK_SQL = """
+SELECT h.id, h.provider FROM campaigns_hit h
+WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+  AND (h.expires_at IS NULL OR h.expires_at > %s)
+  AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
+                  WHERE a.hit_id = h.id AND a.worker_id = %s
+                    AND a.status IN (%s, %s, %s, %s))
+ORDER BY h.id LIMIT 1
+"""
+# Parameters: campaign id; "local", campaign id, campaign id, stage id (access, as
+# ``worker_has_stage_access``); the campaign owner's id (blocks); stage id, "accepted",
+# now (current assignment); worker id.
+_ACCEPT_CHECKS_SQL = """
+SELECT
+  (SELECT c.state FROM campaigns_campaign c WHERE c.id = %s),
+  (w.provider = %s AND (
+     EXISTS (SELECT 1 FROM campaigns_localgrant g
+             WHERE g.campaign_id = %s AND g.user_id = w.user_id)
+     OR EXISTS (SELECT 1 FROM campaigns_invitelink l
+                INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
+                WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
+                  AND (l.stage_id IS NULL OR l.stage_id = %s)))),
+  EXISTS (SELECT 1 FROM campaigns_workerblock b
+          WHERE b.requester_id = %s AND b.worker_id = w.id AND b.lifted_at IS NULL),
+  (SELECT a.id FROM campaigns_assignment a INNER JOIN campaigns_hit h ON h.id = a.hit_id
+   WHERE h.stage_id = %s AND a.worker_id = w.id AND a.status = %s
+     AND (a.deadline IS NULL OR a.deadline > %s)
+   ORDER BY a.accepted_at, a.id LIMIT 1)
+FROM campaigns_worker w WHERE w.id = %s
+"""
+assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
-def _take_place(*, hit_id: int, stage: Stage, worker: Worker, wait: bool) -> Assignment | None:
-    """Lock one HIT and take a place on it; None when it is locked by another (``wait``
-    False), full, expired or gone. The lock lives in a savepoint that is rolled back
-    when no place is taken, so an allocation holds at most one HIT lock at a time.
+def _hit_take(*, stage: Stage, worker_id: int, now: datetime, wait: bool) -> tuple[int, str] | None:
+    """Take a place on the first open HIT of ``stage`` that ``worker_id`` may take:
+    its (id, provider), or None. Call inside the allocation's transaction.
+
+    One statement on PostgreSQL: ``UPDATE … SET places_left = places_left - 1
+    WHERE id = (SELECT … ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING …``,
+    through the partial index ``hit_open_places``. Without ``wait``, HITs other
+    allocations have locked are skipped; with it, the statement waits for the first
+    of them, and PostgreSQL re-checks the row (``places_left > 0``) once it is
+    released, moving on to the next when it is full.
     """
+    params: list[Any] = [
+        stage.pk,
+        HITStatus.PUBLISHED,
+        connection.ops.adapt_datetimefield_value(now),
+        worker_id,
+        *ASSIGNMENT_HOLDING_STATES,
+    ]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL, params)
+            row = cursor.fetchone()
+        else:
+            cursor.execute(_HIT_PICK_SQL, params)
+            row = cursor.fetchone()
+            if row is not None:
+                HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
+    return (row[0], row[1]) if row else None
+
+
+def _hit_take_among(
+    *, stage: Stage, worker_id: int, now: datetime, wait: bool, among: list[int]
+) -> tuple[int, str] | None:
+    """``_hit_take`` restricted to the HITs ``among`` (exclusive keys; not the hot path)."""
     skip_locked = not wait and connection.features.has_select_for_update_skip_locked
-    now = timezone.now()
-    try:
-        with transaction.atomic():
-            hit = (
-                HIT.objects.select_for_update(skip_locked=skip_locked)
-                .filter(pk=hit_id, status=HITStatus.PUBLISHED)
-                .first()
-            )
-            if hit is None or (hit.expires_at is not None and hit.expires_at <= now):
-                raise _NoPlaceError
-            held = hit.assignments.filter(status__in=ASSIGNMENT_HOLDING_STATES)
-            if held.count() >= hit.max_assignments or held.filter(worker=worker).exists():
-                raise _NoPlaceError
-            return Assignment.objects.create(
-                hit=hit,
-                worker=worker,
-                provider=hit.provider,
-                status=AssignmentStatus.ACCEPTED,
-                accepted_at=now,
-                deadline=now + stage.assignment_duration,
-            )
-    except _NoPlaceError:
-        return None
+    row = (
+        hits_open(stage=stage, worker=worker_id, now=now)
+        .filter(pk__in=among)
+        .select_for_update(skip_locked=skip_locked)
+        .values_list("pk", "provider")
+        .first()
+    )
+    if row is not None:
+        HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
+    return row
+
+
+def _hit_take_allowed(
+    *, stage: Stage, worker: Worker, task_type: TaskType, now: datetime
+) -> tuple[int, str] | None:
+    """``_hit_take`` honouring exclusive keys: leaves out HITs holding an item whose
+    key ``worker`` already holds in the stage. Waits only when every allowed HIT
+    was locked by another allocation."""
+    can_skip = connection.features.has_select_for_update_skip_locked
+    taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
+    if not taken:
+        hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=False)
+        if hit is None and can_skip:
+            hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=True)
+        return hit
+    allowed: list[int] = []
+    last_id = 0
+    while True:
+        batch = list(
+            hits_open(stage=stage, worker=worker.pk, now=now)
+            .filter(pk__gt=last_id)
+            .values_list("pk", flat=True)[:_CANDIDATE_BATCH]
+        )
+        conflicting = hits_conflicting(hit_ids=batch, task_type=task_type, taken=taken)
+        free = [pk for pk in batch if pk not in conflicting]
+        if free:
+            hit = _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=False, among=free)
+            if hit is not None:
+                return hit
+            allowed += free
+        if len(batch) < _CANDIDATE_BATCH:
+            break
+        last_id = batch[-1]
+    if allowed and can_skip:
+        return _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=True, among=allowed)
+    return None
+
+
+def _accept_checks(
+    *, stage: Stage, worker_id: int, now: datetime
+) -> tuple[str | None, bool, bool, int | None]:
+    """Lock the worker row and read, in the same statement: the campaign state, whether
+    the worker has access to the stage (as ``worker_has_stage_access``), whether the
+    campaign's owner blocks them, and their current assignment in the stage."""
+    campaign = stage.campaign
+    params: list[Any] = [
+        stage.campaign_id,
+        Provider.LOCAL,
+        stage.campaign_id,
+        stage.campaign_id,
+        stage.pk,
+        campaign.owner_id,
+        stage.pk,
+        AssignmentStatus.ACCEPTED,
+        connection.ops.adapt_datetimefield_value(now),
+        worker_id,
+    ]
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCEPT_CHECKS_SQL + lock, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise Worker.DoesNotExist("No such worker.")
+    has_access = campaign.provider == Provider.LOCAL and bool(row[1])
+    return row[0], has_access, bool(row[2]), row[3]
 
 
 def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
@@ -200,49 +365,42 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
     ``NoWorkAvailableError`` or ``WorkerNotAllowedError`` with a message for the worker.
 
     Locking: the worker row (a worker's own concurrent accepts are serialised, so
-    exclusive keys and "one current assignment" hold), then candidate HIT rows one
-    at a time with SKIP LOCKED; when every free candidate was locked by another
-    allocation, it waits on them in turn, so nobody is told "no work" while a
-    place is still free. The constraint ``assignment_one_per_worker_per_hit``
-    backs it all.
+    exclusive keys and "one current assignment" hold); the same statement reads
+    the campaign state, the worker's access, blocks and current assignment. Then
+    one HIT row: the first open one with SKIP LOCKED, and only when every open HIT
+    is locked by another allocation, the first of those, waiting (so nobody is told
+    "no work" while a place is still free). The place is taken by
+    ``places_left - 1`` on that row in the same statement; the constraints
+    ``hit_places_left_non_negative`` and ``assignment_one_per_worker_per_hit``
+    back it all.
     """
+    now = timezone.now()
     with transaction.atomic():
-        stage = Stage.objects.select_related("campaign").get(pk=stage.pk)
-        if stage.campaign.state not in WORKABLE_STATES:
+        state, has_access, blocked, current_id = _accept_checks(
+            stage=stage, worker_id=worker.pk, now=now
+        )
+        # Access first: someone without it learns nothing about the campaign's state
+        # (and the worker pages show them no stage page).
+        if not has_access:
+            raise WorkerNoAccessError("You have no access to this task.")
+        if state not in WORKABLE_STATES:
             raise NoWorkAvailableError("This campaign is not taking work at the moment.")
-        if not worker_has_stage_access(worker=worker, stage=stage):
-            raise WorkerNotAllowedError("You have no access to this task.")
-        worker = Worker.objects.select_for_update().get(pk=worker.pk)
-        if worker_is_blocked(worker=worker, campaign=stage.campaign):
+        if blocked:
             raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
-        current = assignment_current(stage=stage, worker=worker)
-        if current is not None:
-            return current
+        if current_id is not None:
+            return Assignment.objects.get(pk=current_id)
         task_type = task_type_get(stage.task_type)
-        taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
-        skipped: list[int] = []
-        last_id = 0
-        while True:
-            batch = list(
-                hits_open(stage=stage, worker=worker).filter(pk__gt=last_id)[:_CANDIDATE_BATCH]
+        taken = _hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        if taken is not None:
+            hit_id, provider = taken
+            return Assignment.objects.create(
+                hit_id=hit_id,
+                worker_id=worker.pk,
+                provider=provider,
+                status=AssignmentStatus.ACCEPTED,
+                accepted_at=now,
+                deadline=now + stage.assignment_duration,
             )
-            conflicting = hits_conflicting(
-                hit_ids=[h.pk for h in batch], task_type=task_type, taken=taken
-            )
-            for hit in batch:
-                if hit.pk in conflicting:
-                    continue
-                assignment = _take_place(hit_id=hit.pk, stage=stage, worker=worker, wait=False)
-                if assignment is not None:
-                    return assignment
-                skipped.append(hit.pk)
-            if len(batch) < _CANDIDATE_BATCH:
-                break
-            last_id = batch[-1].pk
-        for hit_id in skipped:
-            assignment = _take_place(hit_id=hit_id, stage=stage, worker=worker, wait=True)
-            if assignment is not None:
-                return assignment
     raise NoWorkAvailableError("There is no task left for you in this stage. Thank you!")
 
 
@@ -328,19 +486,54 @@ def assignment_submit(
     A second submission (double click, resent POST, a second tab) gets the stored
     result and writes nothing. An invalid answer stores nothing and comes back
     with its errors. A returned or expired assignment raises ``AssignmentClosedError``;
-    one past its deadline is expired here. ``Assignment.DoesNotExist`` if the
-    worker does not hold it. Work time is measured on the server, accept to submit.
-    Stages whose review rules hold ``{"rule": "auto_approve"}`` approve at once.
+    one past its deadline is expired here (its place goes back to the HIT).
+    ``Assignment.DoesNotExist`` if the worker does not hold it. Work time is
+    measured on the server, accept to submit. Stages whose review rules hold
+    ``{"rule": "auto_approve"}`` approve at once.
 
     Locking: the assignment row, for the whole check-and-store.
     """
-    closed: str | None = None
+    return _submission_store(
+        assignment_id=assignment_id,
+        workers=RequestWorkers(worker_ids=(worker.pk,)),
+        form=form,
+        telemetry=telemetry,
+    )
+
+
+def assignment_submit_for_workers(
+    *, assignment_id: int, workers: RequestWorkers, form: Mapping[str, Any], telemetry: Any
+) -> SubmitResult:
+    """``assignment_submit`` for a request that speaks for several workers (the local
+    worker pages: the session's invited workers and the account's worker), without
+    loading them: ``Assignment.DoesNotExist`` unless one of them holds it.
+
+    One locked SELECT both checks who holds the assignment and locks it.
+    """
+    return _submission_store(
+        assignment_id=assignment_id, workers=workers, form=form, telemetry=telemetry
+    )
+
+
+def _closed(assignment: Assignment) -> AssignmentClosedError:
+    messages: dict[str, str] = {
+        AssignmentStatus.EXPIRED: "The time for this task ran out; it has gone back to the pool.",
+        AssignmentStatus.RETURNED: "You returned this task; it can no longer be submitted.",
+    }
+    error = AssignmentClosedError(
+        messages.get(assignment.status, "This task can no longer be submitted."),
+        errors={"status": [assignment.status]},
+    )
+    error.assignment = assignment
+    return error
+
+
+def _submission_store(
+    *, assignment_id: int, workers: RequestWorkers, form: Mapping[str, Any], telemetry: Any
+) -> SubmitResult:
+    closed: Assignment | None = None
     with transaction.atomic():
-        assignment = (
-            Assignment.objects.select_for_update(of=("self",))
-            .select_related("hit__stage__campaign")
-            .get(pk=assignment_id, worker=worker)
-        )
+        assignment = assignment_load(assignment_id=assignment_id, workers=workers, lock=True)
         if assignment.status in STORED_STATES:
             return SubmitResult(
                 assignment=assignment, stored=True, replay=True, answer=assignment.answers
@@ -351,8 +544,9 @@ def assignment_submit(
         ):
             assignment.status = AssignmentStatus.EXPIRED
             assignment.save(update_fields=["status"])
+            _places_free({assignment.hit_id: 1})
         if assignment.status != AssignmentStatus.ACCEPTED:
-            closed = assignment.status
+            closed = assignment
         else:
             stage = assignment.hit.stage
             task_type = task_type_get(stage.task_type)
@@ -369,14 +563,18 @@ def assignment_submit(
             if task_type.detaches_answers(config=stage.config):
                 DetachedAnswer.objects.create(stage=stage, answers=answer, submitted_on=now.date())
                 answer = {"detached": True}
-            assignment.answers = answer
-            assignment.status = AssignmentStatus.SUBMITTED
-            assignment.submitted_at = now
-            assignment.work_seconds = max(0, int((now - assignment.accepted_at).total_seconds()))
-            assignment.telemetry = telemetry_sanitise(telemetry)
-            assignment.save(
-                update_fields=["answers", "status", "submitted_at", "work_seconds", "telemetry"]
-            )
+            stored = {
+                "answers": answer,
+                "status": AssignmentStatus.SUBMITTED,
+                "submitted_at": now,
+                "work_seconds": max(0, int((now - assignment.accepted_at).total_seconds())),
+                "telemetry": telemetry_sanitise(telemetry),
+            }
+            # An UPDATE of the locked row (cheaper to build than Model.save; no signals
+            # are used on assignments).
+            Assignment.objects.filter(pk=assignment.pk).update(**stored)
+            for name, value in stored.items():
+                setattr(assignment, name, value)
             Worker.objects.filter(pk=assignment.worker_id).update(
                 submitted_count=F("submitted_count") + 1
             )
@@ -385,14 +583,9 @@ def assignment_submit(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )
             return SubmitResult(assignment=assignment, stored=True, answer=answer)
-    messages: dict[str, str] = {
-        AssignmentStatus.EXPIRED: "The time for this task ran out; it has gone back to the pool.",
-        AssignmentStatus.RETURNED: "You returned this task; it can no longer be submitted.",
-    }
-    raise AssignmentClosedError(
-        messages.get(closed or "", "This task can no longer be submitted."),
-        errors={"status": [closed]},
-    )
+    # Raised outside the transaction: the expiry above is kept.
+    assert closed is not None
+    raise _closed(closed)
 
 
 def _auto_approves(stage: Stage) -> bool:
@@ -405,11 +598,23 @@ def _auto_approves(stage: Stage) -> bool:
 # --- Returning and expiry ------------------------------------------------------------
 
 
+def _places_free(freed: Mapping[int, int]) -> None:
+    """Give ``freed[hit_id]`` places back to each HIT (one UPDATE per distinct count).
+
+    Call in the transaction that moved the assignments out of a holding state.
+    """
+    by_count: dict[int, list[int]] = {}
+    for hit_id, count in sorted(freed.items()):
+        by_count.setdefault(count, []).append(hit_id)
+    for count, hit_ids in by_count.items():
+        HIT.objects.filter(pk__in=hit_ids).update(places_left=F("places_left") + count)
+
+
 def assignment_return(*, assignment_id: int, worker: Worker) -> Assignment:
     """The worker gives the assignment back; its place frees up. Idempotent.
 
     ``Assignment.DoesNotExist`` if the worker does not hold it; ``AssignmentClosedError``
-    once it is submitted. Locking: the assignment row.
+    once it is submitted. Locking: the assignment row, then its HIT row (``places_left + 1``).
     """
     with transaction.atomic():
         assignment = Assignment.objects.select_for_update().get(pk=assignment_id, worker=worker)
@@ -422,20 +627,33 @@ def assignment_return(*, assignment_id: int, worker: Worker) -> Assignment:
             )
         assignment.status = AssignmentStatus.RETURNED
         assignment.save(update_fields=["status"])
+        _places_free({assignment.hit_id: 1})
     return assignment
 
 
 def assignments_expire(*, now: Any = None) -> int:
     """Expire accepted assignments past their deadline (their places free up); the count.
 
-    Idempotent. Locking: one UPDATE; PostgreSQL re-checks the status of a row a
-    concurrent submit holds once it is released, so a just-submitted
-    assignment is never expired.
+    Idempotent. Locking: the expired assignment rows (in id order), then their HIT
+    rows (``places_left`` + the places freed). The locking SELECT waits for a row a
+    concurrent submit or return holds and re-checks its status once it is
+    released, so a just-submitted or returned assignment is never expired.
     """
     now = now or timezone.now()
-    return Assignment.objects.filter(
-        status=AssignmentStatus.ACCEPTED, deadline__isnull=False, deadline__lte=now
-    ).update(status=AssignmentStatus.EXPIRED)
+    with transaction.atomic():
+        rows = list(
+            Assignment.objects.select_for_update()
+            .filter(status=AssignmentStatus.ACCEPTED, deadline__isnull=False, deadline__lte=now)
+            .order_by("pk")
+            .values_list("pk", "hit_id")
+        )
+        if not rows:
+            return 0
+        Assignment.objects.filter(pk__in=[pk for pk, _ in rows]).update(
+            status=AssignmentStatus.EXPIRED
+        )
+        _places_free(Counter(hit_id for _, hit_id in rows))
+    return len(rows)
 
 
 # --- Review decisions (local provider: no money moves) -------------------------------
@@ -549,12 +767,14 @@ __all__ = [
     "AssignmentClosedError",
     "NoWorkAvailableError",
     "SubmitResult",
+    "WorkerNoAccessError",
     "WorkerNotAllowedError",
     "assignment_accept",
     "assignment_approve",
     "assignment_reject",
     "assignment_return",
     "assignment_submit",
+    "assignment_submit_for_workers",
     "assignments_expire",
     "campaign_publish",
     "campaign_start",

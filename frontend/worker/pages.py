@@ -18,9 +18,13 @@ from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, Stage, Worker
-from campaigns.selectors_work import hit_items
-from campaigns.services.work import AssignmentClosedError, SubmitResult, assignment_submit
+from campaigns.models import HIT, Assignment, Stage
+from campaigns.selectors_work import RequestWorkers, hit_items
+from campaigns.services.work import (
+    AssignmentClosedError,
+    SubmitResult,
+    assignment_submit_for_workers,
+)
 from campaigns.tasktypes import TaskType, task_type_get
 
 MISSING_TEMPLATE = "worker/_task_missing.html"
@@ -114,8 +118,8 @@ def parse_telemetry(raw: str | None) -> Any:
 def submit_assignment(
     request: HttpRequest,
     *,
-    assignment: Assignment,
-    worker: Worker,
+    assignment_id: int,
+    workers: RequestWorkers,
     action_url: str,
     after_submit: Callable[[SubmitResult], HttpResponse],
     on_closed: Callable[[AssignmentClosedError], HttpResponse],
@@ -126,11 +130,13 @@ def submit_assignment(
 
     A replayed POST (double click, reload, a second tab) reaches ``after_submit``
     with ``result.replay`` set and the stored answer: nothing is stored twice.
+    ``Assignment.DoesNotExist`` when none of ``workers`` holds the assignment (one
+    worker: ``RequestWorkers(worker_ids=(worker.pk,))``); the caller answers 404.
     """
     try:
-        result = assignment_submit(
-            assignment_id=assignment.pk,
-            worker=worker,
+        result = assignment_submit_for_workers(
+            assignment_id=assignment_id,
+            workers=workers,
             form=request.POST,
             telemetry=parse_telemetry(request.POST.get("telemetry")),
         )

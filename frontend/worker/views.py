@@ -8,18 +8,22 @@ campaign to). An assignment is visible only to the worker who holds it.
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from campaigns.models import Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
+from campaigns.models import Assignment, InviteRedemption, Stage, Worker
 from campaigns.selectors_work import (
     WORKABLE_STATES,
+    RequestWorkers,
     assignment_current,
     assignment_get_for_workers,
+    assignment_is_current,
     hit_next_available,
+    request_workers_get,
     stage_entry_for_invite,
-    worker_has_stage_access,
+    stage_load,
+    stage_worker,
 )
 from campaigns.services.errors import DomainError
 from campaigns.services.invites import InviteInvalidError, invite_check, invite_redeem
@@ -28,6 +32,7 @@ from campaigns.services.work import (
     AssignmentClosedError,
     NoWorkAvailableError,
     SubmitResult,
+    WorkerNoAccessError,
     WorkerNotAllowedError,
     assignment_accept,
     assignment_return,
@@ -48,23 +53,24 @@ def _remember_worker(request: HttpRequest, worker: Worker) -> None:
     request.session[SESSION_WORKERS] = [worker.pk, *ids][:SESSION_MAX_WORKERS]
 
 
-def _request_workers(request: HttpRequest) -> list[Worker]:
-    """The local workers this browser speaks for: invited ones, then the account's."""
-    workers = list(Worker.objects.filter(pk__in=_session_worker_ids(request), provider="local"))
-    if request.user.is_authenticated:
-        workers += list(Worker.objects.filter(user_id=request.user.pk, provider="local"))
-    return workers
+def _request_workers(request: HttpRequest) -> RequestWorkers:
+    """The local workers this browser speaks for: invited ones, then the account's.
+
+    Ids only (no query): the session holds the invited workers' ids.
+    """
+    user_id = request.user.pk if request.user.is_authenticated else None
+    return RequestWorkers(worker_ids=tuple(_session_worker_ids(request)), user_id=user_id)
 
 
 def _stage_worker(request: HttpRequest, stage: Stage) -> Worker | None:
-    for worker in _request_workers(request):
-        if worker_has_stage_access(worker=worker, stage=stage):
-            return worker
-    return None
+    return stage_worker(stage=stage, workers=_request_workers(request))
 
 
 def _get_stage(stage_id: int) -> Stage:
-    return get_object_or_404(Stage.objects.select_related("campaign"), pk=stage_id)
+    try:
+        return stage_load(stage_id=stage_id)
+    except Stage.DoesNotExist:
+        raise Http404("No such stage.") from None
 
 
 def _get_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
@@ -144,18 +150,23 @@ def stage(request: HttpRequest, stage_id: int) -> HttpResponse:
 
 @require_POST
 def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
-    """Take a place on the next available HIT (or resume the current one)."""
+    """Take a place on the next available HIT (or resume the current one).
+
+    Access is checked once, by the service (in its locking statement): the first
+    of the request's workers it lets in takes the place.
+    """
     stage = _get_stage(stage_id)
-    worker = _stage_worker(request, stage)
-    if worker is None:
-        return _no_access(request)
-    try:
-        assignment = assignment_accept(stage=stage, worker=worker)
-    except NoWorkAvailableError as exc:
-        return _stage_page(request, stage, worker, message=str(exc))
-    except WorkerNotAllowedError as exc:
-        return _stage_page(request, stage, worker, message=str(exc), status=403)
-    return redirect("worker:assignment", assignment_id=assignment.pk)
+    for worker in request_workers_get(workers=_request_workers(request)):
+        try:
+            assignment = assignment_accept(stage=stage, worker=worker)
+        except WorkerNoAccessError:
+            continue
+        except NoWorkAvailableError as exc:
+            return _stage_page(request, stage, worker, message=str(exc))
+        except WorkerNotAllowedError as exc:
+            return _stage_page(request, stage, worker, message=str(exc), status=403)
+        return redirect("worker:assignment", assignment_id=assignment.pk)
+    return _no_access(request)
 
 
 # --- Assignment page ---------------------------------------------------------------------
@@ -173,33 +184,35 @@ def _closed_page(request: HttpRequest, assignment: Assignment, message: str) -> 
 @require_http_methods(["GET", "POST"])
 def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The work page (GET) and its submission (POST)."""
-    assignment = _get_assignment(request, assignment_id)
-    done_url = reverse("worker:done", kwargs={"assignment_id": assignment.pk})
-    action_url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
-    return_url = reverse("worker:return", kwargs={"assignment_id": assignment.pk})
+    done_url = reverse("worker:done", kwargs={"assignment_id": assignment_id})
+    action_url = reverse("worker:assignment", kwargs={"assignment_id": assignment_id})
+    return_url = reverse("worker:return", kwargs={"assignment_id": assignment_id})
     if request.method == "POST":
+        # The submit service's locked SELECT is also the ownership check.
 
         def after_submit(result: SubmitResult) -> HttpResponse:
             return redirect(done_url)
 
         def on_closed(exc: AssignmentClosedError) -> HttpResponse:
-            return _closed_page(request, assignment, str(exc))
+            assert exc.assignment is not None
+            return _closed_page(request, exc.assignment, str(exc))
 
-        return submit_assignment(
-            request,
-            assignment=assignment,
-            worker=assignment.worker,
-            action_url=action_url,
-            return_url=return_url,
-            after_submit=after_submit,
-            on_closed=on_closed,
-        )
+        try:
+            return submit_assignment(
+                request,
+                assignment_id=assignment_id,
+                workers=_request_workers(request),
+                action_url=action_url,
+                return_url=return_url,
+                after_submit=after_submit,
+                on_closed=on_closed,
+            )
+        except Assignment.DoesNotExist:
+            raise Http404("No such task.") from None
+    assignment = _get_assignment(request, assignment_id)
     if assignment.status in STORED_STATES:
         return redirect(done_url)
-    if (
-        assignment.status != AssignmentStatus.ACCEPTED
-        or assignment_current(stage=assignment.hit.stage, worker=assignment.worker) != assignment
-    ):
+    if not assignment_is_current(assignment):
         return _closed_page(
             request, assignment, "This task is closed: it was returned or its time ran out."
         )

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from campaigns import tasktypes
-from campaigns.models import Assignment, AssignmentStatus, InviteLink, Worker
+from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Worker
 from campaigns.services.invites import invite_create, invite_token, local_grant_add
 from campaigns.services.work import stage_publish
 
@@ -202,3 +202,13 @@ def test_task_type_without_template_gets_a_stand_in(client, stage, monkeypatch):
     page = client.get(reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}))
     assert page.status_code == 200
     assert "no work page yet" in page.text
+
+
+def test_accept_without_access_on_a_paused_campaign_is_refused(client, stage, make_stage):
+    """The accept view leaves the access check to the service; a worker of another
+    campaign gets the no-access page, not this stage's page."""
+    Campaign.objects.filter(pk=stage.campaign_id).update(state="paused")
+    _join(client, make_stage(items=1))
+    response = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
+    assert response.status_code == 403
+    assert "Be kind." not in response.text
