@@ -575,14 +575,16 @@ def main() -> int:
     levels = [int(x) for x in args.levels.split(",") if x]
     apps = [a for a in args.apps.split(",") if a]
     max_workers = max(levels)
-    total_s = args.duration * len(levels) + args.warmup
+    # Every level has its own warm-up; budget for all of it.
+    total_s = (args.duration + args.warmup) * len(levels)
     # Enough work that neither app runs out. Turkle's accept loads and locks every
     # unfinished task of its batch (its cost grows with the batch: ~35 ms CPU/cycle at
-    # 700 tasks, ~58 at 3800), so it gets only what it can use at up to 40 cycles/s
-    # (it did <30 here); qaportal gets room for 150 cycles/s - a larger pool, which can
+    # 700 tasks, ~58 at 3800), so it gets only what it can use at up to 40 cycles/s (it
+    # did up to 32 on a quiet machine), never less than 1,000 tasks, so that a --quick
+    # run cannot run dry. qaportal gets room for 250 cycles/s - a larger pool, which can
     # only make qaportal look slower (its accept query also grows with the stage's HITs).
-    args.turkle_tasks = args.turkle_tasks or int(max(500, 40 * total_s))
-    args.qaportal_items = args.qaportal_items or int(max(2000, 150 * total_s))
+    args.turkle_tasks = args.turkle_tasks or int(max(1000, 40 * total_s))
+    args.qaportal_items = args.qaportal_items or int(max(2000, 250 * total_s))
 
     tmp = Path(tempfile.mkdtemp(prefix="qaportal-bench-"))
     log(f"temporary folder {tmp}")
