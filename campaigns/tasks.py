@@ -42,10 +42,14 @@ def handoff_run_task(assignment_id: int) -> int:
 
 @shared_task(name="campaigns.expire_assignments", acks_late=True)
 def expire_assignments_task() -> int:
-    """Expire accepted assignments past their deadline, freeing their places (for beat).
+    """Expire accepted assignments past their deadline, freeing their places, then
+    publish the remainder of hand-offs whose source stage is drained (for beat).
 
     Idempotent; retries nothing (the next beat tick runs it again).
     """
+    from campaigns.services.handoff import handoff_flush
     from campaigns.services.work import assignments_expire
 
-    return assignments_expire()
+    expired = assignments_expire()
+    handoff_flush()
+    return expired

@@ -9,7 +9,16 @@ import logging
 
 from django.db import transaction
 
-from campaigns.models import Assignment, AssignmentStatus, Item, ItemSource, Stage
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITStatus,
+    Item,
+    ItemSource,
+    ItemStatus,
+    Stage,
+)
 from campaigns.selectors_work import WORKABLE_STATES, hit_items
 from campaigns.services.work import stage_publish
 from campaigns.tasktypes import task_type_get
@@ -25,7 +34,8 @@ def handoff_run(*, assignment: Assignment) -> int:
     are logged and left out). Idempotent: items are keyed by (next stage,
     external id), so running twice (or two answers producing the very same
     item, per the task-type contract) creates nothing more. When the campaign
-    is in pilot or live, the next stage's full HITs are published at once.
+    is in pilot or live, the next stage's full HITs are published at once, and
+    the last, smaller one too once this stage is drained (``stage_drained``).
 
     Locking: the next stage's row while items are added, the same lock
     ``stage_publish`` takes, so a concurrent publication sees all or none of them.
@@ -69,6 +79,38 @@ def handoff_run(*, assignment: Assignment) -> int:
             )
             created += made
     if stage.campaign.state in WORKABLE_STATES:
-        stage_publish(stage=next_stage, allow_partial=False)
+        stage_publish(stage=next_stage, allow_partial=stage_drained(stage=stage))
     logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
     return created
+
+
+def stage_drained(*, stage: Stage) -> bool:
+    """No more output can come from ``stage``: nothing pending, no open place, no
+    assignment at work or awaiting a decision."""
+    return not (
+        Item.objects.filter(stage=stage, status=ItemStatus.PENDING).exists()
+        or HIT.objects.filter(stage=stage, status=HITStatus.PUBLISHED, places_left__gt=0).exists()
+        or Assignment.objects.filter(
+            hit__stage=stage,
+            status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
+        ).exists()
+    )
+
+
+def handoff_flush() -> int:
+    """Publish the last, smaller HIT of every stage fed by a drained stage; HITs made.
+
+    The hand-off publishes only full HITs while its source stage still works; when
+    the source's last decision is a rejection (no hand-off runs), this is what
+    publishes the remainder. Run by beat with the expiry task; idempotent.
+    """
+    made = 0
+    fed = Stage.objects.filter(
+        campaign__state__in=WORKABLE_STATES,
+        next_stage__isnull=False,
+        next_stage__items__status=ItemStatus.PENDING,
+    ).distinct()
+    for stage in fed.select_related("next_stage"):
+        if stage.next_stage is not None and stage_drained(stage=stage):
+            made += stage_publish(stage=stage.next_stage, allow_partial=True)
+    return made

@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, Item, ItemSource, ItemStatus
-from campaigns.services.handoff import handoff_run
+from campaigns.services.handoff import handoff_flush, handoff_run
 from campaigns.services.work import (
     assignment_accept,
     assignment_approve,
+    assignment_reject,
     assignment_submit,
     stage_publish,
 )
@@ -106,3 +107,51 @@ def test_unapproved_or_last_stage_hands_off_nothing(pipeline, invited, make_stag
     )
     assignment_approve(assignment=only, source="requester")
     assert handoff_run(assignment=only) == 0
+
+
+def _pipeline_into_groups_of_three(make_stage, *, first_hits: int):
+    first = make_stage(items=first_hits, items_per_hit=1)
+    second = make_stage(campaign=first.campaign, position=1, items_per_hit=3)
+    first.next_stage = second
+    first.save()
+    stage_publish(stage=first)
+    return first, second
+
+
+def test_remainder_waits_while_the_source_stage_still_works(
+    make_stage, invited, django_capture_on_commit_callbacks
+):
+    first, second = _pipeline_into_groups_of_three(make_stage, first_hits=2)
+
+    _approved(first, invited(first.campaign), ["one"], django_capture_on_commit_callbacks)
+    # One item of a three-item HIT, and the other source HIT is still open: it waits.
+    assert Item.objects.get(stage=second).status == ItemStatus.PENDING
+    assert not HIT.objects.filter(stage=second).exists()
+
+    _approved(first, invited(first.campaign), ["two"], django_capture_on_commit_callbacks)
+    # The source stage is drained: the last, smaller HIT goes out with both items.
+    hit = HIT.objects.get(stage=second)
+    assert hit.items.count() == 2
+    assert set(Item.objects.filter(stage=second).values_list("status", flat=True)) == {
+        ItemStatus.PUBLISHED
+    }
+
+
+def test_flush_publishes_the_remainder_after_a_final_rejection(
+    make_stage, invited, django_capture_on_commit_callbacks
+):
+    first, second = _pipeline_into_groups_of_three(make_stage, first_hits=2)
+    _approved(first, invited(first.campaign), ["kept"], django_capture_on_commit_callbacks)
+    worker = invited(first.campaign)
+    last = assignment_accept(stage=first, worker=worker)
+    assignment_submit(
+        assignment_id=last.pk, worker=worker, form={"items/0/text": "spam"}, telemetry=None
+    )
+    assignment_reject(
+        assignment=last, decided_by=None, source="requester", reason="off topic", feedback="x"
+    )
+    assert not HIT.objects.filter(stage=second).exists()
+
+    assert handoff_flush() == 1
+    assert HIT.objects.get(stage=second).items.count() == 1
+    assert handoff_flush() == 0
