@@ -42,7 +42,10 @@ from campaigns.models import (
     HITStatus,
     Item,
     ItemStatus,
+    OperationKind,
+    OperationState,
     Provider,
+    ProviderOperation,
     Stage,
     Worker,
 )
@@ -593,6 +596,49 @@ def _auto_approves(stage: Stage) -> bool:
         isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
         for rule in stage.review_rules or []
     )
+
+
+# --- More places on a HIT ------------------------------------------------------------
+
+
+def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> HIT:
+    """Add ``count`` places to a published HIT (escalation, early-stopping extension).
+
+    Idempotent per ``key`` (say ``escalate:item:42:3``): the request is written as a
+    ``ProviderOperation`` (kind ``add_assignments``) whose (provider, key) is
+    unique, so asking twice adds the places once. On the local workforce the
+    places open at once and the operation is done; on a paid provider it stays
+    pending for the provider's executor, and the places open when it is done.
+
+    Locking: the HIT row (after no other lock of this module, so any order is safe).
+    """
+    if count < 1:
+        raise DomainError("Add at least one assignment.", errors={"count": ["must be >= 1"]})
+    with transaction.atomic():
+        locked = HIT.objects.select_for_update().select_related("stage").get(pk=hit.pk)
+        local = locked.provider == Provider.LOCAL
+        operation, created = ProviderOperation.objects.get_or_create(
+            provider=locked.provider,
+            idempotency_key=key,
+            defaults={
+                "kind": OperationKind.ADD_ASSIGNMENTS,
+                "campaign_id": locked.stage.campaign_id,
+                "payload": {"hit_id": locked.pk, "count": count, "reason": reason},
+                "state": OperationState.DONE if local else OperationState.PENDING,
+            },
+        )
+        if not created or not local:
+            return locked
+        locked.max_assignments += count
+        locked.places_left += count
+        if locked.status == HITStatus.COMPLETED:
+            locked.status = HITStatus.PUBLISHED
+        locked.save(update_fields=["max_assignments", "places_left", "status"])
+        operation.result = {"max_assignments": locked.max_assignments}
+        operation.completed_at = timezone.now()
+        operation.save(update_fields=["result", "completed_at", "updated_at"])
+    logger.info("HIT %s: %d more place(s) (%s)", locked.pk, count, reason)
+    return locked
 
 
 # --- Returning and expiry ------------------------------------------------------------
