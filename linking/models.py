@@ -1,7 +1,9 @@
-"""Linking's tables: the Wikidata response cache."""
+"""Linking's tables: the Wikidata response cache, entity-agreement state per item and
+the agreed links a campaign has seen."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 
 
@@ -33,3 +35,86 @@ class WikidataCacheEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.key}"
+
+
+class ResolutionStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for more annotators"
+    RESOLVED = "resolved", "Resolved by agreement"
+    REVIEW = "review", "Unresolved: in the requester's review queue"
+    DECIDED = "decided", "Decided by the requester"
+
+
+class EntityLinkResolution(models.Model):
+    """Where entity agreement stands for one item of a linking stage.
+
+    Written by ``linking.services.hit_entity_agreement_check`` after each stored
+    answer (never by the page); ``links`` is the agreed set of links (``start``,
+    ``end``, ``text``, ``qid``, ``none``) once resolved or decided. The item's own
+    ``status`` is left to the campaign services: an unresolved item stays
+    ``published`` and is found through ``status = review`` here.
+    """
+
+    item = models.OneToOneField(
+        "campaigns.Item", on_delete=models.CASCADE, related_name="link_resolution"
+    )
+    stage = models.ForeignKey(
+        "campaigns.Stage", on_delete=models.CASCADE, related_name="link_resolutions"
+    )
+    hit = models.ForeignKey("campaigns.HIT", on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(
+        max_length=16, choices=ResolutionStatus.choices, default=ResolutionStatus.PENDING
+    )
+    seen = models.BooleanField(
+        default=False, help_text="Every span was pre-filled from an agreed link elsewhere."
+    )
+    annotators = models.PositiveIntegerField(default=0)
+    links = models.JSONField(null=True, blank=True)
+    source = models.CharField(max_length=40, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["stage", "status"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(status__in=ResolutionStatus.values),
+                name="linking_resolution_status_known",
+            ),
+            models.CheckConstraint(
+                condition=~models.Q(status__in=["resolved", "decided"])
+                | models.Q(links__isnull=False),
+                name="linking_resolution_resolved_has_links",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"item {self.item_id}: {self.status}"
+
+
+class AgreedLink(models.Model):
+    """One link of a resolved item, kept per campaign for the seen-entity shortcut:
+    a span with the same exact text elsewhere in the campaign is pre-filled with it.
+    ``qid`` is None for "not in Wikidata" (NIL)."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="agreed_links"
+    )
+    item = models.ForeignKey("campaigns.Item", on_delete=models.CASCADE, related_name="+")
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.CharField(max_length=500)
+    qid = models.CharField(max_length=20, null=True, blank=True)  # noqa: DJ001 - NULL is NIL
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "start", "end"], name="linking_agreedlink_item_span"
+            ),
+        ]
+        indexes = [models.Index(fields=["campaign", "text"])]
+
+    def __str__(self) -> str:
+        return f"{self.text!r} -> {self.qid or 'NIL'}"

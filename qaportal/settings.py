@@ -170,6 +170,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "linking-entity-agreement-sweep": {
+        "task": "linking.entity_agreement_sweep",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
 }
 
 # --- Auth and API -----------------------------------------------------------------
@@ -279,3 +284,7 @@ WIKIDATA_BACKOFF_BASE = float(os.environ.get("WIKIDATA_BACKOFF_BASE", "1"))
 WIKIDATA_BACKOFF_MAX = float(os.environ.get("WIKIDATA_BACKOFF_MAX", "30"))
 WIKIDATA_MAX_WAIT = float(os.environ.get("WIKIDATA_MAX_WAIT", "120"))
 WIKIDATA_MAX_CONCURRENT_PER_HOST = int(os.environ.get("WIKIDATA_MAX_CONCURRENT_PER_HOST", "1"))
+# As-you-type suggestions on the linking pages: requests per worker per minute, and
+# how long a query's candidates stay in the cache (seconds).
+LINKING_SUGGEST_RATE_PER_MINUTE = int(os.environ.get("LINKING_SUGGEST_RATE_PER_MINUTE", "240"))
+LINKING_SUGGESTION_CACHE_TTL = int(os.environ.get("LINKING_SUGGESTION_CACHE_TTL", "86400"))

@@ -62,6 +62,7 @@ from campaigns.selectors_work import (
 from campaigns.services.campaigns import campaign_transition
 from campaigns.services.errors import DomainError
 from campaigns.tasktypes import FieldError, TaskType, task_type_get
+from linking import hooks as linking_hooks
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +167,8 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
         Item.objects.filter(pk__in=[i for group in groups for i in group]).update(
             status=ItemStatus.PUBLISHED
         )
+    # Linking stages get spans and Wikidata candidates ready before workers arrive.
+    linking_hooks.stage_published(stage=stage)
     logger.info("stage %s: published %d HITs", stage.pk, len(groups))
     return len(groups)
 
@@ -585,6 +588,7 @@ def _submission_store(
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )
+            linking_hooks.answer_stored(stage=stage, hit_id=assignment.hit_id)
             return SubmitResult(assignment=assignment, stored=True, answer=answer)
     # Raised outside the transaction: the expiry above is kept.
     assert closed is not None

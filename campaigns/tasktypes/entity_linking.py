@@ -17,8 +17,17 @@ Answer (one entry per item)::
                 "links": [{"start": int, "end": int, "text": str,
                            "qid": "Q42" | None, "none": bool}]}]}
 
-Each link has a Wikidata id (``Q\\d+``) or ``none: true`` ("not in Wikidata");
-spans lie within the text, match it at those offsets and do not overlap.
+Each link has a Wikidata id (``Q\\d+``) or ``none: true`` ("not in Wikidata",
+NIL, stored with its span); spans lie within the text, match it at those offsets
+and do not overlap. An id that Wikidata redirects (a merged item) is stored as its
+target, the id given kept in ``redirected_from`` (``linking.selectors.qid_targets``:
+the offline index or the live client, cache first).
+
+``linking.services.stage_prefetch`` adds to the items of a published stage
+``proposed_spans`` when missing, ``prefilled_links`` (spans whose exact text was
+linked with agreement elsewhere in the campaign) and ``seen``; the page starts
+with the pre-filled ids, and with JavaScript each row searches Wikidata as the
+worker types (``/work/suggest/``).
 Form rows ``items/<i>/spans/<j>/{start,end,text,qid,none}``: one per proposed
 span plus those added by highlighting (JS); a row with neither id nor "not in
 Wikidata" means "no entity here" and is left out of the answer.
@@ -72,6 +81,20 @@ def normalise_qid(text: str) -> str:
     return text.strip()
 
 
+def _redirects_resolved(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``entries`` with redirected ids replaced by their targets (one batched lookup)."""
+    # Imported here: linking's selectors import the task-type base module.
+    from linking.selectors import links_resolve_redirects, qid_targets
+
+    qids = [str(link["qid"]) for e in entries for link in e["links"] if link.get("qid")]
+    if not qids:
+        return entries
+    targets = qid_targets(qids=qids)
+    if not targets:
+        return entries
+    return [{**e, "links": links_resolve_redirects(e["links"], targets=targets)} for e in entries]
+
+
 def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
     return (link["start"], link["end"], "NONE" if link.get("none") else str(link.get("qid")))
 
@@ -115,6 +138,7 @@ class _EntityLinking(TaskType):
                                     "text": {"type": "string"},
                                     "qid": {"type": ["string", "null"]},
                                     "none": {"type": "boolean"},
+                                    "redirected_from": {"type": "string"},
                                 },
                             },
                         },
@@ -166,7 +190,7 @@ class _EntityLinking(TaskType):
                     }
                 )
             entries.append({"external_id": item["external_id"], "links": links})
-        return {"items": entries}
+        return {"items": _redirects_resolved(entries)}
 
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
@@ -280,7 +304,11 @@ class _EntityLinking(TaskType):
         blocks = []
         for i, item in enumerate(items):
             data = item.get("data", {})
-            links = get_path(answer, "items", i, "links", default=[]) or []
+            answered = get_path(answer, "items", i, "links")
+            # A fresh page starts from the links agreed elsewhere in the campaign.
+            prefilled = [] if answered is not None else list(data.get("prefilled_links") or [])
+            links = answered or prefilled
+            seen_spans = {(lk.get("start"), lk.get("end")) for lk in prefilled}
             by_span: dict[tuple[Any, Any], tuple[int | None, dict[str, Any]]] = {
                 (lk.get("start"), lk.get("end")): (k, lk) for k, lk in enumerate(links)
             }
@@ -304,6 +332,7 @@ class _EntityLinking(TaskType):
                         "end": span["end"],
                         "text": span.get("text", ""),
                         "kind": span.get("kind", ""),
+                        "seen": (span["start"], span["end"]) in seen_spans,
                         "qid": form.field(f"items/{i}/spans/{j}/qid", link.get("qid")),
                         "none": form.field(f"items/{i}/spans/{j}/none", bool(link.get("none"))),
                         "prefix": f"items/{i}/spans/{j}",
@@ -397,6 +426,7 @@ class _EntityLinking(TaskType):
             ]
             if len(linkable) < cfg["min_links"]:
                 linkable = spans
+            linkable = _non_overlapping(linkable)
             for j, span in enumerate(spans):
                 row = f"items/{i}/spans/{j}"
                 form[f"{row}/start"] = [str(span["start"])]
@@ -420,6 +450,20 @@ class _EntityLinking(TaskType):
                 if none:
                     form[f"{row}/none"] = ["1"]
         return form
+
+
+def _non_overlapping(spans: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What a careful worker links when proposals overlap ("Tom Hanks and Meg Ryan",
+    "Tom Hanks", "Meg Ryan"): the narrowest spans first, none overlapping another."""
+    chosen: list[dict[str, Any]] = []
+    for span in sorted(spans, key=lambda s: (s["end"] - s["start"], s["start"])):
+        if all(span["end"] <= c["start"] or span["start"] >= c["end"] for c in chosen):
+            chosen.append(span)
+    return chosen
+
+
+# The shared base, for callers that need ``proposed_spans`` (linking.services).
+EntityLinkingTaskType = _EntityLinking
 
 
 class AnswerEntityLinking(_EntityLinking):

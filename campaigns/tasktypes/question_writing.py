@@ -18,7 +18,6 @@ A worker may do one HIT per cell (``exclusive_key``).
 from __future__ import annotations
 
 import random
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -37,6 +36,8 @@ from campaigns.tasktypes.base import (
     simulation_profile_check,
     text_errors,
 )
+from linking.answer_types import AnswerType
+from linking.answer_types import detect_answer_type as linking_answer_type
 
 COMPLEXITY_TYPES = [
     "count",
@@ -137,18 +138,6 @@ YES_NO = {"yes": True, "no": False}
 ANSWER_TYPES = ["entity", "boolean", "numeric", "date", "string"]
 MIN_LISTED_ENTITIES = 5
 
-_MONTHS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december|"
-    "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec"
-)
-_DATE_RE = re.compile(
-    rf"^(\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}[/.-]\d{{1,2}}[/.-]\d{{2,4}}|"
-    rf"(\d{{1,2}}(st|nd|rd|th)?\s+)?({_MONTHS})\.?(\s+\d{{1,2}}(st|nd|rd|th)?)?,?\s+\d{{3,4}}|"
-    rf"(in\s+)?\d{{3,4}}(\s*(ad|bc|ce|bce))?)$",
-    re.IGNORECASE,
-)
-_WHEN_RE = re.compile(r"^\s*(when|what year|which year|in what year|in which year)\b", re.I)
-
 
 def yes_no_value(text: str) -> bool | None:
     """True/False for a yes/no answer ("Yes.", "no"), None for anything else."""
@@ -156,22 +145,17 @@ def yes_no_value(text: str) -> bool | None:
 
 
 def detect_answer_type(*, question: str, answer: str, complexity_type: str) -> str:
-    """A first guess at the answer's type: entity, boolean, numeric, date or string.
-
-    Deliberately simple; the answer-linking stage refines it.
-    """
+    """The answer's type: entity, boolean, numeric, date or string
+    (``linking.answer_types.detect_answer_type``), with what the cell says: the
+    answer to a count question is a number, and a quoted answer is a string."""
     if yes_no_value(answer) is not None:
-        return "boolean"
+        return AnswerType.BOOLEAN.value
     if complexity_type == "count":
-        return "numeric"
+        return AnswerType.NUMERIC.value
     stripped = answer.strip()
-    if _DATE_RE.match(stripped) and (not stripped.isdigit() or _WHEN_RE.match(question)):
-        return "date"
-    if isinstance(parse_number_or_text(stripped.rstrip("%")), int | float):
-        return "numeric"
     if len(stripped) >= 2 and stripped[0] in "\"'“" and stripped[-1] in "\"'”":
-        return "string"
-    return "entity"
+        return AnswerType.STRING.value
+    return linking_answer_type(stripped, question=question).value
 
 
 def _example_schema() -> dict[str, Any]:

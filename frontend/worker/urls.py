@@ -3,6 +3,7 @@
 from django.urls import path
 
 from frontend.worker import views
+from linking import views as linking_views
 
 app_name = "worker"
 
@@ -13,4 +14,5 @@ urlpatterns = [
     path("a/<int:assignment_id>/", views.assignment, name="assignment"),
     path("a/<int:assignment_id>/return/", views.assignment_return_view, name="return"),
     path("a/<int:assignment_id>/done/", views.done, name="done"),
+    path("suggest/", linking_views.suggest, name="suggest"),
 ]

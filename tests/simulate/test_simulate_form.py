@@ -236,3 +236,38 @@ def test_good_entity_linkers_skip_numbers_and_agree():
     links = forms[0]["items"][1]["links"]
     assert [link["text"] for link in links] == ["Ada Lovelace", "London"]
     assert links[0]["qid"] == simulated_qid("Ada Lovelace")
+
+
+def test_good_linker_never_links_overlapping_proposals():
+    """spaCy proposes a whole coordination and its parts; a careful worker links the parts."""
+    import random
+
+    from django.http import QueryDict
+
+    from campaigns.tasktypes import task_type_get
+
+    tt = task_type_get("answer_entity_linking")
+    items = [
+        {
+            "id": 1,
+            "external_id": "qa-1",
+            "data": {
+                "question": "Who starred in Sleepless in Seattle?",
+                "answer": "Tom Hanks and Meg Ryan",
+                "proposed_spans": [
+                    {"start": 0, "end": 22, "text": "Tom Hanks and Meg Ryan", "kind": "entity"},
+                    {"start": 0, "end": 9, "text": "Tom Hanks", "kind": "entity"},
+                    {"start": 14, "end": 22, "text": "Meg Ryan", "kind": "entity"},
+                ],
+            },
+        }
+    ]
+    for seed in range(5):
+        fields = tt.simulate_form(items=items, config={}, profile="good", rng=random.Random(seed))
+        form = QueryDict(mutable=True)
+        for key, values in fields.items():
+            form.setlist(key, values)
+        answer = tt.parse_form(form=form, items=items, config={})
+        assert tt.validate_answer(answer=answer, items=items, config={}) == []
+        linked = {link["text"] for link in answer["items"][0]["links"] if link.get("qid")}
+        assert linked == {"Tom Hanks", "Meg Ryan"}

@@ -1,0 +1,199 @@
+"""Reads for linking: suggestions (cache first), redirect targets, agreement per stage,
+the unresolved items awaiting the requester, and links agreed elsewhere."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
+
+from django.conf import settings
+from django.core.cache import cache
+
+from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Stage
+from campaigns.tasktypes.base import answer_for_item
+from linking.agreement import AgreementSummary, LinkSet, agreement_summary, link_set
+from linking.client import candidate_source
+from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
+from linking.types import CandidateSource, is_qid, normalise_query
+from linking.wikidata import WikidataError
+
+logger = logging.getLogger(__name__)
+
+# Hits per suggestion list; the prefetch asks for the same number, so its cached
+# pages are the ones the endpoint reads.
+SUGGESTION_LIMIT = 10
+SUGGESTION_CACHE_PREFIX = "linking:sg:v1:"
+DEFAULT_SUGGESTION_CACHE_TTL = 24 * 3600
+ANSWERED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
+
+
+class Suggestion(TypedDict):
+    id: str
+    label: str
+    description: str
+
+
+def suggestion_cache_key(*, query: str, language: str = "en", limit: int = SUGGESTION_LIMIT) -> str:
+    """The shared-cache key of one suggestion list (the normalised query, hashed)."""
+    raw = f"{language}|{limit}|{normalise_query(query)}"
+    return SUGGESTION_CACHE_PREFIX + hashlib.sha1(raw.encode(), usedforsecurity=False).hexdigest()
+
+
+def suggestions_search(
+    *,
+    query: str,
+    language: str = "en",
+    limit: int = SUGGESTION_LIMIT,
+    source: CandidateSource | None = None,
+) -> tuple[list[Suggestion], bool]:
+    """Ranked candidates ``[{id, label, description}]`` for ``query`` and whether they
+    came from the shared cache (Redis).
+
+    Cache first: the shared cache, then the candidate source (the offline index, or
+    the live client, which reads its database cache before asking Wikidata); what the
+    source answers is put in the shared cache for ``LINKING_SUGGESTION_CACHE_TTL``
+    seconds. ``WikidataError`` propagates (the caller decides how to degrade).
+    """
+    if not normalise_query(query):
+        return [], True
+    key = suggestion_cache_key(query=query, language=language, limit=limit)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached, True
+    page = (source or candidate_source()).search(query, language=language, limit=limit)
+    hits = [
+        Suggestion(id=h["id"], label=h["label"], description=h["description"]) for h in page.hits
+    ]
+    ttl = int(getattr(settings, "LINKING_SUGGESTION_CACHE_TTL", DEFAULT_SUGGESTION_CACHE_TTL))
+    cache.set(key, hits, ttl)
+    return hits, False
+
+
+def qid_targets(*, qids: Iterable[str], source: CandidateSource | None = None) -> dict[str, str]:
+    """For each well-formed id that is a redirect (a merged item), its target; ids that
+    are no redirect, unknown or malformed are left out. When Wikidata cannot be
+    asked, nothing is resolved (logged): a submission never waits on Wikidata failing."""
+    wanted = sorted({q for q in qids if is_qid(q)})
+    if not wanted:
+        return {}
+    try:
+        entities = (source or candidate_source()).get_entities(wanted)
+    except WikidataError as exc:
+        logger.warning("redirects of %s not resolved: %s", wanted, exc)
+        return {}
+    return {
+        qid: entity["id"]
+        for qid, entity in entities.items()
+        if entity is not None and entity["id"] != qid
+    }
+
+
+def seen_links(*, campaign: Campaign, texts: Iterable[str]) -> dict[str, str | None]:
+    """For each span text already linked with agreement in ``campaign``, its id (None:
+    NIL); when one text was linked to several ids, the most frequent (then the first)."""
+    wanted = set(texts)
+    if not wanted:
+        return {}
+    counts: dict[str, Counter[str | None]] = defaultdict(Counter)
+    rows = AgreedLink.objects.filter(campaign=campaign, text__in=wanted).order_by("id")
+    for text, qid in rows.values_list("text", "qid"):
+        counts[text][qid] += 1
+    # most_common keeps first-seen order among equal counts.
+    return {text: c.most_common(1)[0][0] for text, c in counts.items()}
+
+
+def _stage_link_sets(*, stage: Stage) -> list[tuple[list[LinkSet], LinkSet | None]]:
+    """Each item's annotators' link sets (submission order) and its pre-filled set."""
+    rows = list(
+        HITItem.objects.filter(hit__stage=stage)
+        .order_by("item_id")
+        .values_list("hit_id", "item_id", "item__external_id", "item__data")
+    )
+    answers: dict[int, list[Any]] = defaultdict(list)
+    for hit_id, answer in (
+        Assignment.objects.filter(hit__stage=stage, status__in=ANSWERED)
+        .order_by("submitted_at", "id")
+        .values_list("hit_id", "answers")
+    ):
+        answers[hit_id].append(answer)
+    out = []
+    for hit_id, _item_id, external_id, data in rows:
+        item = {"external_id": external_id}
+        sets = []
+        for answer in answers.get(hit_id, []):
+            entry = answer_for_item(answer, item)
+            if entry is not None:
+                sets.append(link_set(entry.get("links", [])))
+        prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
+        out.append((sets, prefilled))
+    return out
+
+
+def stage_entity_agreement(*, stage: Stage) -> AgreementSummary:
+    """Agreement on ``stage`` after the first two and after at most three annotators
+    of each item (``AgreementSummary``: counts, ``after_2`` and ``after_3`` shares)."""
+    return agreement_summary(_stage_link_sets(stage=stage))
+
+
+def link_review_queue(*, campaign: Campaign, stage: Stage | None = None) -> list[dict[str, Any]]:
+    """Items the annotators did not agree on, up to the stage's maximum: the
+    requester's to decide (``linking.services.entity_link_decide``).
+
+    Each ``{"resolution", "item", "stage", "annotations": [{"assignment_id",
+    "worker", "links"}]}``, oldest first.
+    """
+    resolutions = list(
+        EntityLinkResolution.objects.filter(
+            stage__campaign=campaign, status=ResolutionStatus.REVIEW
+        )
+        .filter(**({"stage": stage} if stage is not None else {}))
+        .select_related("item", "stage")
+        .order_by("updated_at", "id")
+    )
+    by_hit: dict[int, list[Assignment]] = defaultdict(list)
+    for assignment in (
+        Assignment.objects.filter(hit_id__in={r.hit_id for r in resolutions}, status__in=ANSWERED)
+        .select_related("worker")
+        .order_by("submitted_at", "id")
+    ):
+        by_hit[assignment.hit_id].append(assignment)
+    queue = []
+    for resolution in resolutions:
+        item = {"external_id": resolution.item.external_id}
+        annotations = []
+        for assignment in by_hit.get(resolution.hit_id, []):
+            entry = answer_for_item(assignment.answers, item)
+            if entry is not None:
+                annotations.append(
+                    {
+                        "assignment_id": assignment.pk,
+                        "worker": assignment.worker.pseudonym,
+                        "links": entry.get("links", []),
+                    }
+                )
+        queue.append(
+            {
+                "resolution": resolution,
+                "item": resolution.item,
+                "stage": resolution.stage,
+                "annotations": annotations,
+            }
+        )
+    return queue
+
+
+def links_resolve_redirects(
+    links: list[dict[str, Any]], *, targets: Mapping[str, str]
+) -> list[dict[str, Any]]:
+    """``links`` with each redirected id replaced by its target (``redirected_from``
+    keeps the id the worker gave)."""
+    out = []
+    for link in links:
+        qid = link.get("qid")
+        if isinstance(qid, str) and is_qid(qid) and qid in targets:
+            link = {**link, "qid": targets[qid], "redirected_from": qid}
+        out.append(link)
+    return out

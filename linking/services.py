@@ -1,0 +1,488 @@
+"""Writes for linking: preparing a published linking stage (span proposals, seen-entity
+pre-fills, prefetched suggestions), entity agreement with escalation after each
+answer, the requester's decision on unresolved items, and planned bonuses."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any, cast
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITItem,
+    HITStatus,
+    Item,
+    ItemStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    Stage,
+)
+from campaigns.selectors_work import hit_items
+from campaigns.services.errors import DomainError
+from campaigns.services.work import hit_add_assignments
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.base import answer_for_item
+from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
+from linking.agreement import (
+    BONUS_RULE,
+    BonusRule,
+    EscalationRule,
+    ItemDecision,
+    LinkSet,
+    Verdict,
+    item_decide,
+    link_set,
+    links_from_set,
+)
+from linking.client import candidate_source
+from linking.hooks import LINKING_TASK_TYPES
+from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
+from linking.selectors import (
+    ANSWERED,
+    SUGGESTION_LIMIT,
+    seen_links,
+    suggestions_search,
+)
+from linking.spans import VALUE_KINDS, propose_spans_batch
+
+logger = logging.getLogger(__name__)
+
+
+def escalation_rule_get(stage: Stage) -> EscalationRule | None:
+    """The stage's entity-agreement rule, or None (not a linking stage, or no such rule)."""
+    if stage.task_type not in LINKING_TASK_TYPES:
+        return None
+    return EscalationRule.from_json(stage.escalation_rule)
+
+
+def escalation_key(*, hit_id: int, annotators: int) -> str:
+    """Idempotency key of the escalation that brings ``hit_id`` to ``annotators`` places."""
+    return f"entity_agreement:{hit_id}:{annotators}"
+
+
+# --- Preparing a published stage -------------------------------------------------------
+
+
+@dataclass
+class PrefetchResult:
+    items_prepared: int = 0
+    seen_items: int = 0
+    queries: int = 0
+    fetched: int = 0
+    hits_topped_up: int = 0
+
+
+def _proposals(texts: list[str], *, whole_text_fallback: bool) -> list[list[dict[str, Any]]]:
+    out = []
+    for text, spans in zip(texts, propose_spans_batch(texts), strict=True):
+        proposed = [span.as_dict() for span in spans]
+        if whole_text_fallback and not any(s["kind"] not in VALUE_KINDS for s in proposed):
+            # A short answer spaCy finds nothing in ("Up", "Dune") is one entity.
+            proposed = [{"start": 0, "end": len(text), "text": text, "kind": "answer"}]
+        out.append(proposed)
+    return out
+
+
+def stage_prefetch(*, stage_id: int) -> PrefetchResult:
+    """Make a linking stage's items ready to work on; idempotent and cheap to re-run.
+
+    1. Items without ``proposed_spans`` get them (spaCy, batched; an answer in which
+       spaCy finds no entity is proposed whole).
+    2. Items not yet checked for seen entities get ``prefilled_links`` (spans whose
+       exact text was linked with agreement elsewhere in the campaign) and ``seen``
+       (every span pre-filled: one annotator is enough).
+    3. Suggestions for every entity span's text are fetched into the caches (the
+       background client: ``maxlag``, one request per host), so pages open with
+       candidates ready. ``WikidataUnavailable`` propagates after the items are
+       saved (the task retries; what was fetched stays cached).
+    4. With an ``entity_agreement`` rule, published HITs holding a new item get
+       places up to ``annotators`` (``hit_add_assignments``, key
+       ``entity_agreement:<hit>:<n>``); seen-only HITs keep ``assignments_per_hit``.
+
+    Locking: none beyond ``hit_add_assignments``'s HIT row; item data is written
+    with one bulk UPDATE of the items changed.
+    """
+    result = PrefetchResult()
+    stage = Stage.objects.select_related("campaign").get(pk=stage_id)
+    if stage.task_type not in LINKING_TASK_TYPES:
+        return result
+    task_type = cast(EntityLinkingTaskType, task_type_get(stage.task_type))
+    items = list(Item.objects.filter(stage=stage).exclude(status=ItemStatus.DROPPED))
+    answer_linking = stage.task_type == "answer_entity_linking"
+
+    need_spans = [i for i in items if "proposed_spans" not in i.data]
+    texts = [str(i.data.get("answer" if answer_linking else "question", "")) for i in need_spans]
+    for item, spans in zip(
+        need_spans, _proposals(texts, whole_text_fallback=answer_linking), strict=True
+    ):
+        item.data = {**item.data, "proposed_spans": spans}
+    changed = {i.pk: i for i in need_spans}
+
+    unchecked = [i for i in items if "seen" not in i.data]
+    known = seen_links(
+        campaign=stage.campaign,
+        texts={s["text"] for i in unchecked for s in task_type.proposed_spans(i.data)},
+    )
+    for item in unchecked:
+        spans = task_type.proposed_spans(item.data)
+        prefilled = [
+            {
+                "start": s["start"],
+                "end": s["end"],
+                "text": s["text"],
+                "qid": known[s["text"]],
+                "none": known[s["text"]] is None,
+            }
+            for s in spans
+            if s["text"] in known
+        ]
+        seen = bool(spans) and len(prefilled) == len(spans)
+        item.data = {**item.data, "seen": seen, "prefilled_links": prefilled}
+        result.seen_items += seen
+        changed[item.pk] = item
+    if changed:
+        Item.objects.bulk_update(list(changed.values()), ["data"], batch_size=500)
+    result.items_prepared = len(changed)
+
+    _top_up(stage=stage, items=items, result=result)
+
+    queries = sorted(
+        {
+            s["text"]
+            for i in items
+            for s in task_type.proposed_spans(i.data)
+            if s.get("kind") not in VALUE_KINDS
+        }
+    )
+    source = candidate_source(background=True)
+    for text in queries:
+        _, from_cache = suggestions_search(query=text, limit=SUGGESTION_LIMIT, source=source)
+        result.queries += 1
+        result.fetched += not from_cache
+    logger.info("linking stage %s prepared: %s", stage.pk, result)
+    return result
+
+
+def _top_up(*, stage: Stage, items: list[Item], result: PrefetchResult) -> None:
+    rule = escalation_rule_get(stage)
+    if rule is None:
+        return
+    seen = {i.pk: bool(i.data.get("seen")) for i in items}
+    hits: dict[int, bool] = {}
+    for hit_id, item_id in HITItem.objects.filter(
+        hit__stage=stage, hit__status=HITStatus.PUBLISHED
+    ).values_list("hit_id", "item_id"):
+        hits[hit_id] = hits.get(hit_id, True) and seen.get(item_id, False)
+    maxima = dict(HIT.objects.filter(pk__in=hits).values_list("pk", "max_assignments"))
+    for hit_id, all_seen in sorted(hits.items()):
+        wanted = rule.seen_annotators if all_seen else rule.annotators
+        if maxima[hit_id] < wanted:
+            hit_add_assignments(
+                hit=HIT(pk=hit_id),
+                count=wanted - maxima[hit_id],
+                reason=f"entity agreement: {wanted} annotators for new entities",
+                key=escalation_key(hit_id=hit_id, annotators=wanted),
+            )
+            result.hits_topped_up += 1
+
+
+# --- Agreement and escalation ------------------------------------------------------------
+
+
+@dataclass
+class AgreementCheck:
+    """What ``hit_entity_agreement_check`` did: ``state`` is ``not_applicable``,
+    ``waiting`` (answers still to come), ``escalated`` or ``decided``."""
+
+    hit_id: int
+    state: str
+    added: int = 0
+    decisions: dict[int, ItemDecision] = field(default_factory=dict)
+
+
+def hit_entity_agreement_check(*, hit_id: int) -> AgreementCheck:
+    """Judge entity agreement on a HIT whose answers are all in; escalate or decide.
+
+    Runs after each stored answer (``linking.entity_agreement_check``). While a
+    place is open or an assignment is at work, it waits. Then, per item
+    (``linking.agreement.item_decide``): agreement resolves the item (its links
+    become ``AgreedLink`` rows for the seen-entity shortcut, and agreeing
+    annotators get planned ``per_agreed_entity`` bonuses); disagreement below the
+    stage's ``max`` adds places through ``hit_add_assignments`` with the key
+    ``entity_agreement:<hit>:<places>``, so a re-run adds nothing; at ``max`` the
+    item goes to review (``EntityLinkResolution.status = review``; the item stays
+    published). Rejected answers do not count. Items the requester decided are
+    left alone. Idempotent.
+
+    Locking: the HIT row for the whole check (two answers landing at once are
+    judged one after the other), the same row ``hit_add_assignments`` locks.
+    """
+    hit = HIT.objects.select_related("stage__campaign").filter(pk=hit_id).first()
+    if hit is None:
+        return AgreementCheck(hit_id, "not_applicable")
+    stage = hit.stage
+    rule = escalation_rule_get(stage)
+    if rule is None:
+        return AgreementCheck(hit_id, "not_applicable")
+    with transaction.atomic():
+        hit = HIT.objects.select_for_update().get(pk=hit_id)
+        hit.stage = stage
+        now = timezone.now()
+        open_places = (
+            hit.status == HITStatus.PUBLISHED
+            and hit.places_left > 0
+            and (hit.expires_at is None or hit.expires_at > now)
+        )
+        at_work = Assignment.objects.filter(hit=hit, status=AssignmentStatus.ACCEPTED).exists()
+        if open_places or at_work:
+            return AgreementCheck(hit_id, "waiting")
+        answers = list(
+            Assignment.objects.filter(hit=hit, status__in=ANSWERED).order_by("submitted_at", "id")
+        )
+        items = hit_items(hit=hit)
+        decided = set(
+            EntityLinkResolution.objects.filter(
+                item_id__in=[i["id"] for i in items], status=ResolutionStatus.DECIDED
+            ).values_list("item_id", flat=True)
+        )
+        check = AgreementCheck(hit_id, "decided")
+        per_item: dict[int, tuple[dict[str, Any], list[tuple[Assignment, LinkSet]]]] = {}
+        for item in items:
+            if item["id"] in decided:
+                continue
+            given = []
+            for assignment in answers:
+                entry = answer_for_item(assignment.answers, item)
+                if entry is not None:
+                    given.append((assignment, link_set(entry.get("links", []))))
+            data = item["data"]
+            prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
+            check.decisions[item["id"]] = item_decide(
+                sets=[s for _, s in given], rule=rule, prefilled=prefilled
+            )
+            per_item[item["id"]] = (item, given)
+        more = [d.needed for d in check.decisions.values() if d.verdict == Verdict.MORE]
+        if more:
+            # Places for the answers still missing (rejected ones do not count, and
+            # hold their place: the cap on places grows by them).
+            count = max(1, max(more) - len(answers))
+            target = hit.max_assignments + count
+            rejected = Assignment.objects.filter(hit=hit, status=AssignmentStatus.REJECTED).count()
+            expired = hit.expires_at is not None and hit.expires_at <= now
+            if (
+                expired
+                or hit.status not in (HITStatus.PUBLISHED, HITStatus.COMPLETED)
+                or (target > rule.max + rejected)
+            ):
+                # No one can answer any more: the requester decides.
+                check.decisions = {
+                    k: ItemDecision(Verdict.REVIEW) if d.verdict == Verdict.MORE else d
+                    for k, d in check.decisions.items()
+                }
+                more = []
+        if more:
+            hit_add_assignments(
+                hit=hit,
+                count=count,
+                reason=f"entity agreement: {max(more)} annotators needed",
+                key=escalation_key(hit_id=hit.pk, annotators=target),
+            )
+            check.state, check.added = "escalated", count
+        for item_id, decision in check.decisions.items():
+            item, given = per_item[item_id]
+            _resolution_store(stage=stage, hit=hit, item=item, given=given, decision=decision)
+    return check
+
+
+def _resolution_store(
+    *,
+    stage: Stage,
+    hit: HIT,
+    item: dict[str, Any],
+    given: list[tuple[Assignment, LinkSet]],
+    decision: ItemDecision,
+) -> None:
+    status = {
+        Verdict.RESOLVED: ResolutionStatus.RESOLVED,
+        Verdict.REVIEW: ResolutionStatus.REVIEW,
+        Verdict.MORE: ResolutionStatus.PENDING,
+    }[decision.verdict]
+    texts = _span_texts(item, given)
+    links = links_from_set(decision.links, texts=texts) if decision.links is not None else None
+    EntityLinkResolution.objects.update_or_create(
+        item_id=item["id"],
+        defaults={
+            "stage": stage,
+            "hit": hit,
+            "status": status,
+            "seen": bool(item["data"].get("seen")),
+            "annotators": len(given),
+            "links": links,
+            "source": decision.source,
+        },
+    )
+    if decision.verdict != Verdict.RESOLVED or links is None or decision.links is None:
+        return
+    _agreed_links_store(campaign_id=stage.campaign_id, item_id=item["id"], links=links)
+    agreeing = [a for a, s in given if s == decision.links]
+    _bonuses_plan(stage=stage, item_id=item["id"], agreed=decision.links, assignments=agreeing)
+
+
+def _span_texts(
+    item: dict[str, Any], given: Sequence[tuple[Assignment, LinkSet]]
+) -> dict[tuple[int, int], str]:
+    texts: dict[tuple[int, int], str] = {}
+    for link in item["data"].get("prefilled_links", []):
+        texts[(link["start"], link["end"])] = link["text"]
+    for assignment, _ in given:
+        entry = answer_for_item(assignment.answers, item) or {}
+        for link in entry.get("links", []):
+            texts.setdefault((int(link["start"]), int(link["end"])), str(link.get("text", "")))
+    return texts
+
+
+def _agreed_links_store(*, campaign_id: int, item_id: int, links: list[dict[str, Any]]) -> None:
+    AgreedLink.objects.bulk_create(
+        [
+            AgreedLink(
+                campaign_id=campaign_id,
+                item_id=item_id,
+                start=link["start"],
+                end=link["end"],
+                text=link["text"][:500],
+                qid=link["qid"],
+            )
+            for link in links
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def bonus_key(*, assignment_id: int, item_id: int) -> str:
+    """Idempotency key of the planned ``per_agreed_entity`` bonus of one answer on one item."""
+    return f"bonus:{BONUS_RULE}:assignment:{assignment_id}:item:{item_id}"
+
+
+def _bonuses_plan(
+    *, stage: Stage, item_id: int, agreed: LinkSet, assignments: list[Assignment]
+) -> None:
+    """Planned bonus rows (no money moves: a provider's bonus operation pays them).
+
+    Idempotent per ``bonus_key``; one row per answer and item, the stage's
+    ``per_agreed_entity`` rules summed.
+    """
+    rules = BonusRule.all_from_json(stage.bonus_rules)
+    amount = sum((rule.amount_for(agreed) for rule in rules), Decimal("0"))
+    if amount <= 0:
+        return
+    LedgerEntry.objects.bulk_create(
+        [
+            LedgerEntry(
+                campaign_id=stage.campaign_id,
+                stage=stage,
+                kind=LedgerKind.BONUS,
+                status=LedgerStatus.PLANNED,
+                amount=amount,
+                key=bonus_key(assignment_id=a.pk, item_id=item_id),
+                assignment=a,
+                worker_id=a.worker_id,
+                memo=f"{BONUS_RULE}: agreed entities on item {item_id}",
+            )
+            for a in assignments
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def entity_agreement_sweep(*, stage_id: int | None = None) -> int:
+    """Check every HIT of entity-agreement stages that has answers and an item not yet
+    resolved or decided (a safety net for beat: a check lost with its worker); the
+    number of HITs checked. Idempotent (see ``hit_entity_agreement_check``)."""
+    stages = Stage.objects.filter(task_type__in=LINKING_TASK_TYPES)
+    if stage_id is not None:
+        stages = stages.filter(pk=stage_id)
+    checked = 0
+    for stage in stages:
+        if escalation_rule_get(stage) is None:
+            continue
+        final = EntityLinkResolution.objects.filter(
+            stage=stage,
+            status__in=[
+                ResolutionStatus.RESOLVED,
+                ResolutionStatus.REVIEW,
+                ResolutionStatus.DECIDED,
+            ],
+        ).values("item_id")
+        hit_ids = (
+            HITItem.objects.filter(hit__stage=stage, hit__assignments__status__in=ANSWERED)
+            .exclude(item_id__in=final)
+            .values_list("hit_id", flat=True)
+            .distinct()
+        )
+        for hit_id in sorted(set(hit_ids)):
+            hit_entity_agreement_check(hit_id=hit_id)
+            checked += 1
+    return checked
+
+
+# --- The requester's decision ------------------------------------------------------------
+
+
+def entity_link_decide(
+    *, item: Item, links: list[Mapping[str, Any]], decided_by: AbstractBaseUser | None
+) -> EntityLinkResolution:
+    """The requester settles an item of the review queue with ``links`` (``start``,
+    ``end``, ``text``, ``qid`` or ``none``), validated as a worker's answer would be.
+
+    The links become agreed links (seen-entity shortcut); no bonus is planned.
+    Idempotent: deciding again replaces the decision's links (earlier agreed links
+    of the item are replaced too). Locking: the resolution row.
+    """
+    stage = item.stage
+    task_type = task_type_get(stage.task_type)
+    answer = {"items": [{"external_id": item.external_id, "links": [dict(x) for x in links]}]}
+    problems = task_type.validate_answer(
+        answer=answer,
+        items=[{"id": item.pk, "external_id": item.external_id, "data": item.data}],
+        config=stage.config,
+    )
+    if problems:
+        raise DomainError(
+            "These links are not valid.", errors={p.path: [p.message] for p in problems}
+        )
+    agreed = link_set(links)
+    texts = {(int(x["start"]), int(x["end"])): str(x["text"]) for x in links}
+    stored = links_from_set(agreed, texts=texts)
+    with transaction.atomic():
+        hit_id = (
+            HITItem.objects.filter(item=item)
+            .order_by("-hit_id")
+            .values_list("hit_id", flat=True)
+            .first()
+        )
+        if hit_id is None:
+            raise DomainError("This item was never published.", errors={"item": ["unpublished"]})
+        resolution, _ = EntityLinkResolution.objects.select_for_update().update_or_create(
+            item=item,
+            defaults={
+                "stage": stage,
+                "hit_id": hit_id,
+                "status": ResolutionStatus.DECIDED,
+                "links": stored,
+                "source": "requester",
+                "decided_by_id": getattr(decided_by, "pk", None),
+            },
+        )
+        AgreedLink.objects.filter(item=item).delete()
+        _agreed_links_store(campaign_id=stage.campaign_id, item_id=item.pk, links=stored)
+    return resolution
