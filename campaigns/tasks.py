@@ -53,3 +53,54 @@ def expire_assignments_task() -> int:
     expired = assignments_expire()
     handoff_flush()
     return expired
+
+
+# --- Provider operations, Prolific sync (campaigns/services/operations.py, provider_sync.py)
+
+
+@shared_task(name="campaigns.execute_operation", bind=True, acks_late=True)
+def execute_operation_task(self, operation_id: int, recover: bool = False) -> str:
+    """Carry out ProviderOperation ``operation_id`` (done or failed ones are skipped).
+
+    Idempotent (the row's state and the provider's checkpoints), so acked late.
+    Transient platform errors are retried: the service schedules ``next_attempt_at``
+    and this task re-enqueues itself with that countdown (with a broker; in eager mode
+    the beat's ``campaigns.reconcile_operations`` picks the row up instead).
+    """
+    from django.conf import settings
+    from django.utils import timezone
+
+    from campaigns.models import OperationState
+    from campaigns.services.operations import operation_execute
+
+    op = operation_execute(operation_id=operation_id, recover=recover)
+    if op is None:
+        return "missing"
+    eager = getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
+    if op.state == OperationState.PENDING and op.next_attempt_at is not None and not eager:
+        countdown = max(0.0, (op.next_attempt_at - timezone.now()).total_seconds())
+        self.apply_async((operation_id, False), countdown=countdown)
+    return str(op.state)
+
+
+@shared_task(name="campaigns.reconcile_operations", acks_late=True)
+def reconcile_operations_task() -> dict[str, int]:
+    """Re-enqueue due retries and recover operations left running (for beat).
+
+    Idempotent; retries nothing (the next beat tick runs it again).
+    """
+    from campaigns.services.operations import operations_reconcile
+
+    return operations_reconcile()
+
+
+@shared_task(name="campaigns.prolific_sync", acks_late=True)
+def prolific_sync_task(study_id: str | None = None) -> int:
+    """Sync the submissions of Prolific study ``study_id`` (all open studies if None).
+
+    Idempotent (a sync writes what the platform says). Retries nothing: transient
+    errors are logged and the next beat tick or webhook syncs again.
+    """
+    from campaigns.services.provider_sync import prolific_studies_sync
+
+    return prolific_studies_sync(study_id=study_id)

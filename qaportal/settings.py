@@ -170,6 +170,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
+    "campaigns-reconcile-operations": {
+        "task": "campaigns.reconcile_operations",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
+    "campaigns-prolific-sync": {
+        "task": "campaigns.prolific_sync",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
     "linking-entity-agreement-sweep": {
         "task": "linking.entity_agreement_sweep",
         "schedule": 300.0,
@@ -261,8 +271,25 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+# --- Crowd platforms (campaigns/providers/) ---------------------------------------
 # Prolific's service fee as a fraction of participant payments; depends on the account.
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
+# Secrets: never logged.
+PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
+PROLIFIC_WEBHOOK_SECRET = os.environ.get("PROLIFIC_WEBHOOK_SECRET", "")
+PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com")
+PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
+PROLIFIC_WEBHOOK_TOLERANCE = int(os.environ.get("PROLIFIC_WEBHOOK_TOLERANCE", "300"))
+PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
+PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
+PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
+PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# Provider operations: bounded retries with backoff; a row left running longer than
+# the stale limit is reconciled (the platform is asked before anything is repeated).
+PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATTEMPTS", "8"))
+PROVIDER_OPERATION_STALE_MINUTES = int(os.environ.get("PROVIDER_OPERATION_STALE_MINUTES", "10"))
+PROVIDER_OPERATION_BACKOFF_BASE = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_BASE", "30"))
+PROVIDER_OPERATION_BACKOFF_MAX = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_MAX", "3600"))
 
 # --- Entity linking (linking/) ----------------------------------------------------
 # spaCy model for span proposals; empty: the official en_core_web_sm when installed,

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 from django.conf import settings
 
-from campaigns.providers.base import FeeModel, NoFees
+from campaigns.providers.base import FeeModel, NoFees, Provider
 from campaigns.providers.fees import MTurkFees, ProlificFees
 
 
@@ -23,3 +23,27 @@ def fee_model_for(provider: str) -> FeeModel:
 
 def currency_for(provider: str) -> str:
     return "GBP" if provider == "prolific" else "USD"
+
+
+def provider_for(name: str) -> Provider:
+    """The provider called ``name``, configured from settings.
+
+    Paid providers are imported here, on first use, so that importing the campaigns
+    app never loads an API client (and a deployment without ``requests`` or ``boto3``
+    still runs the local workforce).
+    """
+    if name == "local":
+        from campaigns.providers.local import LocalProvider
+
+        return LocalProvider()
+    if name == "prolific":
+        from campaigns.providers.prolific import ProlificProvider
+
+        return ProlificProvider.from_settings()
+    if name == "mturk":
+        try:
+            from campaigns.providers.mturk import MTurkProvider  # type: ignore[import-not-found,unused-ignore]
+        except ImportError as exc:  # the MTurk provider lands separately (issue 4)
+            raise ValueError("The MTurk provider is not installed.") from exc
+        return MTurkProvider.from_settings()  # type: ignore[no-any-return,unused-ignore]
+    raise ValueError(f"Unknown provider {name!r}")

@@ -186,15 +186,24 @@ def campaign_publish(*, campaign: Campaign) -> int:
 
 
 def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
-    """Move ``campaign`` to ``to_state``; a local campaign entering pilot/live is published.
+    """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
 
-    The transition locks the campaign row (``campaign_transition``); publishing
-    happens in the same transaction, so a failure leaves the campaign where it was.
+    Local campaigns publish at once; Prolific campaigns ask for one study per stage
+    with pending items (``stage_provider_publish``, which checks the budget). The
+    transition locks the campaign row (``campaign_transition``); publishing happens
+    in the same transaction, so a refusal (budget) leaves the campaign where it was.
     """
     with transaction.atomic():
         campaign = campaign_transition(campaign=campaign, to_state=to_state)
-        if campaign.provider == Provider.LOCAL and to_state in WORKABLE_STATES:
-            campaign_publish(campaign=campaign)
+        if to_state in WORKABLE_STATES:
+            if campaign.provider == Provider.LOCAL:
+                campaign_publish(campaign=campaign)
+            elif campaign.provider == Provider.PROLIFIC:
+                # Imported here: provider_sync imports this module.
+                from campaigns.services.provider_sync import stage_provider_publish
+
+                for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
+                    stage_provider_publish(stage=stage)
     return campaign
 
 
@@ -297,7 +306,7 @@ def _hit_take_among(
     return row
 
 
-def _hit_take_allowed(
+def hit_take_allowed(
     *, stage: Stage, worker: Worker, task_type: TaskType, now: datetime
 ) -> tuple[int, str] | None:
     """``_hit_take`` honouring exclusive keys: leaves out HITs holding an item whose
@@ -396,7 +405,7 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
         if current_id is not None:
             return Assignment.objects.get(pk=current_id)
         task_type = task_type_get(stage.task_type)
-        taken = _hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
         if taken is not None:
             hit_id, provider = taken
             return Assignment.objects.create(
@@ -621,6 +630,23 @@ def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> H
     with transaction.atomic():
         locked = HIT.objects.select_for_update().select_related("stage").get(pk=hit.pk)
         local = locked.provider == Provider.LOCAL
+        if not local:
+            # Imported here: operations imports this module's neighbours.
+            from campaigns.services.operations import operation_request
+
+            operation_request(
+                provider=locked.provider,
+                kind=OperationKind.ADD_ASSIGNMENTS,
+                key=key,
+                payload={
+                    "hit_id": locked.pk,
+                    "count": count,
+                    "reason": reason,
+                    "study_id": locked.provider_group_id,
+                },
+                campaign=locked.stage.campaign,
+            )
+            return locked
         operation, created = ProviderOperation.objects.get_or_create(
             provider=locked.provider,
             idempotency_key=key,
@@ -628,10 +654,10 @@ def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> H
                 "kind": OperationKind.ADD_ASSIGNMENTS,
                 "campaign_id": locked.stage.campaign_id,
                 "payload": {"hit_id": locked.pk, "count": count, "reason": reason},
-                "state": OperationState.DONE if local else OperationState.PENDING,
+                "state": OperationState.DONE,
             },
         )
-        if not created or not local:
+        if not created:
             return locked
         locked.max_assignments += count
         locked.places_left += count
@@ -765,13 +791,24 @@ def assignment_approve(
     source: str,
     reason: str = "",
 ) -> Assignment:
-    """Approve a submitted local assignment and hand its answer on to the next stage.
+    """Approve a submitted assignment and hand its answer on to the next stage.
 
     ``source`` says what decided ("requester", "rule:auto_approve", …). Idempotent:
     approving twice changes nothing and hands off once. The hand-off runs in the
-    Celery task ``campaigns.handoff_run``, enqueued after commit.
+    Celery task ``campaigns.handoff_run``, enqueued after commit. On a paid
+    provider the approval (and payment) is a provider operation
+    (``paid_assignment_approve``): the assignment turns approved, and hands off,
+    when the platform has done it.
     Locking: the assignment row.
     """
+    if assignment.provider != Provider.LOCAL:
+        from campaigns.services.provider_review import paid_assignment_approve
+
+        paid_assignment_approve(
+            assignment=assignment, decided_by=decided_by, source=source, reason=reason
+        )
+        assignment.refresh_from_db()
+        return assignment
     with transaction.atomic():
         decided, changed = _decide(
             assignment=assignment,
@@ -801,6 +838,18 @@ def assignment_reject(
     """
     if not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
+    if assignment.provider != Provider.LOCAL:
+        from campaigns.services.provider_review import paid_assignment_reject
+
+        paid_assignment_reject(
+            assignment=assignment,
+            decided_by=decided_by,
+            source=source,
+            reason=reason,
+            feedback=feedback,
+        )
+        assignment.refresh_from_db()
+        return assignment
     with transaction.atomic():
         decided, _ = _decide(
             assignment=assignment,

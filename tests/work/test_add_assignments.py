@@ -37,4 +37,9 @@ def test_paid_provider_waits_for_its_executor():
     assert hit.max_assignments == 2
     operation = ProviderOperation.objects.get(provider="mturk", idempotency_key="extend:9")
     assert operation.state == "pending"
-    assert operation.payload == {"hit_id": hit.pk, "count": 2, "reason": "early stopping: extend"}
+    assert operation.payload == {
+        "hit_id": hit.pk,
+        "count": 2,
+        "reason": "early stopping: extend",
+        "study_id": hit.provider_group_id,
+    }

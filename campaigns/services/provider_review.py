@@ -1,0 +1,455 @@
+"""Review and money on paid providers: approve, reject, bonus, message, block, qualify.
+
+Each decision is asked for as a ``ProviderOperation`` (``operation_request``) with
+its ledger entries ``committed`` in the same transaction; the executor marks them
+``paid`` (or ``cancelled``) and records the decision on the assignment when the
+platform has done it (``assignment_decision_record``). Money is paid only to a
+worker the platform confirmed (``review_details["identity"]["status"] ==
+"confirmed"``, written by ``provider_sync``): a page submission with a forged or
+unconfirmed participant id is never paid.
+
+Locking: the assignment row (``select_for_update``) for approve / reject / bonus,
+so two reviewers cannot request conflicting decisions; then the operation and
+ledger rows, created in the same transaction.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import DecimalField, F, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    ProviderOperation,
+    QualificationGrant,
+    QualificationType,
+    Worker,
+    WorkerBlock,
+)
+from campaigns.providers import currency_for, fee_model_for
+from campaigns.services.errors import DomainError
+from campaigns.services.operations import operation_request
+
+REJECTION_MESSAGE_MIN = 100
+_MONEY = DecimalField(max_digits=14, decimal_places=2)
+
+
+class BudgetExceededError(DomainError):
+    """The operation would take the campaign's committed spending past its budget cap."""
+
+    code = "budget_exceeded"
+
+
+class IdentityUnconfirmedError(DomainError):
+    """The platform has not confirmed that this worker made this submission."""
+
+    code = "identity_unconfirmed"
+
+
+# --- Budget ----------------------------------------------------------------------------
+
+
+def campaign_spending(*, campaign: Campaign) -> Decimal:
+    """Committed and paid ledger amounts, plus the cost of places still open or undecided.
+
+    Open places (``places_left`` of published HITs) and accepted / submitted
+    assignments without ledger entries yet are counted at reward + platform fee: the
+    platform holds that money (Prolific charges a study's places when it is published).
+    """
+    ledger = LedgerEntry.objects.filter(
+        campaign=campaign, status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID]
+    ).aggregate(total=Coalesce(Sum("amount"), Value(Decimal("0")), output_field=_MONEY))["total"]
+    open_places = HIT.objects.filter(
+        stage__campaign=campaign, status=HITStatus.PUBLISHED
+    ).aggregate(
+        total=Coalesce(
+            Sum(F("places_left") * F("reward"), output_field=_MONEY),
+            Value(Decimal("0")),
+            output_field=_MONEY,
+        )
+    )["total"]
+    undecided = Assignment.objects.filter(
+        hit__stage__campaign=campaign,
+        status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
+        ledger__isnull=True,
+    ).aggregate(total=Coalesce(Sum("hit__reward"), Value(Decimal("0")), output_field=_MONEY))[
+        "total"
+    ]
+    rewards = Decimal(open_places) + Decimal(undecided)
+    fees = fee_model_for(campaign.provider).assignment_fee(reward=rewards, max_assignments=1)
+    return Decimal(ledger) + rewards + fees
+
+
+def campaign_budget_check(*, campaign: Campaign, extra: Decimal, what: str) -> None:
+    """Refuse (``BudgetExceededError``) when ``extra`` would pass ``campaign.budget_cap``."""
+    if campaign.budget_cap is None:
+        return
+    spending = campaign_spending(campaign=campaign)
+    if spending + extra > campaign.budget_cap:
+        raise BudgetExceededError(
+            f"{what} would cost {extra} {campaign.currency}; the campaign has "
+            f"{spending} committed of its {campaign.budget_cap} budget.",
+            errors={"budget_cap": [str(campaign.budget_cap)], "needed": [str(extra)]},
+        )
+
+
+# --- Review decisions ------------------------------------------------------------------
+
+
+def _paid_assignment(assignment_id: int) -> Assignment:
+    """Lock and load an assignment of a paid provider."""
+    locked = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("hit__stage__campaign", "worker")
+        .get(pk=assignment_id)
+    )
+    if locked.provider == Provider.LOCAL:
+        raise DomainError(
+            "Local assignments are reviewed by campaigns.services.work.",
+            errors={"provider": [locked.provider]},
+        )
+    return locked
+
+
+def _check_identity(assignment: Assignment) -> None:
+    identity = (assignment.review_details or {}).get("identity") or {}
+    if identity.get("status") != "confirmed":
+        raise IdentityUnconfirmedError(
+            "The platform has not confirmed this worker's submission "
+            f"({identity.get('status', 'not synced yet')}); it cannot be paid.",
+            errors={"identity": [identity.get("status", "unsynced")]},
+        )
+
+
+def _decision_pending(assignment: Assignment, kind: str) -> ProviderOperation | None:
+    """The other decision's live operation, if one was requested."""
+    other = OperationKind.REJECT if kind == OperationKind.APPROVE else OperationKind.APPROVE
+    return (
+        ProviderOperation.objects.filter(
+            provider=assignment.provider,
+            idempotency_key=f"{other}:assignment:{assignment.pk}",
+        )
+        .exclude(state=OperationState.FAILED)
+        .first()
+    )
+
+
+def paid_assignment_approve(
+    *,
+    assignment: Assignment,
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+) -> ProviderOperation:
+    """Ask the platform to approve (and pay) a submitted assignment, once.
+
+    Idempotency key ``approve:assignment:<id>``; ledger entries ``reward:assignment:<id>``
+    and ``platform_fee:assignment:<id>`` are committed with it. The assignment becomes
+    ``approved`` when the operation is done. Refuses an unconfirmed identity.
+    """
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED):
+            raise DomainError(
+                f"Only a submitted assignment can be approved; this one is {locked.status!r}.",
+                errors={"status": [locked.status]},
+            )
+        _check_identity(locked)
+        if _decision_pending(locked, OperationKind.APPROVE):
+            raise DomainError("A rejection of this assignment was already requested.")
+        campaign = locked.hit.stage.campaign
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.APPROVE,
+            key=f"approve:assignment:{locked.pk}",
+            payload={
+                "assignment_id": locked.pk,
+                "submission_id": locked.provider_assignment_id,
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+            },
+            campaign=campaign,
+        )
+        fee = fee_model_for(locked.provider).assignment_fee(
+            reward=locked.hit.reward, max_assignments=locked.hit.max_assignments
+        )
+        for kind, amount in (
+            (LedgerKind.REWARD, locked.hit.reward),
+            (LedgerKind.PLATFORM_FEE, fee),
+        ):
+            LedgerEntry.objects.get_or_create(
+                key=f"{kind}:assignment:{locked.pk}",
+                defaults={
+                    "campaign": campaign,
+                    "stage": locked.hit.stage,
+                    "kind": kind,
+                    "status": LedgerStatus.COMMITTED,
+                    "amount": amount,
+                    "currency": currency_for(locked.provider),
+                    "assignment": locked,
+                    "worker": locked.worker,
+                    "operation": op,
+                },
+            )
+    return op
+
+
+def paid_assignment_reject(
+    *,
+    assignment: Assignment,
+    decided_by: AbstractBaseUser | None,
+    source: str,
+    reason: str,
+    feedback: str = "",
+    rejection_category: str = "OTHER",
+) -> ProviderOperation:
+    """Ask the platform to reject a submitted assignment, once (key ``reject:assignment:<id>``).
+
+    ``feedback`` (or ``reason``) is the message the worker gets; Prolific needs at
+    least 100 characters and one of its rejection categories.
+    """
+    message = (feedback or reason).strip()
+    if not reason.strip():
+        raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
+    if len(message) < REJECTION_MESSAGE_MIN:
+        raise DomainError(
+            f"The message to the worker needs at least {REJECTION_MESSAGE_MIN} characters.",
+            errors={"feedback": [f"min {REJECTION_MESSAGE_MIN} characters"]},
+        )
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED):
+            raise DomainError(
+                f"Only a submitted assignment can be rejected; this one is {locked.status!r}.",
+                errors={"status": [locked.status]},
+            )
+        if _decision_pending(locked, OperationKind.REJECT):
+            raise DomainError("An approval of this assignment was already requested.")
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.REJECT,
+            key=f"reject:assignment:{locked.pk}",
+            payload={
+                "assignment_id": locked.pk,
+                "submission_id": locked.provider_assignment_id,
+                "rejection_category": rejection_category,
+                "message": message,
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+                "feedback": feedback,
+            },
+            campaign=locked.hit.stage.campaign,
+        )
+    return op
+
+
+def assignment_decision_record(*, operation: ProviderOperation) -> Assignment | None:
+    """Effects of a done approve / reject operation: the decision, counters, ledger.
+
+    Called by the executor inside its transaction; idempotent (a decided assignment
+    is left as it is). Locking: the assignment row.
+    """
+    payload = operation.payload or {}
+    status = (
+        AssignmentStatus.APPROVED
+        if operation.kind == OperationKind.APPROVE
+        else AssignmentStatus.REJECTED
+    )
+    locked = (
+        Assignment.objects.select_for_update()
+        .filter(pk=int(payload.get("assignment_id") or 0))
+        .first()
+    )
+    if locked is None:
+        return None
+    if locked.status == AssignmentStatus.SUBMITTED:
+        locked.status = status
+        locked.decided_at = timezone.now()
+        locked.decided_by_id = payload.get("decided_by_id")
+        locked.decision_source = str(payload.get("source", ""))[:80]
+        locked.decision_reason = str(payload.get("reason", ""))
+        locked.feedback = str(payload.get("feedback", ""))
+        locked.save(
+            update_fields=[
+                "status",
+                "decided_at",
+                "decided_by",
+                "decision_source",
+                "decision_reason",
+                "feedback",
+            ]
+        )
+        counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
+        Worker.objects.filter(pk=locked.worker_id).update(**{counter: F(counter) + 1})
+        if status == AssignmentStatus.APPROVED:
+            from campaigns.tasks import handoff_run_task
+
+            handoff_run_task.delay_on_commit(locked.pk)
+    new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
+    LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
+        status=new, updated_at=timezone.now()
+    )
+    return locked
+
+
+# --- Bonuses, messages, blocks, qualifications ----------------------------------------
+
+
+def paid_bonus_pay(
+    *,
+    assignment: Assignment,
+    amount: Decimal,
+    reason: str,
+    key: str,
+) -> ProviderOperation:
+    """Pay ``amount`` to the worker of ``assignment`` once per ``key`` (say ``rule:agree:42``).
+
+    Idempotency key ``bonus:<key>``; ledger entries ``bonus:<key>`` and
+    ``bonus_fee:<key>`` committed with it, paid when the platform has paid. Refuses an
+    unconfirmed identity and anything past the campaign's budget cap.
+    """
+    if amount <= 0:
+        raise DomainError("A bonus must be positive.", errors={"amount": ["must be > 0"]})
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        _check_identity(locked)
+        campaign = Campaign.objects.select_for_update().get(pk=locked.hit.stage.campaign_id)
+        existing = ProviderOperation.objects.filter(
+            provider=locked.provider, idempotency_key=f"bonus:{key}"
+        ).first()
+        if existing is not None:
+            return existing
+        fee = fee_model_for(locked.provider).bonus_fee(amount=amount)
+        campaign_budget_check(campaign=campaign, extra=amount + fee, what="This bonus")
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.BONUS,
+            key=f"bonus:{key}",
+            payload={
+                "assignment_id": locked.pk,
+                "study_id": locked.hit.provider_group_id,
+                "submission_id": locked.provider_assignment_id,
+                "amount": f"{amount:.2f}",
+                "reason": reason,
+            },
+            campaign=campaign,
+        )
+        for kind, value in ((LedgerKind.BONUS, amount), (LedgerKind.BONUS_FEE, fee)):
+            LedgerEntry.objects.create(
+                key=f"{kind}:{key}",
+                campaign=campaign,
+                stage=locked.hit.stage,
+                kind=kind,
+                status=LedgerStatus.COMMITTED,
+                amount=value,
+                currency=currency_for(locked.provider),
+                assignment=locked,
+                worker=locked.worker,
+                operation=op,
+                memo=reason[:300],
+            )
+    return op
+
+
+def paid_workers_notify(
+    *, campaign: Campaign, study_id: str, workers: list[Worker], subject: str, body: str, key: str
+) -> ProviderOperation:
+    """Message ``workers`` about study ``study_id`` once per ``key`` (``notify:<key>``)."""
+    if not body.strip():
+        raise DomainError("A message needs a body.", errors={"body": ["required"]})
+    op, _ = operation_request(
+        provider=campaign.provider,
+        kind=OperationKind.NOTIFY,
+        key=f"notify:{key}",
+        payload={
+            "study_id": study_id,
+            "participant_ids": [w.external_id for w in workers],
+            "worker_ids": [w.pk for w in workers],
+            "subject": subject,
+            "body": body,
+        },
+        campaign=campaign,
+    )
+    return op
+
+
+def block_group_name(owner_id: int) -> str:
+    return f"qaportal-block-{owner_id}"
+
+
+def paid_worker_block(
+    *, requester: AbstractBaseUser, worker: Worker, reason: str
+) -> tuple[WorkerBlock, ProviderOperation]:
+    """Block ``worker`` from ``requester``'s work here and on the platform (block-list group).
+
+    Idempotency key ``block:<requester>:<worker>:<block id>``: one platform call per block.
+    """
+    with transaction.atomic():
+        block, _ = WorkerBlock.objects.get_or_create(
+            requester_id=requester.pk,
+            worker=worker,
+            lifted_at=None,
+            defaults={"reason": reason or "blocked"},
+        )
+        op, _ = operation_request(
+            provider=worker.provider,
+            kind=OperationKind.BLOCK,
+            key=f"block:{requester.pk}:{worker.pk}:{block.pk}",
+            payload={
+                "owner_id": requester.pk,
+                "worker_id": worker.pk,
+                "participant_id": worker.external_id,
+                "group_name": block_group_name(requester.pk),
+            },
+            campaign=None,
+        )
+    return block, op
+
+
+def paid_qualification_grant(
+    *, qualification_type: QualificationType, worker: Worker, source: str, value: int = 1
+) -> tuple[QualificationGrant, ProviderOperation]:
+    """Grant a custom qualification: a grant row, and membership of its allow-list group.
+
+    Idempotency key ``grant:<type>:<worker>``.
+    """
+    with transaction.atomic():
+        grant, _ = QualificationGrant.objects.update_or_create(
+            qualification_type=qualification_type,
+            worker=worker,
+            defaults={"value": value, "source": source[:80], "revoked_at": None},
+        )
+        payload: dict[str, Any] = {
+            "qualification_type_id": qualification_type.pk,
+            "worker_id": worker.pk,
+            "participant_id": worker.external_id,
+            "group_name": f"qaportal-qual-{qualification_type.pk}",
+        }
+        if qualification_type.provider_qualification_id:
+            payload["group_id"] = qualification_type.provider_qualification_id
+        op, _ = operation_request(
+            provider=worker.provider,
+            kind=OperationKind.GRANT,
+            key=f"grant:{qualification_type.pk}:{worker.pk}",
+            payload=payload,
+            campaign=None,
+        )
+    return grant, op

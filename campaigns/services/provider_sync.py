@@ -1,0 +1,339 @@
+"""Paid providers and qaportal's own records: publishing stages, allocating platform
+sessions to assignments, and syncing submissions back.
+
+- ``stage_provider_publish``: a stage's pending HITs become one Prolific study,
+  asked for as a ``create_study`` operation (budget checked first).
+- ``prolific_assignment_accept``: a participant arriving from a study (PID, study,
+  session) gets an assignment; the session id (Prolific's submission id) becomes
+  its ``provider_assignment_id``.
+- ``prolific_studies_sync``: reads each study's submissions and records, per
+  assignment, what Prolific says (status, times, code) and whether the participant
+  matches the worker who submitted on our page (``review_details["identity"]``).
+  Identity from the URL is a claim; only ``confirmed`` assignments are ever paid.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    ProviderOperation,
+    QualificationType,
+    Stage,
+    Worker,
+)
+from campaigns.providers import fee_model_for, provider_for
+from campaigns.providers.base import ProviderError, SubmissionRecord
+from campaigns.providers.prolific.provider import short_id, study_body, study_filters
+from campaigns.selectors_work import WORKABLE_STATES
+from campaigns.services.errors import DomainError
+from campaigns.services.operations import operation_request
+from campaigns.services.provider_review import block_group_name, campaign_budget_check
+from campaigns.services.work import (
+    NoWorkAvailableError,
+    WorkerNotAllowedError,
+    hit_take_allowed,
+    stage_publish,
+)
+from campaigns.tasktypes import task_type_get
+
+logger = logging.getLogger(__name__)
+
+STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+
+
+# --- Publishing --------------------------------------------------------------------------
+
+
+def _allow_groups(stage: Stage) -> list[str]:
+    ids = [r.get("qualification_type_id") for r in stage.qualification_requirements or []]
+    wanted = [int(i) for i in ids if i is not None]
+    if not wanted:
+        return []
+    groups = dict(
+        QualificationType.objects.filter(pk__in=wanted).values_list(
+            "pk", "provider_qualification_id"
+        )
+    )
+    missing = [i for i in wanted if not groups.get(i)]
+    if missing:
+        raise DomainError(
+            "Some qualifications have no Prolific participant group yet (grant them first).",
+            errors={"qualification_requirements": [str(i) for i in missing]},
+        )
+    return [str(groups[i]) for i in wanted]
+
+
+def _block_groups(owner_id: int) -> list[str]:
+    done = ProviderOperation.objects.filter(
+        provider=Provider.PROLIFIC,
+        kind=OperationKind.BLOCK,
+        state=OperationState.DONE,
+        payload__group_name=block_group_name(owner_id),
+    ).values_list("result", flat=True)
+    return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
+
+
+def stage_provider_publish(*, stage: Stage) -> ProviderOperation | None:
+    """Publish the stage's pending items on its paid provider (Prolific: one study).
+
+    Puts pending items into HITs (``stage_publish``, which leaves paid HITs pending),
+    checks the budget for every place, and asks for a ``create_study`` operation
+    keyed ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are
+    published once; after a failed attempt, the next request gets a new key).
+    The HITs become ``published`` when the operation is done. None if nothing is pending.
+    """
+    campaign = stage.campaign
+    if campaign.provider != Provider.PROLIFIC:
+        raise DomainError("stage_provider_publish handles Prolific campaigns.")
+    stage_publish(stage=stage)
+    with transaction.atomic():
+        stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
+        campaign = stage.campaign
+        hits = list(
+            HIT.objects.filter(
+                stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
+            ).order_by("pk")
+        )
+        if not hits:
+            return None
+        hit_ids = [h.pk for h in hits]
+        base_key = f"publish:stage:{stage.pk}:hits:{hit_ids[0]}-{hit_ids[-1]}:{len(hit_ids)}"
+        earlier = ProviderOperation.objects.filter(
+            provider=campaign.provider, idempotency_key__startswith=base_key
+        )
+        live = earlier.exclude(state=OperationState.FAILED).first()
+        if live is not None:
+            return live
+        key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
+        places = sum(h.max_assignments for h in hits)
+        fee = fee_model_for(campaign.provider).assignment_fee(
+            reward=stage.reward, max_assignments=stage.assignments_per_hit
+        )
+        campaign_budget_check(
+            campaign=campaign, extra=(stage.reward + fee) * places, what="Publishing this stage"
+        )
+        codes = {
+            "completed": secrets.token_hex(4).upper(),
+            "failed_check": secrets.token_hex(4).upper(),
+            "screened_out": secrets.token_hex(4).upper(),
+        }
+        body = study_body(
+            key=key,
+            name=f"{campaign.name}: {stage.name}",
+            description=stage.instructions,
+            stage_id=stage.pk,
+            places=places,
+            reward=Decimal(stage.reward),
+            duration_minutes=max(1, int(stage.assignment_duration.total_seconds() // 60)),
+            estimated_minutes=(stage.config or {}).get("estimated_minutes"),
+            codes=codes,
+            filters=study_filters(
+                stage.qualification_requirements or [],
+                allow_groups=_allow_groups(stage),
+                block_groups=_block_groups(campaign.owner_id),
+            ),
+            site_url=getattr(settings, "SITE_URL", "http://127.0.0.1:8000"),
+        )
+        op, _ = operation_request(
+            provider=campaign.provider,
+            kind=OperationKind.CREATE_STUDY,
+            key=key,
+            payload={"stage_id": stage.pk, "hit_ids": hit_ids, "codes": codes, "study": body},
+            campaign=campaign,
+        )
+    return op
+
+
+def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:
+    """The completion codes of a study qaportal created (from its create operation)."""
+    op = (
+        ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC, kind=OperationKind.CREATE_STUDY, result__study_id=study_id
+        )
+        .only("payload")
+        .first()
+    )
+    return dict(op.payload.get("codes", {})) if op is not None else None
+
+
+def prolific_study_stage(*, study_id: str, stage_id: int | None = None) -> Stage | None:
+    """The stage whose HITs make up study ``study_id`` (``stage_id`` from the URL, checked)."""
+    hits = HIT.objects.filter(provider=Provider.PROLIFIC, provider_group_id=study_id)
+    if stage_id is not None:
+        hits = hits.filter(stage_id=stage_id)
+    hit = hits.select_related("stage__campaign").first()
+    return hit.stage if hit is not None else None
+
+
+# --- Allocation -----------------------------------------------------------------------
+
+
+def prolific_assignment_accept(
+    *, stage: Stage, worker: Worker, study_id: str, session_id: str
+) -> Assignment:
+    """Give the participant of Prolific session ``session_id`` a place on the study's HITs.
+
+    Returns the assignment already made for this session (a reload, a second tab).
+    A session id held by another worker is refused: URL parameters are claims, and
+    one Prolific submission belongs to one participant. Honours blocks, exclusive keys
+    and the campaign state as ``assignment_accept`` does; allocation is restricted
+    to the HITs of this study.
+
+    Locking: the worker row, then one HIT row (``hit_take_allowed``), as
+    ``assignment_accept``.
+    """
+    if worker.provider != Provider.PROLIFIC:
+        raise WorkerNotAllowedError("Not a Prolific participant.")
+    now = timezone.now()
+    with transaction.atomic():
+        Worker.objects.select_for_update().get(pk=worker.pk)
+        existing = (
+            Assignment.objects.filter(provider=Provider.PROLIFIC, provider_assignment_id=session_id)
+            .select_related("hit")
+            .first()
+        )
+        if existing is not None:
+            if existing.worker_id != worker.pk or existing.hit.provider_group_id != study_id:
+                raise WorkerNotAllowedError("This Prolific session belongs to someone else.")
+            return existing
+        campaign = stage.campaign
+        if campaign.state not in WORKABLE_STATES:
+            raise NoWorkAvailableError("This campaign is not taking work at the moment.")
+        if worker.blocks.filter(requester_id=campaign.owner_id, lifted_at__isnull=True).exists():
+            raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
+        task_type = task_type_get(stage.task_type)
+        taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        if taken is None:
+            raise NoWorkAvailableError("There is no task left in this study. Thank you!")
+        hit_id, provider = taken
+        try:
+            with transaction.atomic():
+                assignment = Assignment.objects.create(
+                    hit_id=hit_id,
+                    worker_id=worker.pk,
+                    provider=provider,
+                    provider_assignment_id=session_id,
+                    status=AssignmentStatus.ACCEPTED,
+                    accepted_at=now,
+                    deadline=now + stage.assignment_duration,
+                )
+        except IntegrityError:
+            raise WorkerNotAllowedError("This Prolific session is already in use.") from None
+    logger.info(
+        "prolific: participant %s took assignment %s (study %s)",
+        short_id(worker.external_id),
+        assignment.pk,
+        study_id,
+    )
+    return assignment
+
+
+# --- Sync -------------------------------------------------------------------------------
+
+
+def _identity(assignment: Assignment, record: SubmissionRecord | None) -> dict[str, Any]:
+    if record is None:
+        return {"status": "unconfirmed", "reason": "Prolific has no submission for this session."}
+    if record.participant_id != assignment.worker.external_id:
+        return {
+            "status": "mismatch",
+            "reason": "The Prolific submission belongs to another participant.",
+        }
+    return {"status": "confirmed"}
+
+
+def submissions_apply(*, study_id: str, records: list[SubmissionRecord]) -> int:
+    """Record Prolific's view of study ``study_id`` on its assignments; the rows changed.
+
+    Idempotent. An accepted assignment whose submission Prolific reports returned or
+    timed out is closed (``returned`` / ``expired``) and its place goes back to the HIT.
+    Locking: the study's assignment rows, in id order (one transaction).
+    """
+    by_session = {r.provider_assignment_id: r for r in records}
+    now = timezone.now()
+    changed = 0
+    with transaction.atomic():
+        assignments = list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(provider=Provider.PROLIFIC, hit__provider_group_id=study_id)
+            .select_related("worker")
+            .order_by("pk")
+        )
+        freed: dict[int, int] = {}
+        for a in assignments:
+            record = by_session.get(a.provider_assignment_id or "")
+            details = dict(a.review_details or {})
+            identity = _identity(a, record)
+            before = (details.get("identity"), (details.get("prolific") or {}).get("status"))
+            details["identity"] = identity
+            if record is not None:
+                details["prolific"] = {
+                    "status": record.status,
+                    "started_at": record.started_at,
+                    "completed_at": record.completed_at,
+                    "entered_code": record.entered_code,
+                    "synced_at": now.isoformat(),
+                }
+            status = a.status
+            if a.status == AssignmentStatus.ACCEPTED and record is not None:
+                if record.status == "RETURNED":
+                    status = AssignmentStatus.RETURNED
+                elif record.status == "TIMED-OUT":
+                    status = AssignmentStatus.EXPIRED
+            after = (identity, (details.get("prolific") or {}).get("status"))
+            if before == after and status == a.status:
+                continue
+            if status != a.status:
+                freed[a.hit_id] = freed.get(a.hit_id, 0) + 1
+            if identity["status"] != "confirmed" and a.status in STORED:
+                logger.warning("prolific: assignment %s flagged (%s)", a.pk, identity["status"])
+            Assignment.objects.filter(pk=a.pk).update(review_details=details, status=status)
+            changed += 1
+        for hit_id, count in freed.items():
+            HIT.objects.filter(pk=hit_id).update(places_left=F("places_left") + count)
+    return changed
+
+
+def prolific_studies_sync(*, study_id: str | None = None) -> int:
+    """Sync one study's submissions, or every published Prolific study's; rows changed.
+
+    A transient error on one study is logged and the others still sync.
+    """
+    if study_id is not None:
+        study_ids = [study_id]
+    else:
+        study_ids = sorted(
+            set(
+                HIT.objects.filter(provider=Provider.PROLIFIC, status=HITStatus.PUBLISHED)
+                .exclude(provider_group_id="")
+                .values_list("provider_group_id", flat=True)
+            )
+        )
+    if not study_ids:
+        return 0
+    provider = provider_for(Provider.PROLIFIC)
+    changed = 0
+    for sid in study_ids:
+        try:
+            records = provider.sync_submissions(study_id=sid)
+        except ProviderError as exc:
+            logger.warning("prolific sync of study %s failed: %s", sid, exc)
+            continue
+        changed += submissions_apply(study_id=sid, records=records)
+    return changed

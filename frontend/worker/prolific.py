@@ -1,0 +1,221 @@
+"""The Prolific entry: participants arrive from a study, work, and go back with a code.
+
+``/work/prolific/?PROLIFIC_PID=…&STUDY_ID=…&SESSION_ID=…&qa_stage=…`` (the study's
+external URL) finds the study's stage, takes the participant (a ``Worker`` of
+provider ``prolific``) and allocates an assignment for the session; the page is
+the common ``render_assignment``. After a stored submission the participant is
+sent to Prolific's completion URL with the study's code.
+
+Who the participant is comes from the URL: a claim, remembered in the session,
+checked against Prolific by the sync before anyone is paid. Participant ids are
+personal data: never logged in full.
+
+``/work/prolific/hooks/`` receives Prolific's webhooks, verified as Prolific
+documents (base64 HMAC-SHA256 of timestamp + body with the workspace secret), and
+enqueues a sync of the study.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import re
+import time
+
+from django.conf import settings
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from campaigns.models import Assignment, Provider, Worker
+from campaigns.providers.prolific.provider import COMPLETION_URL, short_id
+from campaigns.selectors_work import RequestWorkers, assignment_is_current
+from campaigns.services.provider_sync import (
+    prolific_assignment_accept,
+    prolific_study_codes,
+    prolific_study_stage,
+)
+from campaigns.services.work import (
+    STORED_STATES,
+    AssignmentClosedError,
+    NoWorkAvailableError,
+    SubmitResult,
+    WorkerNotAllowedError,
+)
+from frontend.worker.pages import render_assignment, submit_assignment
+
+logger = logging.getLogger(__name__)
+
+SESSION_KEY = "prolific_worker_id"
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+SIGNATURE_HEADER = "HTTP_X_PROLIFIC_REQUEST_SIGNATURE"
+TIMESTAMP_HEADER = "HTTP_X_PROLIFIC_REQUEST_TIMESTAMP"
+
+
+def _message(
+    request: HttpRequest, title: str, message: str, *, status: int, code: str | None = None
+) -> HttpResponse:
+    context = {
+        "title": title,
+        "message": message,
+        "completion_url": COMPLETION_URL.format(code=code) if code else None,
+    }
+    return render(request, "worker/prolific/message.html", context, status=status)
+
+
+def _completion(study_id: str, kind: str) -> str | None:
+    codes = prolific_study_codes(study_id=study_id) or {}
+    code = codes.get(kind)
+    return code or None
+
+
+@require_GET
+def entry(request: HttpRequest) -> HttpResponse:
+    """Take the participant of a Prolific session to their assignment (new or resumed)."""
+    pid = request.GET.get("PROLIFIC_PID", "")
+    study_id = request.GET.get("STUDY_ID", "")
+    session_id = request.GET.get("SESSION_ID", "")
+    if not all(_ID.match(v) for v in (pid, study_id, session_id)):
+        return _message(
+            request, "Link incomplete", "Please open this task from Prolific.", status=400
+        )
+    stage_param = request.GET.get("qa_stage", "")
+    stage = prolific_study_stage(
+        study_id=study_id, stage_id=int(stage_param) if stage_param.isdigit() else None
+    )
+    if stage is None or stage.campaign.provider != Provider.PROLIFIC:
+        raise Http404("No such study.")
+    worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=pid)
+    try:
+        assignment = prolific_assignment_accept(
+            stage=stage, worker=worker, study_id=study_id, session_id=session_id
+        )
+    except NoWorkAvailableError as exc:
+        return _message(
+            request,
+            "No task left",
+            f"{exc} Please return the study on Prolific.",
+            status=200,
+            code=_completion(study_id, "screened_out"),
+        )
+    except WorkerNotAllowedError as exc:
+        logger.info("prolific entry refused for participant %s: %s", short_id(pid), exc)
+        return _message(request, "Not available", str(exc), status=403)
+    request.session[SESSION_KEY] = worker.pk
+    return redirect("worker-prolific:assignment", assignment_id=assignment.pk)
+
+
+def _session_worker(request: HttpRequest) -> int | None:
+    value = request.session.get(SESSION_KEY)
+    return value if isinstance(value, int) else None
+
+
+def _completion_redirect(assignment: Assignment) -> HttpResponse:
+    failed = (assignment.review_details or {}).get("attention_check") == "failed"
+    code = _completion(assignment.hit.provider_group_id, "failed_check" if failed else "completed")
+    if code is None:
+        raise Http404("This study has no completion code.")
+    return redirect(COMPLETION_URL.format(code=code))
+
+
+@require_http_methods(["GET", "POST"])
+def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
+    """The work page (GET) and its submission (POST), then Prolific's completion URL."""
+    worker_id = _session_worker(request)
+    if worker_id is None:
+        raise Http404("No such task.")
+    action_url = reverse("worker-prolific:assignment", kwargs={"assignment_id": assignment_id})
+    if request.method == "POST":
+
+        def after_submit(result: SubmitResult) -> HttpResponse:
+            return _completion_redirect(result.assignment)
+
+        def on_closed(exc: AssignmentClosedError) -> HttpResponse:
+            return _message(request, "Task closed", str(exc), status=409)
+
+        try:
+            return submit_assignment(
+                request,
+                assignment_id=assignment_id,
+                workers=RequestWorkers(worker_ids=(worker_id,)),
+                action_url=action_url,
+                after_submit=after_submit,
+                on_closed=on_closed,
+            )
+        except Assignment.DoesNotExist:
+            raise Http404("No such task.") from None
+    found = (
+        Assignment.objects.filter(pk=assignment_id, worker_id=worker_id, provider=Provider.PROLIFIC)
+        .select_related("hit__stage__campaign")
+        .first()
+    )
+    if found is None:
+        raise Http404("No such task.")
+    if found.status in STORED_STATES:
+        return _completion_redirect(found)
+    if not assignment_is_current(found):
+        return _message(request, "Task closed", "This task is closed.", status=409)
+    return render_assignment(request, assignment=found, action_url=action_url)
+
+
+# --- Webhooks ------------------------------------------------------------------------------
+
+
+def signature_valid(*, secret: str, timestamp: str, body: bytes, signature: str) -> bool:
+    """Prolific's hook signature: base64(HMAC-SHA256(secret, timestamp + body))."""
+    if not (secret and timestamp and signature):
+        return False
+    bodies = [body]
+    # Prolific's own example signs ``json.dumps`` of the parsed body: accept that too.
+    with contextlib.suppress(ValueError):
+        bodies.append(json.dumps(json.loads(body)).encode())
+    return any(
+        hmac.compare_digest(
+            base64.b64encode(
+                hmac.new(secret.encode(), timestamp.encode() + b, hashlib.sha256).digest()
+            ),
+            signature.encode(),
+        )
+        for b in bodies
+    )
+
+
+@csrf_exempt
+@require_POST
+def hooks(request: HttpRequest) -> HttpResponse:
+    """Verify a Prolific hook and enqueue a sync of its study (or of all studies)."""
+    secret = getattr(settings, "PROLIFIC_WEBHOOK_SECRET", "")
+    timestamp = request.META.get(TIMESTAMP_HEADER, "")
+    signature = request.META.get(SIGNATURE_HEADER, "")
+    if not signature_valid(
+        secret=secret, timestamp=timestamp, body=request.body, signature=signature
+    ):
+        return JsonResponse({"detail": "invalid signature"}, status=403)
+    tolerance = float(getattr(settings, "PROLIFIC_WEBHOOK_TOLERANCE", 300))
+    try:
+        age = abs(time.time() - float(timestamp))
+    except ValueError:
+        age = tolerance + 1
+    if age > tolerance:
+        return JsonResponse({"detail": "stale timestamp"}, status=403)
+    try:
+        event = json.loads(request.body or b"{}")
+    except ValueError:
+        return JsonResponse({"detail": "invalid JSON"}, status=400)
+    study_id = None
+    if isinstance(event, dict):
+        candidate = event.get("study_id")
+        if candidate is None and str(event.get("event_type", "")).startswith("study."):
+            candidate = event.get("resource_id")
+        if isinstance(candidate, str) and _ID.match(candidate):
+            study_id = candidate
+    from campaigns.tasks import prolific_sync_task
+
+    prolific_sync_task.delay_on_commit(study_id)
+    return JsonResponse({"accepted": True, "study_id": study_id})
