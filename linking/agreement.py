@@ -204,3 +204,49 @@ class BonusRule:
     def amount_for(self, agreed: LinkSet) -> Decimal:
         entities = sum(1 for _, _, qid in agreed if qid != NIL)
         return self.amount * max(0, entities - self.beyond)
+
+
+def escalation_rule_validate(rule: Any) -> list[str]:
+    """Problems with an ``entity_agreement`` escalation rule (others are not checked here)."""
+    if not isinstance(rule, Mapping) or rule.get("rule") != ESCALATION_RULE:
+        return []
+    errors = []
+    known = {"rule", "annotators", "max", "seen_annotators"}
+    errors += [
+        f"escalation_rule (entity_agreement): unknown parameter {k!r}"
+        for k in rule
+        if k not in known
+    ]
+    for key in ("annotators", "max", "seen_annotators"):
+        value = rule.get(key)
+        if value is not None and (
+            not isinstance(value, int) or isinstance(value, bool) or value < 1
+        ):
+            errors.append(f"escalation_rule (entity_agreement): {key} must be a whole number >= 1")
+    if not errors and int(rule.get("max", DEFAULT_MAX_ANNOTATORS)) < int(
+        rule.get("annotators", DEFAULT_ANNOTATORS)
+    ):
+        errors.append("escalation_rule (entity_agreement): max cannot be below annotators")
+    return errors
+
+
+def bonus_rules_validate(rules: list[Any]) -> list[str]:
+    """Problems with the ``per_agreed_entity`` entries of a stage's ``bonus_rules``."""
+    errors = []
+    for n, rule in enumerate(rules):
+        if not isinstance(rule, Mapping) or rule.get("rule") != BONUS_RULE:
+            continue
+        at = f"bonus_rules[{n}] ({BONUS_RULE})"
+        errors += [
+            f"{at}: unknown parameter {k!r}" for k in rule if k not in {"rule", "amount", "beyond"}
+        ]
+        try:
+            amount = Decimal(str(rule.get("amount")))
+            if not amount.is_finite() or amount <= 0:
+                raise ValueError
+        except (ArithmeticError, ValueError):
+            errors.append(f'{at}: amount must be a positive decimal such as "0.05"')
+        beyond = rule.get("beyond", 1)
+        if not isinstance(beyond, int) or isinstance(beyond, bool) or beyond < 0:
+            errors.append(f"{at}: beyond must be a whole number >= 0")
+    return errors

@@ -15,6 +15,7 @@ from django.utils.text import slugify
 from campaigns.models import Campaign, CampaignState, Item, Provider, Stage
 from campaigns.providers import currency_for
 from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
+from campaigns.services.stage_rules import stage_rules_problems
 from campaigns.tasktypes import UnknownTaskType, task_type_get
 
 # The state machine: from each state, the states it may move to.
@@ -101,6 +102,14 @@ def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def _check_rules(*, review_rules: Any, bonus_rules: Any, escalation_rule: Any) -> None:
+    problems = stage_rules_problems(
+        review_rules=review_rules, bonus_rules=bonus_rules, escalation_rule=escalation_rule
+    )
+    if problems:
+        raise DomainError("The stage's rules are not valid.", errors=problems)
+
+
 def stage_add(
     *,
     campaign: Campaign,
@@ -124,6 +133,11 @@ def stage_add(
     Locks the campaign row so concurrent additions get distinct positions.
     """
     config = _validated_config(task_type, config or {})
+    _check_rules(
+        review_rules=review_rules or [],
+        bonus_rules=bonus_rules or [],
+        escalation_rule=escalation_rule or {},
+    )
     if reward < 0:
         raise DomainError("The reward cannot be negative.", errors={"reward": ["negative"]})
     if assignments_per_hit < 1 or items_per_hit < 1:
@@ -196,6 +210,12 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         )
     if "config" in changes:
         _validated_config(stage.task_type, changes["config"])
+    if {"review_rules", "bonus_rules", "escalation_rule"} & set(changes):
+        _check_rules(
+            review_rules=changes.get("review_rules", stage.review_rules),
+            bonus_rules=changes.get("bonus_rules", stage.bonus_rules),
+            escalation_rule=changes.get("escalation_rule", stage.escalation_rule),
+        )
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)

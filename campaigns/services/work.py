@@ -63,6 +63,7 @@ from campaigns.services.campaigns import campaign_transition
 from campaigns.services.errors import DomainError
 from campaigns.tasktypes import FieldError, TaskType, task_type_get
 from linking import hooks as linking_hooks
+from validation.triggers import needs_review_after_submit
 
 logger = logging.getLogger(__name__)
 
@@ -597,6 +598,11 @@ def _submission_store(
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )
+            if needs_review_after_submit(stage.review_rules, stage.escalation_rule):
+                # Imported here: validation's tasks import these services.
+                from validation.tasks import review_submission_task
+
+                review_submission_task.delay_on_commit(assignment.pk)
             linking_hooks.answer_stored(stage=stage, hit_id=assignment.hit_id)
             return SubmitResult(assignment=assignment, stored=True, answer=answer)
     # Raised outside the transaction: the expiry above is kept.

@@ -186,3 +186,39 @@ def test_stage_link_validates_the_handoff(campaign):
     assert bad.value.errors["handoff"]
     a.refresh_from_db()
     assert a.next_stage is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "fragment"),
+    [
+        ("review_rules", [{"rule": "vibes"}], "unknown rule"),
+        ("review_rules", [{"rule": "work_time", "min_secs": 5}], "unknown parameter"),
+        ("bonus_rules", [{"rule": "per_agreed_entity", "amount": "-1"}], "positive decimal"),
+        ("bonus_rules", [{"rule": "gold_bonus"}], "amount"),
+        ("escalation_rule", {"rule": "entity_agreement", "annotators": 3, "max": 2}, "below"),
+        ("escalation_rule", {"rule": "early_stop", "first": 3, "extend_to": 2}, "extend_to"),
+        ("escalation_rule", {"rule": "ask_my_cousin"}, "escalation_rule must be"),
+    ],
+)
+def test_stage_rules_are_checked_by_their_apps(campaign, field, value, fragment):
+    with pytest.raises(DomainError, match="rules are not valid") as bad:
+        stage_add(campaign=campaign, name="x", task_type="answer_entity_linking", **{field: value})
+    assert fragment in " ".join(bad.value.errors[field])
+    stage = stage_add(campaign=campaign, name="ok", task_type="answer_entity_linking")
+    with pytest.raises(DomainError, match="rules are not valid"):
+        stage_update(stage=stage, **{field: value})
+
+
+def test_valid_rules_from_both_apps_are_accepted(campaign):
+    stage = stage_add(
+        campaign=campaign,
+        name="link",
+        task_type="answer_entity_linking",
+        review_rules=[{"rule": "work_time", "min_seconds": 5}, {"rule": "consensus"}],
+        bonus_rules=[
+            {"rule": "per_agreed_entity", "amount": "0.05", "beyond": 1},
+            {"rule": "gold_bonus", "amount": "0.20"},
+        ],
+        escalation_rule={"rule": "entity_agreement", "annotators": 2, "max": 3},
+    )
+    assert stage.escalation_rule["max"] == 3

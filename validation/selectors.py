@@ -1,0 +1,341 @@
+"""Reads for the review automation and the quality dashboard.
+
+Loading is bulk: a stage's stored assignments in one query fetched
+``LOAD_CHUNK`` rows at a time (``values_list``, no model instances), its HITs'
+items in one query. Dashboard numbers come from the pure functions of
+``validation.agreement`` / ``validation.aggregation`` over the categorical
+projection of ``validation.projections``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+import numpy as np
+from django.db.models import Q
+
+from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, Stage
+from validation.aggregation import MajorityVote, majority_vote
+from validation.agreement import krippendorff_alpha, percent_agreement
+from validation.labels import LabelTable
+from validation.projections import categorical_label, entries_by_item
+from validation.rules import (
+    RULES,
+    GoldTally,
+    ItemRef,
+    Submission,
+    facts_build,
+    params_of,
+)
+
+STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+LOAD_CHUNK = 10_000
+DEFAULT_WAGE_FLOOR = Decimal("15.00")  # USD per hour
+
+
+def stage_items_by_hit(
+    *, stage: Stage, hit_ids: Iterable[int] | None = None
+) -> dict[int, list[ItemRef]]:
+    """``{hit id: [ItemRef]}`` in HIT order, with each item's gold; one query."""
+    rows = HITItem.objects.filter(hit__stage=stage)
+    if hit_ids is not None:
+        rows = rows.filter(hit_id__in=list(hit_ids))
+    out: dict[int, list[ItemRef]] = defaultdict(list)
+    for hit_id, item_id, external_id, gold in rows.order_by("hit_id", "position").values_list(
+        "hit_id", "item_id", "item__external_id", "item__gold"
+    ):
+        out[hit_id].append(ItemRef(id=item_id, external_id=external_id, gold=gold))
+    return dict(out)
+
+
+_FIELDS = (
+    "pk",
+    "hit_id",
+    "worker_id",
+    "status",
+    "answers",
+    "work_seconds",
+    "telemetry",
+    "submitted_at",
+)
+
+
+def stage_submissions(*, stage: Stage, scope: Q | None = None) -> list[Submission]:
+    """The stage's stored (submitted, approved, rejected) assignments as ``Submission``s,
+    in id order; one query, fetched ``LOAD_CHUNK`` rows at a time (a server-side cursor
+    on PostgreSQL); ``scope`` narrows them further."""
+    base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
+    if scope is not None:
+        base = base.filter(scope)
+    rows = base.order_by("pk").values_list(*_FIELDS).iterator(chunk_size=LOAD_CHUNK)
+    return [
+        Submission(
+            id=pk,
+            hit_id=hit_id,
+            worker_id=worker_id,
+            status=status,
+            answers=answers,
+            work_seconds=seconds,
+            telemetry=telemetry or {},
+            submitted_at=submitted_at,
+        )
+        for pk, hit_id, worker_id, status, answers, seconds, telemetry, submitted_at in rows
+    ]
+
+
+def worker_gold_accuracy(*, stage: Stage, sentence_threshold: float = 0.5) -> dict[int, GoldTally]:
+    """Per worker: their answers on the stage's gold items, right or wrong, in order."""
+    submissions = stage_submissions(stage=stage)
+    facts = facts_build(
+        task_type=stage.task_type,
+        items_by_hit=stage_items_by_hit(stage=stage),
+        submissions=submissions,
+        rules=[{"rule": "gold_accuracy", "sentence_threshold": sentence_threshold}],
+    )
+    return {w: t for (thr, w), t in facts.gold.items() if thr == sentence_threshold}
+
+
+# --- Dashboard ---------------------------------------------------------------------------
+
+
+def _stage_option(stage: Stage, name: str) -> dict[str, Any]:
+    for entry in stage.review_rules or []:
+        if isinstance(entry, Mapping) and entry.get("rule") == name:
+            return params_of(entry, RULES)
+    return params_of({"rule": name}, RULES)
+
+
+def stage_label_triples(
+    *, stage: Stage, include_rejected: bool = False, dimension: str | None = None
+) -> list[tuple[int, int, Hashable]]:
+    """``(item id, worker id, label)`` of the stage's stored answers, categorical
+    projection per task type (``validation.projections.categorical_label``)."""
+    dimension = dimension or _stage_option(stage, "final_labels")["dimension"]
+    items = stage_items_by_hit(stage=stage)
+    triples: list[tuple[int, int, Hashable]] = []
+    seen: set[tuple[int, int]] = set()
+    for sub in stage_submissions(stage=stage):
+        if sub.status == AssignmentStatus.REJECTED and not include_rejected:
+            continue
+        refs = [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])]
+        for item_id, entry in entries_by_item(sub.answers, refs).items():
+            label = categorical_label(stage.task_type, entry, dimension=dimension)
+            # A worker answers an item once per stage; should a HIT repeat an item
+            # (reused gold), the first answer counts.
+            if label is not None and (item_id, sub.worker_id) not in seen:
+                seen.add((item_id, sub.worker_id))
+                triples.append((item_id, sub.worker_id, label))
+    return triples
+
+
+@dataclass(frozen=True)
+class AgreementSummary:
+    alpha: float | None  # Krippendorff's alpha, nominal
+    percent_agreement: float | None
+    items: int
+    annotators: int
+    labels: int
+    per_worker: dict[int, float] = field(default_factory=dict)  # worker -> agreement with peers
+
+
+def stage_agreement(*, stage: Stage, include_rejected: bool = False) -> AgreementSummary:
+    """Agreement over the stage's categorical answers, and each worker's agreement with
+    peers: the share of other annotators giving the worker's label on the worker's
+    items (items with ≥ 2 labels), averaged over those items."""
+    triples = stage_label_triples(stage=stage, include_rejected=include_rejected)
+    if not triples:
+        return AgreementSummary(None, None, 0, 0, 0)
+    table = LabelTable.from_triples(triples)
+    counts = table.value_counts
+    m = counts.sum(axis=1)
+    same = counts[table.item_code, table.label_code] - 1
+    others = m[table.item_code] - 1
+    ok = others > 0
+    per = defaultdict(list)
+    for code, share in zip(table.annotator_code[ok], (same[ok] / others[ok]), strict=True):
+        per[int(code)].append(float(share))
+    return AgreementSummary(
+        alpha=krippendorff_alpha(table),
+        percent_agreement=percent_agreement(table),
+        items=len(table.items),
+        annotators=len(table.annotators),
+        labels=len(table.labels),
+        per_worker={table.annotators[c]: float(np.mean(v)) for c, v in per.items()},  # type: ignore[misc]
+    )
+
+
+def hourly_wage(reward: Decimal, median_seconds: float | None) -> Decimal | None:
+    """Reward per assignment over the median work time, per hour, to the cent."""
+    if not median_seconds:
+        return None
+    wage = reward * Decimal(3600) / Decimal(str(median_seconds))
+    return wage.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+@dataclass(frozen=True)
+class WorkerQuality:
+    worker_id: int
+    pseudonym: str
+    submitted: int  # stored assignments in the stage
+    approved: int
+    rejected: int
+    approval_rate: float | None  # approved / decided
+    gold_correct: int
+    gold_total: int
+    gold_accuracy: float | None
+    agreement: float | None
+    median_work_seconds: float | None
+    hourly_wage: Decimal | None
+    below_wage_floor: bool
+
+
+@dataclass(frozen=True)
+class StageQuality:
+    stage_id: int
+    assignments: int
+    approved: int
+    rejected: int
+    held: int  # submitted with a rule "hold"
+    approval_rate: float | None
+    gold_correct: int
+    gold_total: int
+    gold_accuracy: float | None
+    agreement: AgreementSummary
+    median_work_seconds: float | None
+    hourly_wage: Decimal | None
+    wage_floor: Decimal
+    below_wage_floor: bool
+    workers: list[WorkerQuality]
+
+
+def _rate(a: int, b: int) -> float | None:
+    return a / b if b else None
+
+
+def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> StageQuality:
+    """Dashboard numbers of a stage, overall and per worker: agreement, gold accuracy,
+    approval rate, median work time, effective hourly wage (reward over the median
+    work time) flagged under ``wage_floor`` (default $15/h)."""
+    from campaigns.models import Worker
+
+    submissions = stage_submissions(stage=stage)
+    gold_threshold = float(
+        next(
+            (
+                params_of(r)["sentence_threshold"]
+                for r in stage.review_rules or []
+                if isinstance(r, Mapping) and r.get("rule") in ("gold_accuracy", "gold_disqualify")
+            ),
+            0.5,
+        )
+    )
+    facts = facts_build(
+        task_type=stage.task_type,
+        items_by_hit=stage_items_by_hit(stage=stage),
+        submissions=submissions,
+        rules=[{"rule": "gold_accuracy", "sentence_threshold": gold_threshold}],
+    )
+    agreement = stage_agreement(stage=stage)
+    by_worker: dict[int, list[Submission]] = defaultdict(list)
+    for sub in submissions:
+        by_worker[sub.worker_id].append(sub)
+    names = dict(Worker.objects.filter(pk__in=list(by_worker)).values_list("pk", "pseudonym"))
+    held = Assignment.objects.filter(
+        hit__stage=stage, status=AssignmentStatus.SUBMITTED, review_details__review__decision="hold"
+    ).count()
+    reward = stage.reward
+    workers = []
+    for worker_id, subs in sorted(by_worker.items()):
+        approved = sum(s.status == AssignmentStatus.APPROVED for s in subs)
+        rejected = sum(s.status == AssignmentStatus.REJECTED for s in subs)
+        tally = facts.gold_tally(worker_id, gold_threshold)
+        times = [s.work_seconds for s in subs if s.work_seconds is not None]
+        median = statistics.median(times) if times else None
+        wage = hourly_wage(reward, median)
+        workers.append(
+            WorkerQuality(
+                worker_id=worker_id,
+                pseudonym=names.get(worker_id, ""),
+                submitted=len(subs),
+                approved=approved,
+                rejected=rejected,
+                approval_rate=_rate(approved, approved + rejected),
+                gold_correct=tally.correct,
+                gold_total=tally.total,
+                gold_accuracy=tally.accuracy,
+                agreement=agreement.per_worker.get(worker_id),
+                median_work_seconds=median,
+                hourly_wage=wage,
+                below_wage_floor=wage is not None and wage < wage_floor,
+            )
+        )
+    approved = sum(w.approved for w in workers)
+    rejected = sum(w.rejected for w in workers)
+    times = [s.work_seconds for s in submissions if s.work_seconds is not None]
+    median = statistics.median(times) if times else None
+    wage = hourly_wage(reward, median)
+    gold_correct = sum(w.gold_correct for w in workers)
+    gold_total = sum(w.gold_total for w in workers)
+    return StageQuality(
+        stage_id=stage.pk,
+        assignments=len(submissions),
+        approved=approved,
+        rejected=rejected,
+        held=held,
+        approval_rate=_rate(approved, approved + rejected),
+        gold_correct=gold_correct,
+        gold_total=gold_total,
+        gold_accuracy=_rate(gold_correct, gold_total),
+        agreement=agreement,
+        median_work_seconds=median,
+        hourly_wage=wage,
+        wage_floor=wage_floor,
+        below_wage_floor=wage is not None and wage < wage_floor,
+        workers=workers,
+    )
+
+
+def _writer_label(stage: Stage, data: Mapping[str, Any]) -> Hashable | None:
+    value = data.get("writer_correct", data.get("writer_label"))
+    return None if value is None else str(value)
+
+
+def stage_final_labels(
+    *,
+    stage: Stage,
+    count_writer: bool | None = None,
+    discard_labels: Sequence[Hashable] | None = None,
+    require: str | None = None,
+) -> MajorityVote:
+    """Final label per item id by majority vote over the stage's non-rejected answers.
+
+    Options come from the stage's ``{"rule": "final_labels", ...}`` entry, the
+    keyword arguments overriding them. ``count_writer`` (Nangia et al.) adds the
+    writer's label (item data ``writer_correct`` or ``writer_label``) as one vote;
+    ``discard_labels`` (e.g. ``["invalid"]``) and ``require="absolute"`` discard
+    items as ``validation.aggregation.majority_vote`` does.
+    """
+    opts = _stage_option(stage, "final_labels")
+    count_writer = opts["count_writer"] if count_writer is None else count_writer
+    discard = list(opts["discard_labels"] if discard_labels is None else discard_labels)
+    triples = stage_label_triples(stage=stage)
+    writer: dict[int, Hashable] = {}
+    if count_writer:
+        for item_id, data in Item.objects.filter(stage=stage).values_list("pk", "data"):
+            label = _writer_label(stage, data or {})
+            if label is not None:
+                writer[item_id] = label
+    if not triples and not writer:
+        return MajorityVote(labels={}, discarded={}, majority={})
+    return majority_vote(
+        triples,
+        writer_labels=writer or None,
+        ties=opts["ties"],
+        require="absolute" if (require or opts["require"]) == "absolute" else "plurality",
+        discard_labels=[str(x) for x in discard],
+    )

@@ -1,0 +1,669 @@
+"""Review automation: run a stage's review rules, apply their decisions, act on gold.
+
+- ``stage_review`` — every submitted assignment of a stage, in batches of
+  ``batch_size``, a constant number of queries per batch; then the worker-level
+  gold actions. Run by the Celery task ``validation.review_stage``.
+- ``assignment_review`` — after one submission (task ``validation.review_submission``):
+  the submitted assignments of its HIT (peers may have been held waiting for it),
+  with the facts of that HIT and that worker; decisions go through
+  ``assignment_approve`` / ``assignment_reject``.
+- ``assignment_override`` — the requester decides against (or confirms) a rule.
+- ``gold_actions_apply`` — ``gold_disqualify`` (revoke a qualification, block)
+  and ``gold_bonus`` (a planned bonus per 3-of-4 gold block).
+
+Decisions: approve/reject set the assignment's status with ``decision_source``
+"rule:<name>[+<name>…]", ``decision_reason`` and, in ``review_details["review"]``,
+every rule's verdict with its numbers; "hold" and "none" leave it submitted and
+record the review there. Assignments on paid providers are never decided here:
+the review is recorded as a proposal (``review_details["review"]["applied"]`` is
+false) for the provider's review service, which moves the money.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+from typing import Any, NamedTuple
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection, transaction
+from django.db.models import Case, F, IntegerField, Q, Value, When
+from django.db.models.functions import Greatest
+from django.utils import timezone
+
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    ProviderOperation,
+    QualificationGrant,
+    Stage,
+    Worker,
+    WorkerBlock,
+)
+from campaigns.services.errors import DomainError
+from campaigns.services.work import assignment_approve, assignment_reject
+from validation.gold import gold_bonus_blocks
+from validation.models import ReviewRun
+from validation.rules import (
+    APPROVE,
+    BONUS_RULES,
+    HOLD,
+    NONE,
+    REJECT,
+    RULES,
+    Review,
+    StageFacts,
+    Submission,
+    facts_build,
+    params_of,
+    review_prepared,
+    rules_prepare,
+)
+from validation.selectors import stage_items_by_hit, stage_submissions
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 1000
+PROPOSED = "proposed"
+
+
+@dataclass
+class ReviewSummary:
+    reviewed: int = 0
+    decisions: Counter[str] = field(default_factory=Counter)
+    worker_actions: Counter[str] = field(default_factory=Counter)
+    batches: int = 0
+    run_id: int | None = None
+
+
+def _entries(rules: Any, known: Mapping[str, Any]) -> list[dict[str, Any]]:
+    if not isinstance(rules, list):
+        return []
+    return [dict(r) for r in rules if isinstance(r, Mapping) and r.get("rule") in known]
+
+
+def _rules(stage: Stage) -> list[dict[str, Any]]:
+    return _entries(stage.review_rules, RULES)
+
+
+def _bonus_rules(stage: Stage) -> list[dict[str, Any]]:
+    return _entries(stage.bonus_rules, BONUS_RULES)
+
+
+def _facts(stage: Stage, submissions: list[Submission], hit_ids: set[int] | None) -> StageFacts:
+    return facts_build(
+        task_type=stage.task_type,
+        items_by_hit=stage_items_by_hit(stage=stage, hit_ids=hit_ids),
+        submissions=submissions,
+        rules=_rules(stage),
+        bonus_rules=_bonus_rules(stage),
+    )
+
+
+def _details(old: Any, result: Review, *, applied: bool, now: Any) -> dict[str, Any]:
+    details = dict(old) if isinstance(old, Mapping) else {}
+    details["review"] = {**result.details(at=now), "applied": applied}
+    return details
+
+
+# --- Whole stage --------------------------------------------------------------------------
+
+
+def stage_review(*, stage: Stage, batch_size: int = DEFAULT_BATCH) -> ReviewSummary:
+    """Run ``stage``'s review rules over all its submitted assignments; the summary.
+
+    Idempotent: only assignments still submitted are decided (held ones are
+    looked at again, their facts may have changed); gold actions are keyed.
+    Queries: the stage's stored assignments (one query, fetched in chunks), its HITs'
+    items once, then per batch of ``batch_size`` decisions a constant six (lock
+    the batch's rows, two bulk UPDATEs, the worker counters, the transaction's own);
+    hand-offs of approvals are enqueued after commit. Records a ``ReviewRun``.
+
+    Locking: each batch locks its assignment rows (``SELECT … FOR UPDATE``) in its
+    own transaction, as ``assignment_approve`` does, and decides only rows still
+    submitted, so a requester's concurrent decision wins.
+    """
+    started = timezone.now()
+    stage = Stage.objects.select_related("campaign").get(pk=stage.pk)
+    summary = ReviewSummary()
+    rules = _rules(stage)
+    submissions = stage_submissions(stage=stage)
+    facts = _facts(stage, submissions, None)
+    prepared = rules_prepare(rules)
+    if prepared:
+        subjects = [s for s in submissions if s.status == AssignmentStatus.SUBMITTED]
+        for start in range(0, len(subjects), batch_size):
+            batch = [
+                (s, review_prepared(s, facts, prepared))
+                for s in subjects[start : start + batch_size]
+            ]
+            _batch_apply(stage=stage, reviews=batch, summary=summary)
+            summary.batches += 1
+    summary.worker_actions.update(gold_actions_apply(stage=stage, facts=facts))
+    run = ReviewRun.objects.create(
+        stage=stage,
+        started_at=started,
+        finished_at=timezone.now(),
+        reviewed=summary.reviewed,
+        decisions=dict(summary.decisions),
+        worker_actions=dict(summary.worker_actions),
+        batches=summary.batches,
+    )
+    summary.run_id = run.pk
+    logger.info(
+        "stage %s reviewed: %s; worker actions %s",
+        stage.pk,
+        dict(summary.decisions),
+        dict(summary.worker_actions),
+    )
+    return summary
+
+
+def _batch_apply(
+    *, stage: Stage, reviews: Sequence[tuple[Submission, Review]], summary: ReviewSummary
+) -> None:
+    """Write one batch of rule decisions with a constant number of queries.
+
+    The same fields ``campaigns.services.work`` writes for a decision (status,
+    ``decided_at``, ``decided_by`` None, ``decision_source``, ``decision_reason``,
+    ``feedback`` "", the worker's approved/rejected counter, the hand-off task for
+    an approval), in bulk.
+    """
+    by_id = {sub.id: result for sub, result in reviews}
+    now = timezone.now()
+    with transaction.atomic():
+        rows = list(
+            Assignment.objects.select_for_update()
+            .filter(pk__in=list(by_id), status=AssignmentStatus.SUBMITTED)
+            .order_by("pk")
+            .values_list("pk", "worker_id", "provider", "review_details")
+        )
+        decided: list[_Decided] = []
+        held: list[tuple[int, dict[str, Any]]] = []
+        approved: Counter[int] = Counter()
+        rejected: Counter[int] = Counter()
+        for pk, worker_id, provider, old in rows:
+            result = by_id[pk]
+            local = provider == Provider.LOCAL
+            applies = local and result.decision in (APPROVE, REJECT)
+            details = _details(old, result, applied=applies, now=now)
+            summary.reviewed += 1
+            if applies:
+                approve = result.decision == APPROVE
+                status = AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED
+                decided.append(
+                    _Decided(pk, worker_id, status, now, result.source[:80], result.reason, details)
+                )
+                (approved if approve else rejected)[worker_id] += 1
+                summary.decisions[result.decision] += 1
+            else:
+                held.append((pk, details))
+                proposal = result.decision in (APPROVE, REJECT)
+                summary.decisions[PROPOSED if proposal else result.decision] += 1
+        _assignments_write(decided=decided, held=held)
+        if approved or rejected:
+            _worker_counters_add(approved=approved, rejected=rejected)
+        if approved and stage.next_stage_id is not None:
+            from campaigns.tasks import handoff_run_task
+
+            for row in decided:
+                if row.status == AssignmentStatus.APPROVED:
+                    handoff_run_task.delay_on_commit(row.pk)
+
+
+# Constant statements: PostgreSQL unpacks the arrays (one parameter per column).
+_DECIDED_SQL = """
+UPDATE campaigns_assignment AS a
+SET status = v.status, decided_at = v.at, decided_by_id = NULL, decision_source = v.source,
+    decision_reason = v.reason, feedback = '', review_details = v.details
+FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::jsonb[])
+  AS v(id, status, at, source, reason, details)
+WHERE a.id = v.id
+"""
+_HELD_SQL = """
+UPDATE campaigns_assignment AS a SET review_details = v.details
+FROM unnest(%s::bigint[], %s::jsonb[]) AS v(id, details) WHERE a.id = v.id
+"""
+_COUNTERS_SQL = """
+UPDATE campaigns_worker AS w
+SET approved_count = w.approved_count + v.a, rejected_count = w.rejected_count + v.r
+FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS v(id, a, r) WHERE w.id = v.id
+"""
+assert Assignment._meta.db_table == "campaigns_assignment"
+assert Worker._meta.db_table == "campaigns_worker"
+
+
+def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
+    return [list(column) for column in zip(*rows, strict=True)]
+
+
+class _Decided(NamedTuple):
+    pk: int
+    worker_id: int
+    status: str
+    decided_at: datetime
+    source: str
+    reason: str
+    details: dict[str, Any]
+
+
+def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[str, Any]]]) -> None:
+    """Write decided rows (all decision fields) and held rows (``review_details``).
+
+    On PostgreSQL one ``UPDATE … FROM unnest(…)`` each: Django's ``bulk_update``
+    builds a CASE per field and row, which costs seconds per thousand rows.
+    """
+    if connection.vendor != "postgresql":
+        for row in decided:
+            Assignment.objects.filter(pk=row.pk).update(
+                status=row.status,
+                decided_at=row.decided_at,
+                decided_by=None,
+                decision_source=row.source,
+                decision_reason=row.reason,
+                feedback="",
+                review_details=row.details,
+            )
+        for pk, details in held:
+            Assignment.objects.filter(pk=pk).update(review_details=details)
+        return
+    with connection.cursor() as cursor:
+        if decided:
+            cursor.execute(
+                _DECIDED_SQL,
+                _columns(
+                    [
+                        (r.pk, r.status, r.decided_at, r.source, r.reason, _json(r.details))
+                        for r in decided
+                    ]
+                ),
+            )
+        if held:
+            cursor.execute(_HELD_SQL, _columns([(pk, _json(d)) for pk, d in held]))
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _worker_counters_add(*, approved: Mapping[int, int], rejected: Mapping[int, int]) -> None:
+    """Add to workers' approved/rejected counters in one UPDATE."""
+    workers = sorted({*approved, *rejected})
+    if connection.vendor == "postgresql":
+        rows = [(w, approved.get(w, 0), rejected.get(w, 0)) for w in workers]
+        with connection.cursor() as cursor:
+            cursor.execute(_COUNTERS_SQL, _columns(rows))
+        return
+
+    def delta(counts: Mapping[int, int]) -> Case:
+        return Case(
+            *(When(pk=w, then=Value(n)) for w, n in counts.items()),
+            default=Value(0),
+            output_field=IntegerField(),
+        )
+
+    Worker.objects.filter(pk__in=workers).update(
+        approved_count=F("approved_count") + delta(approved),
+        rejected_count=F("rejected_count") + delta(rejected),
+    )
+
+
+# --- One submission -------------------------------------------------------------------------
+
+
+def assignment_review(*, assignment: Assignment) -> dict[int, Review]:
+    """Review the submitted assignments of ``assignment``'s HIT after it was submitted.
+
+    Facts come from that HIT's stored assignments and the worker's in the stage
+    (peers, gold accuracy, "no answer" rate, duplicates among those texts: the
+    stage-wide duplicate search is ``stage_review``'s). Decisions go through
+    ``assignment_approve`` / ``assignment_reject``; then the worker's gold actions.
+    Idempotent (decided assignments are left alone). Returns {assignment id: review}.
+    """
+    assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
+    stage = assignment.hit.stage
+    rules = _rules(stage)
+    scope = Q(hit_id=assignment.hit_id) | Q(worker_id=assignment.worker_id)
+    submissions = stage_submissions(stage=stage, scope=scope)
+    facts = _facts(stage, submissions, {s.hit_id for s in submissions})
+    results: dict[int, Review] = {}
+    prepared = rules_prepare(rules)
+    if prepared:
+        for sub in submissions:
+            if sub.hit_id == assignment.hit_id and sub.status == AssignmentStatus.SUBMITTED:
+                results[sub.id] = review_prepared(sub, facts, prepared)
+                _apply_one(assignment_id=sub.id, result=results[sub.id])
+    gold_actions_apply(stage=stage, facts=facts, workers={assignment.worker_id})
+    return results
+
+
+def _apply_one(*, assignment_id: int, result: Review) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        row = Assignment.objects.select_for_update().get(pk=assignment_id)
+        if row.status != AssignmentStatus.SUBMITTED:
+            return
+        applies = row.provider == Provider.LOCAL and result.decision in (APPROVE, REJECT)
+        details = _details(row.review_details, result, applied=applies, now=now)
+        if applies and result.decision == APPROVE:
+            row = assignment_approve(assignment=row, source=result.source, reason=result.reason)
+        elif applies:
+            row = assignment_reject(
+                assignment=row, decided_by=None, source=result.source, reason=result.reason
+            )
+        Assignment.objects.filter(pk=row.pk).update(review_details=details)
+
+
+# --- Requester override ----------------------------------------------------------------------
+
+
+def assignment_override(
+    *,
+    assignment: Assignment,
+    decision: str,
+    decided_by: AbstractBaseUser,
+    reason: str,
+    feedback: str = "",
+) -> Assignment:
+    """The requester approves or rejects an assignment, whatever a rule decided or held.
+
+    A submitted (or held) assignment goes through ``assignment_approve`` /
+    ``assignment_reject`` with source "requester". An assignment a rule (or anyone)
+    already decided is turned over here, which those services refuse to do: the
+    status flips, the worker's counters move from one side to the other, the
+    decision fields name the requester, and an approval is handed on (the
+    hand-off is idempotent; a hand-off already made by an approval now rejected is
+    not undone). Confirming the same decision records the requester as its
+    author. Every override is appended to ``review_details["overrides"]`` with the
+    decision it replaced. Local assignments only (paid providers move money
+    through their own services). Locking: the assignment row.
+    """
+    if decision not in (APPROVE, REJECT):
+        raise DomainError("Decide approve or reject.", errors={"decision": [decision]})
+    if decision == REJECT and not reason.strip():
+        raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
+    target = AssignmentStatus.APPROVED if decision == APPROVE else AssignmentStatus.REJECTED
+    now = timezone.now()
+    with transaction.atomic():
+        row = Assignment.objects.select_for_update().get(pk=assignment.pk)
+        if row.provider != Provider.LOCAL:
+            raise DomainError(
+                "Assignments on paid providers are decided through their provider.",
+                errors={"provider": [row.provider]},
+            )
+        if row.status not in (
+            AssignmentStatus.SUBMITTED,
+            AssignmentStatus.APPROVED,
+            AssignmentStatus.REJECTED,
+        ):
+            raise DomainError(
+                f"Only a submitted or decided assignment can be decided; this one is "
+                f"{row.status!r}.",
+                errors={"status": [row.status]},
+            )
+        history = {
+            "at": now.isoformat(),
+            "by": decided_by.pk,
+            "decision": decision,
+            "reason": reason,
+            "replaced": {
+                "status": row.status,
+                "source": row.decision_source,
+                "reason": row.decision_reason,
+                "review": (row.review_details or {}).get("review", {}).get("decision"),
+            },
+        }
+        details = dict(row.review_details or {})
+        details["overrides"] = [*details.get("overrides", []), history]
+        if row.status == AssignmentStatus.SUBMITTED:
+            if decision == APPROVE:
+                row = assignment_approve(
+                    assignment=row, decided_by=decided_by, source="requester", reason=reason
+                )
+            else:
+                row = assignment_reject(
+                    assignment=row,
+                    decided_by=decided_by,
+                    source="requester",
+                    reason=reason,
+                    feedback=feedback,
+                )
+        else:
+            flipped = row.status != target
+            old = row.status
+            row.status = target
+            row.decided_at = now
+            row.decided_by = decided_by  # type: ignore[assignment]
+            row.decision_source = "requester"
+            row.decision_reason = reason
+            row.feedback = feedback
+            row.save(
+                update_fields=[
+                    "status",
+                    "decided_at",
+                    "decided_by",
+                    "decision_source",
+                    "decision_reason",
+                    "feedback",
+                ]
+            )
+            if flipped:
+                up = "approved_count" if target == AssignmentStatus.APPROVED else "rejected_count"
+                down = "rejected_count" if old == AssignmentStatus.REJECTED else "approved_count"
+                Worker.objects.filter(pk=row.worker_id).update(
+                    **{up: F(up) + 1, down: Greatest(F(down) - 1, Value(0))}
+                )
+                if target == AssignmentStatus.APPROVED:
+                    from campaigns.tasks import handoff_run_task
+
+                    handoff_run_task.delay_on_commit(row.pk)
+        Assignment.objects.filter(pk=row.pk).update(review_details=details)
+        row.review_details = details
+    return row
+
+
+# --- Gold actions --------------------------------------------------------------------------
+
+
+def gold_actions_apply(
+    *, stage: Stage, facts: StageFacts, workers: set[int] | None = None
+) -> Counter[str]:
+    """Apply the stage's ``gold_disqualify`` rules and ``gold_bonus`` bonus rules to the
+    workers in ``facts`` (or only ``workers``); counts of what was newly done.
+
+    Idempotent: a revoked grant stays revoked (``revoked_at`` is set once), a
+    worker is blocked once per stage rule (a block the requester lifted is not
+    renewed), and a bonus has the key ``gold_bonus:stage:<s>:worker:<w>:block:<n>``.
+    On the local provider the bonus is a planned ``LedgerEntry`` (no money moves);
+    on paid providers a pending ``ProviderOperation`` (kind bonus, same key) is
+    written first and the ledger entry points at it. Revocations and blocks on paid
+    providers are pending operations too (kinds revoke / block).
+    """
+    done: Counter[str] = Counter()
+    campaign = stage.campaign
+    paid = campaign.provider != Provider.LOCAL
+    now = timezone.now()
+    for rule in _rules(stage):
+        if rule["rule"] != "gold_disqualify":
+            continue
+        p = params_of(rule)
+        threshold = float(p["sentence_threshold"])
+        failing = sorted(
+            w
+            for (thr, w), tally in facts.gold.items()
+            if thr == threshold
+            and (workers is None or w in workers)
+            and tally.total >= p["min_gold"]
+            and (tally.accuracy or 0.0) < p["min"]
+        )
+        if not failing:
+            continue
+        if p["qualification"] is not None:
+            done["revoked"] += QualificationGrant.objects.filter(
+                qualification_type_id=p["qualification"],
+                qualification_type__owner_id=campaign.owner_id,
+                worker_id__in=failing,
+                revoked_at__isnull=True,
+            ).update(revoked_at=now)
+            if paid:
+                _operations(
+                    campaign=campaign,
+                    kind=OperationKind.REVOKE,
+                    rows=[
+                        (
+                            f"gold_revoke:qualification:{p['qualification']}:worker:{w}",
+                            {"qualification_type": p["qualification"], "worker": w},
+                        )
+                        for w in failing
+                    ],
+                )
+        if p["block"]:
+            tag = f"gold_disqualify stage {stage.pk}:"
+            already = set(
+                WorkerBlock.objects.filter(
+                    requester_id=campaign.owner_id, worker_id__in=failing, reason__startswith=tag
+                ).values_list("worker_id", flat=True)
+            )
+            blocks = [
+                WorkerBlock(
+                    requester_id=campaign.owner_id,
+                    worker_id=w,
+                    reason=f"{tag} gold accuracy {facts.gold[(threshold, w)].correct}/"
+                    f"{facts.gold[(threshold, w)].total} below {p['min']:.0%}",
+                )
+                for w in failing
+                if w not in already
+            ]
+            done["blocked"] += len(WorkerBlock.objects.bulk_create(blocks, ignore_conflicts=True))
+            if paid:
+                _operations(
+                    campaign=campaign,
+                    kind=OperationKind.BLOCK,
+                    rows=[
+                        (
+                            f"gold_block:stage:{stage.pk}:worker:{b.worker_id}",
+                            {"worker": b.worker_id},
+                        )
+                        for b in blocks
+                    ],
+                )
+    for rule in _bonus_rules(stage):
+        done["bonuses"] += _gold_bonus(stage=stage, facts=facts, rule=rule, workers=workers)
+    return done
+
+
+def _operations(*, campaign: Any, kind: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
+    ProviderOperation.objects.bulk_create(
+        [
+            ProviderOperation(
+                provider=campaign.provider,
+                kind=kind,
+                campaign=campaign,
+                idempotency_key=key,
+                payload=payload,
+                state=OperationState.PENDING,
+            )
+            for key, payload in rows
+        ],
+        ignore_conflicts=True,
+    )
+
+
+def _gold_bonus(
+    *, stage: Stage, facts: StageFacts, rule: Mapping[str, Any], workers: set[int] | None
+) -> int:
+    p = params_of(rule, BONUS_RULES)
+    amount = Decimal(str(p["amount"]))
+    threshold = float(p["sentence_threshold"])
+    campaign = stage.campaign
+    wanted: list[tuple[str, int, int, str]] = []  # key, worker, assignment, memo
+    for (thr, worker_id), tally in sorted(facts.gold.items()):
+        if thr != threshold or (workers is not None and worker_id not in workers):
+            continue
+        for n in gold_bonus_blocks(tally.outcomes, block=p["block"], correct=p["correct"]):
+            keys = tally.keys[n * p["block"] : (n + 1) * p["block"]]
+            if any(facts.submissions[a].status == AssignmentStatus.REJECTED for a, _ in keys):
+                continue
+            right = sum(tally.outcomes[n * p["block"] : (n + 1) * p["block"]])
+            wanted.append(
+                (
+                    f"gold_bonus:stage:{stage.pk}:worker:{worker_id}:block:{n}",
+                    worker_id,
+                    keys[-1][0],
+                    f"gold bonus: {right} of {p['block']} gold items right (block {n + 1})",
+                )
+            )
+    if not wanted:
+        return 0
+    existing = set(
+        LedgerEntry.objects.filter(key__in=[k for k, *_ in wanted]).values_list("key", flat=True)
+    )
+    wanted = [w for w in wanted if w[0] not in existing]
+    if not wanted:
+        return 0
+    operation_ids: dict[str, int] = {}
+    if campaign.provider != Provider.LOCAL:
+        _operations(
+            campaign=campaign,
+            kind=OperationKind.BONUS,
+            rows=[
+                (
+                    key,
+                    {
+                        "worker": worker,
+                        "assignment": assignment,
+                        "amount": str(amount),
+                        "currency": campaign.currency,
+                        "reason": memo,
+                    },
+                )
+                for key, worker, assignment, memo in wanted
+            ],
+        )
+        operation_ids = dict(
+            ProviderOperation.objects.filter(
+                provider=campaign.provider, idempotency_key__in=[k for k, *_ in wanted]
+            ).values_list("idempotency_key", "pk")
+        )
+    made = LedgerEntry.objects.bulk_create(
+        [
+            LedgerEntry(
+                campaign=campaign,
+                stage=stage,
+                kind=LedgerKind.BONUS,
+                status=LedgerStatus.PLANNED,
+                amount=amount,
+                currency=campaign.currency,
+                key=key,
+                assignment_id=assignment,
+                worker_id=worker,
+                operation_id=operation_ids.get(key),
+                memo=memo,
+            )
+            for key, worker, assignment, memo in wanted
+        ],
+        ignore_conflicts=True,
+    )
+    return len(made)
+
+
+__all__ = [
+    "HOLD",
+    "NONE",
+    "ReviewSummary",
+    "assignment_override",
+    "assignment_review",
+    "gold_actions_apply",
+    "stage_review",
+]
