@@ -8,7 +8,14 @@ from frontend.views.campaigns import (
     stage_add_view,
     stage_upload_view,
 )
-from frontend.views.review import campaign_review, review_bulk_view, review_decide_view
+from frontend.views.link_review import link_review_decide_view
+from frontend.views.review import (
+    campaign_review,
+    review_bulk_view,
+    review_decide_view,
+    review_override_view,
+    stage_review_run_view,
+)
 from frontend.views.workforce import (
     campaign_workforce,
     grant_add_view,
@@ -62,4 +69,19 @@ urlpatterns = [
         name="review-decide",
     ),
     path("campaigns/<slug:slug>/review/bulk/", review_bulk_view, name="review-bulk"),
+    path(
+        "campaigns/<slug:slug>/review/<int:assignment_id>/override/",
+        review_override_view,
+        name="review-override",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/review/",
+        stage_review_run_view,
+        name="stage-review-run",
+    ),
+    path(
+        "campaigns/<slug:slug>/link-review/<int:item_id>/decide/",
+        link_review_decide_view,
+        name="link-review-decide",
+    ),
 ]

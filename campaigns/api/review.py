@@ -1,5 +1,10 @@
-"""Review endpoints: a campaign's assignments, and approving or rejecting them, one at a
-time or in bulk.
+"""Review endpoints: a campaign's assignments with their rule verdicts; approving or
+rejecting them, one at a time or in bulk; overriding a decision already made; the
+entity-link review queue and the requester's decision on it.
+
+Approve/reject decide submitted (and held) assignments only and answer 409 for one
+decided the other way: turning a decision over is the explicit ``override``
+endpoint, with a reason, through ``validation.services.assignment_override``.
 
 Everything hangs off a campaign the user may see (owner, collaborators, staff);
 anything else answers 404, exactly as if it did not exist. Workers appear by
@@ -8,6 +13,7 @@ their pseudonym only, never by their external id.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
@@ -25,7 +31,8 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
 )
-from campaigns.models import Assignment, AssignmentStatus, Campaign
+from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
+from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_review import (
     assignment_list_for_campaign,
     assignment_list_visible,
@@ -34,11 +41,18 @@ from campaigns.selectors_review import (
 )
 from campaigns.services.errors import DomainError, StateConflict
 from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
+from campaigns.tasktypes.base import answer_for_item
+from linking.hooks import LINKING_TASK_TYPES
+from linking.models import EntityLinkResolution
+from linking.selectors import link_review_queue
+from linking.services import entity_link_decide
+from validation.services import assignment_override
 
 MAX_BULK_IDS = 500
 
 DECISION_CONFLICT = OpenApiResponse(
-    description="The assignment is not submitted, or was already decided the other way."
+    description="The assignment is not submitted, or was already decided the other way "
+    "(turn a decision over with the override endpoint)."
 )
 
 
@@ -63,6 +77,65 @@ class TelemetrySummarySerializer(serializers.Serializer):
     visibility_changes = serializers.IntegerField(allow_null=True)
 
 
+class RuleVerdictSerializer(serializers.Serializer):
+    rule = serializers.CharField()
+    decision = serializers.CharField(help_text="approve, reject, hold or skip.")
+    reason = serializers.CharField(allow_blank=True)
+    numbers = serializers.DictField(help_text="What the rule measured, by name.")
+
+
+class RuleReviewSerializer(serializers.Serializer):
+    """``review_details["review"]``: the review rules' combined decision and verdicts."""
+
+    decision = serializers.CharField(help_text="approve, reject, hold or none.")
+    reason = serializers.CharField(allow_blank=True)
+    at = serializers.CharField(allow_null=True, help_text="When the rules ran (ISO 8601).")
+    applied = serializers.BooleanField(
+        help_text="False: a proposal for a paid provider's review, not applied here."
+    )
+    rules = RuleVerdictSerializer(many=True)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Added here: a declared field named "source" would shadow ``Field.source``.
+        fields = super().get_fields()
+        fields["source"] = serializers.CharField(
+            allow_blank=True, help_text='"rule:<name>[+<name>…]".'
+        )
+        return fields
+
+
+class OverrideRecordSerializer(serializers.Serializer):
+    at = serializers.CharField()
+    by = serializers.IntegerField(help_text="The deciding user's id.")
+    decision = serializers.CharField()
+    reason = serializers.CharField(allow_blank=True)
+    replaced = serializers.DictField(help_text="status, source, reason, review of before.")
+
+
+def rule_review(details: Any) -> dict[str, Any] | None:
+    """``review_details["review"]`` in the documented shape; None before any rule ran."""
+    review = details.get("review") if isinstance(details, Mapping) else None
+    if not isinstance(review, Mapping):
+        return None
+    return {
+        "decision": str(review.get("decision", "")),
+        "source": str(review.get("source", "")),
+        "reason": str(review.get("reason", "")),
+        "at": review.get("at"),
+        "applied": bool(review.get("applied", True)),
+        "rules": [
+            {
+                "rule": str(v.get("rule", "")),
+                "decision": str(v.get("decision", "")),
+                "reason": str(v.get("reason", "")),
+                "numbers": dict(v.get("numbers") or {}),
+            }
+            for v in review.get("rules") or []
+            if isinstance(v, Mapping)
+        ],
+    }
+
+
 class AssignmentOutputSerializer(serializers.ModelSerializer):
     """An assignment as a reviewer sees it. ``worker`` is the pseudonym, never the external id."""
 
@@ -77,6 +150,11 @@ class AssignmentOutputSerializer(serializers.ModelSerializer):
     decided_by = serializers.CharField(
         source="decided_by.username", read_only=True, allow_null=True
     )
+    held = serializers.SerializerMethodField(
+        help_text="Submitted, and a review rule said hold: awaiting the requester."
+    )
+    review = serializers.SerializerMethodField()
+    overrides = serializers.SerializerMethodField()
 
     class Meta:
         model = Assignment
@@ -100,8 +178,29 @@ class AssignmentOutputSerializer(serializers.ModelSerializer):
             "decision_source",
             "decision_reason",
             "feedback",
+            "held",
+            "review",
+            "overrides",
         ]
         read_only_fields = fields
+
+    def get_held(self, assignment: Assignment) -> bool:
+        review = rule_review(assignment.review_details)
+        return (
+            assignment.status == AssignmentStatus.SUBMITTED
+            and review is not None
+            and review["decision"] == "hold"
+        )
+
+    @extend_schema_field(RuleReviewSerializer(allow_null=True))
+    def get_review(self, assignment: Assignment) -> dict[str, Any] | None:
+        return rule_review(assignment.review_details)
+
+    @extend_schema_field(OverrideRecordSerializer(many=True))
+    def get_overrides(self, assignment: Assignment) -> list[dict[str, Any]]:
+        details = assignment.review_details
+        found = details.get("overrides") if isinstance(details, Mapping) else None
+        return [dict(o) for o in found or [] if isinstance(o, Mapping)]
 
     @extend_schema_field(TelemetrySummarySerializer)
     def get_telemetry_summary(self, assignment: Assignment) -> dict[str, int | None]:
@@ -135,6 +234,12 @@ class CampaignAssignmentListApi(generics.ListAPIView):
             choices=AssignmentStatus.choices, required=False, help_text="e.g. submitted"
         )
         stage = serializers.IntegerField(required=False, help_text="A stage of this campaign.")
+        held = serializers.BooleanField(
+            required=False,
+            allow_null=True,
+            default=None,
+            help_text="true: only submitted assignments a rule held; false: none of those.",
+        )
 
     def get_queryset(self) -> QuerySet[Assignment]:
         if getattr(self, "swagger_fake_view", False):
@@ -149,9 +254,16 @@ class CampaignAssignmentListApi(generics.ListAPIView):
                 raise serializers.ValidationError(
                     {"stage": ["No stage with this id in this campaign."]}
                 )
-        return assignment_list_for_campaign(
+        assignments = assignment_list_for_campaign(
             campaign=campaign, status=filters.validated_data.get("status"), stage=stage
         )
+        held = filters.validated_data.get("held")
+        hold = {"status": AssignmentStatus.SUBMITTED, "review_details__review__decision": "hold"}
+        if held is True:
+            assignments = assignments.filter(**hold)
+        elif held is False:
+            assignments = assignments.exclude(**hold)
+        return assignments
 
     @extend_schema(parameters=[AssignmentFilterSerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
@@ -379,3 +491,190 @@ class CampaignBulkReviewApi(APIView):
                 }
             )
         return Response(BulkReviewOutputSerializer({"results": results}).data)
+
+
+class AssignmentOverrideApi(APIView):
+    """Approve or reject an assignment whatever decided it before (a rule, a hold, a
+    requester); the requester is recorded as the decider and the override is appended
+    to ``overrides``. A reason is required. Local assignments only."""
+
+    class OverrideInputSerializer(StrictInputSerializer):
+        decision = serializers.ChoiceField(choices=["approve", "reject"])
+        reason = serializers.CharField(max_length=5000, help_text="Why; kept with the decision.")
+        feedback = serializers.CharField(
+            allow_blank=True, default="", max_length=5000, help_text="Shown to a rejected worker."
+        )
+
+    @extend_schema(
+        request=OverrideInputSerializer,
+        responses={
+            200: AssignmentOutputSerializer,
+            400: OpenApiResponse(
+                description="Invalid input, a paid provider's assignment, or one that is not "
+                "submitted or decided."
+            ),
+            404: NOT_VISIBLE,
+        },
+    )
+    def post(self, request: Request, assignment_id: int) -> Response:
+        assignment = _assignment_or_404(request, assignment_id)
+        serializer = self.OverrideInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        assignment_override(
+            assignment=assignment,
+            decision=data["decision"],
+            decided_by=authenticated_user(request),
+            reason=data["reason"],
+            feedback=data["feedback"] if data["decision"] == "reject" else "",
+        )
+        return Response(_assignment_out(assignment))
+
+
+# --- Entity-link review ------------------------------------------------------------------
+
+
+class LinkSerializer(serializers.Serializer):
+    start = serializers.IntegerField()
+    end = serializers.IntegerField()
+    text = serializers.CharField()
+    qid = serializers.CharField(allow_null=True, required=False)
+    none = serializers.BooleanField(required=False, help_text="Not in Wikidata.")
+
+
+class LinkAnnotationSerializer(serializers.Serializer):
+    assignment_id = serializers.IntegerField()
+    worker = serializers.CharField(help_text="The annotator's pseudonym.")
+    links = LinkSerializer(many=True)
+
+
+class LinkReviewEntrySerializer(serializers.Serializer):
+    item = ItemBriefSerializer()
+    stage = serializers.IntegerField()
+    stage_name = serializers.CharField()
+    annotations = LinkAnnotationSerializer(many=True)
+
+
+class LinkResolutionOutputSerializer(serializers.Serializer):
+    item = serializers.IntegerField(source="item_id")
+    external_id = serializers.CharField(source="item.external_id")
+    stage = serializers.IntegerField(source="stage_id")
+    status = serializers.CharField()
+    links = LinkSerializer(many=True)
+    decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Added here: a declared field named "source" would shadow ``Field.source``.
+        fields = super().get_fields()
+        fields["source"] = serializers.CharField(help_text='"requester" or "agreement".')
+        return fields
+
+
+class CampaignLinkReviewApi(APIView):
+    """Entity-link items of the campaign its annotators could not settle (up to the
+    stage's maximum of annotators), oldest first, with each annotator's links."""
+
+    class LinkReviewFilterSerializer(serializers.Serializer):
+        stage = serializers.IntegerField(required=False, help_text="A stage of this campaign.")
+
+    @extend_schema(
+        parameters=[LinkReviewFilterSerializer],
+        responses={200: LinkReviewEntrySerializer(many=True), 400: BAD_INPUT, 404: NOT_VISIBLE},
+    )
+    def get(self, request: Request, slug: str) -> Response:
+        campaign = campaign_or_404(request=request, slug=slug)
+        filters = self.LinkReviewFilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        stage = None
+        if "stage" in filters.validated_data:
+            stage = campaign.stages.filter(pk=filters.validated_data["stage"]).first()
+            if stage is None:
+                raise serializers.ValidationError(
+                    {"stage": ["No stage with this id in this campaign."]}
+                )
+        entries = [
+            {
+                "item": {
+                    "id": entry["item"].pk,
+                    "external_id": entry["item"].external_id,
+                    "data": entry["item"].data,
+                },
+                "stage": entry["stage"].pk,
+                "stage_name": entry["stage"].name,
+                "annotations": entry["annotations"],
+            }
+            for entry in link_review_queue(campaign=campaign, stage=stage)
+        ]
+        return Response(LinkReviewEntrySerializer(entries, many=True).data)
+
+
+def _annotator_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
+    """The links one annotation (an assignment of a HIT holding ``item``) gave ``item``."""
+    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
+    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
+    entry = (
+        None
+        if assignment is None
+        else answer_for_item(assignment.answers, {"external_id": item.external_id})
+    )
+    if entry is None or not isinstance(entry.get("links"), list):
+        return None
+    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
+
+
+class LinkReviewDecideApi(APIView):
+    """Settle an entity-link item: the links of one annotation (``assignment``) or
+    ``links`` given here, validated as a worker's answer. Deciding again replaces the
+    decision."""
+
+    class LinkDecideInputSerializer(StrictInputSerializer):
+        assignment = serializers.IntegerField(
+            required=False, help_text="Take this annotation's links."
+        )
+        links = serializers.ListField(
+            child=serializers.DictField(),
+            required=False,
+            help_text="Links (start, end, text, qid or none) instead of an annotation's.",
+        )
+
+        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+            if ("assignment" in attrs) == ("links" in attrs):
+                raise serializers.ValidationError(
+                    {"non_field_errors": ["Give either assignment or links."]}
+                )
+            return attrs
+
+    @extend_schema(
+        request=LinkDecideInputSerializer,
+        responses={200: LinkResolutionOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
+    )
+    def post(self, request: Request, item_id: int) -> Response:
+        item = (
+            Item.objects.filter(
+                pk=item_id,
+                stage__campaign__in=campaign_list_visible(user=request.user),
+                stage__task_type__in=LINKING_TASK_TYPES,
+            )
+            .select_related("stage")
+            .first()
+        )
+        if item is None:
+            raise Http404("No linking item with this id.")
+        serializer = self.LinkDecideInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if "assignment" in data:
+            links = _annotator_links(item=item, assignment_id=data["assignment"])
+            if links is None:
+                raise serializers.ValidationError(
+                    {"assignment": ["No annotation of this item with this id."]}
+                )
+        else:
+            links = list(data["links"])
+        resolution = entity_link_decide(
+            item=item, links=links, decided_by=authenticated_user(request)
+        )
+        fresh = EntityLinkResolution.objects.select_related("item", "decided_by").get(
+            pk=resolution.pk
+        )
+        return Response(LinkResolutionOutputSerializer(fresh).data)

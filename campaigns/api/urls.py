@@ -10,11 +10,21 @@ from campaigns.api.campaigns import (
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.review import (
     AssignmentApproveApi,
+    AssignmentOverrideApi,
     AssignmentRejectApi,
     CampaignAssignmentListApi,
     CampaignBulkReviewApi,
+    CampaignLinkReviewApi,
+    LinkReviewDecideApi,
 )
-from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.stages import (
+    CampaignStageListCreateApi,
+    StageDetailApi,
+    StageLabelsApi,
+    StageLinkApi,
+    StageQualityApi,
+    StageReviewRunApi,
+)
 from campaigns.api.workforce import (
     CampaignGrantDetailApi,
     CampaignGrantListCreateApi,
@@ -87,5 +97,23 @@ urlpatterns = [
         "assignments/<int:assignment_id>/reject/",
         AssignmentRejectApi.as_view(),
         name="api-assignment-reject",
+    ),
+    path(
+        "assignments/<int:assignment_id>/override/",
+        AssignmentOverrideApi.as_view(),
+        name="api-assignment-override",
+    ),
+    path("stages/<int:stage_id>/review/", StageReviewRunApi.as_view(), name="api-stage-review"),
+    path("stages/<int:stage_id>/quality/", StageQualityApi.as_view(), name="api-stage-quality"),
+    path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
+    path(
+        "campaigns/<slug:slug>/link-review/",
+        CampaignLinkReviewApi.as_view(),
+        name="api-campaign-link-review",
+    ),
+    path(
+        "link-review/<int:item_id>/decide/",
+        LinkReviewDecideApi.as_view(),
+        name="api-link-review-decide",
     ),
 ]

@@ -20,6 +20,7 @@ decisions move money and go through provider operations in their own services.
 from __future__ import annotations
 
 import logging
+import zlib
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection, transaction
-from django.db.models import CharField, F, Value
+from django.db.models import BooleanField, CharField, ExpressionWrapper, F, Q, Value
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
@@ -63,6 +64,7 @@ from campaigns.services.campaigns import campaign_transition
 from campaigns.services.errors import DomainError
 from campaigns.tasktypes import FieldError, TaskType, task_type_get
 from linking import hooks as linking_hooks
+from validation.gold import gold_mix_order
 from validation.triggers import needs_review_after_submit
 
 logger = logging.getLogger(__name__)
@@ -106,7 +108,17 @@ class AssignmentClosedError(DomainError):
 
 
 def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
-    """Put the stage's pending items into HITs, in item order; returns the HITs made.
+    """Put the stage's pending items into HITs, in item order with gold mixed in;
+    returns the HITs made.
+
+    Gold items (``Item.gold`` set) are spread through the regular ones by
+    ``validation.gold.gold_mix_order`` at ``stage.gold_ratio`` (seeded by the
+    campaign, the stage's position and its first pending item's external id, so the
+    same upload is mixed alike): a worker cannot tell gold by its position. Gold
+    reused to reach the ratio appears at most once per HIT; gold beyond the ratio
+    stays pending for the next publication, as does gold with no regular item to
+    mix into. A ratio of 0 (or 1: every item gold)
+    publishes every pending item in item order.
 
     ``items_per_hit`` items per HIT; with ``allow_partial`` False a trailing
     group smaller than that stays pending (the hand-off uses this, so that one
@@ -123,14 +135,18 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
         campaign = stage.campaign
-        items = list(
+        pending = list(
             Item.objects.filter(stage=stage, status=ItemStatus.PENDING)
             .order_by("id")
-            .values_list("pk", flat=True)
+            .values_list(
+                "pk",
+                ExpressionWrapper(Q(gold__isnull=False), output_field=BooleanField()),
+                "external_id",
+            )
         )
-        size = stage.items_per_hit
-        groups = [items[i : i + size] for i in range(0, len(items), size)]
-        if groups and not allow_partial and len(groups[-1]) < size:
+        items = _publish_order(stage=stage, pending=pending)
+        groups = _hit_groups(items, size=stage.items_per_hit)
+        if groups and not allow_partial and len(groups[-1]) < stage.items_per_hit:
             groups.pop()
         if not groups:
             return 0
@@ -172,6 +188,35 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
     linking_hooks.stage_published(stage=stage)
     logger.info("stage %s: published %d HITs", stage.pk, len(groups))
     return len(groups)
+
+
+def _publish_order(*, stage: Stage, pending: list[tuple[int, bool, str]]) -> list[int]:
+    """Pending item ids (``(id, is gold, external id)`` in id order) in publishing order."""
+    ratio = float(stage.gold_ratio)
+    if not 0 < ratio < 1 or not pending:
+        return [pk for pk, *_ in pending]
+    regular = [pk for pk, is_gold, _ in pending if not is_gold]
+    gold = [pk for pk, is_gold, _ in pending if is_gold]
+    # From what the requester uploaded, not from row ids: the same upload mixes alike.
+    seed = zlib.crc32(f"{stage.campaign.slug}/{stage.position}/{pending[0][2]}".encode())
+    return gold_mix_order(regular, gold, ratio=ratio, seed=seed)
+
+
+def _hit_groups(items: list[int], *, size: int) -> list[list[int]]:
+    """``items`` cut into HITs of ``size``; an id already in the HIT being filled (gold
+    reused by the mix) is skipped there, as a HIT holds an item once."""
+    groups: list[list[int]] = []
+    current: list[int] = []
+    for item_id in items:
+        if item_id in current:
+            continue
+        current.append(item_id)
+        if len(current) == size:
+            groups.append(current)
+            current = []
+    if current:
+        groups.append(current)
+    return groups
 
 
 def campaign_publish(*, campaign: Campaign) -> int:

@@ -29,6 +29,7 @@ from frontend.views.common import (
     request_user,
     stage_or_404,
 )
+from frontend.views.quality import stage_quality_rows
 
 CAMPAIGNS_PER_PAGE = 50
 # A rejected upload can have thousands of bad rows; the first ones show the pattern.
@@ -125,6 +126,7 @@ def _render_detail(
         "rejection": rejection,
         "is_local": campaign.provider == Provider.LOCAL,
         "awaiting_review": assignment_review_queue(campaign=campaign).count(),
+        "quality_rows": stage_quality_rows(stages),
     }
     return render(request, "frontend/campaign_detail.html", context, status=status)
 

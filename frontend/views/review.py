@@ -1,15 +1,26 @@
-"""The review queue: submitted assignments with their answers and telemetry, and the
-requester's approve/reject decisions, one at a time or in bulk."""
+"""The review queue: submitted assignments with their answers, telemetry and rule
+verdicts; the requester's approve/reject decisions, one at a time or in bulk; the
+override of a decision a rule (or anyone) already made; and running a stage's
+review rules.
+
+Overriding is its own form and view on purpose: a second click on a stale page's
+"Reject" must not turn over an approval, so the plain decision keeps answering
+"already decided" and only the override form (with its required reason) goes
+through ``validation.services.assignment_override``.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.core.paginator import Paginator
+from django.db.models import F, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -25,7 +36,10 @@ from campaigns.selectors_review import (
 from campaigns.services import DomainError
 from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
-from frontend.views.common import campaign_or_404, request_user
+from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
+from frontend.views.link_review import link_review_rows
+from validation.services import assignment_override
+from validation.tasks import review_stage_task
 
 REVIEWS_PER_PAGE = 25
 # Answers are JSON of any shape; past this depth the page shows the rest as text.
@@ -65,9 +79,27 @@ def _outline(value: Any, depth: int = 0) -> dict[str, Any]:
     return {"kind": "text", "value": str(value)}
 
 
-def _review_url(campaign: Campaign, *, stage_id: int | None = None, page: int | None = None) -> str:
+# The review page's status filter: "held" is submitted with a rule's "hold".
+STATUS_FILTERS = {
+    "submitted": "Submitted (awaiting a decision)",
+    "held": "Held by a rule",
+    "approved": "Approved",
+    "rejected": "Rejected",
+}
+_COUNT_TAIL = {"submitted": "awaiting a decision", "held": "held by a rule, awaiting a decision"}
+DEFAULT_STATUS = "submitted"
+
+
+def _review_url(
+    campaign: Campaign,
+    *,
+    stage_id: int | None = None,
+    page: int | None = None,
+    status: str | None = None,
+) -> str:
     url = reverse("frontend:campaign-review", kwargs={"slug": campaign.slug})
-    query = {k: v for k, v in (("stage", stage_id), ("page", page)) if v}
+    status = status if status in STATUS_FILTERS and status != DEFAULT_STATUS else None
+    query = {k: v for k, v in (("stage", stage_id), ("status", status), ("page", page)) if v}
     return f"{url}?{urlencode(query)}" if query else url
 
 
@@ -76,20 +108,83 @@ def _int_or_none(raw: str | None) -> int | None:
 
 
 def _back_to_review(request: HttpRequest, campaign: Campaign) -> HttpResponse:
-    """Back to the queue the decision came from (its stage filter and page)."""
+    """Back to the queue the decision came from (its stage and status filters, its page)."""
     return redirect(
         _review_url(
             campaign,
             stage_id=_int_or_none(request.POST.get("stage")),
             page=_int_or_none(request.POST.get("page")),
+            status=request.POST.get("status"),
         )
     )
+
+
+def _number_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, list):
+        return ", ".join(_number_text(v) for v in value) or "—"
+    if value is None:
+        return "—"
+    return str(value)
+
+
+def review_summary(details: Any) -> dict[str, Any] | None:
+    """``review_details["review"]`` as the page shows it: the combined decision and each
+    rule's verdict, reason and numbers (as "name: value" text); None before any rule ran."""
+    review = details.get("review") if isinstance(details, Mapping) else None
+    if not isinstance(review, Mapping):
+        return None
+    rules = []
+    for verdict in review.get("rules") or []:
+        if not isinstance(verdict, Mapping):
+            continue
+        numbers = verdict.get("numbers")
+        rules.append(
+            {
+                "rule": str(verdict.get("rule", "")),
+                "decision": str(verdict.get("decision", "")),
+                "reason": str(verdict.get("reason", "")),
+                "numbers": [
+                    {"name": str(k).replace("_", " "), "value": _number_text(v)}
+                    for k, v in (numbers.items() if isinstance(numbers, Mapping) else [])
+                ],
+            }
+        )
+    return {
+        "decision": str(review.get("decision", "")),
+        "source": str(review.get("source", "")),
+        "reason": str(review.get("reason", "")),
+        "at": review.get("at"),
+        "applied": review.get("applied", True),
+        "rules": rules,
+    }
+
+
+def _overrides(details: Any) -> list[Mapping[str, Any]]:
+    """The requester's overrides recorded in ``review_details["overrides"]``, oldest first."""
+    found = details.get("overrides") if isinstance(details, Mapping) else None
+    return [o for o in found or [] if isinstance(o, Mapping)]
+
+
+def _queue(campaign: Campaign, *, stage: Any, status: str) -> QuerySet[Assignment]:
+    if status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
+        decided = assignment_list_for_campaign(campaign=campaign, status=status, stage=stage)
+        return decided.order_by(F("decided_at").desc(nulls_last=True), "-id")
+    queue = assignment_review_queue(campaign=campaign, stage=stage)
+    if status == "held":
+        queue = queue.filter(review_details__review__decision="hold")
+    return queue
 
 
 @login_required
 @require_GET
 def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
-    """Submitted assignments awaiting a decision, oldest first, with answers and telemetry."""
+    """Assignments by status (default: submitted, oldest first; decided ones newest
+    decision first) with answers, telemetry and rule verdicts; then the entity-link
+    items the annotators could not settle."""
     campaign = campaign_or_404(request, slug)
     stages = list(campaign.stages.order_by("position"))
     stage = None
@@ -98,30 +193,49 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         stage = next((s for s in stages if s.pk == stage_id), None)
         if stage is None:
             raise Http404("No such stage in this campaign.")
-    queue = assignment_review_queue(campaign=campaign, stage=stage)
+    status = request.GET.get("status") or DEFAULT_STATUS
+    if status not in STATUS_FILTERS:
+        raise Http404("No such status filter.")
+    queue = _queue(campaign, stage=stage, status=status)
     page = Paginator(queue, REVIEWS_PER_PAGE).get_page(request.GET.get("page"))
     assignments: list[Assignment] = list(page.object_list)
     items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
-    rows = [
-        {
-            "assignment": a,
-            "stage": a.hit.stage,
-            "telemetry": telemetry_summary(a.telemetry),
-            "answer": _outline(a.answers),
-            "items": [
-                {"external_id": i["external_id"], "data": _outline(i["data"])}
-                for i in items.get(a.hit_id, [])
-            ],
-        }
-        for a in assignments
-    ]
+    rows = []
+    for a in assignments:
+        review = review_summary(a.review_details)
+        rows.append(
+            {
+                "assignment": a,
+                "stage": a.hit.stage,
+                "telemetry": telemetry_summary(a.telemetry),
+                "answer": _outline(a.answers),
+                "items": [
+                    {"external_id": i["external_id"], "data": _outline(i["data"])}
+                    for i in items.get(a.hit_id, [])
+                ],
+                "review": review,
+                "held": a.status == AssignmentStatus.SUBMITTED
+                and review is not None
+                and review["decision"] == "hold",
+                "overrides": _overrides(a.review_details),
+            }
+        )
+    can_decide = campaign.provider == Provider.LOCAL
     context = {
         "campaign": campaign,
         "stages": stages,
         "stage": stage,
+        "status": status,
+        "status_filters": STATUS_FILTERS,
+        "count_tail": _COUNT_TAIL.get(status, ""),
+        "decided_view": status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED),
         "page": page,
+        "page_query": urlencode(
+            {k: v for k, v in (("stage", stage.pk if stage else None), ("status", status)) if v}
+        ),
         "rows": rows,
-        "can_decide": campaign.provider == Provider.LOCAL,
+        "can_decide": can_decide,
+        "link_review": link_review_rows(campaign=campaign, stage=stage),
     }
     return render(request, "frontend/campaign_review.html", context)
 
@@ -135,7 +249,8 @@ def _decided_message(assignment: Assignment) -> str:
     when = assignment.decided_at.strftime("%Y-%m-%d %H:%M UTC") if assignment.decided_at else ""
     return (
         f"Assignment #{assignment.pk} was already {assignment.status} by {by}"
-        f"{' on ' + when if when else ''}; nothing changed."
+        f"{' on ' + when if when else ''}; nothing changed. To turn it over, use "
+        "“Override” in the approved or rejected list, with a reason."
     )
 
 
@@ -242,3 +357,70 @@ def review_bulk_view(request: HttpRequest, slug: str) -> HttpResponse:
     for problem in problems:
         messages.warning(request, problem)
     return _back_to_review(request, campaign)
+
+
+class OverrideForm(forms.Form):
+    """The requester turns over (or confirms) a decision: a reason is required, the
+    feedback (shown to the worker of a rejection) is optional."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    reason = forms.CharField(
+        max_length=5000,
+        strip=True,
+        error_messages={"required": "Say why you override the decision."},
+    )
+    feedback = forms.CharField(max_length=5000, required=False, strip=True)
+
+
+@login_required
+@require_POST
+def review_override_view(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Approve or reject an assignment whatever was decided before (a rule, a hold, a
+    requester), through ``assignment_override``; the requester is recorded."""
+    campaign = campaign_or_404(request, slug)
+    assignment = assignment_list_for_campaign(campaign=campaign).filter(pk=assignment_id).first()
+    if assignment is None:
+        raise Http404("No such assignment in this campaign.")
+    form = OverrideForm(request.POST)
+    if not form.is_valid():
+        for errors in form.errors.values():
+            for error in errors:
+                messages.error(request, f"Assignment #{assignment.pk}: {error}")
+        return _back_to_review(request, campaign)
+    decision = form.cleaned_data["decision"]
+    before = assignment.status
+    try:
+        decided = assignment_override(
+            assignment=assignment,
+            decision=decision,
+            decided_by=request_user(request),
+            reason=form.cleaned_data["reason"],
+            feedback=form.cleaned_data["feedback"] if decision == "reject" else "",
+        )
+    except DomainError as exc:
+        messages.error(request, f"Assignment #{assignment.pk}: {exc}")
+        return _back_to_review(request, campaign)
+    if before == decided.status:
+        messages.success(request, f"Assignment #{decided.pk}: {decided.status}, confirmed by you.")
+    else:
+        messages.success(
+            request, f"Assignment #{decided.pk} is now {decided.status} (was {before})."
+        )
+    return _back_to_review(request, campaign)
+
+
+@login_required
+@require_POST
+def stage_review_run_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    """Queue ``validation.review_stage`` for the stage (after commit); it decides the
+    submitted assignments its rules can decide and applies the gold actions."""
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    review_stage_task.delay_on_commit(stage.pk)
+    rules = len(stage.review_rules or [])
+    messages.success(
+        request,
+        f"Stage “{stage.name}”: review queued ({rules} rule{'s' if rules != 1 else ''}); "
+        "its decisions show on the review page once it has run.",
+    )
+    return redirect(detail_url(campaign, f"stage-{stage.pk}"))

@@ -31,6 +31,12 @@ EXPECTED_PATHS = {
     "/api/v1/campaigns/{slug}/assignments/bulk-review/": {"post"},
     "/api/v1/assignments/{assignment_id}/approve/": {"post"},
     "/api/v1/assignments/{assignment_id}/reject/": {"post"},
+    "/api/v1/assignments/{assignment_id}/override/": {"post"},
+    "/api/v1/stages/{stage_id}/review/": {"post"},
+    "/api/v1/stages/{stage_id}/quality/": {"get"},
+    "/api/v1/stages/{stage_id}/labels/": {"get"},
+    "/api/v1/campaigns/{slug}/link-review/": {"get"},
+    "/api/v1/link-review/{item_id}/decide/": {"post"},
 }
 
 
