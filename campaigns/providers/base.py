@@ -50,12 +50,17 @@ class ProviderError(Exception):
 class TransientProviderError(ProviderError):
     """Worth retrying: throttling, a 5xx, a dropped connection, an effect not yet visible.
 
-    ``retry_after`` (seconds), when the platform said how long to wait.
+    ``retry_after`` (seconds), when the platform said how long to wait. ``unprocessed``
+    when the platform surely did not act on the call (a 429, a connection never made),
+    so even a call that is not idempotent may be repeated.
     """
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, unprocessed: bool = False
+    ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.unprocessed = unprocessed
 
 
 class PermanentProviderError(ProviderError):
@@ -118,7 +123,9 @@ class OperationsMixin:
     OPERATION_METHODS: ClassVar[dict[str, str]] = {
         "create_hit": "publish_hits",
         "create_study": "publish_hits",
-        "publish_study": "publish_hits",
+        # A study is created (and published) by create_study; publish_study re-starts a
+        # paused one (Prolific's START), pause_study / stop_study pause or stop it.
+        "publish_study": "study_transition",
         "add_assignments": "add_assignments",
         "approve": "approve",
         "reject": "reject",
@@ -129,8 +136,8 @@ class OperationsMixin:
         "block": "block",
         "unblock": "unblock",
         "expire": "expire",
-        "pause_study": "expire",
-        "stop_study": "expire",
+        "pause_study": "study_transition",
+        "stop_study": "study_transition",
     }
 
     def execute(self, call: OperationCall) -> dict[str, Any]:
@@ -150,7 +157,8 @@ class OperationsMixin:
         raise PermanentProviderError(f"{type(self).__name__} cannot add assignments.")
 
     def approve(self, call: OperationCall) -> dict[str, Any]:
-        """Approve (and so pay) an assignment (payload: ``assignment_id``, platform ids)."""
+        """Approve (and so pay) an assignment (payload: ``assignment_id``, platform ids), or
+        several at once (payload: ``assignment_ids``, ``submission_ids``)."""
         raise PermanentProviderError(f"{type(self).__name__} cannot approve.")
 
     def reject(self, call: OperationCall) -> dict[str, Any]:
@@ -184,6 +192,10 @@ class OperationsMixin:
     def expire(self, call: OperationCall) -> dict[str, Any]:
         """Stop taking work (payload: ``hit_ids`` or ``study_id``; ``mode`` pause/stop)."""
         raise PermanentProviderError(f"{type(self).__name__} cannot expire HITs.")
+
+    def study_transition(self, call: OperationCall) -> dict[str, Any]:
+        """Pause, re-start or stop a study (payload: ``study_id``, ``action`` PAUSE/START/STOP)."""
+        raise PermanentProviderError(f"{type(self).__name__} has no studies to pause or stop.")
 
     def sync_submissions(self, *, study_id: str) -> list[SubmissionRecord]:
         """Read the platform's submissions of a study / HIT group (no state changes)."""

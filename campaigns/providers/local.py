@@ -53,3 +53,6 @@ class LocalProvider(Provider):
 
     def expire(self, call: OperationCall) -> dict[str, Any]:
         return {"expired": True}
+
+    def study_transition(self, call: OperationCall) -> dict[str, Any]:
+        return {"action": call.payload.get("action", "")}

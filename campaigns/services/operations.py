@@ -51,11 +51,9 @@ from campaigns.providers.base import (
 
 logger = logging.getLogger(__name__)
 
-PUBLISH_KINDS = (
-    OperationKind.CREATE_HIT,
-    OperationKind.CREATE_STUDY,
-    OperationKind.PUBLISH_STUDY,
-)
+# publish_study is not here: it re-starts a paused study (``campaign_provider_resume``)
+# and publishes no HITs.
+PUBLISH_KINDS = (OperationKind.CREATE_HIT, OperationKind.CREATE_STUDY)
 
 
 def _max_attempts() -> int:

@@ -1,4 +1,5 @@
-"""Review and money on paid providers: approve, reject, bonus, message, block, qualify.
+"""Review and money on paid providers: approve (one or many), reject, bonus, message,
+block and unblock, grant and revoke qualifications.
 
 Each decision is asked for as a ``ProviderOperation`` (``operation_request``) with
 its ledger entries ``committed`` in the same transaction; the executor marks them
@@ -15,6 +16,8 @@ ledger rows, created in the same transaction.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
@@ -137,17 +140,68 @@ def _check_identity(assignment: Assignment) -> None:
         )
 
 
+def _approval_requested(assignment: Assignment) -> ProviderOperation | None:
+    """The live operation that approves ``assignment`` (alone or in a bulk approval).
+
+    Found through its reward ledger entry, which every approval commits with it.
+    """
+    entry = (
+        LedgerEntry.objects.filter(
+            key=f"{LedgerKind.REWARD}:assignment:{assignment.pk}",
+            status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID],
+        )
+        .select_related("operation")
+        .first()
+    )
+    return entry.operation if entry is not None else None
+
+
 def _decision_pending(assignment: Assignment, kind: str) -> ProviderOperation | None:
     """The other decision's live operation, if one was requested."""
-    other = OperationKind.REJECT if kind == OperationKind.APPROVE else OperationKind.APPROVE
+    if kind == OperationKind.REJECT:
+        return _approval_requested(assignment)
     return (
         ProviderOperation.objects.filter(
             provider=assignment.provider,
-            idempotency_key=f"{other}:assignment:{assignment.pk}",
+            idempotency_key=f"{OperationKind.REJECT}:assignment:{assignment.pk}",
         )
         .exclude(state=OperationState.FAILED)
         .first()
     )
+
+
+def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> None:
+    """Commit the reward and platform fee of approving ``assignment`` (once per assignment)."""
+    hit = assignment.hit
+    fee = fee_model_for(assignment.provider).assignment_fee(
+        reward=hit.reward, max_assignments=hit.max_assignments
+    )
+    for kind, amount in ((LedgerKind.REWARD, hit.reward), (LedgerKind.PLATFORM_FEE, fee)):
+        LedgerEntry.objects.get_or_create(
+            key=f"{kind}:assignment:{assignment.pk}",
+            defaults={
+                "campaign": hit.stage.campaign,
+                "stage": hit.stage,
+                "kind": kind,
+                "status": LedgerStatus.COMMITTED,
+                "amount": amount,
+                "currency": currency_for(assignment.provider),
+                "assignment": assignment,
+                "worker": assignment.worker,
+                "operation": operation,
+            },
+        )
+
+
+def _check_approvable(locked: Assignment) -> None:
+    if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED):
+        raise DomainError(
+            f"Only a submitted assignment can be approved; this one is {locked.status!r}.",
+            errors={"status": [locked.status]},
+        )
+    _check_identity(locked)
+    if _decision_pending(locked, OperationKind.APPROVE):
+        raise DomainError("A rejection of this assignment was already requested.")
 
 
 def paid_assignment_approve(
@@ -161,19 +215,15 @@ def paid_assignment_approve(
 
     Idempotency key ``approve:assignment:<id>``; ledger entries ``reward:assignment:<id>``
     and ``platform_fee:assignment:<id>`` are committed with it. The assignment becomes
-    ``approved`` when the operation is done. Refuses an unconfirmed identity.
+    ``approved`` when the operation is done. Refuses an unconfirmed identity. An
+    approval already requested (alone or in a bulk approval) is returned as it is.
     """
     with transaction.atomic():
         locked = _paid_assignment(assignment.pk)
-        if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED):
-            raise DomainError(
-                f"Only a submitted assignment can be approved; this one is {locked.status!r}.",
-                errors={"status": [locked.status]},
-            )
-        _check_identity(locked)
-        if _decision_pending(locked, OperationKind.APPROVE):
-            raise DomainError("A rejection of this assignment was already requested.")
-        campaign = locked.hit.stage.campaign
+        _check_approvable(locked)
+        earlier = _approval_requested(locked)
+        if earlier is not None:
+            return earlier
         op, _ = operation_request(
             provider=locked.provider,
             kind=OperationKind.APPROVE,
@@ -185,29 +235,70 @@ def paid_assignment_approve(
                 "source": source[:80],
                 "reason": reason,
             },
-            campaign=campaign,
+            campaign=locked.hit.stage.campaign,
         )
-        fee = fee_model_for(locked.provider).assignment_fee(
-            reward=locked.hit.reward, max_assignments=locked.hit.max_assignments
-        )
-        for kind, amount in (
-            (LedgerKind.REWARD, locked.hit.reward),
-            (LedgerKind.PLATFORM_FEE, fee),
-        ):
-            LedgerEntry.objects.get_or_create(
-                key=f"{kind}:assignment:{locked.pk}",
-                defaults={
-                    "campaign": campaign,
-                    "stage": locked.hit.stage,
-                    "kind": kind,
-                    "status": LedgerStatus.COMMITTED,
-                    "amount": amount,
-                    "currency": currency_for(locked.provider),
-                    "assignment": locked,
-                    "worker": locked.worker,
-                    "operation": op,
-                },
+        _approval_ledger(locked, op)
+    return op
+
+
+def paid_assignments_approve(
+    *,
+    assignments: Iterable[Assignment],
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+) -> ProviderOperation | None:
+    """Ask the platform to approve (and pay) many submitted assignments in one operation.
+
+    Prolific: one bulk approval of the submissions. Assignments already approved or
+    whose approval was already requested are left out; the others must all be
+    submitted, of one paid campaign, with a confirmed identity (else ``DomainError`` /
+    ``IdentityUnconfirmedError`` and nothing is requested). Idempotency key
+    ``approve:bulk:<count>:<sha256 of the sorted assignment ids>``; each assignment's
+    ledger entries are the same as for a single approval (``reward:assignment:<id>``,
+    ``platform_fee:assignment:<id>``), committed with the operation and paid when it
+    is done. Asked again for assignments one operation already approves, that
+    operation; None when there is nothing left to approve.
+
+    Locking: the assignment rows in id order, then the operation and ledger rows.
+    """
+    ids = sorted({a.pk for a in assignments})
+    if not ids:
+        return None
+    with transaction.atomic():
+        locked = [_paid_assignment(pk) for pk in ids]
+        campaigns = {a.hit.stage.campaign_id for a in locked}
+        providers = {a.provider for a in locked}
+        if len(campaigns) > 1 or len(providers) > 1:
+            raise DomainError(
+                "A bulk approval takes the assignments of one campaign.",
+                errors={"assignments": [str(c) for c in sorted(campaigns)]},
             )
+        wanted = []
+        for a in locked:
+            _check_approvable(a)
+            if a.status == AssignmentStatus.SUBMITTED and _approval_requested(a) is None:
+                wanted.append(a)
+        if not wanted:
+            earlier = {_approval_requested(a) for a in locked} - {None}
+            return earlier.pop() if len(earlier) == 1 else None
+        wanted_ids = [a.pk for a in wanted]
+        digest = hashlib.sha256(",".join(map(str, wanted_ids)).encode()).hexdigest()[:40]
+        op, _ = operation_request(
+            provider=wanted[0].provider,
+            kind=OperationKind.APPROVE,
+            key=f"approve:bulk:{len(wanted_ids)}:{digest}",
+            payload={
+                "assignment_ids": wanted_ids,
+                "submission_ids": [a.provider_assignment_id for a in wanted],
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+            },
+            campaign=wanted[0].hit.stage.campaign,
+        )
+        for a in wanted:
+            _approval_ledger(a, op)
     return op
 
 
@@ -261,11 +352,12 @@ def paid_assignment_reject(
     return op
 
 
-def assignment_decision_record(*, operation: ProviderOperation) -> Assignment | None:
-    """Effects of a done approve / reject operation: the decision, counters, ledger.
+def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignment]:
+    """Effects of a done approve / reject operation: the decisions, counters, ledger.
 
-    Called by the executor inside its transaction; idempotent (a decided assignment
-    is left as it is). Locking: the assignment row.
+    One assignment (``assignment_id``) or a bulk approval (``assignment_ids``). Called
+    by the executor inside its transaction; idempotent (a decided assignment is left
+    as it is). Locking: the assignment rows, in id order.
     """
     payload = operation.payload or {}
     status = (
@@ -273,21 +365,21 @@ def assignment_decision_record(*, operation: ProviderOperation) -> Assignment | 
         if operation.kind == OperationKind.APPROVE
         else AssignmentStatus.REJECTED
     )
-    locked = (
-        Assignment.objects.select_for_update()
-        .filter(pk=int(payload.get("assignment_id") or 0))
-        .first()
+    ids = payload.get("assignment_ids") or [payload.get("assignment_id") or 0]
+    locked = list(
+        Assignment.objects.select_for_update().filter(pk__in=[int(i) for i in ids]).order_by("pk")
     )
-    if locked is None:
-        return None
-    if locked.status == AssignmentStatus.SUBMITTED:
-        locked.status = status
-        locked.decided_at = timezone.now()
-        locked.decided_by_id = payload.get("decided_by_id")
-        locked.decision_source = str(payload.get("source", ""))[:80]
-        locked.decision_reason = str(payload.get("reason", ""))
-        locked.feedback = str(payload.get("feedback", ""))
-        locked.save(
+    now = timezone.now()
+    for assignment in locked:
+        if assignment.status != AssignmentStatus.SUBMITTED:
+            continue
+        assignment.status = status
+        assignment.decided_at = now
+        assignment.decided_by_id = payload.get("decided_by_id")
+        assignment.decision_source = str(payload.get("source", ""))[:80]
+        assignment.decision_reason = str(payload.get("reason", ""))
+        assignment.feedback = str(payload.get("feedback", ""))
+        assignment.save(
             update_fields=[
                 "status",
                 "decided_at",
@@ -298,14 +390,14 @@ def assignment_decision_record(*, operation: ProviderOperation) -> Assignment | 
             ]
         )
         counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
-        Worker.objects.filter(pk=locked.worker_id).update(**{counter: F(counter) + 1})
+        Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
         if status == AssignmentStatus.APPROVED:
             from campaigns.tasks import handoff_run_task
 
-            handoff_run_task.delay_on_commit(locked.pk)
+            handoff_run_task.delay_on_commit(assignment.pk)
     new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
     LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
-        status=new, updated_at=timezone.now()
+        status=new, updated_at=now
     )
     return locked
 
@@ -424,32 +516,118 @@ def paid_worker_block(
     return block, op
 
 
+def paid_worker_unblock(
+    *, requester: AbstractBaseUser, worker: Worker
+) -> tuple[WorkerBlock, ProviderOperation] | None:
+    """Lift ``requester``'s active block of ``worker``, here and on the platform.
+
+    The block row gets ``lifted_at``; the worker leaves the block-list group.
+    Idempotency key ``unblock:<requester>:<worker>:<block id>``: one platform call per
+    lifted block. None when no block is active. Locking: the block row.
+    """
+    with transaction.atomic():
+        block = (
+            WorkerBlock.objects.select_for_update()
+            .filter(requester_id=requester.pk, worker=worker, lifted_at__isnull=True)
+            .first()
+        )
+        if block is None:
+            return None
+        block.lifted_at = timezone.now()
+        block.save(update_fields=["lifted_at"])
+        op, _ = operation_request(
+            provider=worker.provider,
+            kind=OperationKind.UNBLOCK,
+            key=f"unblock:{requester.pk}:{worker.pk}:{block.pk}",
+            payload={
+                "owner_id": requester.pk,
+                "worker_id": worker.pk,
+                "participant_id": worker.external_id,
+                "group_name": block_group_name(requester.pk),
+            },
+            campaign=None,
+        )
+    return block, op
+
+
+def _qualification_request(
+    *, qualification_type: QualificationType, worker: Worker, kind: str
+) -> ProviderOperation:
+    """Ask for a grant or a revocation of membership in the qualification's group.
+
+    Grants and revocations of one (type, worker) alternate, so each new change gets
+    its own key: ``<kind>:<type>:<worker>`` the first time, ``…:<n>`` after ``n``
+    earlier changes. Asking again for what the latest change asked for returns it.
+    """
+    earlier = ProviderOperation.objects.filter(
+        provider=worker.provider,
+        kind__in=[OperationKind.GRANT, OperationKind.REVOKE],
+        payload__qualification_type_id=qualification_type.pk,
+        payload__worker_id=worker.pk,
+    )
+    latest = earlier.exclude(state=OperationState.FAILED).order_by("-pk").first()
+    if latest is not None and latest.kind == kind:
+        return latest
+    count = earlier.count()
+    key = f"{kind}:{qualification_type.pk}:{worker.pk}" + (f":{count}" if count else "")
+    payload: dict[str, Any] = {
+        "qualification_type_id": qualification_type.pk,
+        "worker_id": worker.pk,
+        "participant_id": worker.external_id,
+        "group_name": f"qaportal-qual-{qualification_type.pk}",
+    }
+    if qualification_type.provider_qualification_id:
+        payload["group_id"] = qualification_type.provider_qualification_id
+    op, _ = operation_request(
+        provider=worker.provider, kind=kind, key=key, payload=payload, campaign=None
+    )
+    return op
+
+
 def paid_qualification_grant(
     *, qualification_type: QualificationType, worker: Worker, source: str, value: int = 1
 ) -> tuple[QualificationGrant, ProviderOperation]:
     """Grant a custom qualification: a grant row, and membership of its allow-list group.
 
-    Idempotency key ``grant:<type>:<worker>``.
+    Idempotency key ``grant:<type>:<worker>`` (``…:<n>`` after earlier grants and
+    revocations; see ``_qualification_request``). Locking: the worker row, so that
+    changes of one worker's qualifications are requested one at a time.
     """
     with transaction.atomic():
+        Worker.objects.select_for_update().filter(pk=worker.pk).first()
         grant, _ = QualificationGrant.objects.update_or_create(
             qualification_type=qualification_type,
             worker=worker,
             defaults={"value": value, "source": source[:80], "revoked_at": None},
         )
-        payload: dict[str, Any] = {
-            "qualification_type_id": qualification_type.pk,
-            "worker_id": worker.pk,
-            "participant_id": worker.external_id,
-            "group_name": f"qaportal-qual-{qualification_type.pk}",
-        }
-        if qualification_type.provider_qualification_id:
-            payload["group_id"] = qualification_type.provider_qualification_id
-        op, _ = operation_request(
-            provider=worker.provider,
-            kind=OperationKind.GRANT,
-            key=f"grant:{qualification_type.pk}:{worker.pk}",
-            payload=payload,
-            campaign=None,
+        op = _qualification_request(
+            qualification_type=qualification_type, worker=worker, kind=OperationKind.GRANT
+        )
+    return grant, op
+
+
+def paid_qualification_revoke(
+    *, qualification_type: QualificationType, worker: Worker
+) -> tuple[QualificationGrant, ProviderOperation] | None:
+    """Revoke a custom qualification: ``revoked_at`` on the grant, and the worker leaves
+    its allow-list group. None when the worker holds no such grant.
+
+    Idempotency key ``revoke:<type>:<worker>[:<n>]`` (``_qualification_request``).
+    Locking: the worker row, then the grant row.
+    """
+    with transaction.atomic():
+        Worker.objects.select_for_update().filter(pk=worker.pk).first()
+        grant = (
+            QualificationGrant.objects.select_for_update()
+            .filter(qualification_type=qualification_type, worker=worker)
+            .first()
+        )
+        if grant is None:
+            return None
+        if grant.revoked_at is None:
+            grant.revoked_at = timezone.now()
+            grant.save(update_fields=["revoked_at"])
+        op = _qualification_request(
+            qualification_type=qualification_type, worker=worker, kind=OperationKind.REVOKE
         )
     return grant, op

@@ -10,12 +10,16 @@ sessions to assignments, and syncing submissions back.
   assignment, what Prolific says (status, times, code) and whether the participant
   matches the worker who submitted on our page (``review_details["identity"]``).
   Identity from the URL is a claim; only ``confirmed`` assignments are ever paid.
+  Stages with ``{"rule": "auto_approve"}`` then approve what Prolific confirmed.
+- ``campaign_provider_pause`` / ``_resume`` / ``_stop``: the campaign's studies
+  follow the campaign (Prolific study transitions PAUSE / START / STOP).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -28,6 +32,7 @@ from campaigns.models import (
     HIT,
     Assignment,
     AssignmentStatus,
+    Campaign,
     HITStatus,
     OperationKind,
     OperationState,
@@ -43,7 +48,11 @@ from campaigns.providers.prolific.provider import short_id, study_body, study_fi
 from campaigns.selectors_work import WORKABLE_STATES
 from campaigns.services.errors import DomainError
 from campaigns.services.operations import operation_request
-from campaigns.services.provider_review import block_group_name, campaign_budget_check
+from campaigns.services.provider_review import (
+    block_group_name,
+    campaign_budget_check,
+    paid_assignments_approve,
+)
 from campaigns.services.work import (
     NoWorkAvailableError,
     WorkerNotAllowedError,
@@ -258,11 +267,21 @@ def _identity(assignment: Assignment, record: SubmissionRecord | None) -> dict[s
     return {"status": "confirmed"}
 
 
+def stage_auto_approves(stage: Stage) -> bool:
+    """True when the stage's review rules hold ``{"rule": "auto_approve"}``."""
+    return any(
+        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
+        for rule in stage.review_rules or []
+    )
+
+
 def submissions_apply(*, study_id: str, records: list[SubmissionRecord]) -> int:
     """Record Prolific's view of study ``study_id`` on its assignments; the rows changed.
 
     Idempotent. An accepted assignment whose submission Prolific reports returned or
     timed out is closed (``returned`` / ``expired``) and its place goes back to the HIT.
+    Then ``study_auto_approve`` asks for the approval of what sync confirmed, on
+    stages with an auto_approve rule.
     Locking: the study's assignment rows, in id order (one transaction).
     """
     by_session = {r.provider_assignment_id: r for r in records}
@@ -307,7 +326,50 @@ def submissions_apply(*, study_id: str, records: list[SubmissionRecord]) -> int:
             changed += 1
         for hit_id, count in freed.items():
             HIT.objects.filter(pk=hit_id).update(places_left=F("places_left") + count)
+    study_auto_approve(study_id=study_id)
     return changed
+
+
+def study_auto_approve(*, study_id: str) -> ProviderOperation | None:
+    """Approve (one bulk approval operation) the submissions of study ``study_id`` that
+    stages with an auto_approve rule may pay: submitted here, ``confirmed`` by the
+    last sync, and waiting for review on Prolific. A mismatch or an unconfirmed
+    identity is never approved. Idempotent: assignments whose approval was already
+    requested are left out (``paid_assignments_approve``). None when there is nothing
+    to approve.
+    """
+    candidates = [
+        a
+        for a in Assignment.objects.filter(
+            provider=Provider.PROLIFIC,
+            hit__provider_group_id=study_id,
+            status=AssignmentStatus.SUBMITTED,
+            review_details__identity__status="confirmed",
+            review_details__prolific__status="AWAITING REVIEW",
+        )
+        .select_related("hit__stage")
+        .order_by("pk")
+        if stage_auto_approves(a.hit.stage)
+    ]
+    rejecting = set(
+        ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC,
+            kind=OperationKind.REJECT,
+            payload__assignment_id__in=[a.pk for a in candidates],
+        )
+        .exclude(state=OperationState.FAILED)
+        .values_list("payload__assignment_id", flat=True)
+    )
+    candidates = [a for a in candidates if a.pk not in rejecting]
+    if not candidates:
+        return None
+    try:
+        return paid_assignments_approve(
+            assignments=candidates, source="rule:auto_approve", reason="auto_approve rule"
+        )
+    except DomainError as exc:  # a decision raced the sync: the next sync tries again
+        logger.warning("prolific: auto-approval in study %s refused: %s", study_id, exc)
+        return None
 
 
 def prolific_studies_sync(*, study_id: str | None = None) -> int:
@@ -337,3 +399,95 @@ def prolific_studies_sync(*, study_id: str | None = None) -> int:
             continue
         changed += submissions_apply(study_id=sid, records=records)
     return changed
+
+
+# --- Pause, resume, stop ---------------------------------------------------------------
+
+# Campaign-level action → Prolific study transition and the operation kind that asks for it.
+_STUDY_ACTIONS: dict[str, tuple[str, str]] = {
+    "pause": ("PAUSE", OperationKind.PAUSE_STUDY),
+    "resume": ("START", OperationKind.PUBLISH_STUDY),
+    "stop": ("STOP", OperationKind.STOP_STUDY),
+}
+_STUDY_KINDS = [kind for _, kind in _STUDY_ACTIONS.values()]
+
+
+def campaign_studies(*, campaign: Campaign) -> list[str]:
+    """The ids of the Prolific studies that hold the campaign's published HITs."""
+    return sorted(
+        set(
+            HIT.objects.filter(provider=Provider.PROLIFIC, stage__campaign=campaign)
+            .exclude(provider_group_id="")
+            .values_list("provider_group_id", flat=True)
+        )
+    )
+
+
+def _campaign_studies_transition(*, campaign: Campaign, action: str) -> list[ProviderOperation]:
+    """One study transition operation per study of ``campaign`` (see the public services).
+
+    Pauses and resumes of a study alternate, so each change gets its own key:
+    ``<action>:study:<study id>:<n>``, ``n`` the number of earlier transition
+    operations of the study. Asking again for what the study's latest transition
+    asked for returns that operation (no second platform call); a stop is final.
+    Locking: the campaign row (already held when called from ``campaign_start``).
+    """
+    if campaign.provider != Provider.PROLIFIC:
+        return []
+    transition, kind = _STUDY_ACTIONS[action]
+    ops = []
+    with transaction.atomic():
+        Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+        for study_id in campaign_studies(campaign=campaign):
+            earlier = ProviderOperation.objects.filter(
+                provider=Provider.PROLIFIC, kind__in=_STUDY_KINDS, payload__study_id=study_id
+            )
+            latest = earlier.exclude(state=OperationState.FAILED).order_by("-pk").first()
+            if latest is not None and (
+                latest.kind == kind or latest.kind == OperationKind.STOP_STUDY
+            ):
+                ops.append(latest)
+                continue
+            op, _ = operation_request(
+                provider=Provider.PROLIFIC,
+                kind=kind,
+                key=f"{action}:study:{study_id}:{earlier.count()}",
+                payload={"study_id": study_id, "action": transition},
+                campaign=campaign,
+            )
+            ops.append(op)
+    return ops
+
+
+def campaign_provider_pause(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Pause every Prolific study of ``campaign`` (study transition ``PAUSE``).
+
+    Changes the platform's state: one operation per study, key
+    ``pause:study:<study id>:<n>`` (``_campaign_studies_transition``). Studies that
+    already finished are left as they are. Call it when the campaign leaves
+    pilot / live for paused; [] for campaigns not on Prolific.
+    Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="pause")
+
+
+def campaign_provider_resume(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Re-start every paused Prolific study of ``campaign`` (study transition ``START``).
+
+    Changes the platform's state: one operation per study, key
+    ``resume:study:<study id>:<n>``. Call it when a paused campaign goes live again;
+    [] for campaigns not on Prolific. Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="resume")
+
+
+def campaign_provider_stop(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Stop every Prolific study of ``campaign`` for good (study transition ``STOP``).
+
+    Changes the platform's state: one operation per study, key
+    ``stop:study:<study id>:<n>``; once asked for, a stop is what every later
+    transition request of the study returns. Submissions already made can still be
+    reviewed and paid. Call it when the campaign is completed; [] for campaigns not
+    on Prolific. Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="stop")

@@ -38,6 +38,7 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
+    CampaignState,
     DetachedAnswer,
     HITItem,
     HITStatus,
@@ -235,12 +236,18 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
 
     Local campaigns publish at once; Prolific campaigns ask for one study per stage
-    with pending items (``stage_provider_publish``, which checks the budget). The
-    transition locks the campaign row (``campaign_transition``); publishing happens
-    in the same transaction, so a refusal (budget) leaves the campaign where it was.
+    with pending items (``stage_provider_publish``, which checks the budget), and
+    their studies are paused, resumed and stopped with the campaign. The transition
+    locks the campaign row (``campaign_transition``); publishing happens in the same
+    transaction, so a refusal (budget) leaves the campaign where it was.
     """
     with transaction.atomic():
+        previous = (
+            Campaign.objects.select_for_update().values_list("state", flat=True).get(pk=campaign.pk)
+        )
         campaign = campaign_transition(campaign=campaign, to_state=to_state)
+        if campaign.provider == Provider.PROLIFIC:
+            _prolific_follow(campaign=campaign, previous=previous, to_state=to_state)
         if to_state in WORKABLE_STATES:
             if campaign.provider == Provider.LOCAL:
                 campaign_publish(campaign=campaign)
@@ -251,6 +258,22 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
                 for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
                     stage_provider_publish(stage=stage)
     return campaign
+
+
+def _prolific_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:
+    """The campaign's studies follow its state: paused, resumed, stopped (operations)."""
+    from campaigns.services.provider_sync import (
+        campaign_provider_pause,
+        campaign_provider_resume,
+        campaign_provider_stop,
+    )
+
+    if to_state == CampaignState.PAUSED:
+        campaign_provider_pause(campaign=campaign)
+    elif to_state == CampaignState.COMPLETED:
+        campaign_provider_stop(campaign=campaign)
+    elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
+        campaign_provider_resume(campaign=campaign)
 
 
 # --- Accepting work ----------------------------------------------------------------

@@ -11,12 +11,15 @@ from campaigns.simulate.crowd import (
     profile_mix,
     simulate_crowd,
 )
+from campaigns.simulate.prolific import ProlificHooks, ProlificSession
 from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 
 __all__ = [
     "DEFAULT_PROFILES",
     "LocalServer",
+    "ProlificHooks",
+    "ProlificSession",
     "SimulationError",
     "SimulationResult",
     "parse_profiles",

@@ -30,6 +30,35 @@ class _LoopbackSecurePolicy(http.cookiejar.DefaultCookiePolicy):
         return host in LOOPBACK_HOSTS or super().return_ok_secure(cookie, request)
 
 
+class _OffsiteRedirect(Exception):
+    """Raised by ``_SameSiteRedirects`` to end a request at an off-site redirect."""
+
+    def __init__(self, url: str, code: int) -> None:
+        super().__init__(url)
+        self.url = url
+        self.code = code
+
+
+class _SameSiteRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects on the site; stop at one that leaves it (a platform's completion
+    URL): the browser reports it instead of loading another site."""
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        here = urllib.parse.urlsplit(req.full_url).netloc
+        if urllib.parse.urlsplit(newurl).netloc != here:
+            fp.close()
+            raise _OffsiteRedirect(newurl, code)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
 @dataclass
 class Page:
     """One response after redirects: final URL, status and body text (status 0 when
@@ -40,6 +69,8 @@ class Page:
     text: str
     method: str
     requested: str
+    # A redirect off the site, not followed: ``url`` is where it pointed, ``status`` its code.
+    offsite: bool = False
 
     @property
     def path(self) -> str:
@@ -63,7 +94,9 @@ class Browser:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.cookies = http.cookiejar.CookieJar(policy=_LoopbackSecurePolicy())
-        self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies))
+        self._opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(self.cookies), _SameSiteRedirects()
+        )
         self.requests = 0
         self.statuses: Counter[int] = Counter()
 
@@ -117,6 +150,15 @@ class Browser:
                     method=method,
                     requested=request.full_url,
                 )
+        except _OffsiteRedirect as exc:
+            return Page(
+                url=exc.url,
+                status=exc.code,
+                text="",
+                method=method,
+                requested=request.full_url,
+                offsite=True,
+            )
         except urllib.error.HTTPError as exc:
             text = exc.read().decode("utf-8", "replace") if exc.fp is not None else ""
             return Page(

@@ -1,5 +1,7 @@
 """Simulated crowd workers driving the real worker pages over HTTP.
 
+(Prolific campaigns: participants entering through the study URL, ``prolific.py``.)
+
 Each worker is one browser (``Browser``) with its own seeded ``random.Random``
 and a profile (good / sloppy / spammer). It joins through a campaign-wide invite
 link, then works in turns: one assignment per turn (stage page → Accept → task
@@ -23,12 +25,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import connections
 from django.urls import reverse
 
-from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider, Stage
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, Provider, Stage
 from campaigns.selectors_work import WORKABLE_STATES, hit_items
 from campaigns.services.errors import DomainError
 from campaigns.services.invites import invite_create, invite_revoke, invite_token
@@ -38,6 +40,9 @@ from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES, TaskType
+
+if TYPE_CHECKING:
+    from campaigns.simulate.prolific import ProlificHooks
 
 DEFAULT_PROFILES: dict[str, float] = {"good": 0.6, "sloppy": 0.25, "spammer": 0.15}
 # A worker gives up on a stage after returning this many of its tasks.
@@ -295,7 +300,7 @@ class CrowdSimulation:
             response = worker.browser.post(
                 task.path, fields, csrf=page.csrf_token(), referer=task.path
             )
-            if response.status == 200 and _DONE_PATH.search(response.path):
+            if self._stored(worker, response):
                 tally.submitted += 1
                 profile_tally.submitted += 1
                 self._advance()
@@ -318,6 +323,13 @@ class CrowdSimulation:
             profile = "good"
         self._return(worker, stage, task, page)
 
+    # The status of the page a stored submission ends on (the thank-you page).
+    _stored_status = 200
+
+    def _stored(self, worker: SimulatedWorker, response: Page) -> bool:
+        """Whether ``response`` to a task's POST says the answer was stored."""
+        return response.status == 200 and bool(_DONE_PATH.search(response.path))
+
     def _return(self, worker: SimulatedWorker, stage: _Stage, task: Page, page: Page) -> None:
         found = _ASSIGNMENT_PATH.search(task.path)
         assert found is not None
@@ -336,9 +348,9 @@ class CrowdSimulation:
         if worker.profile == "good" or worker.rng.random() >= 0.2:
             return
         again = worker.browser.post(task.path, fields, csrf=page.csrf_token(), referer=task.path)
-        if self._expect(worker, again, 200) is not None:
+        if self._expect(worker, again, self._stored_status) is not None:
             self.result.replays += 1
-            if not _DONE_PATH.search(again.path):
+            if not self._stored(worker, again):
                 self.result.errors.append(
                     f"worker {worker.number}: a resent submission of {task.path} did not lead "
                     f"to the thank-you page (ended at {again.path})"
@@ -405,28 +417,41 @@ def simulate_crowd(
     approve_all: bool = False,
     max_seconds: float | None = None,
     concurrency: int = 1,
+    entry: str = "auto",
+    prolific_hooks: ProlificHooks | None = None,
 ) -> SimulationResult:
     """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
 
-    ``campaign`` must be a local campaign in pilot or live. A campaign-wide invite
-    link is made for the run and revoked at its end. Without ``base_url`` the
-    real WSGI app is served in-process on a free 127.0.0.1 port. With
-    ``approve_all``, every submitted assignment is approved after each round
-    (``assignment_approve``, source "simulator") so that approved answers hand off
-    to the next stage; otherwise only stages with an auto_approve rule flow.
-    Raises ``SimulationError`` when the run cannot start.
+    ``campaign`` must be in pilot or live. ``entry`` says how workers arrive:
+    ``"invite"`` (local campaigns): a campaign-wide invite link is made for the run and
+    revoked at its end; ``"prolific"`` (Prolific campaigns, whose studies must be
+    published): each worker is a participant entering every study through its URL
+    parameters and sent back to Prolific's completion URL (``campaigns.simulate.prolific``;
+    ``prolific_hooks`` tells a fake Prolific about the sessions); ``"auto"``: by the
+    campaign's provider. Without ``base_url`` the real WSGI app is served in-process
+    on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
+    assignment is approved after each round (``assignment_approve``, source
+    "simulator") so that approved answers hand off to the next stage; otherwise only
+    stages with an auto_approve rule flow. Raises ``SimulationError`` when the run
+    cannot start.
     """
     campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
+    if entry == "auto":
+        entry = "prolific" if campaign.provider == Provider.PROLIFIC else "invite"
+    if entry not in ("invite", "prolific"):
+        raise SimulationError(f"Unknown entry {entry!r}; use invite, prolific or auto.")
     if campaign.state not in WORKABLE_STATES:
         raise SimulationError(
             f"Campaign {campaign.slug!r} is {campaign.state!r}; the simulator works on a "
             "pilot or live campaign (start it first)."
         )
-    if campaign.provider != Provider.LOCAL:
+    if entry == "invite" and campaign.provider != Provider.LOCAL:
         raise SimulationError(
             f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the simulator joins "
             "through invite links, which only the local workforce has."
         )
+    if entry == "prolific":
+        _check_prolific(campaign=campaign, approve_all=approve_all)
     if workers < 1:
         raise SimulationError("Simulate at least one worker.")
     if not Stage.objects.filter(campaign=campaign).exists():
@@ -438,18 +463,42 @@ def simulate_crowd(
             )
 
     def run(url: str) -> SimulationResult:
-        return CrowdSimulation(
-            campaign=campaign,
-            base_url=url,
-            workers=workers,
-            seed=seed,
-            shares=shares or DEFAULT_PROFILES,
-            approve_all=approve_all,
-            max_seconds=max_seconds,
-            concurrency=concurrency,
-        ).run()
+        options: dict[str, Any] = {
+            "campaign": campaign,
+            "base_url": url,
+            "workers": workers,
+            "seed": seed,
+            "shares": shares or DEFAULT_PROFILES,
+            "approve_all": approve_all,
+            "max_seconds": max_seconds,
+            "concurrency": concurrency,
+        }
+        if entry == "prolific":
+            from campaigns.simulate.prolific import ProlificSimulation
+
+            return ProlificSimulation(hooks=prolific_hooks, **options).run()
+        return CrowdSimulation(**options).run()
 
     if base_url:
         return run(base_url)
     with LocalServer() as url:
         return run(url)
+
+
+def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:
+    if campaign.provider != Provider.PROLIFIC:
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the Prolific entry "
+            "needs a Prolific campaign."
+        )
+    if approve_all:
+        raise SimulationError(
+            "--approve-all is for the local workforce; on Prolific, sync the studies and "
+            "approve confirmed submissions (or give the stage an auto_approve rule)."
+        )
+    studies = HIT.objects.filter(stage__campaign=campaign, provider=Provider.PROLIFIC)
+    if not studies.exclude(provider_group_id="").exists():
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} has no published Prolific study yet (its publish "
+            "operations have not run)."
+        )

@@ -50,6 +50,8 @@ class SimulationResult:
     replays: int = 0
     requests: int = 0
     seconds: float = 0.0
+    # Prolific entry: where each stored submission sent its participant (not followed).
+    completion_urls: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +100,7 @@ class SimulationResult:
             "replays": self.replays,
             "requests": self.requests,
             "seconds": round(self.seconds, 2),
+            "completion_urls": list(self.completion_urls),
         }
 
     def lines(self) -> list[str]:
@@ -122,6 +125,8 @@ class SimulationResult:
             )
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.statuses.items()))
         out.append(f"HTTP statuses: {statuses}; resent submissions: {self.replays}")
+        if self.completion_urls:
+            out.append(f"sent back to Prolific: {len(self.completion_urls)} completion URL(s)")
         if self.errors:
             out.append(f"ERRORS ({len(self.errors)}):")
             out.extend(f"  {e}" for e in self.errors[:50])

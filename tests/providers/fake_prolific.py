@@ -142,11 +142,17 @@ class FakeProlific:
                 and (path is None or re.match(path, c.path))
             ]
 
-    def start_submission(self, study_id: str, participant_id: str | None = None) -> dict[str, Any]:
-        """A participant starts the study: an ACTIVE submission (its id is SESSION_ID)."""
+    def start_submission(
+        self, study_id: str, participant_id: str | None = None, submission_id: str | None = None
+    ) -> dict[str, Any]:
+        """A participant starts the study: an ACTIVE submission (its id is SESSION_ID).
+
+        ``submission_id``: the id to give it (a simulated participant that entered with
+        its own SESSION_ID); a new one by default.
+        """
         with self.lock:
             sub: dict[str, Any] = {
-                "id": _id(),
+                "id": submission_id or _id(),
                 "study_id": study_id,
                 "participant": participant_id or _id(),
                 "status": "ACTIVE",
@@ -162,6 +168,11 @@ class FakeProlific:
         with self.lock:
             sub = self.state.submissions[submission_id]
             sub.update(status="AWAITING REVIEW", completed_at=_now(), entered_code=code)
+
+    def return_submission(self, submission_id: str) -> None:
+        """The participant gave the study back (Prolific's "return")."""
+        with self.lock:
+            self.state.submissions[submission_id].update(status="RETURNED")
 
     def submission(self, submission_id: str) -> dict[str, Any]:
         with self.lock:

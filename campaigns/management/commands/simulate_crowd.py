@@ -2,7 +2,13 @@
 
     manage.py simulate_crowd CAMPAIGN_SLUG --workers 10 --seed 1 \
         [--profiles good=0.6,sloppy=0.25,spammer=0.15] [--base-url URL] \
-        [--approve-all] [--max-seconds T] [--concurrency K] [--json]
+        [--approve-all] [--max-seconds T] [--concurrency K] [--json] \
+        [--entry auto|invite|prolific]
+
+A Prolific campaign's workers enter each published study through its URL parameters
+(PROLIFIC_PID, STUDY_ID, SESSION_ID) and are sent back to Prolific's completion URL,
+which is recorded, not followed. Against the real Prolific the sessions are made up:
+a later sync flags them unconfirmed (never paid).
 
 Prints a summary; exits non-zero when any request failed (any 5xx, any
 unexpected status) or the time ran out.
@@ -22,8 +28,9 @@ from campaigns.simulate import DEFAULT_PROFILES, parse_profiles, simulate_crowd
 
 class Command(BaseCommand):
     help = (
-        "Simulate crowd workers (good / sloppy / spammer) working on a pilot or live local "
-        "campaign through its worker pages over HTTP, until no stage has work left."
+        "Simulate crowd workers (good / sloppy / spammer) working on a pilot or live "
+        "campaign through its worker pages over HTTP (local: invite links; Prolific: the "
+        "study URL parameters), until no stage has work left."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -52,6 +59,13 @@ class Command(BaseCommand):
             "--concurrency", type=int, default=1, help="Workers taking turns at once (1)."
         )
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
+        parser.add_argument(
+            "--entry",
+            choices=["auto", "invite", "prolific"],
+            default="auto",
+            help="How workers arrive: invite links (local campaigns) or Prolific's study URL "
+            "parameters (Prolific campaigns); auto picks by the campaign's provider.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         campaign = Campaign.objects.filter(slug=options["campaign"]).first()
@@ -67,6 +81,7 @@ class Command(BaseCommand):
                 approve_all=options["approve_all"],
                 max_seconds=options["max_seconds"],
                 concurrency=options["concurrency"],
+                entry=options["entry"],
             )
         except DomainError as exc:
             raise CommandError(str(exc)) from exc

@@ -110,7 +110,9 @@ class ProlificClient:
                 )
             except requests.ConnectTimeout as exc:
                 # Never connected: nothing reached Prolific, safe for any call.
-                error = TransientProviderError(f"Prolific unreachable: {type(exc).__name__}")
+                error = TransientProviderError(
+                    f"Prolific unreachable: {type(exc).__name__}", unprocessed=True
+                )
                 delay = None
             except requests.RequestException as exc:
                 error = TransientProviderError(f"Prolific call failed: {type(exc).__name__}")
@@ -128,7 +130,11 @@ class ProlificClient:
                 if response.status_code not in RETRY_STATUSES:
                     raise PermanentProviderError(_error_message(response))
                 delay = _retry_after(response)
-                error = TransientProviderError(_error_message(response), retry_after=delay)
+                error = TransientProviderError(
+                    _error_message(response),
+                    retry_after=delay,
+                    unprocessed=response.status_code == 429,
+                )
                 # A 5xx may come after the platform acted: only 429 is surely unprocessed.
                 if response.status_code != 429 and not idempotent:
                     raise error

@@ -53,6 +53,13 @@ REJECTION_CATEGORIES = frozenset(
 REJECTION_MESSAGE_MIN = 100  # Prolific refuses shorter rejection messages.
 # Submission statuses meaning the participant has finished (or the researcher decided).
 DONE_STATUSES = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED"})
+# Study statuses each study transition leads to, and those past which nothing moves.
+STUDY_FINISHED = frozenset({"AWAITING REVIEW", "COMPLETED"})
+STUDY_TARGETS: dict[str, frozenset[str]] = {
+    "PAUSE": frozenset({"PAUSED"}),
+    "START": frozenset({"ACTIVE"}),
+    "STOP": STUDY_FINISHED,
+}
 
 
 def short_id(participant_id: str) -> str:
@@ -241,15 +248,47 @@ class ProlificProvider(Provider):
         self.client.study_update(study_id, {"total_available_places": target})
         return {"added": int(call.payload.get("count", 1)), "target_places": target}
 
-    def expire(self, call: OperationCall) -> dict[str, Any]:
-        """Pause (``mode`` "pause") or stop the study; already there is done."""
+    def study_transition(self, call: OperationCall) -> dict[str, Any]:
+        """``PAUSE``, ``START`` (resume) or ``STOP`` the study; being there already is done.
+
+        Prolific's study transition is safe to repeat once the study is in the target
+        state, so the status is read first (and again after a refusal: a retry whose
+        first answer was lost). A study that has already finished (all places taken, or
+        stopped) is left as it is: pausing or resuming it is done with ``skipped``.
+        """
         study_id = call.payload["study_id"]
-        action = "PAUSE" if call.payload.get("mode") == "pause" else "STOP"
-        wanted = {"PAUSE": {"PAUSED"}, "STOP": {"AWAITING REVIEW", "COMPLETED"}}[action]
+        action = call.payload["action"]
+        if action not in STUDY_TARGETS:
+            raise PermanentProviderError(f"Unknown study transition {action!r}.")
+        wanted = STUDY_TARGETS[action]
         status = self.client.study_get(study_id).get("status")
-        if status not in wanted:
-            self.client.study_transition(study_id, action)
-        return {"study_id": study_id, "action": action}
+        if status in wanted:
+            return {"study_id": study_id, "action": action, "status": status}
+        if status in STUDY_FINISHED:
+            return {"study_id": study_id, "action": action, "status": status, "skipped": True}
+        try:
+            answer = self.client.study_transition(study_id, action)
+        except PermanentProviderError:
+            status = self.client.study_get(study_id).get("status")
+            if status in wanted:
+                return {"study_id": study_id, "action": action, "status": status}
+            raise
+        return {"study_id": study_id, "action": action, "status": answer.get("status", "")}
+
+    def expire(self, call: OperationCall) -> dict[str, Any]:
+        """Pause (``mode`` "pause") or stop the study (``study_transition``)."""
+        action = "PAUSE" if call.payload.get("mode") == "pause" else "STOP"
+        return self.study_transition(
+            OperationCall(
+                operation_id=call.operation_id,
+                kind=call.kind,
+                key=call.key,
+                payload={**call.payload, "action": action},
+                result=call.result,
+                attempts=call.attempts,
+                recovering=call.recovering,
+            )
+        )
 
     # --- submissions -----------------------------------------------------------------
 
@@ -264,7 +303,28 @@ class ProlificProvider(Provider):
         return {"submission_id": submission_id, "status": answer.get("status", status)}
 
     def approve(self, call: OperationCall) -> dict[str, Any]:
+        """One submission (``submission_id``) or many at once (``submission_ids``)."""
+        if "submission_ids" in call.payload:
+            return self._bulk_approve(call)
         return self._transition(call.payload["submission_id"], {"action": "APPROVE"}, "APPROVED")
+
+    def _bulk_approve(self, call: OperationCall) -> dict[str, Any]:
+        """``POST /api/v1/submissions/bulk-approve/`` with the submission ids.
+
+        Approving is idempotent on Prolific's side, so a retry repeats the call. A
+        refusal (say, one submission already approved by hand) is done when every
+        submission turns out to be approved; otherwise it is the error.
+        """
+        ids = sorted(str(i) for i in call.payload["submission_ids"])
+        if not ids:
+            return {"approved": 0}
+        try:
+            self.client.submissions_bulk_approve(ids)
+        except PermanentProviderError:
+            statuses = {i: self.client.submission_get(i).get("status") for i in ids}
+            if set(statuses.values()) != {"APPROVED"}:
+                raise
+        return {"approved": len(ids), "submission_ids": ids}
 
     def reject(self, call: OperationCall) -> dict[str, Any]:
         category = call.payload.get("rejection_category", "OTHER")
@@ -277,11 +337,6 @@ class ProlificProvider(Provider):
             )
         body = {"action": "REJECT", "message": message, "rejection_category": category}
         return self._transition(call.payload["submission_id"], body, "REJECTED")
-
-    def bulk_approve(self, submission_ids: list[str]) -> None:
-        """Approve many submissions in one call (idempotent on Prolific's side)."""
-        if submission_ids:
-            self.client.submissions_bulk_approve(submission_ids)
 
     def _bonus_count(self, submission_id: str, amount_pence: int) -> int:
         payments = self.client.submission_get(submission_id).get("bonus_payments") or []
@@ -327,13 +382,36 @@ class ProlificProvider(Provider):
         return dict(call.result)
 
     def notify(self, call: OperationCall) -> dict[str, Any]:
-        ids = list(call.payload.get("participant_ids", []))
-        if call.result.get("sent"):
+        """Send one message to the participants, at most once.
+
+        ``POST /api/v1/messages/bulk/`` is not idempotent and Prolific offers no look-up
+        of what a bulk message reached, so ``send_requested`` is checkpointed first: a
+        later attempt that finds it (the answer was lost, or the worker crashed) never
+        sends again and fails the operation for a person to check (a second copy of a
+        message is worse than asking). A 429 was surely not processed: the client
+        retries it itself.
+        """
+        if call.result.get("sent") is not None:
             return dict(call.result)
+        if call.result.get("send_requested"):
+            raise PermanentProviderError(
+                "The message may have been sent (Prolific's answer was lost); not sending "
+                "it twice. Check the participants' messages on Prolific."
+            )
+        ids = list(call.payload.get("participant_ids", []))
         subject = call.payload.get("subject", "")
         body = f"{subject}\n\n{call.payload.get('body', '')}" if subject else call.payload["body"]
-        self.client.message_bulk(participant_ids=ids, body=body, study_id=call.payload["study_id"])
-        return {"sent": len(ids)}
+        call.checkpoint(send_requested=True)
+        try:
+            self.client.message_bulk(
+                participant_ids=ids, body=body, study_id=call.payload["study_id"]
+            )
+        except TransientProviderError as exc:
+            if exc.unprocessed:  # throttled to the end of the client's retries: not sent
+                call.checkpoint(send_requested=False)
+            raise
+        call.checkpoint(sent=len(ids))
+        return dict(call.result)
 
     # --- participant groups ----------------------------------------------------------
 
