@@ -1,6 +1,6 @@
 """Review endpoints: a campaign's assignments with their rule verdicts; approving or
-rejecting them, one at a time or in bulk; overriding a decision already made; the
-entity-link review queue and the requester's decision on it.
+rejecting them, one at a time or in bulk; overriding a decision already made. The
+entity-link review queue is in ``link_review``; stage quality and labels in ``quality``.
 
 Approve/reject decide submitted (and held) assignments only and answer 409 for one
 decided the other way: turning a decision over is the explicit ``override``
@@ -31,8 +31,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
 )
-from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
-from campaigns.selectors import campaign_list_visible
+from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.selectors_review import (
     assignment_list_for_campaign,
     assignment_list_visible,
@@ -41,11 +40,6 @@ from campaigns.selectors_review import (
 )
 from campaigns.services.errors import DomainError, StateConflict
 from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
-from campaigns.tasktypes.base import answer_for_item
-from linking.hooks import LINKING_TASK_TYPES
-from linking.models import EntityLinkResolution
-from linking.selectors import link_review_queue
-from linking.services import entity_link_decide
 from validation.services import assignment_override
 
 MAX_BULK_IDS = 500
@@ -529,152 +523,3 @@ class AssignmentOverrideApi(APIView):
             feedback=data["feedback"] if data["decision"] == "reject" else "",
         )
         return Response(_assignment_out(assignment))
-
-
-# --- Entity-link review ------------------------------------------------------------------
-
-
-class LinkSerializer(serializers.Serializer):
-    start = serializers.IntegerField()
-    end = serializers.IntegerField()
-    text = serializers.CharField()
-    qid = serializers.CharField(allow_null=True, required=False)
-    none = serializers.BooleanField(required=False, help_text="Not in Wikidata.")
-
-
-class LinkAnnotationSerializer(serializers.Serializer):
-    assignment_id = serializers.IntegerField()
-    worker = serializers.CharField(help_text="The annotator's pseudonym.")
-    links = LinkSerializer(many=True)
-
-
-class LinkReviewEntrySerializer(serializers.Serializer):
-    item = ItemBriefSerializer()
-    stage = serializers.IntegerField()
-    stage_name = serializers.CharField()
-    annotations = LinkAnnotationSerializer(many=True)
-
-
-class LinkResolutionOutputSerializer(serializers.Serializer):
-    item = serializers.IntegerField(source="item_id")
-    external_id = serializers.CharField(source="item.external_id")
-    stage = serializers.IntegerField(source="stage_id")
-    status = serializers.CharField()
-    links = LinkSerializer(many=True)
-    decided_by = serializers.CharField(source="decided_by.username", allow_null=True, default=None)
-
-    def get_fields(self) -> dict[str, serializers.Field]:
-        # Added here: a declared field named "source" would shadow ``Field.source``.
-        fields = super().get_fields()
-        fields["source"] = serializers.CharField(help_text='"requester" or "agreement".')
-        return fields
-
-
-class CampaignLinkReviewApi(APIView):
-    """Entity-link items of the campaign its annotators could not settle (up to the
-    stage's maximum of annotators), oldest first, with each annotator's links."""
-
-    class LinkReviewFilterSerializer(serializers.Serializer):
-        stage = serializers.IntegerField(required=False, help_text="A stage of this campaign.")
-
-    @extend_schema(
-        parameters=[LinkReviewFilterSerializer],
-        responses={200: LinkReviewEntrySerializer(many=True), 400: BAD_INPUT, 404: NOT_VISIBLE},
-    )
-    def get(self, request: Request, slug: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        filters = self.LinkReviewFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        stage = None
-        if "stage" in filters.validated_data:
-            stage = campaign.stages.filter(pk=filters.validated_data["stage"]).first()
-            if stage is None:
-                raise serializers.ValidationError(
-                    {"stage": ["No stage with this id in this campaign."]}
-                )
-        entries = [
-            {
-                "item": {
-                    "id": entry["item"].pk,
-                    "external_id": entry["item"].external_id,
-                    "data": entry["item"].data,
-                },
-                "stage": entry["stage"].pk,
-                "stage_name": entry["stage"].name,
-                "annotations": entry["annotations"],
-            }
-            for entry in link_review_queue(campaign=campaign, stage=stage)
-        ]
-        return Response(LinkReviewEntrySerializer(entries, many=True).data)
-
-
-def _annotator_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
-    """The links one annotation (an assignment of a HIT holding ``item``) gave ``item``."""
-    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
-    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
-    entry = (
-        None
-        if assignment is None
-        else answer_for_item(assignment.answers, {"external_id": item.external_id})
-    )
-    if entry is None or not isinstance(entry.get("links"), list):
-        return None
-    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
-
-
-class LinkReviewDecideApi(APIView):
-    """Settle an entity-link item: the links of one annotation (``assignment``) or
-    ``links`` given here, validated as a worker's answer. Deciding again replaces the
-    decision."""
-
-    class LinkDecideInputSerializer(StrictInputSerializer):
-        assignment = serializers.IntegerField(
-            required=False, help_text="Take this annotation's links."
-        )
-        links = serializers.ListField(
-            child=serializers.DictField(),
-            required=False,
-            help_text="Links (start, end, text, qid or none) instead of an annotation's.",
-        )
-
-        def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-            if ("assignment" in attrs) == ("links" in attrs):
-                raise serializers.ValidationError(
-                    {"non_field_errors": ["Give either assignment or links."]}
-                )
-            return attrs
-
-    @extend_schema(
-        request=LinkDecideInputSerializer,
-        responses={200: LinkResolutionOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
-    )
-    def post(self, request: Request, item_id: int) -> Response:
-        item = (
-            Item.objects.filter(
-                pk=item_id,
-                stage__campaign__in=campaign_list_visible(user=request.user),
-                stage__task_type__in=LINKING_TASK_TYPES,
-            )
-            .select_related("stage")
-            .first()
-        )
-        if item is None:
-            raise Http404("No linking item with this id.")
-        serializer = self.LinkDecideInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        if "assignment" in data:
-            links = _annotator_links(item=item, assignment_id=data["assignment"])
-            if links is None:
-                raise serializers.ValidationError(
-                    {"assignment": ["No annotation of this item with this id."]}
-                )
-        else:
-            links = list(data["links"])
-        resolution = entity_link_decide(
-            item=item, links=links, decided_by=authenticated_user(request)
-        )
-        fresh = EntityLinkResolution.objects.select_related("item", "decided_by").get(
-            pk=resolution.pk
-        )
-        return Response(LinkResolutionOutputSerializer(fresh).data)

@@ -8,23 +8,16 @@ from campaigns.api.campaigns import (
     CampaignTransitionApi,
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
+from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
+from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
 from campaigns.api.review import (
     AssignmentApproveApi,
     AssignmentOverrideApi,
     AssignmentRejectApi,
     CampaignAssignmentListApi,
     CampaignBulkReviewApi,
-    CampaignLinkReviewApi,
-    LinkReviewDecideApi,
 )
-from campaigns.api.stages import (
-    CampaignStageListCreateApi,
-    StageDetailApi,
-    StageLabelsApi,
-    StageLinkApi,
-    StageQualityApi,
-    StageReviewRunApi,
-)
+from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
 from campaigns.api.workforce import (
     CampaignGrantDetailApi,
     CampaignGrantListCreateApi,

@@ -49,10 +49,10 @@ from campaigns.selectors_work import WORKABLE_STATES
 from campaigns.services.errors import DomainError
 from campaigns.services.operations import operation_request
 from campaigns.services.provider_review import (
-    block_group_name,
     campaign_budget_check,
     paid_assignments_approve,
 )
+from campaigns.services.provider_workers import block_group_name
 from campaigns.services.work import (
     NoWorkAvailableError,
     WorkerNotAllowedError,

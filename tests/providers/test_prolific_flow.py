@@ -30,9 +30,9 @@ from campaigns.services.provider_review import (
     paid_assignment_approve,
     paid_assignment_reject,
     paid_bonus_pay,
-    paid_worker_block,
 )
 from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
+from campaigns.services.provider_workers import paid_worker_block
 from tests.providers.conftest import FORM, WEBHOOK_SECRET, execute, make_campaign, run_operations
 
 pytestmark = pytest.mark.django_db

@@ -26,17 +26,19 @@ from campaigns.services.provider_review import (
     paid_assignment_approve,
     paid_assignment_reject,
     paid_assignments_approve,
-    paid_qualification_grant,
-    paid_qualification_revoke,
-    paid_worker_block,
-    paid_worker_unblock,
-    paid_workers_notify,
 )
 from campaigns.services.provider_sync import (
     campaign_provider_pause,
     campaign_provider_resume,
     campaign_provider_stop,
     prolific_studies_sync,
+)
+from campaigns.services.provider_workers import (
+    paid_qualification_grant,
+    paid_qualification_revoke,
+    paid_worker_block,
+    paid_worker_unblock,
+    paid_workers_notify,
 )
 from tests.providers.conftest import execute, make_campaign, run_operations
 from tests.providers.test_prolific_flow import publish, work
