@@ -436,6 +436,31 @@ def get_path(data: Any, *keys: Any, default: Any = None) -> Any:
     return data
 
 
+def per_item_answer_schema(
+    properties: dict[str, Any], *, required: list[str] | None = None
+) -> dict[str, Any]:
+    """The answer schema of a task type answering item by item:
+    ``{"items": [{"external_id": ..., **properties}]}``, each entry requiring
+    ``external_id`` and ``required`` (all of ``properties`` when not given)."""
+    return {
+        "type": "object",
+        "required": ["items"],
+        "properties": {
+            "items": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": [
+                        "external_id",
+                        *(list(properties) if required is None else required),
+                    ],
+                    "properties": {"external_id": {"type": "string"}, **properties},
+                },
+            }
+        },
+    }
+
+
 class TaskType:
     """Base class. Subclasses set the class attributes and override the hooks."""
 

@@ -34,6 +34,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     item_entry_errors,
+    per_item_answer_schema,
     schema_errors,
     simulated_qid,
     simulation_profile_check,
@@ -85,24 +86,10 @@ class EntityLinkValidation(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_unsure": True, "allow_correction": True}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "verdict"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "verdict": {"type": ["string", "null"]},
-                        "corrected_qid": {"type": ["string", "null"]},
-                    },
-                },
-            }
-        },
-    }
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {"verdict": {"type": ["string", "null"]}, "corrected_qid": {"type": ["string", "null"]}},
+        required=["verdict"],
+    )
 
     def validate_item(self, data: Any) -> list[FieldError]:
         errors = schema_errors(self.input_schema, data)

@@ -27,6 +27,7 @@ from campaigns.tasktypes.base import (
     get_path,
     item_entry_errors,
     parse_int_or_text,
+    per_item_answer_schema,
     schema_errors,
     simulation_profile_check,
 )
@@ -52,23 +53,9 @@ class MCValidation(TaskType):
         },
     }
     config_schema: ClassVar[dict] = {"type": "object", "properties": {}}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "choice"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "choice": {"type": ["integer", "string", "null"]},
-                    },
-                },
-            }
-        },
-    }
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {"choice": {"type": ["integer", "string", "null"]}}
+    )
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

@@ -36,6 +36,7 @@ from campaigns.tasktypes.base import (
     get_path,
     item_entry_errors,
     normalise_text,
+    per_item_answer_schema,
     schema_errors,
     simulated_rephrasing,
     simulation_profile_check,
@@ -99,23 +100,9 @@ class ParaphraseCanonical(TaskType):
         "max_similarity": 0.8,
         "require_entity_mention": True,
     }
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "paraphrases"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "paraphrases": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            }
-        },
-    }
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {"paraphrases": {"type": "array", "items": {"type": "string"}}}
+    )
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

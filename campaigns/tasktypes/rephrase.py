@@ -27,6 +27,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     item_entry_errors,
+    per_item_answer_schema,
     schema_errors,
     simulated_rephrasing,
     simulation_profile_check,
@@ -59,23 +60,7 @@ class Rephrase(TaskType):
         "max_similarity": 0.8,
         "require_question_mark": True,
     }
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "rephrasing"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "rephrasing": {"type": "string"},
-                    },
-                },
-            }
-        },
-    }
+    answer_schema: ClassVar[dict] = per_item_answer_schema({"rephrasing": {"type": "string"}})
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,

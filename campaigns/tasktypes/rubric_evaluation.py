@@ -32,6 +32,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     item_entry_errors,
+    per_item_answer_schema,
     schema_errors,
     simulation_profile_check,
     text_errors,
@@ -104,24 +105,16 @@ class RubricEvaluation(TaskType):
         "properties": {"show_justification": {"type": "boolean"}},
     }
     config_defaults: ClassVar[dict[str, Any]] = {"show_justification": True}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", *DIMENSIONS],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        **{d: {"type": ["string", "null"]} for d in DIMENSIONS},
-                        "feedback": {"type": "string"},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {
+            "answerable": {"type": ["string", "null"]},
+            "reading_depth": {"type": ["string", "null"]},
+            "creativity": {"type": ["string", "null"]},
+            "distracting_options": {"type": ["string", "null"]},
+            "feedback": {"type": "string"},
         },
-    }
+        required=["answerable", "reading_depth", "creativity", "distracting_options"],
+    )
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

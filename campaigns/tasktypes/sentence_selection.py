@@ -34,6 +34,7 @@ from campaigns.tasktypes.base import (
     get_path,
     item_entry_errors,
     parse_int_or_text,
+    per_item_answer_schema,
     schema_errors,
     simulation_profile_check,
     text_errors,
@@ -74,25 +75,14 @@ class SentenceSelectionAnswer(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"max_sentences": 3, "allow_comment": True}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "sentences", "no_answer"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "sentences": {"type": "array", "items": {"type": ["integer", "string"]}},
-                        "no_answer": {"type": "boolean"},
-                        "comment": {"type": "string"},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {
+            "sentences": {"type": "array", "items": {"type": ["integer", "string"]}},
+            "no_answer": {"type": "boolean"},
+            "comment": {"type": "string"},
         },
-    }
+        required=["sentences", "no_answer"],
+    )
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
