@@ -45,6 +45,18 @@ class AssignmentClosedError(DomainError):
 # --- More places on a HIT ------------------------------------------------------------
 
 
+def hit_places_add(*, hit_id: int, count: int) -> None:
+    """The database effect of added assignments, whichever provider carried them out:
+    ``count`` more places (and a larger maximum) on the HIT, a completed HIT reopened.
+
+    Call it in the transaction that records the operation as done.
+    """
+    HIT.objects.filter(pk=hit_id).update(
+        max_assignments=F("max_assignments") + count, places_left=F("places_left") + count
+    )
+    HIT.objects.filter(pk=hit_id, status=HITStatus.COMPLETED).update(status=HITStatus.PUBLISHED)
+
+
 def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> HIT:
     """Add ``count`` places to a published HIT (escalation, early-stopping extension).
 
@@ -90,11 +102,8 @@ def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> H
         )
         if not created:
             return locked
-        locked.max_assignments += count
-        locked.places_left += count
-        if locked.status == HITStatus.COMPLETED:
-            locked.status = HITStatus.PUBLISHED
-        locked.save(update_fields=["max_assignments", "places_left", "status"])
+        hit_places_add(hit_id=locked.pk, count=count)
+        locked.refresh_from_db(fields=["max_assignments", "places_left", "status"])
         operation.result = {"max_assignments": locked.max_assignments}
         operation.completed_at = timezone.now()
         operation.save(update_fields=["result", "completed_at", "updated_at"])

@@ -27,7 +27,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from campaigns.models import (
@@ -239,13 +239,9 @@ def _apply_effects(op: ProviderOperation) -> None:
                 published_at=now,
             )
     elif op.kind == OperationKind.ADD_ASSIGNMENTS:
-        count = int(payload.get("count", 1))
-        HIT.objects.filter(pk=payload["hit_id"]).update(
-            max_assignments=F("max_assignments") + count, places_left=F("places_left") + count
-        )
-        HIT.objects.filter(pk=payload["hit_id"], status=HITStatus.COMPLETED).update(
-            status=HITStatus.PUBLISHED
-        )
+        from campaigns.services.assignment_lifecycle import hit_places_add
+
+        hit_places_add(hit_id=int(payload["hit_id"]), count=int(payload.get("count", 1)))
     elif op.kind in (OperationKind.APPROVE, OperationKind.REJECT):
         from campaigns.services.provider_review import assignment_decision_record
 
