@@ -32,6 +32,7 @@ from campaigns.models import (
     Item,
     LedgerEntry,
     LocalGrant,
+    ProviderCredential,
     ProviderOperation,
     QualificationGrant,
     QualificationType,
@@ -407,3 +408,11 @@ class DetachedAnswerAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("id", "stage", "submitted_on")
     list_filter = ("submitted_on",)
     list_select_related = ("stage",)
+
+
+@admin.register(ProviderCredential)
+class ProviderCredentialAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Set by the campaign owner (campaigns.services.credentials); the ciphertext stays out.
+    list_display = ("campaign", "provider", "hints", "updated_by", "updated_at")
+    fields = ("campaign", "provider", "hints", "updated_by", "updated_at")
+    list_select_related = ("campaign", "updated_by")

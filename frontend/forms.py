@@ -152,3 +152,19 @@ class BulkReviewForm(ReviewDecisionForm):
         if len(ids) > MAX_BULK_IDS:
             raise forms.ValidationError(f"At most {MAX_BULK_IDS} assignments at a time.")
         return ids
+
+
+class CredentialsForm(forms.Form):
+    """A campaign's own platform credentials: the fields of its provider, never re-shown."""
+
+    def __init__(self, *args: Any, provider: str, **kwargs: Any) -> None:
+        from campaigns.services.credentials import CREDENTIAL_FIELDS
+
+        super().__init__(*args, **kwargs)
+        for spec in CREDENTIAL_FIELDS.get(provider, ()):
+            self.fields[spec.name] = forms.CharField(
+                label=spec.help,
+                required=spec.required,
+                strip=True,
+                widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+            )

@@ -8,6 +8,7 @@ from frontend.views.campaigns import (
     stage_add_view,
     stage_upload_view,
 )
+from frontend.views.credentials import credentials_delete_view, credentials_set_view
 from frontend.views.link_review import link_review_decide_view
 from frontend.views.review import (
     campaign_review,
@@ -55,6 +56,16 @@ urlpatterns = [
         "campaigns/<slug:slug>/workforce/invites/<int:invite_id>/revoke/",
         invite_revoke_view,
         name="invite-revoke",
+    ),
+    path(
+        "campaigns/<slug:slug>/workforce/credentials/",
+        credentials_set_view,
+        name="credentials-set",
+    ),
+    path(
+        "campaigns/<slug:slug>/workforce/credentials/remove/",
+        credentials_delete_view,
+        name="credentials-delete",
     ),
     path("campaigns/<slug:slug>/workforce/grants/", grant_add_view, name="grant-add"),
     path(

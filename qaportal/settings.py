@@ -284,6 +284,9 @@ PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
 PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
 PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
 PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# A campaign's own platform credentials are stored encrypted with these Fernet keys
+# (comma-separated; the first encrypts, all decrypt). Empty: one derived from SECRET_KEY.
+CREDENTIALS_KEYS = os.environ.get("CREDENTIALS_KEYS", "")
 # Provider operations: bounded retries with backoff; a row left running longer than
 # the stale limit is reconciled (the platform is asked before anything is repeated).
 PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATTEMPTS", "8"))

@@ -7,6 +7,7 @@ from campaigns.api.campaigns import (
     CampaignListCreateApi,
     CampaignTransitionApi,
 )
+from campaigns.api.credentials import CampaignCredentialsApi
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
@@ -45,6 +46,11 @@ urlpatterns = [
         "campaigns/<slug:slug>/stages/",
         CampaignStageListCreateApi.as_view(),
         name="api-campaign-stages",
+    ),
+    path(
+        "campaigns/<slug:slug>/credentials/",
+        CampaignCredentialsApi.as_view(),
+        name="api-campaign-credentials",
     ),
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),

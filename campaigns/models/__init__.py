@@ -12,6 +12,7 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
+from campaigns.models.credentials import ProviderCredential
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry, ProviderOperation
 from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
@@ -46,6 +47,7 @@ __all__ = [
     "OperationKind",
     "OperationState",
     "Provider",
+    "ProviderCredential",
     "ProviderOperation",
     "QualificationGrant",
     "QualificationKind",

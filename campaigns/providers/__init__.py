@@ -5,8 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
-from campaigns.providers.base import FeeModel, NoFees, Provider
+from campaigns.providers.base import FeeModel, NoFees, PermanentProviderError, Provider
 from campaigns.providers.fees import MTurkFees, ProlificFees
 
 
@@ -25,20 +26,30 @@ def currency_for(provider: str) -> str:
     return "GBP" if provider == "prolific" else "USD"
 
 
-def provider_for(name: str) -> Provider:
-    """The provider called ``name``, configured from settings.
+def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
+    """The provider called ``name``, acting for campaign ``campaign_id``.
 
-    Paid providers are imported here, on first use, so that importing the campaigns
-    app never loads an API client (and a deployment without ``requests`` or ``boto3``
-    still runs the local workforce).
+    A campaign whose owner stored its own platform credentials
+    (``campaigns.services.credentials``) gets a provider with those; otherwise the
+    provider is configured from settings. Paid providers are imported here, on first
+    use, so that importing the campaigns app never loads an API client (and a
+    deployment without ``requests`` or ``boto3`` still runs the local workforce).
     """
     if name == "local":
         from campaigns.providers.local import LocalProvider
 
         return LocalProvider()
+    from campaigns.services.credentials import campaign_credentials_for
+
+    try:
+        own = campaign_credentials_for(campaign_id=campaign_id, provider=name)
+    except ImproperlyConfigured as exc:  # unreadable stored credentials: say so, act with none
+        raise PermanentProviderError(str(exc)) from exc
     if name == "prolific":
         from campaigns.providers.prolific import ProlificProvider
 
+        if own is not None:
+            return ProlificProvider.from_credentials(**own)
         return ProlificProvider.from_settings()
     if name == "mturk":
         try:

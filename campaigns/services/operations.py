@@ -161,7 +161,7 @@ def operation_execute(*, operation_id: int, recover: bool = False) -> ProviderOp
         _save=_save_result(op.pk),
     )
     try:
-        result = provider_for(op.provider).execute(call)
+        result = provider_for(op.provider, campaign_id=op.campaign_id).execute(call)
     except PermanentProviderError as exc:
         return _fail(op.pk, str(exc), call.result)
     except TransientProviderError as exc:

@@ -377,23 +377,24 @@ def prolific_studies_sync(*, study_id: str | None = None) -> int:
 
     A transient error on one study is logged and the others still sync.
     """
+    # Each study is read with its campaign's credentials (its own, or the environment's).
+    published = HIT.objects.filter(provider=Provider.PROLIFIC).exclude(provider_group_id="")
     if study_id is not None:
-        study_ids = [study_id]
+        published = published.filter(provider_group_id=study_id)
     else:
-        study_ids = sorted(
-            set(
-                HIT.objects.filter(provider=Provider.PROLIFIC, status=HITStatus.PUBLISHED)
-                .exclude(provider_group_id="")
-                .values_list("provider_group_id", flat=True)
-            )
-        )
-    if not study_ids:
-        return 0
-    provider = provider_for(Provider.PROLIFIC)
+        published = published.filter(status=HITStatus.PUBLISHED)
+    studies: list[tuple[str, int | None]] = sorted(
+        set(published.values_list("provider_group_id", "stage__campaign_id"))
+    )
+    if study_id is not None and not studies:
+        studies = [(study_id, None)]
     changed = 0
-    for sid in study_ids:
+    providers: dict[int | None, Any] = {}
+    for sid, campaign_id in studies:
         try:
-            records = provider.sync_submissions(study_id=sid)
+            if campaign_id not in providers:
+                providers[campaign_id] = provider_for(Provider.PROLIFIC, campaign_id=campaign_id)
+            records = providers[campaign_id].sync_submissions(study_id=sid)
         except ProviderError as exc:
             logger.warning("prolific sync of study %s failed: %s", sid, exc)
             continue

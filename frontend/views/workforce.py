@@ -21,6 +21,8 @@ from campaigns.models import Campaign, InviteLink, Provider
 from campaigns.selectors_review import local_grant_list
 from campaigns.selectors_work import invite_list
 from campaigns.services import DomainError
+from campaigns.services.campaign_edit import campaign_can_manage
+from campaigns.services.credentials import campaign_credentials_summary
 from campaigns.services.invites import (
     invite_create,
     invite_revoke,
@@ -28,7 +30,7 @@ from campaigns.services.invites import (
     local_grant_add,
     local_grant_remove,
 )
-from frontend.forms import GrantAddForm, InviteCreateForm
+from frontend.forms import CredentialsForm, GrantAddForm, InviteCreateForm
 from frontend.views.common import add_domain_errors, campaign_or_404, request_user, stage_or_404
 
 INVITES_PER_PAGE = 50
@@ -58,16 +60,25 @@ def _stage_choices(campaign: Campaign) -> list[tuple[int, str]]:
     return [(s.pk, s.name) for s in campaign.stages.order_by("position")]
 
 
-def _render_workforce(
+def render_workforce(
     request: HttpRequest,
     campaign: Campaign,
     *,
     invite_form: InviteCreateForm | None = None,
     grant_form: GrantAddForm | None = None,
+    credentials_form: CredentialsForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
     is_local = campaign.provider == Provider.LOCAL
     context: dict[str, Any] = {"campaign": campaign, "is_local": is_local}
+    if not is_local:
+        context.update(
+            {
+                "account": campaign_credentials_summary(campaign=campaign),
+                "can_manage": campaign_can_manage(campaign=campaign, user=request.user),
+                "credentials_form": credentials_form or CredentialsForm(provider=campaign.provider),
+            }
+        )
     if is_local:
         page = Paginator(invite_list(campaign=campaign), INVITES_PER_PAGE).get_page(
             request.GET.get("page")
@@ -100,7 +111,7 @@ def _render_workforce(
 @require_GET
 def campaign_workforce(request: HttpRequest, slug: str) -> HttpResponse:
     """Invite links, grants to logged-in annotators and the worker-page URLs."""
-    return _render_workforce(request, campaign_or_404(request, slug))
+    return render_workforce(request, campaign_or_404(request, slug))
 
 
 @login_required
@@ -126,7 +137,7 @@ def invite_create_view(request: HttpRequest, slug: str) -> HttpResponse:
                 f"Invite link created; send it to your workers: {invite_url(invite=invite)}",
             )
             return redirect(_workforce_url(campaign, f"invite-{invite.pk}"))
-    return _render_workforce(request, campaign, invite_form=form, status=400)
+    return render_workforce(request, campaign, invite_form=form, status=400)
 
 
 @login_required
@@ -172,7 +183,7 @@ def grant_add_view(request: HttpRequest, slug: str) -> HttpResponse:
                     request, f"{username} may now work on this campaign when logged in."
                 )
                 return redirect(_workforce_url(campaign, "grants"))
-    return _render_workforce(request, campaign, grant_form=form, status=400)
+    return render_workforce(request, campaign, grant_form=form, status=400)
 
 
 @login_required

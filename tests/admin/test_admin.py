@@ -24,6 +24,7 @@ from campaigns.models import (
     Item,
     LedgerEntry,
     LocalGrant,
+    ProviderCredential,
     ProviderOperation,
     QualificationGrant,
     QualificationType,
@@ -31,6 +32,7 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.services import campaign_transition
+from campaigns.services.credentials import credentials_encrypt
 from tests.factories import (
     AssignmentFactory,
     ItemFactory,
@@ -97,6 +99,12 @@ def rows(requester):
     LocalGrant.objects.create(campaign=campaign, user=cast(User, UserFactory(username="annotator")))
     DetachedAnswer.objects.create(
         stage=hit.stage, answers={"responses": {"age": 30}}, submitted_on=timezone.now().date()
+    )
+    ProviderCredential.objects.create(
+        campaign=campaign,
+        provider="prolific",
+        ciphertext=credentials_encrypt({"api_token": "admin-test-token-0123456789"}),
+        hints={"api_token": "…6789"},
     )
     return {"assignment": assignment, "hit": hit, "worker": worker, "campaign": campaign}
 

@@ -197,15 +197,23 @@ class ProlificProvider(Provider):
         token = getattr(settings, "PROLIFIC_API_TOKEN", "")
         if not token:
             raise PermanentProviderError("PROLIFIC_API_TOKEN is not set.")
+        return cls.from_credentials(
+            api_token=token, workspace_id=getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        )
+
+    @classmethod
+    def from_credentials(cls, *, api_token: str, workspace_id: str = "") -> ProlificProvider:
+        """A provider acting with these credentials (a campaign's own, or the environment's);
+        the other client settings come from the environment."""
         client = ProlificClient(
-            token=token,
+            token=api_token,
             base_url=getattr(settings, "PROLIFIC_API_URL", DEFAULT_API_URL),
             timeout=float(getattr(settings, "PROLIFIC_TIMEOUT", 20)),
             max_retries=int(getattr(settings, "PROLIFIC_MAX_RETRIES", 4)),
             backoff_base=float(getattr(settings, "PROLIFIC_BACKOFF_BASE", 1)),
             backoff_max=float(getattr(settings, "PROLIFIC_BACKOFF_MAX", 30)),
         )
-        return cls(client, workspace_id=getattr(settings, "PROLIFIC_WORKSPACE_ID", ""))
+        return cls(client, workspace_id=workspace_id)
 
     # --- studies ---------------------------------------------------------------------
 
