@@ -287,6 +287,10 @@ PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
 # A campaign's own platform credentials are stored encrypted with these Fernet keys
 # (comma-separated; the first encrypts, all decrypt). Empty: one derived from SECRET_KEY.
 CREDENTIALS_KEYS = os.environ.get("CREDENTIALS_KEYS", "")
+# Hand-off on paid platforms: the next stage's HITs are published together once they
+# hold this many places, or the oldest has waited this long, or the source is drained.
+PAID_HANDOFF_BATCH_PLACES = int(os.environ.get("PAID_HANDOFF_BATCH_PLACES", "50"))
+PAID_HANDOFF_MAX_WAIT_SECONDS = int(os.environ.get("PAID_HANDOFF_MAX_WAIT_SECONDS", "900"))
 # Provider operations: bounded retries with backoff; a row left running longer than
 # the stale limit is reconciled (the platform is asked before anything is repeated).
 PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATTEMPTS", "8"))

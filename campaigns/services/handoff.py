@@ -17,6 +17,7 @@ from campaigns.models import (
     Item,
     ItemSource,
     ItemStatus,
+    Provider,
     Stage,
 )
 from campaigns.selectors_work import WORKABLE_STATES, hit_items
@@ -79,7 +80,13 @@ def handoff_run(*, assignment: Assignment) -> int:
             )
             created += made
     if stage.campaign.state in WORKABLE_STATES:
-        stage_publish(stage=next_stage, allow_partial=stage_drained(stage=stage))
+        drained = stage_drained(stage=stage)
+        stage_publish(stage=next_stage, allow_partial=drained)
+        if stage.campaign.provider != Provider.LOCAL:
+            # Paid HITs stay pending until their platform publishes them, in batches.
+            from campaigns.services.provider_sync import paid_handoff_publish
+
+            paid_handoff_publish(stage=next_stage, force=drained)
     logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
     return created
 
@@ -113,4 +120,21 @@ def handoff_flush() -> int:
     for stage in fed.select_related("next_stage"):
         if stage.next_stage is not None and stage_drained(stage=stage):
             made += stage_publish(stage=stage.next_stage, allow_partial=True)
+    _paid_handoff_flush()
     return made
+
+
+def _paid_handoff_flush() -> None:
+    """Publish on their platform the hand-off HITs of paid campaigns that are due
+    (a full batch, waited long enough, or a drained source stage)."""
+    from campaigns.services.provider_sync import paid_handoff_publish
+
+    waiting = Stage.objects.filter(
+        campaign__state__in=WORKABLE_STATES,
+        hits__status=HITStatus.PENDING,
+        hits__provider_hit_id__isnull=True,
+    ).exclude(campaign__provider=Provider.LOCAL)
+    for stage in waiting.distinct().select_related("campaign"):
+        sources = Stage.objects.filter(next_stage=stage)
+        drained = all(stage_drained(stage=source) for source in sources)
+        paid_handoff_publish(stage=stage, force=drained)

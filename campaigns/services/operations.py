@@ -38,6 +38,7 @@ from campaigns.models import (
     LedgerStatus,
     OperationKind,
     OperationState,
+    Provider,
     ProviderOperation,
     QualificationType,
 )
@@ -238,6 +239,11 @@ def _apply_effects(op: ProviderOperation) -> None:
                 provider_group_id=info.get("group_id", ""),
                 published_at=now,
             )
+        if op.campaign_id is not None and op.provider == Provider.PROLIFIC:
+            # A study created while its campaign was being paused or completed catches up.
+            from campaigns.services.provider_sync import campaign_studies_follow
+
+            campaign_studies_follow(campaign_id=op.campaign_id)
     elif op.kind == OperationKind.ADD_ASSIGNMENTS:
         from campaigns.services.assignment_lifecycle import hit_places_add
 

@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Min, Sum
 from django.utils import timezone
 
 from campaigns.models import (
@@ -33,6 +34,7 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     Campaign,
+    CampaignState,
     HITStatus,
     OperationKind,
     OperationState,
@@ -98,7 +100,7 @@ def _block_groups(owner_id: int) -> list[str]:
     return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
 
 
-def stage_provider_publish(*, stage: Stage) -> ProviderOperation | None:
+def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
     """Publish the stage's pending items on its paid provider (Prolific: one study).
 
     Puts pending items into HITs (``stage_publish``, which leaves paid HITs pending),
@@ -110,15 +112,17 @@ def stage_provider_publish(*, stage: Stage) -> ProviderOperation | None:
     campaign = stage.campaign
     if campaign.provider != Provider.PROLIFIC:
         raise DomainError("stage_provider_publish handles Prolific campaigns.")
-    stage_publish(stage=stage)
+    stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
         campaign = stage.campaign
-        hits = list(
-            HIT.objects.filter(
+        hits = [
+            h
+            for h in HIT.objects.filter(
                 stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
             ).order_by("pk")
-        )
+            if h.pk not in _hits_being_published(stage=stage)
+        ]
         if not hits:
             return None
         hit_ids = [h.pk for h in hits]
@@ -167,6 +171,45 @@ def stage_provider_publish(*, stage: Stage) -> ProviderOperation | None:
             campaign=campaign,
         )
     return op
+
+
+def _hits_being_published(*, stage: Stage) -> set[int]:
+    """HITs of ``stage`` in a study whose create operation has not ended: they wait for
+    it, and must not go into a second study."""
+    payloads = ProviderOperation.objects.filter(
+        kind=OperationKind.CREATE_STUDY,
+        payload__stage_id=stage.pk,
+        state__in=[OperationState.PENDING, OperationState.RUNNING],
+    ).values_list("payload__hit_ids", flat=True)
+    return {int(h) for ids in payloads for h in (ids or [])}
+
+
+def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperation | None:
+    """Publish the HITs a hand-off put into ``stage`` on its paid platform, in batches.
+
+    Hand-off items arrive one approval at a time; a study per approval would scatter
+    the work over many tiny studies. So the pending HITs of a fed stage are published
+    together once they hold ``PAID_HANDOFF_BATCH_PLACES`` places, or the oldest has
+    waited ``PAID_HANDOFF_MAX_WAIT_SECONDS``, or ``force`` (the source stage is drained:
+    nothing more will come). Called after each hand-off and by beat
+    (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
+    """
+    campaign = stage.campaign
+    if campaign.provider != Provider.PROLIFIC or campaign.state not in WORKABLE_STATES:
+        return None
+    waiting = HIT.objects.filter(
+        stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
+    ).exclude(pk__in=_hits_being_published(stage=stage))
+    summary = waiting.aggregate(places=Sum("max_assignments"), oldest=Min("created_at"))
+    if not summary["places"]:
+        return None
+    max_wait = timedelta(seconds=int(getattr(settings, "PAID_HANDOFF_MAX_WAIT_SECONDS", 900)))
+    due = (
+        force
+        or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
+        or summary["oldest"] <= timezone.now() - max_wait
+    )
+    return stage_provider_publish(stage=stage, allow_partial=force) if due else None
 
 
 def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:
@@ -470,6 +513,19 @@ def campaign_provider_pause(*, campaign: Campaign) -> list[ProviderOperation]:
     Locking: the campaign row.
     """
     return _campaign_studies_transition(campaign=campaign, action="pause")
+
+
+def campaign_studies_follow(*, campaign_id: int) -> list[ProviderOperation]:
+    """Bring the campaign's studies to its state after one was created: a study whose
+    create operation was still running when the campaign was paused (or completed)
+    missed that transition, so it is paused (or stopped) now. Idempotent (the
+    transition keys); [] while the campaign is in pilot or live."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    if campaign.state == CampaignState.PAUSED:
+        return campaign_provider_pause(campaign=campaign)
+    if campaign.state == CampaignState.COMPLETED:
+        return campaign_provider_stop(campaign=campaign)
+    return []
 
 
 def campaign_provider_resume(*, campaign: Campaign) -> list[ProviderOperation]:
