@@ -366,8 +366,16 @@ class _EntityLinking(TaskType):
     ) -> Iterable[dict[str, Any]]:
         """Each linked span (a Wikidata id, not "not in Wikidata") of each item becomes
         an ``entity_link_validation`` item: ``{"question", "answer"?, "text", "start",
-        "end", "qid", "span_in"}``, its id ``<item id>/l<k>-<digest>``."""
+        "end", "qid", "span_in"}``, its id ``<item id>/l<k>-<digest>``.
+
+        With ``{"target": "question_entity_linking"}`` (answer linking only: Mintaka's
+        order, answers first, then questions) each item becomes one question-linking
+        item ``{"question", "answer"}`` instead, its id ``<item id>/q-<digest>``; every
+        annotator of the item produces the same one, so it is made once.
+        """
         by_id = {str(item.get("external_id", "")): item for item in items}
+        if handoff.get("target") == "question_entity_linking":
+            return self._question_items(answer=answer, by_id=by_id)
         out = []
         for entry in answer.get("items", []):
             if not isinstance(entry, Mapping):
@@ -398,6 +406,27 @@ class _EntityLinking(TaskType):
                         "data": produced,
                     }
                 )
+        return out
+
+    def _question_items(
+        self, *, answer: dict[str, Any], by_id: Mapping[str, dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        out = []
+        for entry in answer.get("items", []):
+            source = (
+                by_id.get(str(entry.get("external_id", ""))) if isinstance(entry, Mapping) else None
+            )
+            if source is None:
+                continue
+            data = source.get("data", {})
+            produced = {
+                "question": str(data.get("question", "")),
+                "answer": str(data.get("answer", "")),
+            }
+            source_id = str(source.get("external_id", ""))
+            out.append(
+                {"external_id": derived_external_id(source_id, "q", produced), "data": produced}
+            )
         return out
 
     def simulate_form(
@@ -472,6 +501,11 @@ class AnswerEntityLinking(_EntityLinking):
     description = "Link each entity named in the answer to its Wikidata item."
     text_key = "answer"
     template_name = "tasktypes/answer_entity_linking.html"
+    handoff_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"target": {"enum": ["entity_link_validation", "question_entity_linking"]}},
+    }
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question", "answer"],

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
@@ -28,6 +28,7 @@ from campaigns.tasktypes.base import (
     TaskType,
     answer_for_item,
     content_tokens,
+    derived_external_id,
     form_bool,
     form_list,
     form_text,
@@ -75,6 +76,11 @@ class SentenceSelectionAnswer(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"max_sentences": 3, "allow_comment": True}
+    handoff_schema: ClassVar[dict[str, Any]] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {"context": {"enum": ["title", "none"]}},
+    }
     answer_schema: ClassVar[dict] = per_item_answer_schema(
         {
             "sentences": {"type": "array", "items": {"type": ["integer", "string"]}},
@@ -133,6 +139,38 @@ class SentenceSelectionAnswer(TaskType):
                     f"items/{i}/comment", comment, required=False, what="The comment"
                 )
         return errors
+
+    def next_items(
+        self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
+    ) -> Iterable[dict[str, Any]]:
+        """Each question that the answer found answerable becomes a ``rephrase`` item
+        ``{"question", "context"?}`` (WhyQA's rephrasing round), its id
+        ``<item id>/r-<digest of the question>``: every annotator who answered produces
+        the same item, so it is made once; a question answered "no answer" is not
+        handed on by that answer. ``{"context": "title"}`` (default) gives the article
+        title as context, ``"none"`` nothing."""
+        by_id = {str(item.get("external_id", "")): item for item in items}
+        out = []
+        for entry in answer.get("items", []):
+            if not isinstance(entry, Mapping) or entry.get("no_answer"):
+                continue
+            source = by_id.get(str(entry.get("external_id", "")))
+            if source is None or not entry.get("sentences"):
+                continue
+            data = source.get("data", {})
+            question = str(data.get("question", ""))
+            produced: dict[str, Any] = {"question": question}
+            if handoff.get("context", "title") == "title" and data.get("title"):
+                produced["context"] = str(data["title"])
+            out.append(
+                {
+                    "external_id": derived_external_id(
+                        str(source.get("external_id", "")), "r", question
+                    ),
+                    "data": produced,
+                }
+            )
+        return out
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         """``{"answers": n, "sentence_votes": {"<id>": votes}, "no_answer_votes": k}``.
