@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from campaigns.models import Provider
+from campaigns.recipes import RECIPES
 from campaigns.tasktypes import task_type_get, task_type_names
 
 
@@ -25,6 +26,14 @@ class CampaignCreateForm(forms.Form):
         max_digits=12,
         decimal_places=2,
         help_text="Hard limit on committed spending; leave empty for none.",
+    )
+    recipe = forms.ChoiceField(
+        required=False,
+        choices=[("", "From scratch")] + [(r.name, r.title) for r in RECIPES.values()],
+        help_text="Start from a published protocol's stages, pay and rules; change them after.",
+    )
+    sample = forms.BooleanField(
+        required=False, initial=True, label="Load the recipe's sample items"
     )
 
 

@@ -17,10 +17,11 @@ from campaigns.api.common import (
     money_field,
 )
 from campaigns.models import Campaign, CampaignState, Provider
+from campaigns.recipes import recipe_names
 from campaigns.selectors import campaign_list_visible
-from campaigns.services import campaign_create
 from campaigns.services.campaign_edit import campaign_delete, campaign_update
 from campaigns.services.costs import campaign_cost_estimate
+from campaigns.services.recipes import campaign_create_with_recipe
 from campaigns.services.work import campaign_start
 
 ERROR_RESPONSES: dict[int, OpenApiResponse] = {
@@ -83,6 +84,14 @@ class CampaignListCreateApi(generics.ListAPIView):
         budget_cap = serializers.DecimalField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True
         )
+        recipe = serializers.ChoiceField(
+            choices=recipe_names(),
+            required=False,
+            help_text="Start from a published protocol's stages (GET /api/v1/recipes/).",
+        )
+        sample = serializers.BooleanField(
+            default=True, help_text="With a recipe: load its sample items too."
+        )
 
     def get_queryset(self) -> Any:
         return campaign_list_visible(user=self.request.user).prefetch_related("collaborators")
@@ -96,7 +105,9 @@ class CampaignListCreateApi(generics.ListAPIView):
         """Create a draft campaign owned by you."""
         serializer = self.CampaignCreateInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        campaign = campaign_create(owner=authenticated_user(request), **serializer.validated_data)
+        campaign = campaign_create_with_recipe(
+            owner=authenticated_user(request), **serializer.validated_data
+        )
         return Response(_campaign_out(campaign), status=status.HTTP_201_CREATED)
 
 

@@ -11,6 +11,7 @@ from campaigns.api.credentials import CampaignCredentialsApi
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
+from campaigns.api.recipes import RecipeDetailApi, RecipeListApi
 from campaigns.api.review import (
     AssignmentApproveApi,
     AssignmentOverrideApi,
@@ -30,6 +31,8 @@ from campaigns.api.workforce import (
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("recipes/", RecipeListApi.as_view(), name="api-recipe-list"),
+    path("recipes/<slug:name>/", RecipeDetailApi.as_view(), name="api-recipe-detail"),
     path("campaigns/", CampaignListCreateApi.as_view(), name="api-campaign-list"),
     path("campaigns/<slug:slug>/", CampaignDetailApi.as_view(), name="api-campaign-detail"),
     path(

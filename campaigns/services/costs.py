@@ -131,6 +131,26 @@ def _stage_cost(*, stage: Stage, items: int, fee_model: FeeModel) -> StageCost:
     )
 
 
+def stage_plan_cost(
+    *,
+    name: str,
+    reward: Decimal,
+    assignments_per_hit: int,
+    items_per_hit: int,
+    items: int,
+    provider: str,
+) -> StageCost:
+    """What ``items`` items would cost on a stage not yet made (a recipe's plan), with
+    ``provider``'s fees; the arithmetic of ``stage_cost_estimate``. Reads nothing."""
+    plan = Stage(
+        name=name,
+        reward=reward,
+        assignments_per_hit=assignments_per_hit,
+        items_per_hit=items_per_hit,
+    )
+    return _stage_cost(stage=plan, items=items, fee_model=fee_model_for(provider))
+
+
 def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
     """What ``items`` items (default: the stage's expected items) would cost on ``stage``.
 

@@ -17,8 +17,9 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.selectors import campaign_list_visible, stage_list_with_counts
 from campaigns.selectors_review import assignment_review_queue
-from campaigns.services import DomainError, UploadRejected, campaign_create, stage_add
+from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.recipes import campaign_create_with_recipe
 from campaigns.services.work import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
@@ -62,7 +63,7 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
     form = CampaignCreateForm(request.POST)
     if form.is_valid():
         try:
-            campaign = campaign_create(owner=request_user(request), **form.cleaned_data)
+            campaign = campaign_create_with_recipe(owner=request_user(request), **form.cleaned_data)
         except DomainError as exc:
             add_domain_errors(form, exc)
         else:

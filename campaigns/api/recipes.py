@@ -1,0 +1,116 @@
+"""Recipes: the published protocols a campaign can start from, with their paper-scale cost."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.models import Provider
+from campaigns.recipes import RECIPES, Recipe
+from campaigns.services.recipes import recipe_paper_cost
+
+PROVIDER_PARAM = OpenApiParameter(
+    "provider",
+    str,
+    enum=Provider.values,
+    description="Whose fees the paper-scale cost uses (default mturk, as the papers ran).",
+)
+
+
+class RecipeOutput(serializers.Serializer):
+    """A recipe as the API shows it (documentation only: ``recipe_out`` builds it)."""
+
+    name = serializers.CharField()
+    title = serializers.CharField()
+    citation = serializers.CharField()
+    summary = serializers.CharField()
+    paper_scale = serializers.CharField()
+    export_format = serializers.CharField()
+    stages = serializers.ListField(child=serializers.DictField())
+    sample_items = serializers.DictField(child=serializers.IntegerField())
+    paper_cost = serializers.DictField()
+
+
+def recipe_out(recipe: Recipe, *, provider: str) -> dict[str, Any]:
+    cost = recipe_paper_cost(name=recipe.name, provider=provider)
+    return {
+        "name": recipe.name,
+        "title": recipe.title,
+        "citation": recipe.citation,
+        "summary": recipe.summary,
+        "paper_scale": recipe.paper_scale,
+        "export_format": recipe.export_format,
+        "stages": [
+            {
+                "name": s.name,
+                "task_type": s.task_type,
+                "source": s.source,
+                "reward": str(s.reward),
+                "assignments_per_hit": s.assignments_per_hit,
+                "items_per_hit": s.items_per_hit,
+                "qualification_requirements": s.qualification_requirements,
+                "escalation_rule": s.escalation_rule,
+                "review_rules": s.review_rules,
+                "bonus_rules": s.bonus_rules,
+                "feeds": s.feeds,
+            }
+            for s in recipe.stages
+        ],
+        "sample_items": {name: len(rows) for name, rows in recipe.sample_items.items()},
+        "paper_cost": {
+            "provider": cost.provider,
+            "currency": cost.currency,
+            "stages": [
+                {
+                    "name": c.stage_name,
+                    "items": c.items,
+                    "hits": c.hits,
+                    "assignments": c.assignments,
+                    "rewards": str(c.rewards),
+                    "fees": str(c.fees),
+                    "total": str(c.total),
+                }
+                for c in cost.stages
+            ],
+            "rewards": str(cost.total_rewards),
+            "fees": str(cost.total_fees),
+            "total": str(cost.total),
+        },
+    }
+
+
+def _provider(request: Request) -> str:
+    provider = request.query_params.get("provider", Provider.MTURK)
+    if provider not in Provider.values:
+        raise serializers.ValidationError({"provider": [f"One of {', '.join(Provider.values)}."]})
+    return provider
+
+
+class RecipeListApi(APIView):
+    """The recipes, each with its stages (and the paper section each comes from) and cost."""
+
+    @extend_schema(
+        parameters=[PROVIDER_PARAM],
+        responses={200: RecipeOutput(many=True)},
+    )
+    def get(self, request: Request) -> Response:
+        provider = _provider(request)
+        return Response([recipe_out(RECIPES[n], provider=provider) for n in sorted(RECIPES)])
+
+
+class RecipeDetailApi(APIView):
+    @extend_schema(
+        parameters=[PROVIDER_PARAM],
+        responses={200: RecipeOutput},
+    )
+    def get(self, request: Request, name: str) -> Response:
+        recipe = RECIPES.get(name)
+        if recipe is None:
+            raise Http404("No such recipe.")
+        return Response(recipe_out(recipe, provider=_provider(request)))

@@ -1,0 +1,88 @@
+"""Put a published protocol's stages into a campaign, and show its cost at the paper's scale.
+
+    manage.py load_recipe mintaka --campaign mintaka-2026 --owner alice
+    manage.py load_recipe whyqa --campaign why --owner alice --provider prolific --no-sample
+
+The campaign is created (as a draft owned by ``--owner``) when it does not exist; an
+existing one must be a draft without stages. Prints a JSON summary: the stages made,
+sample items loaded, and the recipe's cost at the paper's scale on the provider.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db import transaction
+
+from campaigns.models import Campaign, Provider
+from campaigns.recipes import recipe_get, recipe_names
+from campaigns.services import campaign_create
+from campaigns.services.errors import DomainError
+from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+
+
+class Command(BaseCommand):
+    help = "Load a recipe (mintaka, whyqa, graphquestions) into a draft campaign."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("recipe", choices=recipe_names())
+        parser.add_argument("--campaign", required=True, help="Slug of the campaign.")
+        parser.add_argument("--owner", help="Username owning a campaign created here.")
+        parser.add_argument(
+            "--provider", choices=Provider.values, help="For a new campaign (default local)."
+        )
+        parser.add_argument(
+            "--no-sample", action="store_true", help="Make the stages without sample items."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        recipe = recipe_get(options["recipe"])
+        slug: str = options["campaign"]
+        try:
+            with transaction.atomic():
+                campaign = Campaign.objects.filter(slug=slug).first()
+                if campaign is None:
+                    campaign = self._new_campaign(recipe.title, slug, options)
+                elif options["provider"] and options["provider"] != campaign.provider:
+                    raise CommandError(
+                        f"Campaign {slug!r} runs on {campaign.provider}; --provider only "
+                        "applies to a campaign this command creates."
+                    )
+                stages = recipe_apply(
+                    campaign=campaign, name=recipe.name, sample=not options["no_sample"]
+                )
+        except DomainError as exc:
+            raise CommandError(f"{exc} {exc.errors or ''}".strip()) from exc
+        cost = recipe_paper_cost(name=recipe.name, provider=campaign.provider)
+        summary = {
+            "campaign": campaign.slug,
+            "recipe": recipe.name,
+            "provider": campaign.provider,
+            "stages": [
+                {"name": s.name, "task_type": s.task_type, "items": s.items.count()} for s in stages
+            ],
+            "paper_scale": recipe.paper_scale,
+            "paper_cost": {
+                "currency": cost.currency,
+                "rewards": str(cost.total_rewards),
+                "fees": str(cost.total_fees),
+                "total": str(cost.total),
+            },
+        }
+        self.stdout.write(json.dumps(summary, indent=2, ensure_ascii=False))
+
+    def _new_campaign(self, title: str, slug: str, options: dict[str, Any]) -> Campaign:
+        if not options["owner"]:
+            raise CommandError(f"No campaign {slug!r}: give --owner to create it.")
+        owner = get_user_model().objects.filter(username=options["owner"]).first()
+        if owner is None:
+            raise CommandError(f"No user {options['owner']!r}.")
+        return campaign_create(
+            owner=owner,
+            name=title,
+            slug=slug,
+            provider=options["provider"] or Provider.LOCAL,
+        )

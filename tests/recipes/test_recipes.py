@@ -1,0 +1,134 @@
+"""Each recipe goes into a draft campaign through the ordinary services, and its cost at
+the paper's scale is what the arithmetic says."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from campaigns.models import Campaign, Item
+from campaigns.recipes import RECIPES, recipe_names
+from campaigns.services import campaign_create
+from campaigns.services.errors import DomainError, StateConflict
+from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_every_recipe_applies_with_its_sample(requester, name):
+    recipe = RECIPES[name]
+    campaign = campaign_create(owner=requester, name=recipe.title, slug=f"r-{name}")
+    stages = recipe_apply(campaign=campaign, name=name)
+    assert [s.name for s in stages] == [spec.name for spec in recipe.stages]
+    for stage, spec in zip(stages, recipe.stages, strict=True):
+        assert stage.task_type == spec.task_type
+        assert stage.reward == spec.reward
+        assert stage.assignments_per_hit == spec.assignments_per_hit
+        fed = stage.next_stage.name if stage.next_stage else None
+        assert fed == spec.feeds
+        assert Item.objects.filter(stage=stage).count() == len(
+            recipe.sample_items.get(spec.name, [])
+        )
+    campaign.refresh_from_db()
+    assert campaign.recipe == name
+
+
+def test_a_recipe_needs_an_empty_draft_and_a_known_name(requester):
+    campaign = campaign_create(owner=requester, name="M", slug="m")
+    recipe_apply(campaign=campaign, name="mintaka", sample=False)
+    with pytest.raises(StateConflict):
+        recipe_apply(campaign=campaign, name="whyqa")
+    assert campaign.stages.count() == 3
+    other = campaign_create(owner=requester, name="N", slug="n")
+    with pytest.raises(DomainError, match="No recipe 'squad'"):
+        recipe_apply(campaign=other, name="squad")
+    assert not other.stages.exists()
+
+
+def test_mintaka_at_the_papers_scale_on_mturk():
+    cost = recipe_paper_cost(name="mintaka", provider="mturk")
+    write, link_answers, link_questions = cost.stages
+    # 72 cells x 56 workers = 4,032 HITs of 5 questions (20,160 questions) at $1.25;
+    # MTurk: 20 % + 20 % for HITs of 10+ assignments.
+    assert (write.items, write.assignments) == (72, 4032)
+    assert write.rewards == Decimal("5040.00")
+    assert write.fees == Decimal("2016.00")
+    # 4 of 5 questions go on to answer linking (yes/no and numbers stay behind), 2 each.
+    assert link_answers.items == 4032 * 4
+    assert link_answers.assignments == 2 * 4032 * 4
+    assert link_answers.rewards == Decimal("0.10") * 2 * 4032 * 4
+    assert link_questions.items == link_answers.assignments // 2
+    assert cost.total == sum(c.total for c in cost.stages)
+    assert cost.currency == "USD"
+
+
+def test_load_recipe_command_creates_and_reports(requester):
+    out = StringIO()
+    call_command(
+        "load_recipe", "graphquestions", "--campaign", "gq", "--owner", "alice", stdout=out
+    )
+    summary = json.loads(out.getvalue())
+    assert summary["campaign"] == "gq"
+    assert summary["stages"] == [
+        {"name": "Paraphrase canonical questions", "task_type": "paraphrase_canonical", "items": 4}
+    ]
+    assert (
+        Decimal(summary["paper_cost"]["total"])
+        == recipe_paper_cost(name="graphquestions", provider="local").total
+    )
+    assert Campaign.objects.get(slug="gq").owner == requester
+    with pytest.raises(CommandError, match="draft campaign without stages"):
+        call_command("load_recipe", "mintaka", "--campaign", "gq", stdout=StringIO())
+    with pytest.raises(CommandError, match="give --owner"):
+        call_command("load_recipe", "mintaka", "--campaign", "nope", stdout=StringIO())
+
+
+def test_recipes_api_lists_stages_sources_and_paper_cost(token_client, api_client):
+    assert api_client.get("/api/v1/recipes/").status_code == 401
+    response = token_client.get("/api/v1/recipes/")
+    assert response.status_code == 200
+    by_name = {r["name"]: r for r in response.json()}
+    assert set(by_name) == {"graphquestions", "mintaka", "whyqa"}
+    mintaka = by_name["mintaka"]
+    assert mintaka["stages"][0]["reward"] == "1.25"
+    assert "§3.1" in mintaka["stages"][0]["source"]
+    expected = recipe_paper_cost(name="mintaka", provider="mturk")
+    assert mintaka["paper_cost"]["total"] == str(expected.total)
+    on_prolific = token_client.get("/api/v1/recipes/whyqa/?provider=prolific").json()
+    assert on_prolific["paper_cost"]["currency"] == "GBP"
+    assert token_client.get("/api/v1/recipes/squad/").status_code == 404
+    bad = token_client.get("/api/v1/recipes/?provider=amazon")
+    assert bad.status_code == 400
+    assert "provider" in bad.json()
+
+
+def test_campaign_created_from_a_recipe_through_api_and_page(token_client, client, requester):
+    response = token_client.post(
+        "/api/v1/campaigns/",
+        {"name": "Why", "slug": "why", "recipe": "whyqa", "sample": False},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    assert response.json()["recipe"] == "whyqa"
+    why = Campaign.objects.get(slug="why")
+    assert why.stages.count() == 4
+    assert not Item.objects.filter(stage__campaign=why).exists()
+    bad = token_client.post("/api/v1/campaigns/", {"name": "X", "recipe": "squad"}, format="json")
+    assert bad.status_code == 400
+    assert "recipe" in bad.json()
+
+    client.force_login(requester)
+    page = client.post(
+        "/campaigns/new/",
+        {"name": "Mintaka 2", "provider": "local", "recipe": "mintaka", "sample": "on"},
+    )
+    assert page.status_code == 302
+    made = Campaign.objects.get(name="Mintaka 2")
+    assert made.recipe == "mintaka"
+    assert Item.objects.filter(stage__campaign=made).count() == 72
