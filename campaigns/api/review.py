@@ -31,6 +31,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
 )
+from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.selectors_review import (
     assignment_list_for_campaign,
@@ -328,14 +329,17 @@ class AssignmentApproveApi(APIView):
         reason = serializers.CharField(allow_blank=True, default="", max_length=5000)
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=ApproveInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
             400: BAD_INPUT,
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
             409: DECISION_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.ApproveInputSerializer(data=request.data)
@@ -363,14 +367,17 @@ class AssignmentRejectApi(APIView):
         )
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=RejectInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
             400: BAD_INPUT,
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
             409: DECISION_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.RejectInputSerializer(data=request.data)
@@ -425,9 +432,16 @@ class CampaignBulkReviewApi(APIView):
             return attrs
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=BulkReviewInputSerializer,
-        responses={200: BulkReviewOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
+        responses={
+            200: BulkReviewOutputSerializer,
+            400: BAD_INPUT,
+            404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
+        },
     )
+    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign: Campaign = campaign_or_404(request=request, slug=slug)
         serializer = self.BulkReviewInputSerializer(data=request.data)
@@ -500,6 +514,7 @@ class AssignmentOverrideApi(APIView):
         )
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=OverrideInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
@@ -508,8 +523,10 @@ class AssignmentOverrideApi(APIView):
                 "submitted or decided."
             ),
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.OverrideInputSerializer(data=request.data)

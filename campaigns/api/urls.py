@@ -9,6 +9,7 @@ from campaigns.api.campaigns import (
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
+from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
 from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
 from campaigns.api.review import (
     AssignmentApproveApi,
@@ -109,4 +110,7 @@ urlpatterns = [
         LinkReviewDecideApi.as_view(),
         name="api-link-review-decide",
     ),
+    # Money, workers, HITs, qualifications (docs/api.md).
+    path("campaigns/<slug:slug>/costs/", CampaignCostsApi.as_view(), name="api-campaign-costs"),
+    path("campaigns/<slug:slug>/ledger/", CampaignLedgerApi.as_view(), name="api-campaign-ledger"),
 ]
