@@ -223,6 +223,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status" field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "AssignmentStatusEnum": "campaigns.models.choices.AssignmentStatus",
+        "HITStatusEnum": "campaigns.models.choices.HITStatus",
+        "LedgerStatusEnum": "campaigns.models.choices.LedgerStatus",
+    },
 }
 
 # --- I18n, static ---------------------------------------------------------------

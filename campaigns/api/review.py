@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import django_filters
 from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
@@ -218,11 +219,31 @@ def _assignment_out(assignment: Assignment) -> dict[str, Any]:
     return dict(AssignmentOutputSerializer(fresh).data)
 
 
+class AssignmentFilter(django_filters.FilterSet):
+    """Filters beside status, stage and held (which answer 400 for an unknown stage)."""
+
+    worker = django_filters.CharFilter(field_name="worker__pseudonym", help_text="Pseudonym.")
+    submitted_after = django_filters.IsoDateTimeFilter(
+        field_name="submitted_at", lookup_expr="gte", help_text="ISO 8601, inclusive."
+    )
+    submitted_before = django_filters.IsoDateTimeFilter(
+        field_name="submitted_at", lookup_expr="lt", help_text="ISO 8601, exclusive."
+    )
+    hit = django_filters.NumberFilter(field_name="hit_id")
+
+    class Meta:
+        model = Assignment
+        fields = ["worker", "submitted_after", "submitted_before", "hit"]
+
+
 class CampaignAssignmentListApi(generics.ListAPIView):
-    """The campaign's assignments, oldest submission first; filter by status and stage."""
+    """The campaign's assignments, oldest submission first; filter by status, stage,
+    held, worker pseudonym, HIT and submission time; order by ``submitted_at``,
+    ``accepted_at``, ``work_seconds``, ``id`` (``-`` for descending)."""
 
     serializer_class = AssignmentOutputSerializer
-    filter_backends: list[Any] = []
+    filterset_class = AssignmentFilter
+    ordering_fields = ["submitted_at", "accepted_at", "decided_at", "work_seconds", "id"]
 
     class AssignmentFilterSerializer(serializers.Serializer):
         status = serializers.ChoiceField(
@@ -262,7 +283,7 @@ class CampaignAssignmentListApi(generics.ListAPIView):
 
     @extend_schema(parameters=[AssignmentFilterSerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        queryset = self.get_queryset()
+        queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
         rows = list(page if page is not None else queryset)
         context = {
