@@ -217,10 +217,10 @@ def _add_held(
         .annotate(total=Sum("hit__reward"))
     )
     rewards: dict[int, Decimal] = defaultdict(lambda: ZERO)
-    for r in open_places:
-        rewards[r["stage_id"]] += Decimal(r["total"] or 0)
-    for r in undecided:
-        rewards[r["hit__stage_id"]] += Decimal(r["total"] or 0)
+    for place in open_places:
+        rewards[place["stage_id"]] += Decimal(place["total"] or 0)
+    for work in undecided:
+        rewards[work["hit__stage_id"]] += Decimal(work["total"] or 0)
     for stage_id, reward in rewards.items():
         if stage_id in rows:
             fee = fee_model.assignment_fee(reward=reward, max_assignments=1)

@@ -185,6 +185,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    "campaigns-purge-idempotency-records": {
+        "task": "campaigns.purge_idempotency_records",
+        "schedule": 3600.0,
+        "options": {"expires": 3500},
+    },
 }
 
 # --- Auth and API -----------------------------------------------------------------

@@ -130,7 +130,7 @@ class CampaignWorkerListApi(generics.GenericAPIView):
         filters = self.WorkerFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         rows = campaign_worker_table(campaign=campaign, **filters.validated_data)
-        page = self.paginate_queryset(rows)  # type: ignore[arg-type]
+        page = self.paginate_queryset(rows)
         data = WorkerRowSerializer(page if page is not None else rows, many=True).data
         return self.get_paginated_response(data) if page is not None else Response(data)
 

@@ -408,3 +408,17 @@ def test_rate_limit_per_token_answers_429_with_retry_after(team, token_client, c
     team[0].collaborators.add(carol)
     assert client_for(carol).get(url).status_code == 200
     cache.clear()
+
+
+def test_purge_task_deletes_only_expired_records(team, token_client):
+    from campaigns.tasks import purge_idempotency_records_task
+
+    campaign, _, good, _, _ = team
+    url = _url(campaign, f"workers/{good.worker.pseudonym}/message/")
+    for key in ("old", "new"):
+        token_client.post(url, {"body": key}, format="json", HTTP_IDEMPOTENCY_KEY=key)
+    IdempotencyRecord.objects.filter(key="old").update(
+        created_at=timezone.now() - timedelta(hours=25)
+    )
+    assert purge_idempotency_records_task() == 1
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]
