@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from django.db.models import Count, Q, Sum
 
@@ -256,17 +255,14 @@ def _add_quality(*, campaign: Campaign, rows: dict[int, WorkerRow]) -> None:
 
 
 def _ordered(table: list[WorkerRow], ordering: str) -> list[WorkerRow]:
+    """Sort by one column (``-`` for descending), then pseudonym; empty values last."""
     descending = ordering.startswith("-")
     name = ordering.lstrip("-")
     if name not in ORDERING_FIELDS:
         raise ValueError(f"Unknown ordering {ordering!r}.")
-
-    def key(row: WorkerRow) -> tuple[Any, ...]:
-        value = getattr(row, name)
-        return (value is None, value if value is not None else 0, row.pseudonym)
-
-    present = [r for r in table if getattr(r, name) is not None]
-    missing = [r for r in table if getattr(r, name) is None]
-    present.sort(key=key, reverse=descending)
-    missing.sort(key=lambda r: r.pseudonym)
+    by_name = sorted(table, key=lambda r: r.pseudonym)
+    present = [r for r in by_name if getattr(r, name) is not None]
+    missing = [r for r in by_name if getattr(r, name) is None]
+    # A stable sort, also in reverse: equal values keep the pseudonym order.
+    present.sort(key=lambda r: getattr(r, name), reverse=descending)
     return present + missing
