@@ -21,6 +21,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -176,17 +177,19 @@ def build(assignments: int, workers: int) -> str:
     return campaign.slug
 
 
-def measure(label: str, fn) -> None:  # type: ignore[no-untyped-def]
+def measure(label: str, fn: Callable[[], object]) -> None:
     from django.db import connection, reset_queries
 
-    best = None
+    best = float("inf")
+    queries = 0
+    result: object = None
     for _ in range(2):
         reset_queries()
         started = time.perf_counter()
         result = fn()
         elapsed = time.perf_counter() - started
         queries = len(connection.queries)
-        best = elapsed if best is None else min(best, elapsed)
+        best = min(best, elapsed)
     print(f"{label}: {best * 1000:.0f} ms, {queries} queries ({result})")
 
 
