@@ -15,7 +15,8 @@ Definitions (docs/api.md, "Costs"):
 - ``forecast_remaining``: the cost estimate (``services.costs``) of the assignments not
   published yet: the stage's estimated assignments less the places of its HITs.
 - ``forecast_total`` = spent + committed + planned + held + forecast_remaining.
-- ``budget_left`` = budget cap - ``campaign_spending`` (what the budget check uses).
+- ``budget_used``: what the budget check counts (``provider_review.campaign_spending``):
+  committed and paid entries plus held work; ``budget_left`` = budget cap - that.
 - ``cost_per_accepted``: (spent + committed) over approved assignments; for the campaign,
   over the approved assignments of its last stage (the accepted examples).
 - ``hourly_wage``: the stage's reward over the median work time of its submitted work,
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, DecimalField, F, QuerySet, Sum
+from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from campaigns.models import (
@@ -47,9 +48,8 @@ from campaigns.models import (
 )
 from campaigns.providers import fee_model_for
 from campaigns.providers.base import CENT, FeeModel
-from campaigns.selectors_stats import medians_by
+from campaigns.selectors_stats import grouped_with_median
 from campaigns.services.costs import campaign_cost_estimate
-from campaigns.services.provider_review import campaign_spending
 from validation.selectors import hourly_wage
 
 ZERO = Decimal("0.00")
@@ -143,7 +143,7 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
         row.planned = sum((k[LedgerStatus.PLANNED] for k in row.by_kind.values()), ZERO)
 
     fee_model = fee_model_for(campaign.provider)
-    _add_held(campaign=campaign, rows=rows, fee_model=fee_model)
+    held_rewards = _add_held(campaign=campaign, rows=rows, fee_model=fee_model)
     _add_counts_and_wages(campaign=campaign, rows=rows, floor=floor)
 
     estimate = {c.stage_id: c for c in campaign_cost_estimate(campaign=campaign).stages}
@@ -174,7 +174,14 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
     spent = sum((r.spent for r in ordered), ZERO)
     committed = sum((r.committed for r in ordered), ZERO)
     accepted = rows[stages[-1].pk].approved if stages else 0
-    budget_used = campaign_spending(campaign=campaign)
+    # ``provider_review.campaign_spending``'s formula, from the sums already made:
+    # committed and paid entries, plus held rewards with one fee on their total.
+    budget_used = (
+        spent
+        + committed
+        + held_rewards
+        + fee_model.assignment_fee(reward=held_rewards, max_assignments=1)
+    )
     cap = campaign.budget_cap
     return CampaignCosts(
         currency=campaign.currency,
@@ -198,8 +205,9 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
 
 def _add_held(
     *, campaign: Campaign, rows: dict[int | None, StageCosts], fee_model: FeeModel
-) -> None:
-    """Open places and undecided assignments without ledger entries, at reward + fee."""
+) -> Decimal:
+    """Open places and undecided assignments without ledger entries, at reward + fee, per
+    stage; returns the rewards held in all (before fees)."""
     open_places = (
         HIT.objects.filter(stage__campaign=campaign, status=HITStatus.PUBLISHED)
         .order_by()
@@ -225,26 +233,26 @@ def _add_held(
         if stage_id in rows:
             fee = fee_model.assignment_fee(reward=reward, max_assignments=1)
             rows[stage_id].held = (reward + fee).quantize(CENT)
+    return sum(rewards.values(), ZERO)
 
 
 def _add_counts_and_wages(
     *, campaign: Campaign, rows: dict[int | None, StageCosts], floor: Decimal
 ) -> None:
     """Approved assignments and the median work time of submitted work, per stage."""
-    work = Assignment.objects.filter(hit__stage__campaign=campaign)
-    approved = (
-        work.filter(status=AssignmentStatus.APPROVED)
-        .order_by()
-        .values("hit__stage_id")
-        .annotate(n=Count("id"))
-        .values_list("hit__stage_id", "n")
+    work = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=WORK_DONE)
+    per_stage = grouped_with_median(
+        queryset=work,
+        group="hit__stage_id",
+        value="work_seconds",
+        approved=Count("id", filter=Q(status=AssignmentStatus.APPROVED)),
     )
-    for stage_id, n in approved:
-        if stage_id in rows:
-            rows[stage_id].approved = n
-    medians = medians_by(
-        queryset=work.filter(status__in=WORK_DONE), group="hit__stage_id", value="work_seconds"
-    )
+    medians: dict[int, float] = {}
+    for r in per_stage.values():
+        if r["hit__stage_id"] in rows:
+            rows[r["hit__stage_id"]].approved = r["approved"]
+        if r["median"] is not None:
+            medians[r["hit__stage_id"]] = float(r["median"])
     stage_rewards = dict(campaign.stages.values_list("pk", "reward"))
     for stage_id, median in medians.items():
         row = rows.get(stage_id)

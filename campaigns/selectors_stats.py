@@ -35,3 +35,20 @@ def medians_by(*, queryset: QuerySet[Any], group: str, value: str) -> dict[Any, 
     for key, number in rows.values_list(group, value):
         found[key].append(number)
     return {key: float(statistics.median(numbers)) for key, numbers in found.items()}
+
+
+def grouped_with_median(
+    *, queryset: QuerySet[Any], group: str, value: str, **annotations: Any
+) -> dict[Any, dict[str, Any]]:
+    """``annotations`` per distinct ``group`` plus ``"median"`` of ``value`` (None when the
+    group has no value): one query on PostgreSQL, two elsewhere."""
+    rows = queryset.order_by().values(group)
+    if connection.vendor == "postgresql":
+        found = rows.annotate(**annotations, median=Median(value))
+        return {r[group]: r for r in found}
+    out: dict[Any, dict[str, Any]] = {
+        r[group]: {**r, "median": None} for r in rows.annotate(**annotations)
+    }
+    for key, median in medians_by(queryset=queryset, group=group, value=value).items():
+        out[key]["median"] = median
+    return out

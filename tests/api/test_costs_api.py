@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from campaigns.models import AssignmentStatus, Campaign, HITStatus, LedgerEntry, Stage
 from campaigns.selectors_money import campaign_costs
+from campaigns.services.provider_review import campaign_spending
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,
@@ -129,6 +130,7 @@ def test_costs_sum_exactly_by_stage_kind_and_status(crafted):
     # The budget check's count: committed + paid 2.08, held 1.00 + 0.20 fee.
     assert costs.budget_used == D("3.28")
     assert costs.budget_left == D("96.72")
+    assert costs.budget_used == campaign_spending(campaign=campaign)
 
 
 def test_costs_api_money_as_strings_and_wage_floor(crafted, token_client):
@@ -199,3 +201,23 @@ def test_worker_external_id_never_in_ledger(crafted, token_client):
     body = token_client.get("/api/v1/campaigns/money/ledger/").content.decode()
     assert "A3SECRETWORKER" not in body
     assert worker.pseudonym in body
+
+
+def test_medians_in_sql_and_in_python_agree(crafted, monkeypatch):
+    from django.db.models import Count
+
+    from campaigns import selectors_stats
+    from campaigns.models import Assignment
+
+    work = Assignment.objects.filter(hit__stage__campaign=crafted[0])
+    args = {"queryset": work, "group": "hit__stage_id", "value": "work_seconds"}
+    in_sql = selectors_stats.grouped_with_median(**args, n=Count("id"))
+    assert in_sql[crafted[1].pk]["median"] == 90.0
+    assert in_sql[crafted[1].pk]["n"] == 3
+
+    class NotPostgres:
+        vendor = "sqlite"
+
+    monkeypatch.setattr(selectors_stats, "connection", NotPostgres())
+    assert selectors_stats.grouped_with_median(**args, n=Count("id")) == in_sql
+    assert selectors_stats.medians_by(**args) == {k: v["median"] for k, v in in_sql.items()}
