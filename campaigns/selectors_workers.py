@@ -4,17 +4,20 @@ accuracy, agreement, median work time, paste share and earnings.
 Reads only. A bounded number of queries whatever the number of workers: a handful
 of GROUP BY queries over the campaign's assignments and ledger, one per lookup table
 (arms, grants, blocks), plus ``validation.selectors.stage_quality`` once per stage
-with work (gold accuracy and agreement are computed there and combined here).
+with work (gold accuracy and agreement are computed there and combined here; cached
+per stage until its work or decisions change, see ``_stage_worker_quality``).
 Workers appear by pseudonym; the external id is never part of a row.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Count, Q, Sum
+from django.core.cache import cache
+from django.db.models import Count, Max, Q, Sum
 
 from campaigns.models import (
     Assignment,
@@ -25,6 +28,7 @@ from campaigns.models import (
     LedgerKind,
     LedgerStatus,
     QualificationGrant,
+    Stage,
     Worker,
     WorkerBlock,
 )
@@ -33,6 +37,7 @@ from validation.selectors import stage_quality
 
 ZERO = Decimal("0.00")
 WORK_DONE = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+QUALITY_CACHE_SECONDS = 600
 EARNING_KINDS = (LedgerKind.REWARD, LedgerKind.BONUS, LedgerKind.QUIZ_PAYMENT)
 
 # Columns the table can be ordered by (``-`` prefix for descending).
@@ -228,25 +233,63 @@ def campaign_worker_table(
     return _ordered(table, ordering)
 
 
+def _stage_fingerprints(*, campaign: Campaign) -> dict[int, str]:
+    """Per stage with work, a string that changes whenever a submission or decision does."""
+    rows = (
+        Assignment.objects.filter(hit__stage__campaign=campaign)
+        .order_by()
+        .values("hit__stage_id")
+        .annotate(
+            n=Count("id"),
+            decided=Count("id", filter=Q(decided_at__isnull=False)),
+            last_submitted=Max("submitted_at"),
+            last_decided=Max("decided_at"),
+        )
+    )
+    return {
+        r["hit__stage_id"]: f"{r['n']}:{r['decided']}:{r['last_submitted']}:{r['last_decided']}"
+        for r in rows
+    }
+
+
+def _stage_worker_quality(
+    *, stage: Stage, fingerprint: str
+) -> dict[int, tuple[int, int, float | None, int]]:
+    """``{worker_id: (gold_correct, gold_total, agreement, submitted)}`` of one stage from
+    ``stage_quality``, cached for ``QUALITY_CACHE_SECONDS`` under the stage's fingerprint:
+    new work or a new decision recomputes it at once; an edited gold answer shows
+    within that time."""
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
+    key = f"qaportal:worker-quality:{stage.pk}:{digest}"
+    found = cache.get(key)
+    if found is None:
+        found = {
+            wq.worker_id: (wq.gold_correct, wq.gold_total, wq.agreement, wq.submitted)
+            for wq in stage_quality(stage=stage).workers
+        }
+        cache.set(key, found, QUALITY_CACHE_SECONDS)
+    return found
+
+
 def _add_quality(*, campaign: Campaign, rows: dict[int, WorkerRow]) -> None:
     """Gold accuracy and agreement from ``stage_quality``, once per stage with work.
 
     Gold: correct and total summed over stages. Agreement: the mean of the worker's
     per-stage agreement weighted by their submissions in each stage.
     """
-    stages = list(
-        campaign.stages.annotate(n=Count("hits__assignments")).filter(n__gt=0).order_by("pk")
-    )
+    fingerprints = _stage_fingerprints(campaign=campaign)
+    stages = list(campaign.stages.filter(pk__in=list(fingerprints)).order_by("pk"))
     weighted: dict[int, list[tuple[float, int]]] = defaultdict(list)
     for stage in stages:
-        for wq in stage_quality(stage=stage).workers:
-            row = rows.get(wq.worker_id)
+        per_worker = _stage_worker_quality(stage=stage, fingerprint=fingerprints[stage.pk])
+        for worker_id, (correct, total, agreement, submitted) in per_worker.items():
+            row = rows.get(worker_id)
             if row is None:
                 continue
-            row.gold_correct += wq.gold_correct
-            row.gold_total += wq.gold_total
-            if wq.agreement is not None:
-                weighted[wq.worker_id].append((wq.agreement, max(wq.submitted, 1)))
+            row.gold_correct += correct
+            row.gold_total += total
+            if agreement is not None:
+                weighted[worker_id].append((agreement, max(submitted, 1)))
     for row in rows.values():
         row.gold_accuracy = _rate(row.gold_correct, row.gold_total)
         parts = weighted.get(row.worker_id)

@@ -134,6 +134,7 @@ def _crowd(owner, n: int):
 def test_worker_table_query_count_does_not_grow_with_workers(
     requester, token_client, django_assert_max_num_queries
 ):
+    cache.clear()
     small, large = _crowd(requester, 3), _crowd(requester, 40)
     with CaptureQueriesContext(connection) as few:
         assert token_client.get(_url(small, "workers/")).json()["count"] == 3
@@ -422,3 +423,19 @@ def test_purge_task_deletes_only_expired_records(team, token_client):
     )
     assert purge_idempotency_records_task() == 1
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["new"]
+
+
+def test_stage_quality_is_reused_until_work_or_decisions_change(team, token_client, requester):
+    campaign, _, _, _, waiting = team
+    cache.clear()
+    url = _url(campaign, "workers/")
+    with CaptureQueriesContext(connection) as cold:
+        first = token_client.get(url).json()
+    with CaptureQueriesContext(connection) as warm:
+        assert token_client.get(url).json() == first
+    assert len(warm.captured_queries) < len(cold.captured_queries)
+    assignment_approve(assignment=waiting, decided_by=requester, source="requester")
+    with CaptureQueriesContext(connection) as changed:
+        rows = {r["pseudonym"]: r for r in token_client.get(url).json()["results"]}
+    assert len(changed.captured_queries) == len(cold.captured_queries)
+    assert rows[waiting.worker.pseudonym]["approved"] == 1
