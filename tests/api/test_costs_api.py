@@ -210,8 +210,10 @@ def test_medians_in_sql_and_in_python_agree(crafted, monkeypatch):
     from campaigns.models import Assignment
 
     work = Assignment.objects.filter(hit__stage__campaign=crafted[0])
-    args = {"queryset": work, "group": "hit__stage_id", "value": "work_seconds"}
-    in_sql = selectors_stats.grouped_with_median(**args, n=Count("id"))
+    group, value = "hit__stage_id", "work_seconds"
+    in_sql = selectors_stats.grouped_with_median(
+        queryset=work, group=group, value=value, n=Count("id")
+    )
     assert in_sql[crafted[1].pk]["median"] == 90.0
     assert in_sql[crafted[1].pk]["n"] == 3
 
@@ -219,5 +221,9 @@ def test_medians_in_sql_and_in_python_agree(crafted, monkeypatch):
         vendor = "sqlite"
 
     monkeypatch.setattr(selectors_stats, "connection", NotPostgres())
-    assert selectors_stats.grouped_with_median(**args, n=Count("id")) == in_sql
-    assert selectors_stats.medians_by(**args) == {k: v["median"] for k, v in in_sql.items()}
+    in_python = selectors_stats.grouped_with_median(
+        queryset=work, group=group, value=value, n=Count("id")
+    )
+    assert in_python == in_sql
+    medians = selectors_stats.medians_by(queryset=work, group=group, value=value)
+    assert medians == {k: v["median"] for k, v in in_sql.items()}
