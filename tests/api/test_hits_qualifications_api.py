@@ -144,3 +144,39 @@ def test_grants_list_only_workers_of_the_campaign(pipeline, token_client, reques
     assert [g["id"] for g in inactive["results"]] == [revoked.pk]
     by_worker = token_client.get(url, {"worker": second.worker.pseudonym}).json()
     assert by_worker["count"] == 1
+
+
+def _routes(pipeline) -> list[tuple[str, str, dict]]:
+    campaign, _, first, _ = pipeline
+    slug, name = campaign.slug, first.worker.pseudonym
+    return [
+        ("get", f"/api/v1/campaigns/{slug}/costs/", {}),
+        ("get", f"/api/v1/campaigns/{slug}/ledger/", {}),
+        ("get", f"/api/v1/campaigns/{slug}/workers/", {}),
+        ("post", f"/api/v1/campaigns/{slug}/workers/{name}/block/", {"reason": "x"}),
+        ("post", f"/api/v1/campaigns/{slug}/workers/{name}/unblock/", {}),
+        ("post", f"/api/v1/campaigns/{slug}/workers/{name}/qualify/", {"qualification_type": 1}),
+        ("post", f"/api/v1/campaigns/{slug}/workers/{name}/message/", {"body": "hi"}),
+        ("post", f"/api/v1/campaigns/{slug}/messages/", {"workers": [name], "body": "hi"}),
+        ("get", f"/api/v1/campaigns/{slug}/hits/", {}),
+        ("get", f"/api/v1/hits/{first.hit_id}/", {}),
+        ("get", f"/api/v1/assignments/{first.pk}/", {}),
+        ("post", f"/api/v1/assignments/{first.pk}/bonus/", {"amount": "0.10", "reason": "x"}),
+        ("get", f"/api/v1/campaigns/{slug}/qualifications/", {}),
+        ("post", f"/api/v1/campaigns/{slug}/qualifications/", {"name": "Q", "kind": "manual"}),
+        ("get", f"/api/v1/campaigns/{slug}/qualifications/grants/", {}),
+    ]
+
+
+def test_every_new_route_is_401_anonymous_and_404_to_others(
+    pipeline, api_client, client_for, other_requester, staff_client
+):
+    bob = client_for(other_requester)
+    for method, url, body in _routes(pipeline):
+        assert getattr(api_client, method)(url, body, format="json").status_code == 401, url
+        assert getattr(bob, method)(url, body, format="json").status_code == 404, url
+    assert not QualificationType.objects.exists()
+    # Staff see everything (writes may still be refused for their input, never hidden).
+    for method, url, _ in _routes(pipeline):
+        if method == "get":
+            assert staff_client.get(url).status_code == 200, url
