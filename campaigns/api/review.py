@@ -239,7 +239,7 @@ class AssignmentFilter(django_filters.FilterSet):
 class CampaignAssignmentListApi(generics.ListAPIView):
     """The campaign's assignments, oldest submission first; filter by status, stage,
     held, worker pseudonym, HIT and submission time; order by ``submitted_at``,
-    ``accepted_at``, ``work_seconds``, ``id`` (``-`` for descending)."""
+    ``accepted_at``, ``decided_at``, ``work_seconds``, ``id`` (``-`` for descending)."""
 
     serializer_class = AssignmentOutputSerializer
     filterset_class = AssignmentFilter
