@@ -104,3 +104,14 @@ def prolific_sync_task(study_id: str | None = None) -> int:
     from campaigns.services.provider_sync import prolific_studies_sync
 
     return prolific_studies_sync(study_id=study_id)
+
+
+@shared_task(name="campaigns.purge_idempotency_records", acks_late=True)
+def purge_idempotency_records_task() -> int:
+    """Delete API idempotency records past their time to live (for beat).
+
+    Idempotent; retries nothing (expired records are also ignored when read).
+    """
+    from campaigns.services.idempotency import idempotency_records_purge
+
+    return idempotency_records_purge()

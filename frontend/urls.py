@@ -10,6 +10,11 @@ from frontend.views.campaigns import (
 )
 from frontend.views.credentials import credentials_delete_view, credentials_set_view
 from frontend.views.link_review import link_review_decide_view
+from frontend.views.money_workers import (
+    campaign_costs_view,
+    campaign_workers_act_view,
+    campaign_workers_view,
+)
 from frontend.views.review import (
     campaign_review,
     review_bulk_view,
@@ -94,5 +99,10 @@ urlpatterns = [
         "campaigns/<slug:slug>/link-review/<int:item_id>/decide/",
         link_review_decide_view,
         name="link-review-decide",
+    ),
+    path("campaigns/<slug:slug>/costs/", campaign_costs_view, name="campaign-costs"),
+    path("campaigns/<slug:slug>/workers/", campaign_workers_view, name="campaign-workers"),
+    path(
+        "campaigns/<slug:slug>/workers/act/", campaign_workers_act_view, name="campaign-workers-act"
     ),
 ]

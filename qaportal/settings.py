@@ -185,6 +185,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    "campaigns-purge-idempotency-records": {
+        "task": "campaigns.purge_idempotency_records",
+        "schedule": 3600.0,
+        "options": {"expires": 3500},
+    },
 }
 
 # --- Auth and API -----------------------------------------------------------------
@@ -212,6 +217,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["campaigns.api.throttling.TokenRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "qaportal API",
@@ -222,6 +228,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status" field with different choices: name each enum.
+    "ENUM_NAME_OVERRIDES": {
+        "AssignmentStatusEnum": "campaigns.models.choices.AssignmentStatus",
+        "HITStatusEnum": "campaigns.models.choices.HITStatus",
+        "LedgerStatusEnum": "campaigns.models.choices.LedgerStatus",
+    },
 }
 
 # --- I18n, static ---------------------------------------------------------------
@@ -297,6 +309,14 @@ PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATT
 PROVIDER_OPERATION_STALE_MINUTES = int(os.environ.get("PROVIDER_OPERATION_STALE_MINUTES", "10"))
 PROVIDER_OPERATION_BACKOFF_BASE = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_BASE", "30"))
 PROVIDER_OPERATION_BACKOFF_MAX = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_MAX", "3600"))
+
+# --- REST API: rate limits per token, idempotency keys, costs (docs/api.md) -------
+API_THROTTLE_RATES = {
+    "read": os.environ.get("API_THROTTLE_READ", "1200/min"),
+    "write": os.environ.get("API_THROTTLE_WRITE", "300/min"),
+}
+API_IDEMPOTENCY_TTL_HOURS = int(os.environ.get("API_IDEMPOTENCY_TTL_HOURS", "24"))
+WAGE_FLOOR = os.environ.get("WAGE_FLOOR", "15.00")
 
 # --- Entity linking (linking/) ----------------------------------------------------
 # spaCy model for span proposals; empty: the official en_core_web_sm when installed,

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import django_filters
 from django.db.models import QuerySet
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
@@ -31,6 +32,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
 )
+from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.selectors_review import (
     assignment_list_for_campaign,
@@ -217,11 +219,31 @@ def _assignment_out(assignment: Assignment) -> dict[str, Any]:
     return dict(AssignmentOutputSerializer(fresh).data)
 
 
+class AssignmentFilter(django_filters.FilterSet):
+    """Filters beside status, stage and held (which answer 400 for an unknown stage)."""
+
+    worker = django_filters.CharFilter(field_name="worker__pseudonym", help_text="Pseudonym.")
+    submitted_after = django_filters.IsoDateTimeFilter(
+        field_name="submitted_at", lookup_expr="gte", help_text="ISO 8601, inclusive."
+    )
+    submitted_before = django_filters.IsoDateTimeFilter(
+        field_name="submitted_at", lookup_expr="lt", help_text="ISO 8601, exclusive."
+    )
+    hit = django_filters.NumberFilter(field_name="hit_id")
+
+    class Meta:
+        model = Assignment
+        fields = ["worker", "submitted_after", "submitted_before", "hit"]
+
+
 class CampaignAssignmentListApi(generics.ListAPIView):
-    """The campaign's assignments, oldest submission first; filter by status and stage."""
+    """The campaign's assignments, oldest submission first; filter by status, stage,
+    held, worker pseudonym, HIT and submission time; order by ``submitted_at``,
+    ``accepted_at``, ``decided_at``, ``work_seconds``, ``id`` (``-`` for descending)."""
 
     serializer_class = AssignmentOutputSerializer
-    filter_backends: list[Any] = []
+    filterset_class = AssignmentFilter
+    ordering_fields = ["submitted_at", "accepted_at", "decided_at", "work_seconds", "id"]
 
     class AssignmentFilterSerializer(serializers.Serializer):
         status = serializers.ChoiceField(
@@ -261,7 +283,7 @@ class CampaignAssignmentListApi(generics.ListAPIView):
 
     @extend_schema(parameters=[AssignmentFilterSerializer])
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        queryset = self.get_queryset()
+        queryset = self.filter_queryset(self.get_queryset())
         page = self.paginate_queryset(queryset)
         rows = list(page if page is not None else queryset)
         context = {
@@ -328,14 +350,17 @@ class AssignmentApproveApi(APIView):
         reason = serializers.CharField(allow_blank=True, default="", max_length=5000)
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=ApproveInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
             400: BAD_INPUT,
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
             409: DECISION_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.ApproveInputSerializer(data=request.data)
@@ -363,14 +388,17 @@ class AssignmentRejectApi(APIView):
         )
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=RejectInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
             400: BAD_INPUT,
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
             409: DECISION_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.RejectInputSerializer(data=request.data)
@@ -425,9 +453,16 @@ class CampaignBulkReviewApi(APIView):
             return attrs
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=BulkReviewInputSerializer,
-        responses={200: BulkReviewOutputSerializer, 400: BAD_INPUT, 404: NOT_VISIBLE},
+        responses={
+            200: BulkReviewOutputSerializer,
+            400: BAD_INPUT,
+            404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
+        },
     )
+    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign: Campaign = campaign_or_404(request=request, slug=slug)
         serializer = self.BulkReviewInputSerializer(data=request.data)
@@ -500,6 +535,7 @@ class AssignmentOverrideApi(APIView):
         )
 
     @extend_schema(
+        parameters=[IDEMPOTENCY_KEY],
         request=OverrideInputSerializer,
         responses={
             200: AssignmentOutputSerializer,
@@ -508,8 +544,10 @@ class AssignmentOverrideApi(APIView):
                 "submitted or decided."
             ),
             404: NOT_VISIBLE,
+            422: IDEMPOTENCY_CONFLICT,
         },
     )
+    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.OverrideInputSerializer(data=request.data)

@@ -8,8 +8,19 @@ from campaigns.api.campaigns import (
     CampaignTransitionApi,
 )
 from campaigns.api.credentials import CampaignCredentialsApi
+from campaigns.api.hits import (
+    AssignmentBonusApi,
+    AssignmentDetailApi,
+    CampaignHITListApi,
+    HITDetailApi,
+)
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
+from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
+from campaigns.api.qualifications import (
+    CampaignQualificationGrantListApi,
+    CampaignQualificationListCreateApi,
+)
 from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
 from campaigns.api.recipes import RecipeDetailApi, RecipeListApi
 from campaigns.api.review import (
@@ -20,6 +31,14 @@ from campaigns.api.review import (
     CampaignBulkReviewApi,
 )
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.workers import (
+    CampaignMessageApi,
+    CampaignWorkerListApi,
+    WorkerBlockApi,
+    WorkerMessageApi,
+    WorkerQualifyApi,
+    WorkerUnblockApi,
+)
 from campaigns.api.workforce import (
     CampaignGrantDetailApi,
     CampaignGrantListCreateApi,
@@ -117,5 +136,60 @@ urlpatterns = [
         "link-review/<int:item_id>/decide/",
         LinkReviewDecideApi.as_view(),
         name="api-link-review-decide",
+    ),
+    # Money, workers, HITs, qualifications (docs/api.md).
+    path("campaigns/<slug:slug>/costs/", CampaignCostsApi.as_view(), name="api-campaign-costs"),
+    path("campaigns/<slug:slug>/ledger/", CampaignLedgerApi.as_view(), name="api-campaign-ledger"),
+    path(
+        "campaigns/<slug:slug>/workers/",
+        CampaignWorkerListApi.as_view(),
+        name="api-campaign-workers",
+    ),
+    path(
+        "campaigns/<slug:slug>/workers/<str:pseudonym>/block/",
+        WorkerBlockApi.as_view(),
+        name="api-worker-block",
+    ),
+    path(
+        "campaigns/<slug:slug>/workers/<str:pseudonym>/unblock/",
+        WorkerUnblockApi.as_view(),
+        name="api-worker-unblock",
+    ),
+    path(
+        "campaigns/<slug:slug>/workers/<str:pseudonym>/qualify/",
+        WorkerQualifyApi.as_view(),
+        name="api-worker-qualify",
+    ),
+    path(
+        "campaigns/<slug:slug>/workers/<str:pseudonym>/message/",
+        WorkerMessageApi.as_view(),
+        name="api-worker-message",
+    ),
+    path(
+        "campaigns/<slug:slug>/messages/",
+        CampaignMessageApi.as_view(),
+        name="api-campaign-messages",
+    ),
+    path("campaigns/<slug:slug>/hits/", CampaignHITListApi.as_view(), name="api-campaign-hits"),
+    path("hits/<int:hit_id>/", HITDetailApi.as_view(), name="api-hit-detail"),
+    path(
+        "assignments/<int:assignment_id>/",
+        AssignmentDetailApi.as_view(),
+        name="api-assignment-detail",
+    ),
+    path(
+        "assignments/<int:assignment_id>/bonus/",
+        AssignmentBonusApi.as_view(),
+        name="api-assignment-bonus",
+    ),
+    path(
+        "campaigns/<slug:slug>/qualifications/",
+        CampaignQualificationListCreateApi.as_view(),
+        name="api-campaign-qualifications",
+    ),
+    path(
+        "campaigns/<slug:slug>/qualifications/grants/",
+        CampaignQualificationGrantListApi.as_view(),
+        name="api-campaign-qualification-grants",
     ),
 ]

@@ -1,3 +1,4 @@
+from campaigns.models.api import IdempotencyRecord
 from campaigns.models.campaign import Campaign, Item, Stage
 from campaigns.models.choices import (
     AssignmentStatus,
@@ -35,6 +36,7 @@ __all__ = [
     "DetachedAnswer",
     "HITItem",
     "HITStatus",
+    "IdempotencyRecord",
     "InviteLink",
     "InviteRedemption",
     "Item",

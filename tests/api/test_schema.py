@@ -37,6 +37,20 @@ EXPECTED_PATHS = {
     "/api/v1/stages/{stage_id}/labels/": {"get"},
     "/api/v1/campaigns/{slug}/link-review/": {"get"},
     "/api/v1/link-review/{item_id}/decide/": {"post"},
+    "/api/v1/campaigns/{slug}/costs/": {"get"},
+    "/api/v1/campaigns/{slug}/ledger/": {"get"},
+    "/api/v1/campaigns/{slug}/workers/": {"get"},
+    "/api/v1/campaigns/{slug}/workers/{pseudonym}/block/": {"post"},
+    "/api/v1/campaigns/{slug}/workers/{pseudonym}/unblock/": {"post"},
+    "/api/v1/campaigns/{slug}/workers/{pseudonym}/qualify/": {"post"},
+    "/api/v1/campaigns/{slug}/workers/{pseudonym}/message/": {"post"},
+    "/api/v1/campaigns/{slug}/messages/": {"post"},
+    "/api/v1/campaigns/{slug}/hits/": {"get"},
+    "/api/v1/hits/{hit_id}/": {"get"},
+    "/api/v1/assignments/{assignment_id}/": {"get"},
+    "/api/v1/assignments/{assignment_id}/bonus/": {"post"},
+    "/api/v1/campaigns/{slug}/qualifications/": {"get", "post"},
+    "/api/v1/campaigns/{slug}/qualifications/grants/": {"get"},
 }
 
 

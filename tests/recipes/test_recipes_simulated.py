@@ -79,6 +79,7 @@ def test_whyqa_pilot_flows_from_articles_to_rephrasings():
     assert result.ok, "\n".join(result.lines())
     assert result.server_errors() == 0
     assert Assignment.objects.filter(hit__stage=quiz, status__in=DECIDED).exists()
+    assert Assignment.objects.filter(hit__stage=generate, status=AssignmentStatus.APPROVED)
     questions = list(Item.objects.filter(stage=answer))
     assert len(questions) == 10  # one article x 10 why-questions
     assert all(q.data["question"].lower().startswith("why") for q in questions)
@@ -102,4 +103,5 @@ def test_graphquestions_pilot_collects_paraphrases_with_characteristics():
     assert done.count() >= 4
     for assignment in done:
         for entry in (assignment.answers or {})["items"]:
-            assert entry["paraphrases"] and all(p.endswith("?") for p in entry["paraphrases"])
+            assert entry["paraphrases"]
+            assert all(p.endswith("?") for p in entry["paraphrases"])

@@ -1,0 +1,69 @@
+"""``Idempotency-Key`` for API actions: a decorator over an ``APIView`` method.
+
+Without the header the view runs as always. With it, ``campaigns.services.idempotency``
+runs the view once per (user, key) and replays the stored answer, marked with
+``Idempotent-Replayed: true``; the same key with another body answers 422.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from campaigns.api.common import authenticated_user
+from campaigns.services.idempotency import IdempotencyKeyReused, idempotent_call
+
+IDEMPOTENCY_KEY = OpenApiParameter(
+    name="Idempotency-Key",
+    type=OpenApiTypes.STR,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="Any unique string (a UUID). Sent again with the same body, the first "
+    "answer is returned and nothing is done twice; with another body the API answers 422. "
+    "Remembered 24 hours per user.",
+)
+IDEMPOTENCY_CONFLICT = OpenApiResponse(
+    description="The Idempotency-Key was already used with a different request."
+)
+
+ViewMethod = Callable[..., Response]
+
+
+def idempotent(method: ViewMethod) -> ViewMethod:
+    """Make an ``APIView`` handler idempotent under the ``Idempotency-Key`` header."""
+
+    @functools.wraps(method)
+    def wrapper(view: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
+        key = request.headers.get("Idempotency-Key")
+        if key is None:
+            return method(view, request, *args, **kwargs)
+
+        def run() -> tuple[int, Any]:
+            response = method(view, request, *args, **kwargs)
+            return response.status_code, response.data
+
+        try:
+            result = idempotent_call(
+                user=authenticated_user(request),
+                key=key.strip(),
+                method=request.method or "POST",
+                path=request.get_full_path(),
+                body=request.data,
+                run=run,
+            )
+        except IdempotencyKeyReused as exc:
+            return Response(
+                {"detail": str(exc), "code": exc.code, "errors": exc.errors},
+                status=status.HTTP_422_UNPROCESSABLE_ENTITY,
+            )
+        headers = {"Idempotent-Replayed": "true"} if result.replayed else None
+        return Response(result.body, status=result.status, headers=headers)
+
+    return wrapper

@@ -1,0 +1,36 @@
+"""What the REST API remembers between requests: idempotency records."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import models
+
+
+class IdempotencyRecord(models.Model):
+    """The answer to one request made with an ``Idempotency-Key`` header.
+
+    One row per (user, key): the same key with the same request gets the stored
+    answer again; with a different request it is refused. Rows older than
+    ``API_IDEMPOTENCY_TTL_HOURS`` are treated as absent and replaced.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="idempotency_records"
+    )
+    key = models.CharField(max_length=200)
+    request_hash = models.CharField(max_length=64, help_text="SHA-256 of method, path and body.")
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=500)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField(encoder=DjangoJSONEncoder, null=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "key"], name="idempotencyrecord_user_key"),
+        ]
+        indexes = [models.Index(fields=["created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} [{self.key}]"
