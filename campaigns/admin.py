@@ -27,6 +27,7 @@ from campaigns.models import (
     CampaignWorker,
     DetachedAnswer,
     HITItem,
+    IdempotencyRecord,
     InviteLink,
     InviteRedemption,
     Item,
@@ -416,3 +417,11 @@ class ProviderCredentialAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("campaign", "provider", "hints", "updated_by", "updated_at")
     fields = ("campaign", "provider", "hints", "updated_by", "updated_at")
     list_select_related = ("campaign", "updated_by")
+
+
+@admin.register(IdempotencyRecord)
+class IdempotencyRecordAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by the API's Idempotency-Key handling; purged after API_IDEMPOTENCY_TTL_HOURS.
+    list_display = ("user", "method", "path", "response_status", "created_at")
+    search_fields = ("user__username", "path")
+    list_select_related = ("user",)

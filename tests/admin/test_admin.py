@@ -19,6 +19,7 @@ from campaigns.models import (
     CampaignWorker,
     DetachedAnswer,
     HITItem,
+    IdempotencyRecord,
     InviteLink,
     InviteRedemption,
     Item,
@@ -99,6 +100,16 @@ def rows(requester):
     LocalGrant.objects.create(campaign=campaign, user=cast(User, UserFactory(username="annotator")))
     DetachedAnswer.objects.create(
         stage=hit.stage, answers={"responses": {"age": 30}}, submitted_on=timezone.now().date()
+    )
+    IdempotencyRecord.objects.create(
+        user=requester,
+        key="k-1",
+        request_hash="0" * 64,
+        method="POST",
+        path="/api/v1/assignments/1/approve/",
+        response_status=200,
+        response_body={"status": "approved"},
+        created_at=timezone.now(),
     )
     ProviderCredential.objects.create(
         campaign=campaign,
