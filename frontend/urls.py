@@ -4,6 +4,7 @@ from frontend.views.campaigns import (
     campaign_detail,
     campaign_list,
     campaign_new,
+    campaign_progress_view,
     campaign_transition_view,
     stage_add_view,
     stage_upload_view,
@@ -36,6 +37,7 @@ urlpatterns = [
     path("", campaign_list, name="campaign-list"),
     path("campaigns/new/", campaign_new, name="campaign-create"),
     path("campaigns/<slug:slug>/", campaign_detail, name="campaign-detail"),
+    path("campaigns/<slug:slug>/progress/", campaign_progress_view, name="campaign-progress"),
     path(
         "campaigns/<slug:slug>/transition/",
         campaign_transition_view,

@@ -17,6 +17,7 @@ from campaigns.api.hits import (
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
+from campaigns.api.progress import CampaignProgressApi
 from campaigns.api.qualifications import (
     CampaignQualificationGrantListApi,
     CampaignQualificationListCreateApi,
@@ -139,6 +140,11 @@ urlpatterns = [
     ),
     # Money, workers, HITs, qualifications (docs/api.md).
     path("campaigns/<slug:slug>/costs/", CampaignCostsApi.as_view(), name="api-campaign-costs"),
+    path(
+        "campaigns/<slug:slug>/progress/",
+        CampaignProgressApi.as_view(),
+        name="api-campaign-progress",
+    ),
     path("campaigns/<slug:slug>/ledger/", CampaignLedgerApi.as_view(), name="api-campaign-ledger"),
     path(
         "campaigns/<slug:slug>/workers/",

@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.selectors import campaign_list_visible, stage_list_with_counts
+from campaigns.selectors_progress import campaign_progress
 from campaigns.selectors_review import assignment_review_queue
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
@@ -33,6 +34,9 @@ from frontend.views.common import (
 from frontend.views.quality import stage_quality_rows
 
 CAMPAIGNS_PER_PAGE = 50
+# The progress section refreshes itself this often while work can come in.
+LIVE_SECONDS = 5
+LIVE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
 # A rejected upload can have thousands of bad rows; the first ones show the pattern.
 MAX_ROW_ERRORS_SHOWN = 50
 
@@ -128,8 +132,20 @@ def _render_detail(
         "is_local": campaign.provider == Provider.LOCAL,
         "awaiting_review": assignment_review_queue(campaign=campaign).count(),
         "quality_rows": stage_quality_rows(stages),
+        "progress": campaign_progress(campaign=campaign),
+        "live": campaign.state in LIVE_STATES,
+        "live_seconds": LIVE_SECONDS,
     }
     return render(request, "frontend/campaign_detail.html", context, status=status)
+
+
+@login_required
+@require_GET
+def campaign_progress_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The progress section alone, for the campaign page's live refresh."""
+    campaign = campaign_or_404(request, slug)
+    context = {"campaign": campaign, "progress": campaign_progress(campaign=campaign)}
+    return render(request, "frontend/_progress.html", context)
 
 
 @login_required

@@ -34,6 +34,7 @@ ROUTES: dict[str, Route] = {
         lambda slug, sid: f"/api/v1/campaigns/{slug}/transition/",
         {"state": "pilot"},
     ),
+    "progress": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/progress/", None),
     "cost-estimate": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/cost-estimate/", None),
     "stage-list": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/stages/", None),
     "stage-add": (

@@ -25,6 +25,7 @@ def _requests(campaign: Campaign, stage: Stage) -> dict[str, tuple[str, str, dic
     slug = {"slug": campaign.slug}
     return {
         "detail": ("get", reverse("frontend:campaign-detail", kwargs=slug), {}),
+        "progress": ("get", reverse("frontend:campaign-progress", kwargs=slug), {}),
         "transition": (
             "post",
             reverse("frontend:campaign-transition", kwargs=slug),

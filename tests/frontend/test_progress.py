@@ -1,0 +1,130 @@
+"""The campaign's progress: counts by status, share done, the estimate from the recent
+submission rate, the API, the live section of the campaign page and its escaping."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from campaigns.models import Assignment, Item, ItemSource
+from campaigns.selectors_progress import campaign_progress
+from campaigns.services.work import assignment_approve
+from tests.helpers import local_pipeline, submitted_assignment
+
+pytestmark = pytest.mark.django_db
+
+MARKUP = "<script>alert(1)</script>"
+
+
+@pytest.fixture
+def running(requester):
+    """Two writing HITs of one place each; one submitted and approved, one open."""
+    campaign, writing, linking = local_pipeline(requester, slug="progress")
+    done = submitted_assignment(writing)
+    assignment_approve(assignment=done, decided_by=requester, source="requester")
+    return campaign, writing, linking, done
+
+
+def test_counts_share_done_and_estimate(running):
+    campaign, writing, linking, _done = running
+    Item.objects.create(stage=linking, external_id="qa-1", data={}, source=ItemSource.UPLOADED)
+    now = timezone.now()
+
+    progress = campaign_progress(campaign=campaign, now=now)
+
+    first, second = progress.stages
+    assert (first.stage_id, second.stage_id) == (writing.pk, linking.pk)
+    assert first.assignments == {"approved": 1}
+    assert first.hits.get("published") == 2
+    assert (first.done, first.remaining, first.percent) == (1, 1, 50.0)
+    # One submission within the hour: 1 per hour, so the last open place takes an hour.
+    assert first.recent == 1
+    assert first.rate_per_hour == 1.0
+    assert first.eta_seconds == 3600
+    assert first.eta_at == now + timedelta(hours=1)
+    # A pending linking item, not in a HIT yet: the places its HIT will open are to come.
+    per_hit = linking.assignments_per_hit
+    assert second.items == {"pending": 1}
+    assert (second.done, second.remaining, second.eta_at) == (0, per_hit, None)
+    assert progress.eta_at is None  # linking has work and no rate yet
+    assert (progress.done, progress.remaining) == (1, 1 + per_hit)
+
+
+def test_old_submissions_give_no_rate(running):
+    campaign, _writing, _linking, done = running
+    later = done.submitted_at + timedelta(hours=2)
+
+    first = campaign_progress(campaign=campaign, now=later).stages[0]
+
+    assert (first.recent, first.rate_per_hour, first.eta_at) == (0, None, None)
+
+
+def test_query_count_does_not_grow_with_work(running, requester):
+    campaign, writing, *_ = running
+    with CaptureQueriesContext(connection) as before:
+        campaign_progress(campaign=campaign)
+    submitted_assignment(writing, question="Which lake is deeper?")
+    with CaptureQueriesContext(connection) as after:
+        progress = campaign_progress(campaign=campaign)
+    assert len(after) == len(before) == 4  # stages, items, HITs, assignments
+    assert progress.stages[0].done == 2
+    assert progress.stages[0].remaining == 0
+    assert progress.stages[0].eta_seconds == 0
+
+
+def test_api_progress(running, token_client):
+    campaign, writing, *_ = running
+
+    body = token_client.get(f"/api/v1/campaigns/{campaign.slug}/progress/").json()
+
+    assert body["done"] == 1
+    assert body["remaining"] == 1
+    stage = body["stages"][0]
+    assert stage["stage_id"] == writing.pk
+    assert stage["assignments"] == {"approved": 1}
+    assert stage["percent"] == 50.0
+    assert stage["eta_seconds"] == 3600
+
+
+def test_page_shows_bars_and_polls_while_live(running, alice_client):
+    campaign, writing, *_ = running
+    writing.name = f"Write {MARKUP}"
+    writing.save(update_fields=["name"])
+    url = reverse("frontend:campaign-progress", kwargs={"slug": campaign.slug})
+
+    html = alice_client.get(reverse("frontend:campaign-detail", args=[campaign.slug])).content
+    page = html.decode()
+    assert f'data-live-url="{url}"' in page
+    assert "frontend/live.js" in page
+    assert '<progress value="1" max="2"' in page
+    assert MARKUP not in page
+
+    fragment = alice_client.get(url)
+    assert fragment.status_code == 200
+    text = fragment.content.decode()
+    assert "<html" not in text
+    assert "Write &lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert '<span class="stage-percent">50.0 %</span>' in text
+
+
+def test_fragment_follows_new_work(running, alice_client):
+    campaign, writing, *_ = running
+    url = reverse("frontend:campaign-progress", kwargs={"slug": campaign.slug})
+    submitted_assignment(writing, question="Which lake is deeper?")
+    text = alice_client.get(url).content.decode()
+    assert '<span class="stage-percent">100.0 %</span>' in text
+    assert Assignment.objects.filter(hit__stage=writing).count() == 2
+
+
+def test_draft_page_does_not_poll(requester, alice_client):
+    from campaigns.services import campaign_create
+
+    campaign = campaign_create(owner=requester, name="Quiet", slug="quiet")
+    page = alice_client.get(reverse("frontend:campaign-detail", args=[campaign.slug])).content
+    assert b"data-live-url" not in page
+    assert b"0 done, 0 to go" in page
