@@ -110,19 +110,20 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
     ):
         stages[row["stage_id"]][1].items[row["status"]] = row["n"]
     places_left: dict[int, int] = {}
-    for row in (
+    for hit_row in (
         HIT.objects.filter(stage__campaign=campaign)
         .order_by()
         .values("stage_id", "status")
         .annotate(n=Count("pk"), free=Sum("places_left"), places=Sum("max_assignments"))
     ):
-        progress = stages[row["stage_id"]][1]
-        progress.hits[row["status"]] = row["n"]
-        if row["status"] == HITStatus.PUBLISHED:
-            places_left[row["stage_id"]] = places_left.get(row["stage_id"], 0) + row["free"]
-        elif row["status"] == HITStatus.PENDING:
-            places_left[row["stage_id"]] = places_left.get(row["stage_id"], 0) + row["places"]
-    for row in (
+        progress = stages[hit_row["stage_id"]][1]
+        progress.hits[hit_row["status"]] = hit_row["n"]
+        stage_id = hit_row["stage_id"]
+        if hit_row["status"] == HITStatus.PUBLISHED:
+            places_left[stage_id] = places_left.get(stage_id, 0) + hit_row["free"]
+        elif hit_row["status"] == HITStatus.PENDING:
+            places_left[stage_id] = places_left.get(stage_id, 0) + hit_row["places"]
+    for a_row in (
         Assignment.objects.filter(hit__stage__campaign=campaign)
         .order_by()
         .values("hit__stage_id", "status")
@@ -131,9 +132,9 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
             recent=Count("pk", filter=Q(submitted_at__gte=since, status__in=DONE_STATES)),
         )
     ):
-        progress = stages[row["hit__stage_id"]][1]
-        progress.assignments[row["status"]] = row["n"]
-        progress.recent += row["recent"]
+        progress = stages[a_row["hit__stage_id"]][1]
+        progress.assignments[a_row["status"]] = a_row["n"]
+        progress.recent += a_row["recent"]
     for stage_id, (stage, progress) in stages.items():
         progress.done = sum(progress.assignments.get(s, 0) for s in DONE_STATES)
         progress.remaining = (

@@ -15,6 +15,7 @@ from campaigns.api.hits import (
     HITDetailApi,
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
+from campaigns.api.lineage import ItemHistoryApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
 from campaigns.api.progress import CampaignProgressApi
@@ -140,6 +141,11 @@ urlpatterns = [
     ),
     # Money, workers, HITs, qualifications (docs/api.md).
     path("campaigns/<slug:slug>/costs/", CampaignCostsApi.as_view(), name="api-campaign-costs"),
+    path(
+        "campaigns/<slug:slug>/items/<int:item_id>/history/",
+        ItemHistoryApi.as_view(),
+        name="api-item-history",
+    ),
     path(
         "campaigns/<slug:slug>/progress/",
         CampaignProgressApi.as_view(),

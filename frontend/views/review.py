@@ -53,7 +53,7 @@ def _outline_key_rank(entry: tuple[Any, Any]) -> int:
     return OUTLINE_FIRST_KEYS.index(key) if key in OUTLINE_FIRST_KEYS else len(OUTLINE_FIRST_KEYS)
 
 
-def _outline(value: Any, depth: int = 0) -> dict[str, Any]:
+def outline(value: Any, depth: int = 0) -> dict[str, Any]:
     """Any JSON value as a tree the template draws: objects as definition lists, arrays
     as numbered lists, scalars as text. Generic, so every task type's answer reads."""
     if depth >= MAX_OUTLINE_DEPTH:
@@ -64,14 +64,14 @@ def _outline(value: Any, depth: int = 0) -> dict[str, Any]:
         return {
             "kind": "dict",
             "entries": [
-                {"key": str(k).replace("_", " "), "value": _outline(v, depth + 1)}
+                {"key": str(k).replace("_", " "), "value": outline(v, depth + 1)}
                 for k, v in sorted(value.items(), key=_outline_key_rank)
             ],
         }
     if isinstance(value, list):
         if not value:
             return {"kind": "empty"}
-        return {"kind": "list", "items": [_outline(v, depth + 1) for v in value]}
+        return {"kind": "list", "items": [outline(v, depth + 1) for v in value]}
     if value is None or value == "":
         return {"kind": "empty"}
     if isinstance(value, bool):
@@ -208,9 +208,9 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
                 "assignment": a,
                 "stage": a.hit.stage,
                 "telemetry": telemetry_summary(a.telemetry),
-                "answer": _outline(a.answers),
+                "answer": outline(a.answers),
                 "items": [
-                    {"external_id": i["external_id"], "data": _outline(i["data"])}
+                    {"id": i["id"], "external_id": i["external_id"], "data": outline(i["data"])}
                     for i in items.get(a.hit_id, [])
                 ],
                 "review": review,
