@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, QuerySet
 
 from campaigns.models import (
     Assignment,
@@ -76,6 +76,24 @@ def hit_items_by_hit(*, hit_ids: Iterable[int]) -> dict[int, list[dict[str, Any]
         out[r["hit_id"]].append(
             {"id": r["item_id"], "external_id": r["item__external_id"], "data": r["item__data"]}
         )
+    return dict(out)
+
+
+def worker_history_in_campaign(
+    *, campaign: Campaign, worker_ids: Iterable[int]
+) -> dict[int, dict[str, int]]:
+    """Each worker's assignments in ``campaign`` counted by status, in one query:
+    ``{worker_id: {"submitted": 3, "approved": 10, ...}}`` (what the review queue shows
+    beside each submission)."""
+    rows = (
+        Assignment.objects.filter(hit__stage__campaign=campaign, worker_id__in=set(worker_ids))
+        .order_by()
+        .values("worker_id", "status")
+        .annotate(n=Count("pk"))
+    )
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for r in rows:
+        out[r["worker_id"]][r["status"]] = r["n"]
     return dict(out)
 
 

@@ -19,6 +19,8 @@ from frontend.views.money_workers import (
 )
 from frontend.views.review import (
     campaign_review,
+    review_block_view,
+    review_bonus_view,
     review_bulk_view,
     review_decide_view,
     review_override_view,
@@ -88,6 +90,16 @@ urlpatterns = [
         name="review-decide",
     ),
     path("campaigns/<slug:slug>/review/bulk/", review_bulk_view, name="review-bulk"),
+    path(
+        "campaigns/<slug:slug>/review/<int:assignment_id>/bonus/",
+        review_bonus_view,
+        name="review-bonus",
+    ),
+    path(
+        "campaigns/<slug:slug>/review/<int:assignment_id>/block/",
+        review_block_view,
+        name="review-block",
+    ),
     path(
         "campaigns/<slug:slug>/review/<int:assignment_id>/override/",
         review_override_view,

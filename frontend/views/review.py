@@ -11,7 +11,9 @@ through ``validation.services.assignment_override``.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,6 +21,7 @@ from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import F, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
@@ -27,14 +30,18 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider
+from campaigns.providers import fee_model_for
 from campaigns.selectors_review import (
     assignment_list_for_campaign,
     assignment_review_queue,
     hit_items_by_hit,
     telemetry_summary,
+    worker_history_in_campaign,
 )
 from campaigns.services import DomainError
+from campaigns.services.campaign_edit import campaign_can_manage
 from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
+from campaigns.services.worker_actions import assignment_bonus_pay, worker_block
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
 from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
 from frontend.views.link_review import link_review_rows
@@ -200,13 +207,23 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
     page = Paginator(queue, REVIEWS_PER_PAGE).get_page(request.GET.get("page"))
     assignments: list[Assignment] = list(page.object_list)
     items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
+    history = worker_history_in_campaign(
+        campaign=campaign, worker_ids={a.worker_id for a in assignments}
+    )
+    fees = fee_model_for(campaign.provider)
     rows = []
     for a in assignments:
         review = review_summary(a.review_details)
+        fee = fees.assignment_fee(reward=a.hit.reward, max_assignments=a.hit.max_assignments)
         rows.append(
             {
                 "assignment": a,
                 "stage": a.hit.stage,
+                "reward": a.hit.reward,
+                "fee": fee,
+                "pay": a.hit.reward + fee,
+                "history": history.get(a.worker_id, {}),
+                "bonus_key": uuid.uuid4().hex,
                 "telemetry": telemetry_summary(a.telemetry),
                 "answer": outline(a.answers),
                 "items": [
@@ -235,6 +252,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         ),
         "rows": rows,
         "can_decide": can_decide,
+        "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }
     return render(request, "frontend/campaign_review.html", context)
@@ -424,3 +442,71 @@ def stage_review_run_view(request: HttpRequest, slug: str, stage_id: int) -> Htt
         "its decisions show on the review page once it has run.",
     )
     return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+
+
+def _assignment_or_404(campaign: Campaign, assignment_id: int) -> Assignment:
+    found = (
+        assignment_list_for_campaign(campaign=campaign)
+        .select_related("worker")
+        .filter(pk=assignment_id)
+        .first()
+    )
+    if found is None:
+        raise Http404("No such assignment in this campaign.")
+    return found
+
+
+@login_required
+@require_POST
+def review_bonus_view(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Pay the worker of one assignment a bonus from the review queue. The form carries
+    a key made when the page was drawn, so a double click pays once."""
+    campaign = campaign_or_404(request, slug)
+    assignment = _assignment_or_404(campaign, assignment_id)
+    key = str(request.POST.get("bonus_key", ""))[:64]
+    try:
+        amount = Decimal(str(request.POST.get("amount", "")).strip())
+    except InvalidOperation:
+        messages.error(request, "The bonus amount must be a number such as 0.50.")
+        return _back_to_review(request, campaign)
+    if not key.isalnum():
+        messages.error(request, "The bonus form is incomplete; reload the page and try again.")
+        return _back_to_review(request, campaign)
+    try:
+        assignment_bonus_pay(
+            assignment=assignment,
+            amount=amount,
+            reason=str(request.POST.get("reason", "")),
+            key=f"review:{assignment.pk}:{key}",
+        )
+    except DomainError as exc:
+        messages.error(request, f"No bonus paid: {exc}")
+    else:
+        messages.success(
+            request,
+            f"Bonus of {amount:.2f} {campaign.currency} to {assignment.worker.pseudonym} "
+            f"for assignment #{assignment.pk} is on its way.",
+        )
+    return _back_to_review(request, campaign)
+
+
+@login_required
+@require_POST
+def review_block_view(request: HttpRequest, slug: str, assignment_id: int) -> HttpResponse:
+    """Block the worker of one assignment from all of the owner's work (owner or staff)."""
+    campaign = campaign_or_404(request, slug)
+    assignment = _assignment_or_404(campaign, assignment_id)
+    try:
+        worker_block(
+            campaign=campaign,
+            actor=request_user(request),
+            worker=assignment.worker,
+            reason=str(request.POST.get("reason", "")),
+        )
+    except PermissionDenied as exc:
+        messages.error(request, str(exc))
+    except DomainError as exc:
+        messages.error(request, f"Not blocked: {exc}")
+    else:
+        messages.success(request, f"{assignment.worker.pseudonym} is blocked.")
+    return _back_to_review(request, campaign)
