@@ -26,6 +26,7 @@ from campaigns.models import (
     Campaign,
     CampaignWorker,
     DetachedAnswer,
+    ExportAudit,
     HITItem,
     IdempotencyRecord,
     InviteLink,
@@ -425,3 +426,11 @@ class IdempotencyRecordAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("user", "method", "path", "response_status", "created_at")
     search_fields = ("user__username", "path")
     list_select_related = ("user",)
+
+
+@admin.register(ExportAudit)
+class ExportAuditAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by campaigns.services.exports when an export shows real worker ids.
+    list_display = ("campaign", "export_format", "user", "via", "created_at")
+    search_fields = ("campaign__slug", "user__username")
+    list_select_related = ("campaign", "user")

@@ -10,6 +10,7 @@ from frontend.views.campaigns import (
     stage_upload_view,
 )
 from frontend.views.credentials import credentials_delete_view, credentials_set_view
+from frontend.views.exports import campaign_export_view
 from frontend.views.items import item_history_view
 from frontend.views.link_review import link_review_decide_view
 from frontend.views.money_workers import (
@@ -116,6 +117,7 @@ urlpatterns = [
         name="link-review-decide",
     ),
     path("campaigns/<slug:slug>/items/<int:item_id>/", item_history_view, name="item-history"),
+    path("campaigns/<slug:slug>/export/<slug:name>/", campaign_export_view, name="campaign-export"),
     path("campaigns/<slug:slug>/costs/", campaign_costs_view, name="campaign-costs"),
     path("campaigns/<slug:slug>/workers/", campaign_workers_view, name="campaign-workers"),
     path(

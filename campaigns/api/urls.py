@@ -8,6 +8,7 @@ from campaigns.api.campaigns import (
     CampaignTransitionApi,
 )
 from campaigns.api.credentials import CampaignCredentialsApi
+from campaigns.api.exports import CampaignExportApi, CampaignExportListApi
 from campaigns.api.hits import (
     AssignmentBonusApi,
     AssignmentDetailApi,
@@ -145,6 +146,16 @@ urlpatterns = [
         "campaigns/<slug:slug>/items/<int:item_id>/history/",
         ItemHistoryApi.as_view(),
         name="api-item-history",
+    ),
+    path(
+        "campaigns/<slug:slug>/exports/",
+        CampaignExportListApi.as_view(),
+        name="api-campaign-exports",
+    ),
+    path(
+        "campaigns/<slug:slug>/exports/<str:export_format>/",
+        CampaignExportApi.as_view(),
+        name="api-campaign-export",
     ),
     path(
         "campaigns/<slug:slug>/progress/",

@@ -1,4 +1,4 @@
-from campaigns.models.api import IdempotencyRecord
+from campaigns.models.api import ExportAudit, IdempotencyRecord
 from campaigns.models.campaign import Campaign, Item, Stage
 from campaigns.models.choices import (
     AssignmentStatus,
@@ -34,6 +34,7 @@ __all__ = [
     "CampaignState",
     "CampaignWorker",
     "DetachedAnswer",
+    "ExportAudit",
     "HITItem",
     "HITStatus",
     "IdempotencyRecord",

@@ -34,3 +34,30 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class ExportAudit(models.Model):
+    """One export that showed workers' real platform ids instead of pseudonyms: who
+    asked, for which campaign and format, when and through what (API, command, page)."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="export_audits"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        help_text="Empty for a command run without --user.",
+    )
+    export_format = models.CharField(max_length=40)
+    via = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.export_format} of campaign {self.campaign_id} with real worker ids"

@@ -14,6 +14,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.exports import FORMATS
+from campaigns.exports.mintaka import SPLITS
 from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.selectors import campaign_list_visible, stage_list_with_counts
 from campaigns.selectors_progress import campaign_progress
@@ -135,6 +137,8 @@ def _render_detail(
         "progress": campaign_progress(campaign=campaign),
         "live": campaign.state in LIVE_STATES,
         "live_seconds": LIVE_SECONDS,
+        "export_formats": list(FORMATS.values()),
+        "export_splits": SPLITS,
     }
     return render(request, "frontend/campaign_detail.html", context, status=status)
 

@@ -18,6 +18,7 @@ from campaigns.models import (
     Campaign,
     CampaignWorker,
     DetachedAnswer,
+    ExportAudit,
     HITItem,
     IdempotencyRecord,
     InviteLink,
@@ -110,6 +111,9 @@ def rows(requester):
         response_status=200,
         response_body={"status": "approved"},
         created_at=timezone.now(),
+    )
+    ExportAudit.objects.create(
+        campaign=campaign, user=requester, export_format="jsonl", via="api", reason="audit"
     )
     ProviderCredential.objects.create(
         campaign=campaign,

@@ -34,6 +34,8 @@ ROUTES: dict[str, Route] = {
         lambda slug, sid: f"/api/v1/campaigns/{slug}/transition/",
         {"state": "pilot"},
     ),
+    "exports": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/exports/", None),
+    "export-jsonl": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/exports/jsonl/", None),
     "progress": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/progress/", None),
     "cost-estimate": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/cost-estimate/", None),
     "stage-list": ("get", lambda slug, sid: f"/api/v1/campaigns/{slug}/stages/", None),

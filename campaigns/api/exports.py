@@ -1,0 +1,131 @@
+"""Dataset exports over the API: the formats, and one export streamed as a download
+(``campaigns.exports``). Worker ids are pseudonyms unless the owner asks for real ids
+with ``reveal_worker_ids=true`` and ``confirm=<the campaign's slug>`` (audited)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import Http404, StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import PermissionDenied as DRFPermissionDenied
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from campaigns.api.common import NOT_VISIBLE, campaign_or_404
+from campaigns.exports import FORMATS, export_format_get
+from campaigns.exports.mintaka import SPLITS, parse_ratios
+from campaigns.models import Campaign
+from campaigns.services.exports import export_reveal_check
+
+
+class ExportFormatSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    title = serializers.CharField()
+    extension = serializers.CharField()
+    content_type = serializers.CharField()
+    description = serializers.CharField()
+    url = serializers.CharField(help_text="Where to download this campaign's export.")
+
+
+class CampaignExportListApi(APIView):
+    """The export formats, each with the URL of this campaign's export."""
+
+    @extend_schema(responses={200: ExportFormatSerializer(many=True), 404: NOT_VISIBLE})
+    def get(self, request: Request, slug: str) -> Response:
+        campaign = campaign_or_404(request=request, slug=slug)
+        rows = [
+            {
+                "name": f.name,
+                "title": f.title,
+                "extension": f.extension,
+                "content_type": f.content_type,
+                "description": f.description,
+                "url": reverse(
+                    "api-campaign-export",
+                    kwargs={"slug": campaign.slug, "export_format": f.name},
+                    request=request,
+                ),
+            }
+            for f in FORMATS.values()
+        ]
+        return Response(ExportFormatSerializer(rows, many=True).data)
+
+
+class ExportQuerySerializer(serializers.Serializer):
+    split = serializers.ChoiceField(
+        choices=["all", *SPLITS], default="all", help_text="mintaka: one split, or all."
+    )
+    ratios = serializers.CharField(
+        default="0.7,0.1,0.2", help_text="mintaka: train,dev,test ratios summing to 1."
+    )
+    seed = serializers.IntegerField(default=0, help_text="mintaka: the split's seed.")
+    reveal_worker_ids = serializers.BooleanField(
+        default=False, help_text="Real platform worker ids instead of pseudonyms (owner only)."
+    )
+    confirm = serializers.CharField(
+        required=False, allow_blank=True, help_text="With reveal_worker_ids: the slug again."
+    )
+
+    def validate_ratios(self, value: str) -> Any:
+        try:
+            return parse_ratios(value)
+        except ValueError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+
+
+def export_filename(*, campaign: Campaign, name: str, split: str) -> str:
+    """``<slug>-<format>[-<split>].<extension>``."""
+    tail = f"-{split}" if name == "mintaka" and split != "all" else ""
+    return f"{campaign.slug}-{name}{tail}.{export_format_get(name).extension}"
+
+
+class CampaignExportApi(APIView):
+    """One export of the campaign, streamed as a file download (flat memory whatever
+    its size). ``mintaka`` takes ``split``, ``ratios`` and ``seed``; every format takes
+    ``reveal_worker_ids`` with ``confirm`` set to the campaign's slug (owner or staff;
+    recorded in the export audit)."""
+
+    @extend_schema(
+        parameters=[ExportQuerySerializer],
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            400: OpenApiResponse(description="Invalid query; field names map to messages."),
+            403: OpenApiResponse(description="Real worker ids asked by someone not the owner."),
+            404: NOT_VISIBLE,
+        },
+    )
+    def get(self, request: Request, slug: str, export_format: str) -> StreamingHttpResponse:
+        campaign = campaign_or_404(request=request, slug=slug)
+        if export_format not in FORMATS:
+            raise Http404(f"Unknown export format; use one of {', '.join(FORMATS)}.")
+        query = ExportQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        options = dict(query.validated_data)
+        reveal = options.pop("reveal_worker_ids")
+        confirm = options.pop("confirm", "")
+        if reveal:
+            if confirm != campaign.slug:
+                raise ValidationError(
+                    {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
+                )
+            try:
+                export_reveal_check(
+                    campaign=campaign, actor=request.user, export_format=export_format, via="api"
+                )
+            except DjangoPermissionDenied as exc:
+                raise DRFPermissionDenied(str(exc)) from None
+        fmt = export_format_get(export_format)
+        response = StreamingHttpResponse(
+            fmt.stream(campaign=campaign, reveal=reveal, **options),
+            content_type=f"{fmt.content_type}; charset=utf-8",
+        )
+        filename = export_filename(campaign=campaign, name=export_format, split=options["split"])
+        response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        return response

@@ -1,0 +1,95 @@
+"""Dataset exports: a registry of formats, each streaming its text.
+
+A format's ``stream`` is ``(*, campaign, reveal=False, tally=None, **options)`` yielding
+text: it reads the campaign a chunk at a time and yields each chunk's text, so an
+export of any size runs in flat memory, to a file (``export_write``) or as a streamed
+HTTP response; ``tally.rows`` counts the rows produced. Worker ids appear as
+pseudonyms unless ``reveal`` is set (``campaigns.services.exports`` checks who may and
+keeps an audit).
+Registering a format is one entry in ``FORMATS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from campaigns.exports.common import Tally
+from campaigns.exports.mintaka import mintaka_stream
+from campaigns.exports.provenance import (
+    collection_metadata_stream,
+    csv_stream,
+    jsonl_stream,
+)
+
+Stream = Callable[..., Iterator[str]]
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    name: str
+    title: str
+    extension: str
+    content_type: str
+    stream: Stream
+    description: str
+
+
+FORMATS: dict[str, ExportFormat] = {
+    f.name: f
+    for f in (
+        ExportFormat(
+            "mintaka",
+            "Mintaka JSON",
+            "json",
+            "application/json",
+            mintaka_stream,
+            "Mintaka's schema: question, answer with answerType and linked entities, "
+            "questionEntity with spans, category, complexityType; one split or all.",
+        ),
+        ExportFormat(
+            "jsonl",
+            "JSON Lines",
+            "jsonl",
+            "application/x-ndjson",
+            jsonl_stream,
+            "One accepted example per line with its item, answers and stage lineage.",
+        ),
+        ExportFormat(
+            "csv",
+            "CSV",
+            "csv",
+            "text/csv",
+            csv_stream,
+            "The accepted examples as CSV; JSON columns hold JSON text.",
+        ),
+        ExportFormat(
+            "collection-metadata",
+            "Collection metadata",
+            "csv",
+            "text/csv",
+            collection_metadata_stream,
+            "Per stored assignment: worker, HIT, assignment, reward, approval status, "
+            "upload, accept and submit times, work time; rejected work marked.",
+        ),
+    )
+}
+
+
+def export_format_get(name: str) -> ExportFormat:
+    """The format called ``name``; ``KeyError`` with the known names otherwise."""
+    try:
+        return FORMATS[name]
+    except KeyError:
+        raise KeyError(
+            f"Unknown export format {name!r}; use one of {', '.join(FORMATS)}."
+        ) from None
+
+
+def export_write(*, campaign: Any, name: str, out: IO[str], **options: Any) -> int:
+    """Write the ``name`` export of ``campaign`` to ``out``; rows written."""
+    tally = Tally()
+    for text in export_format_get(name).stream(campaign=campaign, tally=tally, **options):
+        out.write(text)
+    return tally.rows

@@ -1,0 +1,30 @@
+"""Dataset downloads from the campaign page: each export format streamed as a file,
+worker ids as pseudonyms (real ids only through the API or the command, audited)."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.views.decorators.http import require_GET
+
+from campaigns.api.exports import export_filename
+from campaigns.exports import FORMATS
+from campaigns.exports.mintaka import SPLITS
+from frontend.views.common import campaign_or_404
+
+
+@login_required
+@require_GET
+def campaign_export_view(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
+    campaign = campaign_or_404(request, slug)
+    fmt = FORMATS.get(name)
+    split = request.GET.get("split", "all")
+    if fmt is None or split not in ("all", *SPLITS):
+        raise Http404("No such export.")
+    response = StreamingHttpResponse(
+        fmt.stream(campaign=campaign, split=split),
+        content_type=f"{fmt.content_type}; charset=utf-8",
+    )
+    filename = export_filename(campaign=campaign, name=name, split=split)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
