@@ -233,7 +233,7 @@ def campaign_worker_table(
     return _ordered(table, ordering)
 
 
-def _stage_fingerprints(*, campaign: Campaign) -> dict[int, str]:
+def stage_work_fingerprints(*, campaign: Campaign) -> dict[int, str]:
     """Per stage with work, a string that changes whenever a submission or decision does."""
     rows = (
         Assignment.objects.filter(hit__stage__campaign=campaign)
@@ -277,7 +277,7 @@ def _add_quality(*, campaign: Campaign, rows: dict[int, WorkerRow]) -> None:
     Gold: correct and total summed over stages. Agreement: the mean of the worker's
     per-stage agreement weighted by their submissions in each stage.
     """
-    fingerprints = _stage_fingerprints(campaign=campaign)
+    fingerprints = stage_work_fingerprints(campaign=campaign)
     stages = list(campaign.stages.filter(pk__in=list(fingerprints)).order_by("pk"))
     weighted: dict[int, list[tuple[float, int]]] = defaultdict(list)
     for stage in stages:

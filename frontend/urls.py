@@ -18,6 +18,7 @@ from frontend.views.money_workers import (
     campaign_workers_act_view,
     campaign_workers_view,
 )
+from frontend.views.quality import campaign_quality_view
 from frontend.views.review import (
     campaign_review,
     review_block_view,
@@ -42,6 +43,7 @@ urlpatterns = [
     path("campaigns/new/", campaign_new, name="campaign-create"),
     path("campaigns/<slug:slug>/", campaign_detail, name="campaign-detail"),
     path("campaigns/<slug:slug>/progress/", campaign_progress_view, name="campaign-progress"),
+    path("campaigns/<slug:slug>/quality/", campaign_quality_view, name="campaign-quality"),
     path(
         "campaigns/<slug:slug>/transition/",
         campaign_transition_view,

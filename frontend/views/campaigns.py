@@ -33,7 +33,6 @@ from frontend.views.common import (
     request_user,
     stage_or_404,
 )
-from frontend.views.quality import stage_quality_rows
 
 CAMPAIGNS_PER_PAGE = 50
 # The progress section refreshes itself this often while work can come in.
@@ -133,7 +132,6 @@ def _render_detail(
         "rejection": rejection,
         "is_local": campaign.provider == Provider.LOCAL,
         "awaiting_review": assignment_review_queue(campaign=campaign).count(),
-        "quality_rows": stage_quality_rows(stages),
         "progress": campaign_progress(campaign=campaign),
         "live": campaign.state in LIVE_STATES,
         "live_seconds": LIVE_SECONDS,

@@ -3,33 +3,70 @@
 ``linking.selectors.stage_entity_agreement``.
 
 Computed once per stage (a constant handful of queries each), never per row, and
-only for stages with assignments: an empty stage has nothing to measure.
+only for stages with assignments: an empty stage has nothing to measure. The campaign
+page loads them as a fragment after the page, so the overview stays fast.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
 from campaigns.models import Stage
+from campaigns.selectors import stage_list_with_counts
+from campaigns.selectors_workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
+from frontend.views.common import campaign_or_404
 from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
 from validation.selectors import stage_quality
 
 
-def stage_quality_rows(stages: Iterable[Stage]) -> list[dict[str, Any]]:
+def stage_quality_rows(
+    stages: Iterable[Stage], *, fingerprints: dict[int, str] | None = None
+) -> list[dict[str, Any]]:
     """``[{"stage", "quality": StageQuality, "entity": linking AgreementSummary | None}]``
     for the stages with stored work; ``stages`` carry ``assignment_count``
-    (``campaigns.selectors.stage_list_with_counts``)."""
+    (``campaigns.selectors.stage_list_with_counts``). With ``fingerprints`` (per stage,
+    changing with every submission and decision) each stage's numbers are cached until
+    its work changes, or for ``QUALITY_CACHE_SECONDS`` at most."""
     rows = []
     for stage in stages:
         if not getattr(stage, "assignment_count", 0):
             continue
+        fingerprint = (fingerprints or {}).get(stage.pk)
+        key = None
+        if fingerprint is not None:
+            digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
+            key = f"qaportal:stage-quality-row:{stage.pk}:{digest}"
+            found = cache.get(key)
+            if found is not None:
+                rows.append({"stage": stage, **found})
+                continue
         quality = stage_quality(stage=stage)
         if not quality.assignments:
             continue
         entity = (
             stage_entity_agreement(stage=stage) if stage.task_type in LINKING_TASK_TYPES else None
         )
+        if key is not None:
+            cache.set(key, {"quality": quality, "entity": entity}, QUALITY_CACHE_SECONDS)
         rows.append({"stage": stage, "quality": quality, "entity": entity})
     return rows
+
+
+@login_required
+@require_GET
+def campaign_quality_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """The quality section of the campaign page, loaded after the page itself (its
+    numbers take longest on a large campaign; they are cached until the work changes)."""
+    campaign = campaign_or_404(request, slug)
+    stages = list(stage_list_with_counts(campaign=campaign))
+    rows = stage_quality_rows(stages, fingerprints=stage_work_fingerprints(campaign=campaign))
+    return render(request, "frontend/_quality.html", {"campaign": campaign, "quality_rows": rows})

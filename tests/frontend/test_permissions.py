@@ -26,6 +26,7 @@ def _requests(campaign: Campaign, stage: Stage) -> dict[str, tuple[str, str, dic
     return {
         "detail": ("get", reverse("frontend:campaign-detail", kwargs=slug), {}),
         "progress": ("get", reverse("frontend:campaign-progress", kwargs=slug), {}),
+        "quality": ("get", reverse("frontend:campaign-quality", kwargs=slug), {}),
         "transition": (
             "post",
             reverse("frontend:campaign-transition", kwargs=slug),

@@ -126,5 +126,7 @@ def test_draft_page_does_not_poll(requester, alice_client):
 
     campaign = campaign_create(owner=requester, name="Quiet", slug="quiet")
     page = alice_client.get(reverse("frontend:campaign-detail", args=[campaign.slug])).content
-    assert b"data-live-url" not in page
+    progress_url = reverse("frontend:campaign-progress", kwargs={"slug": campaign.slug})
+    assert f'data-live-url="{progress_url}"'.encode() not in page
+    assert b'data-live-seconds="0"' in page  # quality loads once, never again
     assert b"0 done, 0 to go" in page

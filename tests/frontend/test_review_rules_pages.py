@@ -186,7 +186,7 @@ def test_run_review_button_queues_the_stage_review(
 def test_campaign_page_shows_quality_per_stage(alice_client, requester):
     stage, _ = reviewed_stage(requester)
 
-    response = alice_client.get(_url("campaign-detail", stage.campaign))
+    response = alice_client.get(_url("campaign-quality", stage.campaign))
 
     assert response.status_code == 200
     (row,) = response.context["quality_rows"]
@@ -213,7 +213,7 @@ def test_wage_below_the_floor_is_flagged(alice_client, requester):
     stage.reward = stage.reward / 10  # $0.05 over a minute: $3.00/h
     stage.save(update_fields=["reward"])
 
-    html = alice_client.get(_url("campaign-detail", stage.campaign)).content.decode()
+    html = alice_client.get(_url("campaign-quality", stage.campaign)).content.decode()
 
     assert "below the" in html
     assert "15.00" in html
@@ -222,7 +222,7 @@ def test_wage_below_the_floor_is_flagged(alice_client, requester):
 def test_linking_stage_shows_agreement_after_two_and_three(alice_client, requester):
     item, _ = link_review_item(requester, slug="links")
 
-    response = alice_client.get(_url("campaign-detail", item.stage.campaign))
+    response = alice_client.get(_url("campaign-quality", item.stage.campaign))
 
     (row,) = response.context["quality_rows"]
     assert row["entity"] is not None
@@ -233,7 +233,7 @@ def test_linking_stage_shows_agreement_after_two_and_three(alice_client, request
 
 def test_campaign_page_queries_grow_per_stage_not_per_assignment(alice_client, requester):
     stage, _ = reviewed_stage(requester)
-    url = _url("campaign-detail", stage.campaign)
+    url = _url("campaign-quality", stage.campaign)
     with CaptureQueriesContext(connection) as few:
         alice_client.get(url)
     _, h2 = hits(stage)

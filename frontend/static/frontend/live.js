@@ -1,12 +1,11 @@
-// Live parts of the requester pages: an element with data-live-url is refreshed from
-// that URL (an HTML fragment rendered by the server) every data-live-seconds seconds
-// while the tab is visible. The server escapes everything it renders; the fragment
-// replaces the element's content as a whole.
+// Live parts of the requester pages. An element with data-live-url is filled from that
+// URL (an HTML fragment the server renders and escapes): at once when data-live-load is
+// "now", then every data-live-seconds seconds while the tab is visible (0: never again).
 (function () {
   "use strict";
   function follow(element) {
     var url = element.getAttribute("data-live-url");
-    var seconds = parseInt(element.getAttribute("data-live-seconds") || "5", 10);
+    var seconds = parseInt(element.getAttribute("data-live-seconds") || "0", 10);
     function refresh() {
       if (document.hidden) { return; }
       fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
@@ -19,7 +18,8 @@
         })
         .catch(function () { /* offline for a moment: the next tick tries again */ });
     }
-    window.setInterval(refresh, Math.max(seconds, 1) * 1000);
+    if (element.getAttribute("data-live-load") === "now") { refresh(); }
+    if (seconds > 0) { window.setInterval(refresh, seconds * 1000); }
   }
   document.querySelectorAll("[data-live-url]").forEach(follow);
 })();
