@@ -1,11 +1,14 @@
 """A requester runs a campaign from the dashboard in Debian's chromium (Playwright):
 log in, create a campaign with a question-writing stage, upload items, start the
 pilot on the local workforce, watch the progress bars move while simulated workers
-submit, then bulk-approve with the confirmation of the money involved."""
+submit, then bulk-approve with the confirmation of the money involved, and download the dataset in
+Mintaka's schema."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -91,3 +94,16 @@ def test_requester_publishes_watches_progress_and_bulk_approves(page, live_serve
     page.get_by_text("Approved 3 assignments.").wait_for()
     assert dialogs == ["Approve 3 assignment(s)? This pays 0.75 USD in rewards."]
     assert Assignment.objects.filter(status=AssignmentStatus.APPROVED).count() == 3
+
+    # The dataset in Mintaka's schema, downloaded from the campaign page.
+    page.get_by_role("link", name="Browser pilot").click()
+    page.wait_for_url("**/campaigns/browser-pilot/")
+    link = page.locator("#export").get_by_role("link", name="all", exact=True)
+    with page.expect_download(timeout=30_000) as download:
+        link.click()
+    examples = json.loads(Path(download.value.path()).read_text(encoding="utf-8"))
+    assert download.value.suggested_filename == "browser-pilot-mintaka.json"
+    written = sum(len(a.answers["questions"]) for a in Assignment.objects.all())
+    assert len(examples) == written >= 3
+    assert {e["category"] for e in examples} == {"movies", "music", "books"}
+    assert all(set(e) >= {"id", "question", "answer", "questionEntity"} for e in examples)
