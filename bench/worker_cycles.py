@@ -334,6 +334,7 @@ def qaportal_env(tmp: Path, args: argparse.Namespace, port: int) -> dict[str, st
             # plain HTTP on loopback: cookies must not be Secure-only
             "SESSION_COOKIE_SECURE": "0",
             "CSRF_COOKIE_SECURE": "0",
+            "SECURE_SSL_REDIRECT": "0",
             "STATIC_ROOT": str(tmp / "qaportal-static"),
             "QAPORTAL_VAR_DIR": str(tmp / "qaportal-var"),
             "SITE_URL": f"http://{HOST}:{port}",

@@ -79,6 +79,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "qaportal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -260,10 +261,33 @@ STORAGES = {
 SESSION_COOKIE_HTTPONLY = True
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Login rate limiting (qaportal/login_limit.py): failures per username and address.
+AUTHENTICATION_BACKENDS = ["qaportal.login_limit.RateLimitedModelBackend"]
+LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
+LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", "900"))
+# Scripts and styles only from qaportal itself; forms post here, or to MTurk's
+# externalSubmit from the MTurk worker page; no page may be framed (a page that must
+# be, the MTurk worker page, sets its own policy).
+CONTENT_SECURITY_POLICY = os.environ.get(
+    "CONTENT_SECURITY_POLICY",
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'self'; "
+    "frame-ancestors 'none'; "
+    "form-action 'self' https://www.mturk.com https://workersandbox.mturk.com",
+)
+CONTENT_SECURITY_POLICY_EXEMPT = ["/api/v1/docs/"]
 if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # HTTPS only: plain HTTP is redirected (but /healthz, for load balancers), and
+    # browsers are told to keep to HTTPS for a year (HSTS). Behind a proxy that
+    # terminates TLS, the proxy sets X-Forwarded-Proto.
+    SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
 
 # --- Domain ---------------------------------------------------------------------
 # Key for worker pseudonyms (HMAC). Defaults to SECRET_KEY; set it apart so that

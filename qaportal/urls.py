@@ -2,17 +2,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from frontend.views.auth import LoginView
 from qaportal.health import healthz
 
 # Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
 auth_urlpatterns = [
-    path(
-        "login/",
-        auth_views.LoginView.as_view(
-            template_name="frontend/auth/login.html", redirect_authenticated_user=True
-        ),
-        name="login",
-    ),
+    path("login/", LoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password_change/",

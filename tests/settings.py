@@ -24,5 +24,11 @@ STORAGES = {
 }
 SESSION_COOKIE_SECURE = False
 CSRF_COOKIE_SECURE = False
+# The test client and the live servers speak plain HTTP (tests/security checks the
+# production redirect and HSTS in a process of their own).
+SECURE_SSL_REDIRECT = False
+SECURE_HSTS_SECONDS = 0
+# Tests log in many times from one address; tests/security lowers it where it tests it.
+LOGIN_FAILURE_LIMIT = 1000
 # High enough that no test but the throttling tests (which lower it) is ever throttled.
 API_THROTTLE_RATES = {"read": "100000/min", "write": "100000/min"}

@@ -95,7 +95,7 @@ def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str | 
 def world(requester):
     campaign, writing, _linking = local_pipeline(requester, slug="alices")
     work = submitted_assignment(writing)
-    item = Item.objects.filter(hits=work.hit_id).first()
+    item = Item.objects.filter(hits=work.hit_id).get()
     invite = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))
     annotator = UserFactory.create(username="annie")
     grant = local_grant_add(campaign=campaign, user=annotator, granted_by=requester)
