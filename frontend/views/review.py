@@ -45,6 +45,7 @@ from campaigns.services.worker_actions import assignment_bonus_pay, worker_block
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
 from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
 from frontend.views.link_review import link_review_rows
+from frontend.worker.pages import task_context_readonly
 from validation.services import assignment_override
 from validation.tasks import review_stage_task
 
@@ -224,6 +225,9 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
                 "pay": a.hit.reward + fee,
                 "history": history.get(a.worker_id, {}),
                 "bonus_key": uuid.uuid4().hex,
+                "task": task_context_readonly(
+                    stage=a.hit.stage, items=items.get(a.hit_id, []), answer=a.answers
+                ),
                 "telemetry": telemetry_summary(a.telemetry),
                 "answer": outline(a.answers),
                 "items": [

@@ -69,6 +69,27 @@ def task_context(
     }
 
 
+def task_context_readonly(
+    *, stage: Stage, items: list[dict[str, Any]], answer: Any
+) -> dict[str, Any]:
+    """The task type's own page for a stored ``answer``, read only (``preview``): how the
+    review queue shows an answer as the worker saw it (selected sentences ticked in
+    their article, links on their spans). ``items`` as ``hit_items`` gives them."""
+    task_type = task_type_get(stage.task_type)
+    template = task_template_name(task_type)
+    return {
+        "task_type": task_type,
+        "task_template": template,
+        "task_ready": template != MISSING_TEMPLATE,
+        "items": items,
+        "config": task_type.effective_config(stage.config),
+        "answer": answer or {},
+        "errors": {},
+        "stage": stage,
+        "preview": True,
+    }
+
+
 def render_assignment(
     request: HttpRequest,
     *,
