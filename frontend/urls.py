@@ -18,7 +18,7 @@ from frontend.views.money_workers import (
     campaign_workers_act_view,
     campaign_workers_view,
 )
-from frontend.views.quality import campaign_quality_view
+from frontend.views.quality import campaign_quality_view, stage_agreement_chart_view
 from frontend.views.review import (
     campaign_review,
     review_block_view,
@@ -44,6 +44,11 @@ urlpatterns = [
     path("campaigns/<slug:slug>/", campaign_detail, name="campaign-detail"),
     path("campaigns/<slug:slug>/progress/", campaign_progress_view, name="campaign-progress"),
     path("campaigns/<slug:slug>/quality/", campaign_quality_view, name="campaign-quality"),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/agreement.svg",
+        stage_agreement_chart_view,
+        name="stage-agreement-chart",
+    ),
     path(
         "campaigns/<slug:slug>/transition/",
         campaign_transition_view,

@@ -16,7 +16,7 @@ from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Item
 from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
-from validation.selectors import stage_final_labels, stage_quality
+from validation.selectors import stage_agreement_series, stage_final_labels, stage_quality
 from validation.tasks import review_stage_task
 
 
@@ -169,3 +169,31 @@ class StageLabelsApi(APIView):
             ],
         }
         return Response(StageLabelsOutputSerializer(body).data)
+
+
+class AgreementPointSerializer(serializers.Serializer):
+    at = serializers.DateTimeField(help_text="The last submission counted in this point.")
+    alpha = serializers.FloatField(allow_null=True, help_text="Krippendorff's alpha, nominal.")
+    percent_agreement = serializers.FloatField(allow_null=True)
+    items = serializers.IntegerField(help_text="Items with at least one label by then.")
+
+
+class StageAgreementSeriesApi(APIView):
+    """The stage's agreement over time: alpha and percent agreement over the answers
+    submitted up to each of ``points`` moments (default 12, spread evenly over the
+    submissions); the last is the agreement now. Empty for task types without
+    categorical answers."""
+
+    class QuerySerializer(serializers.Serializer):
+        points = serializers.IntegerField(min_value=1, max_value=100, default=12)
+
+    @extend_schema(
+        parameters=[QuerySerializer],
+        responses={200: AgreementPointSerializer(many=True), 404: STAGE_ERRORS[404]},
+    )
+    def get(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        query = self.QuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        series = stage_agreement_series(stage=stage, points=query.validated_data["points"])
+        return Response(AgreementPointSerializer(series, many=True).data)

@@ -24,7 +24,12 @@ from campaigns.api.qualifications import (
     CampaignQualificationGrantListApi,
     CampaignQualificationListCreateApi,
 )
-from campaigns.api.quality import StageLabelsApi, StageQualityApi, StageReviewRunApi
+from campaigns.api.quality import (
+    StageAgreementSeriesApi,
+    StageLabelsApi,
+    StageQualityApi,
+    StageReviewRunApi,
+)
 from campaigns.api.recipes import RecipeDetailApi, RecipeListApi
 from campaigns.api.review import (
     AssignmentApproveApi,
@@ -130,6 +135,11 @@ urlpatterns = [
     path("stages/<int:stage_id>/review/", StageReviewRunApi.as_view(), name="api-stage-review"),
     path("stages/<int:stage_id>/quality/", StageQualityApi.as_view(), name="api-stage-quality"),
     path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
+    path(
+        "stages/<int:stage_id>/agreement-series/",
+        StageAgreementSeriesApi.as_view(),
+        name="api-stage-agreement-series",
+    ),
     path(
         "campaigns/<slug:slug>/link-review/",
         CampaignLinkReviewApi.as_view(),

@@ -22,10 +22,10 @@ from django.views.decorators.http import require_GET
 from campaigns.models import Stage
 from campaigns.selectors import stage_list_with_counts
 from campaigns.selectors_workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
-from frontend.views.common import campaign_or_404
+from frontend.views.common import campaign_or_404, stage_or_404
 from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
-from validation.selectors import stage_quality
+from validation.selectors import AgreementPoint, stage_agreement_series, stage_quality
 
 
 def stage_quality_rows(
@@ -70,3 +70,46 @@ def campaign_quality_view(request: HttpRequest, slug: str) -> HttpResponse:
     stages = list(stage_list_with_counts(campaign=campaign))
     rows = stage_quality_rows(stages, fingerprints=stage_work_fingerprints(campaign=campaign))
     return render(request, "frontend/_quality.html", {"campaign": campaign, "quality_rows": rows})
+
+
+CHART_POINTS = 12
+
+
+@login_required
+@require_GET
+def stage_agreement_chart_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    """The stage's agreement over time as an SVG image (pygal): alpha and percent
+    agreement over the answers submitted up to each point. Served as an image, so
+    nothing in it runs; cached until the stage's work changes."""
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    fingerprint = stage_work_fingerprints(campaign=campaign).get(stage.pk, "none")
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest()[:32]
+    key = f"qaportal:agreement-chart:{stage.pk}:{digest}"
+    svg = cache.get(key)
+    if svg is None:
+        svg = _agreement_svg(stage_agreement_series(stage=stage, points=CHART_POINTS))
+        cache.set(key, svg, QUALITY_CACHE_SECONDS)
+    response = HttpResponse(svg, content_type="image/svg+xml")
+    response["Cache-Control"] = "private, max-age=60"
+    return response
+
+
+def _agreement_svg(series: list[AgreementPoint]) -> str:
+    import pygal
+
+    chart = pygal.Line(
+        js=[],  # no script: the chart is shown as an image
+        disable_xml_declaration=False,
+        height=260,
+        width=720,
+        range=(-0.2, 1),
+        show_dots=True,
+        legend_at_bottom=True,
+        x_label_rotation=20,
+        no_data_text="No agreement yet: items need two annotators",
+    )
+    chart.x_labels = [p.at.strftime("%m-%d %H:%M") for p in series]
+    chart.add("Krippendorff's alpha", [p.alpha for p in series])
+    chart.add("Percent agreement", [p.percent_agreement for p in series])
+    return str(chart.render(is_unicode=True))
