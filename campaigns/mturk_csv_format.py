@@ -188,12 +188,16 @@ def whole_number_parse(value: str, *, minimum: int = 0) -> int | None:
 
 
 def cell_neutralise(value: str) -> str:
-    """A leading apostrophe for a cell a spreadsheet would run as a formula."""
-    return "'" + value if value.startswith(FORMULA_STARTS) else value
+    """A leading apostrophe for a cell a spreadsheet would run as a formula.
+
+    Apostrophes already before a formula character get one more, so that
+    ``cell_restore`` gives back exactly the original text.
+    """
+    return "'" + value if value.lstrip("'").startswith(FORMULA_STARTS) else value
 
 
 def cell_restore(value: str) -> str:
-    """Undo ``cell_neutralise``: drop an apostrophe put before a formula character."""
-    if value.startswith("'") and value[1:2] and value[1:].startswith(FORMULA_STARTS):
+    """Undo ``cell_neutralise``: drop the apostrophe it put before a formula character."""
+    if value.startswith("'") and value.lstrip("'").startswith(FORMULA_STARTS):
         return value[1:]
     return value

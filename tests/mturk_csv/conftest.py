@@ -24,7 +24,9 @@ def batch_bytes() -> bytes:
 
 @pytest.fixture
 def mturk_campaign(requester) -> Campaign:
-    return CampaignFactory.create(owner=requester, slug="mturk-qa", name="MTurk QA", provider="mturk")
+    return CampaignFactory.create(
+        owner=requester, slug="mturk-qa", name="MTurk QA", provider="mturk"
+    )
 
 
 @pytest.fixture
