@@ -418,6 +418,7 @@ def _check_campaign(campaign: Campaign) -> None:
 
 def mturk_import_stage(*, campaign: Campaign, position: int | None = None) -> Stage:
     """The stage an import goes to: the one at ``position``, else the campaign's first."""
+    _check_campaign(campaign)
     stages = Stage.objects.filter(campaign=campaign).select_related("campaign")
     stage = (stages.filter(position=position) if position is not None else stages).first()
     if stage is None:
