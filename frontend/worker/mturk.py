@@ -24,6 +24,7 @@ the POST must bring back. The pages may be framed by MTurk's hosts only
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -86,6 +87,7 @@ def submit_url(turk_submit_to: str) -> str | None:
 def framed_by_mturk(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Let MTurk's hosts (and only them, and us) show the page in a frame."""
 
+    @functools.wraps(view)  # keeps csrf_exempt and the other view markers
     @xframe_options_exempt
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
@@ -93,8 +95,6 @@ def framed_by_mturk(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
         response["Content-Security-Policy"] = f"frame-ancestors {ancestors}"
         return response
 
-    wrapper.__name__ = view.__name__
-    wrapper.__doc__ = view.__doc__
     return wrapper
 
 
