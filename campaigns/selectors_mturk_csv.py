@@ -210,7 +210,7 @@ def mturk_csv_rows(
         yield columns
     for hit in _hits(campaign_id):
         base = {**_hit_cells(hit), **_input_cells(hit)}
-        assignments: list[Assignment] = getattr(hit, "stored_assignments", [])
+        assignments: list[Assignment | None] = getattr(hit, "stored_assignments", [])
         for assignment in assignments or [None]:
             cells = dict(base)
             if assignment is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -51,7 +52,7 @@ class CsvRenderer(renderers.BaseRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         return json.dumps(data).encode() if data is not None else b""
 

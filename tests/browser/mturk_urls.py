@@ -33,7 +33,7 @@ def host(request: HttpRequest) -> HttpResponse:
 @csrf_exempt
 @require_POST
 def external_submit(request: HttpRequest) -> HttpResponse:
-    RECEIVED.append(dict(request.POST.items()))
+    RECEIVED.append({k: str(v) for k, v in request.POST.items()})
     return HttpResponse(
         f"<!doctype html><h1>MTurk received {escape(request.POST.get('assignmentId', ''))}</h1>"
     )

@@ -87,5 +87,6 @@ def test_mturk_worker_previews_accepts_and_submits_in_the_frame(page, mturk_site
     assignment = Assignment.objects.get()
     assert assignment.status == AssignmentStatus.SUBMITTED
     assert assignment.provider_assignment_id == ASSIGNMENT_ID
+    assert assignment.answers is not None
     assert assignment.answers["items"][0]["text"] == "A cat sits on a mat."
     assert assignment.review_details["identity"]["status"] == "unconfirmed"

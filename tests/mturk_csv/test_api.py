@@ -35,7 +35,7 @@ def upload(client: APIClient, url: str, content: bytes, **headers):
 
 def body(response) -> str:
     assert isinstance(response, StreamingHttpResponse)
-    return b"".join(response.streaming_content).decode()
+    return b"".join(response.streaming_content).decode()  # type: ignore[arg-type]
 
 
 def test_import_multipart(token_client, mturk_stage, batch_bytes):
@@ -155,7 +155,7 @@ def test_review_of_a_bad_file_is_400(token_client, mturk_stage):
 
 def test_other_requesters_get_404_and_change_nothing(mturk_stage, batch_bytes):
     bob = APIClient()
-    bob.force_authenticate(UserFactory(username="bob"))
+    bob.force_authenticate(UserFactory.create(username="bob"))
 
     assert bob.get(URL).status_code == 404
     assert upload(bob, URL, batch_bytes).status_code == 404

@@ -176,7 +176,7 @@ def test_round_trip_gives_the_same_data(mturk_campaign, mturk_stage, batch_bytes
             )
         )
         answers = sorted(
-            (a.provider_assignment_id, sorted(a.answers.items()), a.review_details["mturk"])
+            (a.provider_assignment_id, sorted((a.answers or {}).items()), a.review_details["mturk"])
             for a in Assignment.objects.filter(hit__stage__campaign=campaign)
         )
         return hits, items, assignments, answers

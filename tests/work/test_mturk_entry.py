@@ -38,7 +38,7 @@ def hit(make_stage):
     return hit
 
 
-def entry(client: Client, **params: str):
+def entry(client: Client, **params: str | None):
     query = {
         "assignmentId": ASSIGNMENT_ID,
         "hitId": HIT_ID,
@@ -113,6 +113,7 @@ def test_submit_stores_once_and_posts_back_to_mturk(hit):
         assert "X-Frame-Options" not in response
     assignment = Assignment.objects.get()
     assert assignment.status == AssignmentStatus.SUBMITTED
+    assert assignment.answers is not None
     assert assignment.answers["items"][0]["text"] == "A cat sits."
     assert Worker.objects.get().submitted_count == 1
     # Opening the HIT again after submitting hands it back again, nothing else.
