@@ -18,7 +18,7 @@ from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, Provider, Worker
+from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Provider, Worker
 from campaigns.selectors_work import WORKABLE_STATES
 from campaigns.services.allocation import NoWorkAvailableError, WorkerNotAllowedError
 
@@ -52,9 +52,10 @@ def mturk_assignment_accept(*, hit: HIT, worker_external_id: str, assignment_id:
     already held by another worker or HIT is refused (``WorkerNotAllowedError``):
     URL parameters are claims. A worker's earlier, never submitted assignment on the
     same HIT is marked returned (MTurk gave them a new one, so the old one was
-    returned or abandoned there). New assignments are refused while the campaign is
-    not in pilot or live (``NoWorkAvailableError``) and for workers the requester
-    blocked. The identity is recorded as unconfirmed.
+    returned or abandoned there). New assignments are refused on an expired or
+    disposed HIT and while the campaign is not in pilot or live
+    (``NoWorkAvailableError``), and for workers the requester blocked. The identity
+    is recorded as unconfirmed.
 
     Locking: the HIT row, then the assignment rows of this HIT and worker.
     """
@@ -73,6 +74,8 @@ def mturk_assignment_accept(*, hit: HIT, worker_external_id: str, assignment_id:
                 raise WorkerNotAllowedError("This MTurk assignment belongs to someone else.")
             return existing
         campaign = locked.stage.campaign
+        if locked.status in (HITStatus.EXPIRED, HITStatus.DISPOSED):
+            raise NoWorkAvailableError("This HIT has expired.")
         if campaign.state not in WORKABLE_STATES:
             raise NoWorkAvailableError("This campaign is not taking work at the moment.")
         if worker.blocks.filter(requester_id=campaign.owner_id, lifted_at__isnull=True).exists():

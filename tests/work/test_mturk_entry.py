@@ -229,3 +229,14 @@ def test_paused_campaign_and_blocked_worker_take_nothing(client, hit):
     hit.stage.campaign.save(update_fields=["state"])
     assert entry(client, workerId="A0THERW0RKER00").status_code == 409
     assert not Assignment.objects.exists()
+
+
+def test_expired_hit_takes_no_new_assignment_but_keeps_the_old_one(client, hit):
+    entry(client)
+    HIT.objects.filter(pk=hit.pk).update(status="expired")
+
+    assert entry(client).status_code == 200  # the worker's own assignment, resumed
+    response = entry(client, assignmentId="3NEWASSIGNMENT0000000000000000")
+    assert response.status_code == 409
+    assert "This HIT has expired." in response.text
+    assert Assignment.objects.count() == 1
