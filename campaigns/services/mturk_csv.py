@@ -1,8 +1,10 @@
 """MTurk batch results CSV: import a requester's ``Batch_<id>_batch_results.csv`` into a
-campaign, and review assignments from the file's ``Approve`` / ``Reject`` columns.
+campaign.
 
 The export (the same layout out of any campaign) is ``campaigns.selectors_mturk_csv``;
-the layout itself (columns, dates, rewards) is ``campaigns.mturk_csv_format``.
+the review from the file's ``Approve`` / ``Reject`` columns ``mturk_csv_review``;
+reading the file ``mturk_csv_file``; the layout itself (columns, dates, rewards)
+``campaigns.mturk_csv_format``.
 
 Import (``mturk_results_import``): every row is one assignment of one HIT (a row
 without an ``AssignmentId`` is a HIT nobody worked on yet). HITs, items (the
@@ -12,28 +14,18 @@ nothing is: any bad cell raises ``UploadRejected`` naming the row and the column
 HITs and assignments are found again by their MTurk ids, so importing the same file
 twice adds nothing; a later download of the same batch adds only the new assignments.
 Decisions already recorded are not changed by a re-import.
-
-Review (``mturk_results_review``): an exported (or MTurk's own) file with ``x`` in
-``Approve`` or a feedback text in ``Reject`` decides those assignments through the
-review services, so paid assignments are approved or rejected (and paid) through
-provider operations, and local ones at once.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db.models import F
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -57,21 +49,16 @@ from campaigns.mturk_csv_format import (
     ANSWER_PREFIX,
     INPUT_ID_KEYS,
     INPUT_PREFIX,
-    LOCAL_ASSIGNMENT_PREFIX,
     STATUS_FROM_MTURK,
     CellError,
-    cell_restore,
     mturk_reward_parse,
     mturk_time_parse,
     whole_number_parse,
 )
-from campaigns.services.errors import DomainError, UploadRejected
-from campaigns.services.review_local import assignment_approve, assignment_reject
+from campaigns.services.errors import DomainError
+from campaigns.services.mturk_csv_file import CsvProblems, CsvRow, chunks, csv_read, reject_one
 
-MAX_LISTED_ERRORS = 100
 BULK_BATCH_SIZE = 1000
-ID_QUERY_CHUNK = 5000
-UTF8_BOM = b"\xef\xbb\xbf"
 MTURK_ID_MAX = 100
 WORKER_ID_MAX = 200
 ITEM_ID_MAX = 200
@@ -84,130 +71,6 @@ KEPT_ASSIGNMENT_COLUMNS = (
     "Last30DaysApprovalRate",
     "Last7DaysApprovalRate",
 )
-NUMBERING = (
-    "Rows are numbered by line in the file: the header is line 1, so the first data "
-    "row is row 2 (a cell over several lines moves the rows after it)."
-)
-
-
-# --- Reading the file ------------------------------------------------------------------
-
-
-@dataclass
-class _Problems:
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, row: int | None, column: str, message: str) -> None:
-        self.items.append({"row": row, "field": column, "message": message})
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
-    def reject(self, *, filename: str, what: str) -> UploadRejected:
-        ordered = sorted(self.items, key=lambda p: p["row"] or 0)
-        listed = ordered[:MAX_LISTED_ERRORS]
-        first = listed[0]
-        where = f"row {first['row']}" if first["row"] else "the file"
-        if first["field"]:
-            where += f", column {first['field']}"
-        message = (
-            f"Nothing from {filename!r} was {what}: {len(ordered)} problem(s); first, at "
-            f"{where}: {first['message']}. {NUMBERING}"
-        )
-        if len(ordered) > len(listed):
-            message += f" The first {len(listed)} are listed."
-        return UploadRejected(message, errors=listed)
-
-
-def _reject_one(message: str, *, row: int | None = None, column: str = "") -> UploadRejected:
-    return UploadRejected(message, errors=[{"row": row, "field": column, "message": message}])
-
-
-@dataclass
-class _Row:
-    line: int
-    cells: dict[str, str]
-
-    def get(self, column: str) -> str:
-        return self.cells.get(column, "")
-
-
-def _decode(content: bytes) -> str:
-    bom = len(UTF8_BOM) if content.startswith(UTF8_BOM) else 0
-    try:
-        text = content[bom:].decode("utf-8")
-    except UnicodeDecodeError as exc:
-        offset = exc.start + bom
-        line = content[:offset].count(b"\n") + 1
-        raise _reject_one(
-            f"The file is not valid UTF-8 (byte 0x{content[offset]:02x} on line {line}); "
-            "save it as UTF-8 and try again. Nothing was stored.",
-            row=line,
-        ) from None
-    if "\x00" in text:
-        raise _reject_one("The file holds a NUL character; it is not a CSV text file.")
-    return text
-
-
-def _read(content: bytes, *, required: tuple[str, ...]) -> tuple[list[str], list[_Row]]:
-    """Header and rows of the file; rows shorter than the header are padded with ''.
-
-    Cells keep their text except a formula guard apostrophe added by our export
-    (``cell_restore``). Raises ``UploadRejected`` for a damaged layout.
-    """
-    limit: int = settings.ITEM_UPLOAD_MAX_BYTES
-    if len(content) > limit:
-        raise _reject_one(f"The file has {len(content)} bytes; the limit is {limit}.")
-    text = _decode(content)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    header: list[str] | None = None
-    rows: list[_Row] = []
-    problems = _Problems()
-    max_rows: int = settings.ITEM_UPLOAD_MAX_ROWS
-    while True:
-        line = reader.line_num + 1
-        try:
-            record = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise _reject_one(
-                f"Row {line} is not valid CSV ({exc}); nothing was stored.", row=line
-            ) from None
-        if not any(cell.strip() for cell in record):
-            continue
-        if header is None:
-            header = [cell.strip() for cell in record]
-            seen = Counter(header)
-            for name, count in seen.items():
-                if count > 1:
-                    problems.add(1, name, f"the column {name!r} appears {count} times")
-            for name in required:
-                if name not in seen:
-                    problems.add(1, name, f"the column {name!r} is missing")
-            if problems:
-                raise problems.reject(filename="the file", what="stored")
-            continue
-        if len(record) > len(header):
-            extra = record[len(header) :]
-            if any(cell.strip() for cell in extra):
-                raise _reject_one(
-                    f"Row {line} has {len(record)} cells but the header only "
-                    f"{len(header)} columns; nothing was stored.",
-                    row=line,
-                )
-            record = record[: len(header)]
-        record = record + [""] * (len(header) - len(record))
-        rows.append(
-            _Row(line=line, cells={h: cell_restore(c) for h, c in zip(header, record, strict=True)})
-        )
-        if len(rows) > max_rows:
-            raise _reject_one(f"The file has more than {max_rows} rows, the upload limit.")
-    if header is None:
-        raise _reject_one("The file is empty; nothing was stored.")
-    if not rows:
-        raise _reject_one("The file has a header but no rows; nothing was stored.")
-    return header, rows
 
 
 # --- Import: parsing rows into HITs and assignments -------------------------------------
@@ -265,7 +128,7 @@ class MTurkImportResult:
         return asdict(self)
 
 
-def _cell(row: _Row, column: str, parse: Any, problems: _Problems, **kwargs: Any) -> Any:
+def _cell(row: CsvRow, column: str, parse: Any, problems: CsvProblems, **kwargs: Any) -> Any:
     try:
         return parse(row.get(column), **kwargs)
     except CellError as exc:
@@ -273,14 +136,14 @@ def _cell(row: _Row, column: str, parse: Any, problems: _Problems, **kwargs: Any
         return None
 
 
-def _id_cell(row: _Row, column: str, problems: _Problems, *, limit: int = MTURK_ID_MAX) -> str:
+def _id_cell(row: CsvRow, column: str, problems: CsvProblems, *, limit: int = MTURK_ID_MAX) -> str:
     value = row.get(column).strip()
     if len(value) > limit:
         problems.add(row.line, column, f"longer than {limit} characters")
     return value
 
 
-def _hit_row(row: _Row, header: list[str], problems: _Problems) -> _HitRow:
+def _hit_row(row: CsvRow, header: list[str], problems: CsvProblems) -> _HitRow:
     inputs = {
         name[len(INPUT_PREFIX) :]: row.get(name) for name in header if name.startswith(INPUT_PREFIX)
     }
@@ -309,7 +172,7 @@ def _hit_row(row: _Row, header: list[str], problems: _Problems) -> _HitRow:
     )
 
 
-def _assignment_row(row: _Row, header: list[str], problems: _Problems) -> _AssignmentRow | None:
+def _assignment_row(row: CsvRow, header: list[str], problems: CsvProblems) -> _AssignmentRow | None:
     assignment_id = _id_cell(row, "AssignmentId", problems)
     worker_id = _id_cell(row, "WorkerId", problems, limit=WORKER_ID_MAX)
     if not worker_id:
@@ -362,7 +225,7 @@ def _assignment_row(row: _Row, header: list[str], problems: _Problems) -> _Assig
 
 
 def _parse_import(
-    header: list[str], rows: list[_Row], problems: _Problems
+    header: list[str], rows: list[CsvRow], problems: CsvProblems
 ) -> tuple[dict[str, _HitRow], list[_AssignmentRow]]:
     hits: dict[str, _HitRow] = {}
     assignments: list[_AssignmentRow] = []
@@ -400,11 +263,6 @@ def _parse_import(
             continue
         assignments.append(assignment)
     return hits, assignments
-
-
-def _chunks(values: list[str]) -> Iterator[list[str]]:
-    for start in range(0, len(values), ID_QUERY_CHUNK):
-        yield values[start : start + ID_QUERY_CHUNK]
 
 
 def _check_campaign(campaign: Campaign) -> None:
@@ -456,8 +314,8 @@ def mturk_results_import(
     stage = stage or mturk_import_stage(campaign=campaign)
     if stage.campaign_id != campaign.pk:
         raise DomainError("The stage belongs to another campaign.", errors={"stage": [stage.pk]})
-    header, rows = _read(content, required=("HITId", "AssignmentId"))
-    problems = _Problems()
+    header, rows = csv_read(content, required=("HITId", "AssignmentId"))
+    problems = CsvProblems()
     hit_rows, assignment_rows = _parse_import(header, rows, problems)
     if problems:
         raise problems.reject(filename=filename, what="stored")
@@ -473,7 +331,7 @@ def mturk_results_import(
                 filename=filename,
             )
     except IntegrityError as exc:
-        raise _reject_one(
+        raise reject_one(
             "Some of these HITs, items or assignments were stored by someone else while the "
             f"file was being imported ({exc.__class__.__name__}); nothing was stored. "
             "Import the file again."
@@ -487,12 +345,12 @@ def _store(
     stage: Stage,
     hit_rows: dict[str, _HitRow],
     assignment_rows: list[_AssignmentRow],
-    problems: _Problems,
+    problems: CsvProblems,
     filename: str,
 ) -> MTurkImportResult:
     hit_ids = list(hit_rows)
     existing_hits: dict[str, HIT] = {}
-    for chunk in _chunks(hit_ids):
+    for chunk in chunks(hit_ids):
         for hit in (
             HIT.objects.filter(provider=Provider.MTURK, provider_hit_id__in=chunk)
             .only("id", "provider_hit_id", "stage_id", "stage__campaign_id")
@@ -505,7 +363,7 @@ def _store(
                 hit_rows[hit_id].line, "HITId", f"the HIT {hit_id} belongs to another campaign"
             )
     existing_assignments: dict[str, tuple[int, str]] = {}
-    for chunk in _chunks([a.assignment_id for a in assignment_rows]):
+    for chunk in chunks([a.assignment_id for a in assignment_rows]):
         for pk, aid, hit_pid in Assignment.objects.filter(
             provider=Provider.MTURK, provider_assignment_id__in=chunk
         ).values_list("id", "provider_assignment_id", "hit__provider_hit_id"):
@@ -522,7 +380,7 @@ def _store(
     # Workers (all of the file, so the summary counts them), then their campaign places.
     worker_ids = sorted({a.worker_id for a in assignment_rows})
     workers: dict[str, int] = {}
-    for chunk in _chunks(worker_ids):
+    for chunk in chunks(worker_ids):
         workers.update(
             Worker.objects.filter(provider=Provider.MTURK, external_id__in=chunk).values_list(
                 "external_id", "id"
@@ -551,7 +409,7 @@ def _store(
     # Items and HITs new to qaportal.
     new_hit_rows = [h for h in hit_rows.values() if h.hit_id not in existing_hits]
     items: dict[str, int] = {}
-    for chunk in _chunks([h.item_id for h in new_hit_rows]):
+    for chunk in chunks([h.item_id for h in new_hit_rows]):
         items.update(
             Item.objects.filter(stage=stage, external_id__in=chunk).values_list("external_id", "id")
         )
@@ -668,167 +526,3 @@ def _worker_counts_add(assignments: list[_AssignmentRow], workers: dict[str, int
         groups[tuple(sorted(counter.items()))].append(pk)
     for increments, pks in groups.items():
         Worker.objects.filter(pk__in=pks).update(**{n: F(n) + v for n, v in increments})
-
-
-# --- Review from the file --------------------------------------------------------------
-
-
-@dataclass
-class _Decision:
-    line: int
-    assignment_id: str
-    decision: str
-    text: str
-
-
-@dataclass(frozen=True)
-class MTurkReviewResult:
-    """Per-row outcome of a review file: ``results`` rows are ``{"row", "assignment_id",
-    "decision", "result", "status", "detail"}``; ``counts`` by result: ``decided``,
-    ``requested`` (a paid decision asked of the platform, done when it answers),
-    ``already_decided``, ``not_found``, ``refused``."""
-
-    results: list[dict[str, Any]]
-    counts: dict[str, int]
-    skipped: int
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"counts": self.counts, "skipped": self.skipped, "results": self.results}
-
-
-def _decisions(rows: list[_Row], problems: _Problems) -> tuple[list[_Decision], int]:
-    decisions: list[_Decision] = []
-    skipped = 0
-    seen: dict[str, int] = {}
-    for row in rows:
-        approve = row.get("Approve").strip()
-        reject = row.get("Reject").strip()
-        if not approve and not reject:
-            skipped += 1
-            continue
-        assignment_id = row.get("AssignmentId").strip()
-        if not assignment_id:
-            problems.add(row.line, "AssignmentId", "a decision needs the assignment's id")
-            continue
-        if approve and reject:
-            problems.add(row.line, "Approve", "fill either Approve or Reject, not both")
-            continue
-        if approve and approve.lower() not in ("x", "yes", "y", "1", "true", "approve"):
-            problems.add(row.line, "Approve", f"{approve!r}: put an x to approve")
-            continue
-        earlier = seen.setdefault(assignment_id, row.line)
-        if earlier != row.line:
-            problems.add(row.line, "AssignmentId", f"the same assignment is on row {earlier}")
-            continue
-        decisions.append(
-            _Decision(
-                line=row.line,
-                assignment_id=assignment_id,
-                decision="approve" if approve else "reject",
-                text=reject,
-            )
-        )
-    return decisions, skipped
-
-
-def _find(campaign: Campaign, ids: list[str]) -> dict[str, Assignment]:
-    """The campaign's assignments by the ids the file names (ours for unpublished ones)."""
-    own = {i: int(i.removeprefix(LOCAL_ASSIGNMENT_PREFIX)) for i in ids if _is_local_id(i)}
-    found: dict[str, Assignment] = {}
-    base = Assignment.objects.filter(hit__stage__campaign=campaign).select_related("hit")
-    for chunk in _chunks(ids):
-        for a in base.filter(
-            Q(provider_assignment_id__in=chunk)
-            | Q(pk__in=[own[i] for i in chunk if i in own], provider_assignment_id__isnull=True)
-        ):
-            key = a.provider_assignment_id or f"{LOCAL_ASSIGNMENT_PREFIX}{a.pk}"
-            found[key] = a
-    return found
-
-
-def _is_local_id(value: str) -> bool:
-    return (
-        value.startswith(LOCAL_ASSIGNMENT_PREFIX)
-        and value[len(LOCAL_ASSIGNMENT_PREFIX) :].isdigit()
-    )
-
-
-def mturk_results_review(
-    *,
-    campaign: Campaign,
-    content: bytes,
-    decided_by: AbstractBaseUser | None = None,
-    filename: str = "the file",
-) -> MTurkReviewResult:
-    """Approve (``x`` in ``Approve``) or reject (feedback text in ``Reject``) the
-    campaign's assignments named by ``AssignmentId``.
-
-    The file is checked whole first: a bad row (both columns filled, no id, the same
-    assignment twice) raises ``UploadRejected`` and decides nothing. Then each row
-    is decided on its own, as the review API's bulk review does, through
-    ``assignment_approve`` / ``assignment_reject``: local assignments at once, paid
-    ones as provider operations (idempotent by assignment; the reward is paid when
-    the platform has approved). The Reject text is both the reason and the feedback
-    the worker gets. Deciding again the same way changes nothing
-    (``already_decided``). Source of the decisions: ``requester``.
-    Locking: each assignment row, in the review services.
-    """
-    _header, rows = _read(content, required=("AssignmentId",))
-    if "Approve" not in _header and "Reject" not in _header:
-        raise _reject_one(
-            "The file has neither an Approve nor a Reject column; nothing was decided.",
-            row=1,
-            column="Approve",
-        )
-    problems = _Problems()
-    decisions, skipped = _decisions(rows, problems)
-    if problems:
-        raise problems.reject(filename=filename, what="decided")
-    found = _find(campaign, [d.assignment_id for d in decisions])
-    results = [_decide_row(d, found.get(d.assignment_id), decided_by) for d in decisions]
-    counts = Counter(r["result"] for r in results)
-    return MTurkReviewResult(results=results, counts=dict(sorted(counts.items())), skipped=skipped)
-
-
-def _decide_row(
-    d: _Decision, assignment: Assignment | None, decided_by: AbstractBaseUser | None
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "row": d.line,
-        "assignment_id": d.assignment_id,
-        "decision": d.decision,
-        "status": None,
-        "detail": "",
-    }
-    if assignment is None:
-        return {**out, "result": "not_found", "detail": "No assignment of this campaign."}
-    target = AssignmentStatus.APPROVED if d.decision == "approve" else AssignmentStatus.REJECTED
-    if assignment.status == target:
-        return {**out, "result": "already_decided", "status": assignment.status}
-    if assignment.status != AssignmentStatus.SUBMITTED:
-        return {
-            **out,
-            "result": "already_decided"
-            if assignment.status in (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
-            else "refused",
-            "status": assignment.status,
-            "detail": f"The assignment is {assignment.status}; only a submitted one is decided.",
-        }
-    try:
-        if d.decision == "approve":
-            decided = assignment_approve(
-                assignment=assignment, decided_by=decided_by, source="requester", reason=""
-            )
-        else:
-            decided = assignment_reject(
-                assignment=assignment,
-                decided_by=decided_by,
-                source="requester",
-                reason=d.text,
-                feedback=d.text,
-            )
-    except DomainError as exc:
-        assignment.refresh_from_db(fields=["status"])
-        return {**out, "result": "refused", "status": assignment.status, "detail": str(exc)}
-    result = "decided" if decided.status == target else "requested"
-    return {**out, "result": result, "status": decided.status}

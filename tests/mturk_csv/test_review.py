@@ -12,7 +12,8 @@ from django.utils import timezone
 from campaigns.models import Assignment, LedgerEntry, ProviderOperation
 from campaigns.selectors_mturk_csv import mturk_csv_write
 from campaigns.services.errors import UploadRejected
-from campaigns.services.mturk_csv import mturk_results_import, mturk_results_review
+from campaigns.services.mturk_csv import mturk_results_import
+from campaigns.services.mturk_csv_review import mturk_results_review
 from tests.factories import AssignmentFactory, CampaignFactory, HITFactory, StageFactory
 from tests.mturk_csv.conftest import csv_bytes, rows_of
 

@@ -22,7 +22,7 @@ from campaigns.management.commands.import_mturk_results import (
     read_file,
 )
 from campaigns.services.errors import DomainError
-from campaigns.services.mturk_csv import mturk_results_review
+from campaigns.services.mturk_csv_review import mturk_results_review
 
 
 class Command(BaseCommand):
