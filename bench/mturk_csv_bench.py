@@ -23,6 +23,7 @@ import sys
 import time
 import tracemalloc
 from pathlib import Path
+from typing import TextIO, cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal_mturk_bench")
@@ -91,12 +92,12 @@ def main() -> None:
             )
         started = time.perf_counter()
         with CaptureQueriesContext(connection) as queries:
-            written = mturk_csv_write(campaign_id=campaign.pk, out=_Null())
+            written = mturk_csv_write(campaign_id=campaign.pk, out=cast(TextIO, _Null()))
         print(
             f"export: {written} rows, {time.perf_counter() - started:.2f} s, {len(queries)} queries"
         )
         tracemalloc.start()
-        mturk_csv_write(campaign_id=campaign.pk, out=_Null())
+        mturk_csv_write(campaign_id=campaign.pk, out=cast(TextIO, _Null()))
         print(f"export peak Python memory: {tracemalloc.get_traced_memory()[1] / 1e6:.1f} MB")
         tracemalloc.stop()
     finally:
