@@ -296,6 +296,9 @@ PSEUDONYM_KEY = os.environ.get("PSEUDONYM_KEY", SECRET_KEY)
 # Upload limits for item files.
 ITEM_UPLOAD_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_MAX_BYTES", str(50 * 1024 * 1024)))
 ITEM_UPLOAD_MAX_ROWS = int(os.environ.get("ITEM_UPLOAD_MAX_ROWS", "200000"))
+# Origins besides MTurk's own that an ExternalQuestion page may post its assignment back
+# to (turkSubmitTo) and be framed by: for tests against a local fake of MTurk.
+MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 

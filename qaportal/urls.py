@@ -28,6 +28,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
+    path("w/mturk/", include("frontend.worker.mturk_urls")),
     path("work/prolific/", include("frontend.worker.prolific_urls")),
     path("work/", include("frontend.worker.urls")),
     path("", include("frontend.urls")),

@@ -8,9 +8,11 @@ runs the view once per (user, key) and replays the stored answer, marked with
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
 from rest_framework import status
@@ -36,6 +38,24 @@ IDEMPOTENCY_CONFLICT = OpenApiResponse(
 ViewMethod = Callable[..., Response]
 
 
+def _file_digest(upload: UploadedFile) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    upload.seek(0)
+    return {"file": upload.name, "sha256": digest.hexdigest()}
+
+
+def request_body(data: Any) -> Any:
+    """The request's data as the idempotency hash sees it: uploads by name and SHA-256."""
+    if hasattr(data, "lists"):  # QueryDict of a form or a multipart upload
+        return {
+            key: [_file_digest(v) if isinstance(v, UploadedFile) else v for v in values]
+            for key, values in data.lists()
+        }
+    return data
+
+
 def idempotent(method: ViewMethod) -> ViewMethod:
     """Make an ``APIView`` handler idempotent under the ``Idempotency-Key`` header."""
 
@@ -55,7 +75,7 @@ def idempotent(method: ViewMethod) -> ViewMethod:
                 key=key.strip(),
                 method=request.method or "POST",
                 path=request.get_full_path(),
-                body=request.data,
+                body=request_body(request.data),
                 run=run,
             )
         except IdempotencyKeyReused as exc:

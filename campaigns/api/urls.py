@@ -19,6 +19,7 @@ from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.lineage import ItemHistoryApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
+from campaigns.api.mturk_results import CampaignMTurkResultsApi, CampaignMTurkResultsReviewApi
 from campaigns.api.progress import CampaignProgressApi
 from campaigns.api.qualifications import (
     CampaignQualificationGrantListApi,
@@ -202,6 +203,16 @@ urlpatterns = [
         "campaigns/<slug:slug>/messages/",
         CampaignMessageApi.as_view(),
         name="api-campaign-messages",
+    ),
+    path(
+        "campaigns/<slug:slug>/mturk-results/",
+        CampaignMTurkResultsApi.as_view(),
+        name="api-campaign-mturk-results",
+    ),
+    path(
+        "campaigns/<slug:slug>/mturk-results/review/",
+        CampaignMTurkResultsReviewApi.as_view(),
+        name="api-campaign-mturk-results-review",
     ),
     path("campaigns/<slug:slug>/hits/", CampaignHITListApi.as_view(), name="api-campaign-hits"),
     path("hits/<int:hit_id>/", HITDetailApi.as_view(), name="api-hit-detail"),

@@ -49,6 +49,21 @@ ROUTES: dict[str, Route] = {
     "stage-link": ("post", lambda slug, sid: f"/api/v1/stages/{sid}/link/", {"next_stage": None}),
     "item-list": ("get", lambda slug, sid: f"/api/v1/stages/{sid}/items/", None),
     "item-upload": ("post", lambda slug, sid: f"/api/v1/stages/{sid}/items/upload/", CSV_ITEMS),
+    "mturk-results-export": (
+        "get",
+        lambda slug, sid: f"/api/v1/campaigns/{slug}/mturk-results/",
+        None,
+    ),
+    "mturk-results-import": (
+        "post",
+        lambda slug, sid: f"/api/v1/campaigns/{slug}/mturk-results/",
+        b"HITId,AssignmentId\n3YGYP1364Z8NFH3JMC9V5CRQR4DMZX,\n",
+    ),
+    "mturk-results-review": (
+        "post",
+        lambda slug, sid: f"/api/v1/campaigns/{slug}/mturk-results/review/",
+        b"AssignmentId,Approve\nqaportal-assignment-1,x\n",
+    ),
 }
 
 
@@ -119,6 +134,8 @@ COLLABORATOR_ALLOWED = {
     "stage-link": 200,
     "item-list": 200,
     "item-upload": 201,
+    "mturk-results-export": 200,
+    "mturk-results-review": 200,
 }
 
 
