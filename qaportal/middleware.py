@@ -30,3 +30,23 @@ class ContentSecurityPolicyMiddleware:
         ):
             response["Content-Security-Policy"] = self.policy
         return response
+
+
+def policy_with(*, frame_ancestors: list[str], form_action: list[str]) -> str:
+    """The site's policy with its ``frame-ancestors`` replaced and ``form-action``
+    extended: for a page a platform frames and that posts back to it (MTurk)."""
+    directives = [
+        d.strip()
+        for d in settings.CONTENT_SECURITY_POLICY.split(";")
+        if d.strip() and not d.strip().startswith("frame-ancestors")
+    ]
+    out = []
+    for d in directives:
+        if d.startswith("form-action"):
+            sources = d.split()[1:]
+            d = " ".join(["form-action", *dict.fromkeys([*sources, *form_action])])
+        out.append(d)
+    if not any(d.startswith("form-action") for d in out):
+        out.append(" ".join(["form-action", "'self'", *form_action]))
+    out.append(" ".join(["frame-ancestors", *frame_ancestors]))
+    return "; ".join(out)

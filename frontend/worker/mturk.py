@@ -19,7 +19,8 @@ Inside MTurk's iframe our cookies are third-party cookies, which browsers block
 more and more. So these pages use no session and no CSRF cookie: the form carries a
 signed token naming the assignment and worker it was made for (``qa_token``), which
 the POST must bring back. The pages may be framed by MTurk's hosts only
-(``Content-Security-Policy: frame-ancestors``; no ``X-Frame-Options``).
+(the site's Content-Security-Policy with ``frame-ancestors`` for them and their
+externalSubmit in ``form-action``; no ``X-Frame-Options``).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from campaigns.services.work import (
     WorkerNotAllowedError,
 )
 from frontend.worker.pages import render_assignment, submit_assignment, task_context
+from qaportal.middleware import policy_with
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +93,10 @@ def framed_by_mturk(view: Callable[..., HttpResponse]) -> Callable[..., HttpResp
     @xframe_options_exempt
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         response = view(request, *args, **kwargs)
-        ancestors = " ".join(("'self'", *submit_hosts()))
-        response["Content-Security-Policy"] = f"frame-ancestors {ancestors}"
+        hosts = list(submit_hosts())
+        response["Content-Security-Policy"] = policy_with(
+            frame_ancestors=["'self'", *hosts], form_action=hosts
+        )
         return response
 
     return wrapper

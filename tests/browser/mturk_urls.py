@@ -22,11 +22,14 @@ RECEIVED: list[dict[str, str]] = []
 
 def host(request: HttpRequest) -> HttpResponse:
     src = escape(request.GET.get("src", ""))
-    return HttpResponse(
+    response = HttpResponse(
         "<!doctype html><html><head><title>Fake MTurk</title></head><body>"
         "<h1>Fake MTurk worker site</h1>"
         f'<iframe id="task" src="{src}" width="900" height="700"></iframe></body></html>'
     )
+    # MTurk's page, not qaportal's: it frames the task page from another origin.
+    response["Content-Security-Policy"] = "frame-src *"
+    return response
 
 
 @xframe_options_exempt  # MTurk's own page, shown in its own frame
@@ -34,9 +37,11 @@ def host(request: HttpRequest) -> HttpResponse:
 @require_POST
 def external_submit(request: HttpRequest) -> HttpResponse:
     RECEIVED.append({k: str(v) for k, v in request.POST.items()})
-    return HttpResponse(
+    response = HttpResponse(
         f"<!doctype html><h1>MTurk received {escape(request.POST.get('assignmentId', ''))}</h1>"
     )
+    response["Content-Security-Policy"] = "frame-ancestors *"  # MTurk's page, in its frame
+    return response
 
 
 _has_mturk = any(getattr(p, "namespace", None) == "worker-mturk" for p in site_urlpatterns)

@@ -55,6 +55,7 @@ PUBLIC = {
     "invite",  # a signed invite token is the credential
     "entry",  # Prolific's study URL: identity is a claim, checked against the platform
     "hooks",  # Prolific's webhooks: signed with PROLIFIC_WEBHOOK_SECRET
+    "submit",  # MTurk's worker page posts here with a signed token naming the assignment
     "stage",  # the worker pages check the worker session themselves (below)
     "accept",
     "suggest",
