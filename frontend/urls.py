@@ -11,6 +11,11 @@ from frontend.views.campaigns import (
 )
 from frontend.views.credentials import credentials_delete_view, credentials_set_view
 from frontend.views.exports import campaign_export_view
+from frontend.views.generated_questions import (
+    generated_question_act_view,
+    generated_questions_send_view,
+    generated_questions_view,
+)
 from frontend.views.items import item_history_view
 from frontend.views.link_review import link_review_decide_view
 from frontend.views.money_workers import (
@@ -125,6 +130,21 @@ urlpatterns = [
     ),
     path("campaigns/<slug:slug>/items/<int:item_id>/", item_history_view, name="item-history"),
     path("campaigns/<slug:slug>/export/<slug:name>/", campaign_export_view, name="campaign-export"),
+    path(
+        "campaigns/<slug:slug>/generated-questions/",
+        generated_questions_view,
+        name="generated-questions",
+    ),
+    path(
+        "campaigns/<slug:slug>/generated-questions/send/",
+        generated_questions_send_view,
+        name="generated-questions-send",
+    ),
+    path(
+        "campaigns/<slug:slug>/generated-questions/<int:question_id>/",
+        generated_question_act_view,
+        name="generated-question-act",
+    ),
     path("campaigns/<slug:slug>/costs/", campaign_costs_view, name="campaign-costs"),
     path("campaigns/<slug:slug>/workers/", campaign_workers_view, name="campaign-workers"),
     path(

@@ -118,3 +118,56 @@ class AgreedLink(models.Model):
 
     def __str__(self) -> str:
         return f"{self.text!r} -> {self.qid or 'NIL'}"
+
+
+class GeneratedQuestionStatus(models.TextChoices):
+    PROPOSED = "proposed", "Proposed"
+    ACCEPTED = "accepted", "Accepted"
+    REJECTED = "rejected", "Rejected"
+    SENT = "sent", "Sent to paraphrasing"
+
+
+class GeneratedQuestion(models.Model):
+    """A candidate question generated from a knowledge base (``linking.graphquestions``):
+    its graph query, the SPARQL and answers it gave, its characteristics and the
+    canonical question, which the requester may edit, accept or reject before it is
+    sent to a paraphrasing stage as an item."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="generated_questions"
+    )
+    query = models.JSONField(help_text="The graph query (GraphQuery.to_dict()).")
+    query_key = models.CharField(max_length=64, help_text="SHA-256 of the SPARQL.")
+    sparql = models.TextField()
+    answers = models.JSONField(default=list)
+    answer_labels = models.JSONField(default=list)
+    canonical_question = models.TextField()
+    characteristics = models.JSONField(default=dict)
+    entities = models.JSONField(default=list)
+    status = models.CharField(
+        max_length=16,
+        choices=GeneratedQuestionStatus.choices,
+        default=GeneratedQuestionStatus.PROPOSED,
+    )
+    source = models.CharField(max_length=500, blank=True, help_text="The knowledge base.")
+    seed = models.IntegerField(default=0)
+    item = models.OneToOneField(
+        "campaigns.Item", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["campaign_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "query_key"], name="linking_generatedquestion_unique_query"
+            ),
+        ]
+        indexes = [models.Index(fields=["campaign", "status"])]
+
+    def __str__(self) -> str:
+        return self.canonical_question[:80]

@@ -352,6 +352,15 @@ SPACY_MODEL = os.environ.get("SPACY_MODEL", "")
 # Wikimedia's policy requires a User-Agent with contact details for live calls; until
 # one is set, candidates come from the offline index (the embedded default).
 WIKIDATA_USER_AGENT = os.environ.get("WIKIDATA_USER_AGENT", "")
+# SPARQL endpoints the API may ask for question generation (a client names one of these;
+# the server never fetches a URL a client made up).
+GRAPHQUESTIONS_ENDPOINTS = [
+    u.strip()
+    for u in os.environ.get("GRAPHQUESTIONS_ENDPOINTS", "https://query.wikidata.org/sparql").split(
+        ","
+    )
+    if u.strip()
+]
 WIKIDATA_OFFLINE = env_bool("WIKIDATA_OFFLINE", default=not WIKIDATA_USER_AGENT)
 WIKIDATA_OFFLINE_INDEX = os.environ.get(
     "WIKIDATA_OFFLINE_INDEX", str(BASE_DIR / "linking" / "data" / "mintaka_entities.jsonl")

@@ -9,6 +9,11 @@ from campaigns.api.campaigns import (
 )
 from campaigns.api.credentials import CampaignCredentialsApi
 from campaigns.api.exports import CampaignExportApi, CampaignExportListApi
+from campaigns.api.generated_questions import (
+    CampaignGeneratedQuestionListApi,
+    CampaignGeneratedQuestionSendApi,
+    GeneratedQuestionDetailApi,
+)
 from campaigns.api.hits import (
     AssignmentBonusApi,
     AssignmentDetailApi,
@@ -167,6 +172,21 @@ urlpatterns = [
         "campaigns/<slug:slug>/exports/<str:export_format>/",
         CampaignExportApi.as_view(),
         name="api-campaign-export",
+    ),
+    path(
+        "campaigns/<slug:slug>/generated-questions/",
+        CampaignGeneratedQuestionListApi.as_view(),
+        name="api-campaign-generated-questions",
+    ),
+    path(
+        "campaigns/<slug:slug>/generated-questions/send/",
+        CampaignGeneratedQuestionSendApi.as_view(),
+        name="api-campaign-generated-questions-send",
+    ),
+    path(
+        "generated-questions/<int:question_id>/",
+        GeneratedQuestionDetailApi.as_view(),
+        name="api-generated-question-detail",
     ),
     path(
         "campaigns/<slug:slug>/progress/",

@@ -38,6 +38,7 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.services.invites import invite_create, invite_token, local_grant_add
+from linking.models import GeneratedQuestion
 from tests.factories import UserFactory
 from tests.helpers import local_pipeline, submitted_assignment
 
@@ -67,6 +68,7 @@ ACCOUNT = {"password_change", "password_change_done"}
 # Requester pages and API routes that show only what the user may see, never others'.
 OWN_LISTS = {"campaign-list", "api-campaign-list", "api-recipe-list", "api-recipe-detail"}
 STATE = (
+    GeneratedQuestion,
     Campaign,
     Stage,
     Item,
@@ -101,6 +103,9 @@ def world(requester):
     annotator = UserFactory.create(username="annie")
     grant = local_grant_add(campaign=campaign, user=annotator, granted_by=requester)
     QualificationType.objects.create(owner=requester, name="Alice's quiz", kind="manual")
+    generated = GeneratedQuestion.objects.create(
+        campaign=campaign, query={}, query_key="k", sparql="SELECT", canonical_question="Who?"
+    )
     values = {
         "slug": campaign.slug,
         "stage_id": writing.pk,
@@ -114,6 +119,7 @@ def world(requester):
         "export_format": "jsonl",
         "name": "jsonl",
         "token": invite_token(invite=invite),
+        "question_id": generated.pk,
     }
     return campaign, work, values
 

@@ -11,6 +11,7 @@ from django.urls import get_resolver
 from rest_framework.test import APIClient
 
 from campaigns.models import Item, QualificationType
+from linking.models import GeneratedQuestion
 from tests.helpers import local_pipeline, submitted_assignment
 from tests.security.test_authorization_matrix import (
     PUBLIC,
@@ -38,6 +39,14 @@ def test_markup_is_text_on_every_page(requester):
     item.save(update_fields=["data"])
     work = submitted_assignment(writing, question=f"Which river, {MARKUP}, is longer?")
     QualificationType.objects.create(owner=requester, name=f"Quiz {MARKUP}", kind="manual")
+    generated = GeneratedQuestion.objects.create(
+        campaign=campaign,
+        query={},
+        query_key="k",
+        sparql=f"SELECT {MARKUP}",
+        canonical_question=f"Who is {MARKUP}?",
+        answer_labels=[MARKUP],
+    )
     item = Item.objects.get(hits=work.hit_id)
     values = {
         "slug": campaign.slug,
@@ -52,6 +61,7 @@ def test_markup_is_text_on_every_page(requester):
         "export_format": "csv",
         "name": "jsonl",
         "token": "x",
+        "question_id": generated.pk,
     }
     page = Client()
     page.force_login(requester)

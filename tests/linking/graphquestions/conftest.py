@@ -1,0 +1,3 @@
+from tests.frontend.conftest import alice_client, bob_client
+
+__all__ = ["alice_client", "bob_client"]
