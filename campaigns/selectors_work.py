@@ -27,6 +27,7 @@ from campaigns.models import (
     AssignmentStatus,
     Campaign,
     CampaignState,
+    CampaignWorker,
     HITItem,
     HITStatus,
     InviteLink,
@@ -93,7 +94,14 @@ def worker_stage_access_q(*, stage: Stage) -> Q:
         revoked_at__isnull=True,
         redemptions__worker_id=OuterRef("pk"),
     )
-    return Q(provider=Provider.LOCAL) & (Q(Exists(grant)) | Q(Exists(invite)))
+    access = Q(provider=Provider.LOCAL) & (Q(Exists(grant)) | Q(Exists(invite)))
+    arm = (stage.config or {}).get("arm")
+    if arm:  # an arm's stage: only its arm's workers (campaigns.services.arms)
+        placed = CampaignWorker.objects.filter(
+            campaign_id=stage.campaign_id, worker_id=OuterRef("pk"), arm=str(arm)
+        )
+        access &= Q(Exists(placed))
+    return access
 
 
 def worker_has_stage_access(*, worker: Worker, stage: Stage) -> bool:
@@ -136,11 +144,26 @@ def stage_worker(*, stage: Stage, workers: RequestWorkers) -> Worker | None:
     return found[0] if found else None
 
 
-def stage_entry_for_invite(*, invite: InviteLink) -> Stage | None:
-    """Where an invite sends its workers: its stage, or the campaign's first stage."""
+def stage_entry_for_invite(
+    *, invite: InviteLink, worker_ids: list[int] | None = None
+) -> Stage | None:
+    """Where an invite sends its workers: its stage, or the campaign's first stage that
+    the worker's protocol arm includes (a shared stage, or one of their arm)."""
     if invite.stage_id is not None:
         return invite.stage
-    return invite.campaign.stages.order_by("position").first()
+    arm = (
+        CampaignWorker.objects.filter(
+            campaign_id=invite.campaign_id, worker_id__in=worker_ids or []
+        )
+        .exclude(arm="")
+        .values_list("arm", flat=True)
+        .first()
+    )
+    for stage in invite.campaign.stages.order_by("position"):
+        stage_arm = (stage.config or {}).get("arm")
+        if not stage_arm or stage_arm == arm:
+            return stage
+    return None
 
 
 def hits_open(*, stage: Stage, worker: Worker | int, now: datetime | None = None) -> QuerySet[HIT]:

@@ -81,9 +81,9 @@ WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
                     AND a.status IN (%s, %s, %s, %s))
 ORDER BY h.id LIMIT 1
 """
-# Parameters: campaign id; "local", campaign id, campaign id, stage id (access, as
-# ``worker_has_stage_access``); the campaign owner's id (blocks); stage id, "accepted",
-# now (current assignment); worker id.
+# Parameters: campaign id; "local", campaign id, campaign id, stage id, the stage's arm,
+# campaign id, the stage's arm (access, as ``worker_has_stage_access``); the campaign
+# owner's id (blocks); stage id, "accepted", now (current assignment); worker id.
 _ACCEPT_CHECKS_SQL = """
 SELECT
   (SELECT c.state FROM campaigns_campaign c WHERE c.id = %s),
@@ -93,7 +93,10 @@ SELECT
      OR EXISTS (SELECT 1 FROM campaigns_invitelink l
                 INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
                 WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
-                  AND (l.stage_id IS NULL OR l.stage_id = %s)))),
+                  AND (l.stage_id IS NULL OR l.stage_id = %s)))
+   AND (%s = '' OR EXISTS (SELECT 1 FROM campaigns_campaignworker cw
+                           WHERE cw.campaign_id = %s AND cw.worker_id = w.id
+                             AND cw.arm = %s))),
   EXISTS (SELECT 1 FROM campaigns_workerblock b
           WHERE b.requester_id = %s AND b.worker_id = w.id AND b.lifted_at IS NULL),
   (SELECT a.id FROM campaigns_assignment a INNER JOIN campaigns_hit h ON h.id = a.hit_id
@@ -195,12 +198,16 @@ def _accept_checks(
     the worker has access to the stage (as ``worker_has_stage_access``), whether the
     campaign's owner blocks them, and their current assignment in the stage."""
     campaign = stage.campaign
+    arm = str((stage.config or {}).get("arm") or "")
     params: list[Any] = [
         stage.campaign_id,
         Provider.LOCAL,
         stage.campaign_id,
         stage.campaign_id,
         stage.pk,
+        arm,
+        stage.campaign_id,
+        arm,
         campaign.owner_id,
         stage.pk,
         AssignmentStatus.ACCEPTED,

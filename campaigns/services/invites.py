@@ -21,7 +21,6 @@ from django.utils import timezone
 
 from campaigns.models import (
     Campaign,
-    CampaignWorker,
     InviteLink,
     InviteRedemption,
     LocalGrant,
@@ -29,6 +28,7 @@ from campaigns.models import (
     Stage,
     Worker,
 )
+from campaigns.services.arms import campaign_worker_join
 from campaigns.services.errors import DomainError
 
 INVITE_SALT = "campaigns.invite"
@@ -167,7 +167,7 @@ def invite_redeem(*, token: str, known_worker_ids: Iterable[int] = ()) -> tuple[
             external_id=f"invite:{invite.pk}:{secrets.token_urlsafe(12)}",
         )
         InviteRedemption.objects.create(invite=invite, worker=worker)
-        CampaignWorker.objects.get_or_create(campaign=invite.campaign, worker=worker)
+        campaign_worker_join(campaign=invite.campaign, worker=worker)
         invite.use_count += 1
         invite.save(update_fields=["use_count"])
     return invite, worker
@@ -193,7 +193,7 @@ def local_grant_add(
             defaults={"granted_by_id": granted_by.pk if granted_by else None},
         )
         worker = local_worker_for_user(user=user)
-        CampaignWorker.objects.get_or_create(campaign=campaign, worker=worker)
+        campaign_worker_join(campaign=campaign, worker=worker)
     return grant
 
 

@@ -102,7 +102,7 @@ def invite(request: HttpRequest, token: str) -> HttpResponse:
                 return render(request, "worker/invite.html", {"invite": link, "token": token})
     except InviteInvalidError as exc:
         return render(request, "worker/invite_invalid.html", {"message": str(exc)}, status=403)
-    stage = stage_entry_for_invite(invite=link)
+    stage = stage_entry_for_invite(invite=link, worker_ids=_session_worker_ids(request))
     if stage is None:
         return render(
             request,

@@ -1,0 +1,110 @@
+"""Randomized protocol arms: balanced blocks dealt on first contact, sticky, the same
+under concurrent first contacts; an arm's stages only for its workers, and a
+campaign-wide invite leads each worker to their own arm's first stage."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+
+from campaigns.models import CampaignWorker, Item, ItemSource
+from campaigns.selectors_work import stage_entry_for_invite
+from campaigns.services import campaign_create, stage_add
+from campaigns.services.arms import arm_for_position, campaign_arms, campaign_worker_join
+from campaigns.services.errors import DomainError
+from campaigns.services.invites import invite_create, invite_redeem, invite_token
+from campaigns.services.work import assignment_accept, campaign_start
+from tests.factories import WorkerFactory
+
+ARMS = ("BASELINE", "CROWD", "EXPERT", "JUSTIFICATION")
+
+
+def _campaign(owner, slug="arms"):
+    campaign = campaign_create(owner=owner, name="Protocols", slug=slug)
+    stages = {}
+    for arm in ARMS:
+        stages[arm] = stage_add(
+            campaign=campaign,
+            name=f"Write ({arm})",
+            task_type="question_writing",
+            config={"questions_per_hit": 1, "arm": arm},
+        )
+        for n in range(3):
+            Item.objects.create(
+                stage=stages[arm],
+                external_id=f"{arm}-{n}",
+                data={"topic": "rivers", "complexity_type": "comparative"},
+                source=ItemSource.UPLOADED,
+            )
+    campaign = campaign_start(campaign=campaign, to_state="pilot")
+    return campaign, stages
+
+
+def test_blocks_are_balanced_and_reproducible():
+    dealt = [arm_for_position(campaign_id=7, arms=list(ARMS), position=n) for n in range(40)]
+    for block in range(10):
+        assert sorted(dealt[block * 4 : block * 4 + 4]) == list(ARMS)
+    assert dealt == [
+        arm_for_position(campaign_id=7, arms=list(ARMS), position=n) for n in range(40)
+    ]
+    assert dealt != [
+        arm_for_position(campaign_id=8, arms=list(ARMS), position=n) for n in range(40)
+    ]
+    assert len({tuple(dealt[b * 4 : b * 4 + 4]) for b in range(10)}) > 1  # shuffled per block
+
+
+@pytest.mark.django_db
+def test_first_contact_deals_an_arm_that_sticks(requester):
+    campaign, _stages = _campaign(requester)
+    assert campaign_arms(campaign=campaign) == sorted(ARMS)
+    workers = [WorkerFactory.create() for _ in range(8)]
+    arms = [campaign_worker_join(campaign=campaign, worker=w).arm for w in workers]
+    assert Counter(arms) == dict.fromkeys(ARMS, 2)
+    again = [campaign_worker_join(campaign=campaign, worker=w).arm for w in workers]
+    assert again == arms
+    assert CampaignWorker.objects.filter(campaign=campaign).count() == 8
+
+
+@pytest.mark.django_db
+def test_an_arms_stage_is_only_for_its_workers(requester):
+    campaign, stages = _campaign(requester, slug="arm-access")
+    invite = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))
+    _, worker = invite_redeem(token=invite_token(invite=invite))
+    arm = CampaignWorker.objects.get(campaign=campaign, worker=worker).arm
+    entry = stage_entry_for_invite(invite=invite, worker_ids=[worker.pk])
+    assert entry == stages[arm]
+    assert assignment_accept(stage=stages[arm], worker=worker).hit.stage == stages[arm]
+    other = next(a for a in ARMS if a != arm)
+    with pytest.raises(DomainError):
+        assignment_accept(stage=stages[other], worker=worker)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_first_contacts_stay_balanced(requester):
+    campaign, _ = _campaign(requester, slug="arm-race")
+    invite = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))
+    token = invite_token(invite=invite)
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def join() -> None:
+        try:
+            start.wait()
+            invite_redeem(token=token)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=join) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    arms = Counter(CampaignWorker.objects.filter(campaign=campaign).values_list("arm", flat=True))
+    assert arms == dict.fromkeys(ARMS, 2)
