@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
+from campaigns.selectors_arms import campaign_arm_comparison
 from campaigns.selectors_progress import campaign_progress
 
 
@@ -56,3 +57,31 @@ class CampaignProgressApi(APIView):
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
         return Response(CampaignProgressSerializer(campaign_progress(campaign=campaign)).data)
+
+
+class ArmRowSerializer(serializers.Serializer):
+    arm = serializers.CharField()
+    stages = serializers.IntegerField()
+    workers = serializers.IntegerField(help_text="Workers dealt this arm.")
+    stored = serializers.IntegerField(help_text="Assignments submitted, approved or rejected.")
+    accepted = serializers.IntegerField(help_text="Approved assignments.")
+    alpha = serializers.FloatField(allow_null=True, help_text="Mean over the arm's stages.")
+    percent_agreement = serializers.FloatField(allow_null=True)
+    cost = serializers.DecimalField(max_digits=12, decimal_places=2, coerce_to_string=True)
+    cost_per_accepted = serializers.DecimalField(
+        max_digits=12, decimal_places=2, coerce_to_string=True, allow_null=True
+    )
+    mean_answer_chars = serializers.FloatField(allow_null=True)
+    pasted_share = serializers.FloatField(allow_null=True)
+
+
+class CampaignArmsApi(APIView):
+    """The campaign's protocol arms side by side: workers, stored and accepted
+    examples, agreement, cost per accepted example, answer length and pasted share.
+    Empty for a campaign without arms."""
+
+    @extend_schema(responses={200: ArmRowSerializer(many=True), 404: NOT_VISIBLE})
+    def get(self, request: Request, slug: str) -> Response:
+        campaign = campaign_or_404(request=request, slug=slug)
+        rows = campaign_arm_comparison(campaign=campaign)
+        return Response(ArmRowSerializer(rows, many=True).data)

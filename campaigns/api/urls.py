@@ -25,7 +25,7 @@ from campaigns.api.lineage import ItemHistoryApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
 from campaigns.api.mturk_results import CampaignMTurkResultsApi, CampaignMTurkResultsReviewApi
-from campaigns.api.progress import CampaignProgressApi
+from campaigns.api.progress import CampaignArmsApi, CampaignProgressApi
 from campaigns.api.qualifications import (
     CampaignQualificationGrantListApi,
     CampaignQualificationListCreateApi,
@@ -188,6 +188,7 @@ urlpatterns = [
         GeneratedQuestionDetailApi.as_view(),
         name="api-generated-question-detail",
     ),
+    path("campaigns/<slug:slug>/arms/", CampaignArmsApi.as_view(), name="api-campaign-arms"),
     path(
         "campaigns/<slug:slug>/progress/",
         CampaignProgressApi.as_view(),

@@ -21,6 +21,7 @@ from django.views.decorators.http import require_GET
 
 from campaigns.models import Stage
 from campaigns.selectors import stage_list_with_counts
+from campaigns.selectors_arms import campaign_arm_comparison
 from campaigns.selectors_workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
 from frontend.views.common import campaign_or_404, stage_or_404
 from linking.hooks import LINKING_TASK_TYPES
@@ -69,7 +70,9 @@ def campaign_quality_view(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     stages = list(stage_list_with_counts(campaign=campaign))
     rows = stage_quality_rows(stages, fingerprints=stage_work_fingerprints(campaign=campaign))
-    return render(request, "frontend/_quality.html", {"campaign": campaign, "quality_rows": rows})
+    arms = campaign_arm_comparison(campaign=campaign)
+    context = {"campaign": campaign, "quality_rows": rows, "arms": arms}
+    return render(request, "frontend/_quality.html", context)
 
 
 CHART_POINTS = 12

@@ -108,3 +108,54 @@ def test_concurrent_first_contacts_stay_balanced(requester):
     assert not errors
     arms = Counter(CampaignWorker.objects.filter(campaign=campaign).values_list("arm", flat=True))
     assert arms == dict.fromkeys(ARMS, 2)
+
+
+@pytest.mark.django_db
+def test_arms_side_by_side(requester):
+    from django.test import Client
+    from django.urls import reverse
+    from rest_framework.test import APIClient
+
+    from campaigns.selectors_arms import campaign_arm_comparison
+    from campaigns.services.work import assignment_approve, assignment_submit
+
+    campaign, stages = _campaign(requester, slug="arm-compare")
+    invite = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))
+    done = []
+    for n in range(4):
+        _, worker = invite_redeem(token=invite_token(invite=invite))
+        arm = CampaignWorker.objects.get(campaign=campaign, worker=worker).arm
+        a = assignment_accept(stage=stages[arm], worker=worker)
+        question = (
+            "Which river is longer?" if n % 2 else "Which of the two rivers is longer, really?"
+        )
+        telemetry = {"pastes": [{"field": "x", "length": 5}]} if arm == "CROWD" else {}
+        result = assignment_submit(
+            assignment_id=a.pk,
+            worker=worker,
+            form={"questions/0/question": question, "questions/0/answer": "The Nile"},
+            telemetry=telemetry,
+        )
+        assert result.stored, result.errors
+        if arm in ("CROWD", "EXPERT"):
+            assignment_approve(assignment=result.assignment, decided_by=requester, source="t")
+        done.append(arm)
+
+    rows = {r.arm: r for r in campaign_arm_comparison(campaign=campaign)}
+
+    assert sorted(rows) == sorted(ARMS)
+    assert all(r.workers == 1 and r.stored == 1 and r.stages == 1 for r in rows.values())
+    assert rows["CROWD"].accepted == rows["EXPERT"].accepted == 1
+    assert rows["BASELINE"].accepted == 0
+    assert rows["CROWD"].pasted_share == 1.0
+    assert rows["EXPERT"].pasted_share == 0.0
+    assert (rows["CROWD"].mean_answer_chars or 0) > 10
+    api = APIClient()
+    api.force_authenticate(requester)
+    body = api.get(f"/api/v1/campaigns/{campaign.slug}/arms/").json()
+    assert [r["arm"] for r in body] == sorted(ARMS)
+    page = Client()
+    page.force_login(requester)
+    html = page.get(reverse("frontend:campaign-quality", kwargs={"slug": campaign.slug})).content
+    assert b"Protocol arms side by side" in html
+    assert b"JUSTIFICATION" in html
