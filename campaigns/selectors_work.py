@@ -33,6 +33,7 @@ from campaigns.models import (
     InviteLink,
     LocalGrant,
     Provider,
+    QualificationGrant,
     Stage,
     Worker,
 )
@@ -101,7 +102,19 @@ def worker_stage_access_q(*, stage: Stage) -> Q:
             campaign_id=stage.campaign_id, worker_id=OuterRef("pk"), arm=str(arm)
         )
         access &= Q(Exists(placed))
+    for requirement in required_qualification_ids(stage=stage):
+        held = QualificationGrant.objects.filter(
+            qualification_type_id=requirement, worker_id=OuterRef("pk"), revoked_at__isnull=True
+        )
+        access &= Q(Exists(held))
     return access
+
+
+def required_qualification_ids(*, stage: Stage) -> list[int]:
+    """The qualification types ``stage`` requires (``campaigns.services.quizzes``)."""
+    from campaigns.services.quizzes import stage_required_qualifications
+
+    return stage_required_qualifications(stage=stage)
 
 
 def worker_has_stage_access(*, worker: Worker, stage: Stage) -> bool:

@@ -172,13 +172,16 @@ def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> No
     fee = fee_model_for(assignment.provider).assignment_fee(
         reward=hit.reward, max_assignments=hit.max_assignments
     )
+    # A quiz's pay is its own kind; the key stays ``reward:assignment:<id>`` (how an
+    # approval is found again, ``_approval_requested``).
+    pay_kind = LedgerKind.QUIZ_PAYMENT if hit.stage.task_type == "quiz" else LedgerKind.REWARD
     for kind, amount in ((LedgerKind.REWARD, hit.reward), (LedgerKind.PLATFORM_FEE, fee)):
         LedgerEntry.objects.get_or_create(
             key=f"{kind}:assignment:{assignment.pk}",
             defaults={
                 "campaign": hit.stage.campaign,
                 "stage": hit.stage,
-                "kind": kind,
+                "kind": pay_kind if kind == LedgerKind.REWARD else kind,
                 "status": LedgerStatus.COMMITTED,
                 "amount": amount,
                 "currency": currency_for(assignment.provider),

@@ -24,6 +24,7 @@ from campaigns.models import (
 )
 from campaigns.selectors_work import RequestWorkers, assignment_load, hit_items
 from campaigns.services.assignment_lifecycle import AssignmentClosedError, _places_free
+from campaigns.services.quizzes import QUIZ_TASK_TYPE, quiz_submission_grade
 from campaigns.services.review_local import assignment_approve
 from campaigns.tasktypes import FieldError, task_type_get
 from linking import hooks as linking_hooks
@@ -207,6 +208,8 @@ def _submission_store(
             Worker.objects.filter(pk=assignment.worker_id).update(
                 submitted_count=F("submitted_count") + 1
             )
+            if stage.task_type == QUIZ_TASK_TYPE:
+                quiz_submission_grade(assignment=assignment, stage=stage)
             if _auto_approves(stage) and assignment.provider == Provider.LOCAL:
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
