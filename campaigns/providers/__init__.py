@@ -52,9 +52,9 @@ def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
             return ProlificProvider.from_credentials(**own)
         return ProlificProvider.from_settings()
     if name == "mturk":
-        try:
-            from campaigns.providers.mturk import MTurkProvider  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # the MTurk provider lands separately (issue 4)
-            raise ValueError("The MTurk provider is not installed.") from exc
-        return MTurkProvider.from_settings()  # type: ignore[no-any-return,unused-ignore]
+        from campaigns.providers.mturk import MTurkProvider
+
+        if own is not None:
+            return MTurkProvider.from_credentials(**own)
+        return MTurkProvider.from_settings()
     raise ValueError(f"Unknown provider {name!r}")
