@@ -35,6 +35,7 @@ from campaigns.models import (
     LocalGrant,
     ProviderCredential,
     ProviderOperation,
+    ProviderSyncCursor,
     QualificationGrant,
     QualificationType,
     Stage,
@@ -425,3 +426,11 @@ class IdempotencyRecordAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("user", "method", "path", "response_status", "created_at")
     search_fields = ("user__username", "path")
     list_select_related = ("user",)
+
+
+@admin.register(ProviderSyncCursor)
+class ProviderSyncCursorAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by the MTurk sync (campaigns.services.mturk_sync); where each HIT's read stands.
+    list_display = ("provider", "scope", "updated_at")
+    list_filter = ("provider",)
+    search_fields = ("scope",)

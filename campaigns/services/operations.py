@@ -151,11 +151,16 @@ def operation_execute(*, operation_id: int, recover: bool = False) -> ProviderOp
     if claimed is None:
         return ProviderOperation.objects.filter(pk=operation_id).first()
     op, recovering = claimed
+    payload = dict(op.payload or {})
+    if op.provider == Provider.MTURK:
+        from campaigns.services.operation_payloads import operation_payload_complete
+
+        payload = operation_payload_complete(payload=payload)
     call = OperationCall(
         operation_id=op.pk,
         kind=op.kind,
         key=op.idempotency_key,
-        payload=dict(op.payload or {}),
+        payload=payload,
         result=dict(op.result or {}),
         attempts=op.attempts,
         recovering=recovering,
@@ -256,7 +261,9 @@ def _apply_effects(op: ProviderOperation) -> None:
         LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
             status=LedgerStatus.PAID, updated_at=now
         )
-    elif op.kind == OperationKind.GRANT and result.get("group_id"):
+    elif (op.kind == OperationKind.CREATE_QUALIFICATION_TYPE and result.get("group_id")) or (
+        op.kind == OperationKind.GRANT and result.get("group_id")
+    ):
         QualificationType.objects.filter(
             pk=int(payload.get("qualification_type_id") or 0),
             provider_qualification_id__isnull=True,

@@ -167,9 +167,9 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
 
     Local campaigns publish at once; Prolific campaigns ask for one study per stage
-    with pending items (``stage_provider_publish``, which checks the budget), and
-    their studies are paused, resumed and stopped with the campaign. The transition
-    locks the campaign row (``campaign_transition``); publishing happens in the same
+    with pending items, MTurk campaigns one ``create_hit`` operation per stage
+    (``stage_provider_publish``, which checks the budget); Prolific studies are
+    paused, resumed and stopped with the campaign. The transition locks the campaign row (``campaign_transition``); publishing happens in the same
     transaction, so a refusal (budget) leaves the campaign where it was.
     """
     with transaction.atomic():
@@ -182,7 +182,7 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
         if to_state in WORKABLE_STATES:
             if campaign.provider == Provider.LOCAL:
                 campaign_publish(campaign=campaign)
-            elif campaign.provider == Provider.PROLIFIC:
+            elif campaign.provider in (Provider.PROLIFIC, Provider.MTURK):
                 # Imported here: provider_sync imports this module.
                 from campaigns.services.provider_sync import stage_provider_publish
 

@@ -27,6 +27,7 @@ from campaigns.models import (
     LocalGrant,
     ProviderCredential,
     ProviderOperation,
+    ProviderSyncCursor,
     QualificationGrant,
     QualificationType,
     Stage,
@@ -110,6 +111,9 @@ def rows(requester):
         response_status=200,
         response_body={"status": "approved"},
         created_at=timezone.now(),
+    )
+    ProviderSyncCursor.objects.create(
+        provider="mturk", scope="hit:3H000000000000000000000000001", state={"token": None}
     )
     ProviderCredential.objects.create(
         campaign=campaign,

@@ -232,9 +232,7 @@ class FakeMTurk:
             if self.state.assignments[a]["AssignmentStatus"] in ("Approved", "Rejected")
         )
         expired = hit["Expiration"] <= time.time()
-        if taken and (len(taken) >= hit["MaxAssignments"] or expired):
-            hit["HITStatus"] = "Reviewable"
-        elif not taken and expired:
+        if (taken and (len(taken) >= hit["MaxAssignments"] or expired)) or (not taken and expired):
             hit["HITStatus"] = "Reviewable"
         else:
             hit["HITStatus"] = "Assignable"
