@@ -301,7 +301,9 @@ MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
 MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
 MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
 MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # empty: MTurk's own endpoint
-MTURK_MAX_ATTEMPTS = int(os.environ.get("MTURK_MAX_ATTEMPTS", "3"))  # botocore's retries
+MTURK_MAX_ATTEMPTS = int(
+    os.environ.get("MTURK_MAX_ATTEMPTS", "3")
+)  # botocore attempts, first included
 MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))  # then ours, on throttling
 MTURK_BACKOFF_BASE = float(os.environ.get("MTURK_BACKOFF_BASE", "1"))
 MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))

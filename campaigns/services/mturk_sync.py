@@ -300,7 +300,8 @@ def _sync_batch(
     tokens = {h: (cursors.get(f"hit:{h}") or {}).get("token") for h in batch}
     stats.hits += len(batch)
     while pending:
-        reads = list(pool.map(lambda h: _read_hit(provider, h, tokens.get(h)), pending))
+        starts = [tokens.get(h) for h in pending]
+        reads = list(pool.map(lambda h, t: _read_hit(provider, h, t), pending, starts))
         _apply(reads, hits=hits, stats=stats)
         for read in reads:
             if read.error:

@@ -55,6 +55,8 @@ logger = logging.getLogger(__name__)
 # publish_study is not here: it re-starts a paused study (``campaign_provider_resume``)
 # and publishes no HITs.
 PUBLISH_KINDS = (OperationKind.CREATE_HIT, OperationKind.CREATE_STUDY)
+# Done operations that give a qualification type its platform id (a group, an MTurk type).
+QUALIFYING_KINDS = (OperationKind.GRANT, OperationKind.CREATE_QUALIFICATION_TYPE)
 
 
 def _max_attempts() -> int:
@@ -261,9 +263,7 @@ def _apply_effects(op: ProviderOperation) -> None:
         LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
             status=LedgerStatus.PAID, updated_at=now
         )
-    elif (op.kind == OperationKind.CREATE_QUALIFICATION_TYPE and result.get("group_id")) or (
-        op.kind == OperationKind.GRANT and result.get("group_id")
-    ):
+    elif op.kind in QUALIFYING_KINDS and result.get("group_id"):
         QualificationType.objects.filter(
             pk=int(payload.get("qualification_type_id") or 0),
             provider_qualification_id__isnull=True,

@@ -169,8 +169,9 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     Local campaigns publish at once; Prolific campaigns ask for one study per stage
     with pending items, MTurk campaigns one ``create_hit`` operation per stage
     (``stage_provider_publish``, which checks the budget); Prolific studies are
-    paused, resumed and stopped with the campaign. The transition locks the campaign row (``campaign_transition``); publishing happens in the same
-    transaction, so a refusal (budget) leaves the campaign where it was.
+    paused, resumed and stopped with the campaign. The transition locks the campaign
+    row (``campaign_transition``); publishing happens in the same transaction, so a
+    refusal (budget) leaves the campaign where it was.
     """
     with transaction.atomic():
         previous = (

@@ -28,6 +28,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from xml.sax.saxutils import escape
 
+from botocore import xform_name
+
 TARGET_PREFIX = "MTurkRequesterServiceV20170117."
 ANSWER_NS = (
     "http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/"
@@ -56,7 +58,11 @@ def answer_xml(answers: dict[str, Any]) -> str:
         parts.append(
             f"<Answer><QuestionIdentifier>{escape(qid)}</QuestionIdentifier>{inner}</Answer>"
         )
-    return f'<?xml version="1.0" encoding="UTF-8"?><QuestionFormAnswers xmlns="{ANSWER_NS}">{"".join(parts)}</QuestionFormAnswers>'
+    body = "".join(parts)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>'
+        f'<QuestionFormAnswers xmlns="{ANSWER_NS}">{body}</QuestionFormAnswers>'
+    )
 
 
 @dataclass
@@ -165,7 +171,7 @@ class FakeMTurk:
             if fault in ("500", "503"):
                 raise FakeError("ServiceFault", "Service unavailable", int(fault))
             body = json.loads(raw or b"{}")
-            handler = getattr(self, f"op_{op}", None)
+            handler = getattr(self, f"op_{xform_name(op)}", None)
             if handler is None:
                 raise FakeError("UnknownOperationException", f"Fake has no {op}")
             with self.lock:
@@ -279,10 +285,10 @@ class FakeMTurk:
             extra["NextToken"] = base64.b64encode(str(start + size).encode()).decode()
         return chunk, extra
 
-    def op_GetAccountBalance(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_get_account_balance(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"AvailableBalance": f"{self.state.balance:.2f}"}
 
-    def op_CreateHITType(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_create_hit_type(self, body: dict[str, Any]) -> dict[str, Any]:
         key = json.dumps(body, sort_keys=True)
         for type_id, props in self.state.hit_types.items():
             if props["key"] == key:
@@ -291,7 +297,7 @@ class FakeMTurk:
         self.state.hit_types[type_id] = {"key": key, **body}
         return {"HITTypeId": type_id}
 
-    def op_CreateHITWithHITType(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_create_hit_with_hit_type(self, body: dict[str, Any]) -> dict[str, Any]:
         self._token(body)
         props = self.state.hit_types.get(body["HITTypeId"])
         if props is None:
@@ -322,14 +328,14 @@ class FakeMTurk:
         self._remember(body, hit_id)
         return {"HIT": dict(hit)}
 
-    def op_GetHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_get_hit(self, body: dict[str, Any]) -> dict[str, Any]:
         return {"HIT": dict(self._hit(body["HITId"]))}
 
-    def op_ListHITs(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_list_hits(self, body: dict[str, Any]) -> dict[str, Any]:
         chunk, extra = self._page(list(self.state.hits.values()), body)
         return {"HITs": [dict(h) for h in chunk], **extra}
 
-    def op_ListReviewableHITs(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_list_reviewable_hits(self, body: dict[str, Any]) -> dict[str, Any]:
         for hit_id in self.state.hits:
             self._refresh(hit_id)
         hits = [
@@ -341,7 +347,7 @@ class FakeMTurk:
         chunk, extra = self._page(hits, body)
         return {"HITs": [dict(h) for h in chunk], **extra}
 
-    def op_ListAssignmentsForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_list_assignments_for_hit(self, body: dict[str, Any]) -> dict[str, Any]:
         self._hit(body["HITId"])
         statuses = set(body.get("AssignmentStatuses") or ["Submitted", "Approved", "Rejected"])
         items = [
@@ -352,7 +358,7 @@ class FakeMTurk:
         chunk, extra = self._page(items, body)
         return {"Assignments": [dict(a) for a in chunk], **extra}
 
-    def op_GetAssignment(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_get_assignment(self, body: dict[str, Any]) -> dict[str, Any]:
         a = self._assignment(body["AssignmentId"])
         return {"Assignment": dict(a), "HIT": dict(self.state.hits[a["HITId"]])}
 
@@ -373,15 +379,15 @@ class FakeMTurk:
         self._refresh(a["HITId"])
         return {}
 
-    def op_ApproveAssignment(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_approve_assignment(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._decide(body, "Approved")
 
-    def op_RejectAssignment(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_reject_assignment(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("RequesterFeedback"):
             raise FakeError("ValidationException", "RequesterFeedback is required")
         return self._decide(body, "Rejected")
 
-    def op_SendBonus(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_send_bonus(self, body: dict[str, Any]) -> dict[str, Any]:
         self._token(body)
         a = self._assignment(body["AssignmentId"])
         if a["WorkerId"] != body["WorkerId"]:
@@ -394,7 +400,7 @@ class FakeMTurk:
         self._remember(body, True)
         return {}
 
-    def op_ListBonusPayments(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_list_bonus_payments(self, body: dict[str, Any]) -> dict[str, Any]:
         items = [
             {k: b[k] for k in ("WorkerId", "BonusAmount", "AssignmentId", "Reason", "GrantTime")}
             for b in self.state.bonuses
@@ -403,7 +409,7 @@ class FakeMTurk:
         chunk, extra = self._page(items, body)
         return {"BonusPayments": chunk, **extra}
 
-    def op_CreateAdditionalAssignmentsForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_create_additional_assignments_for_hit(self, body: dict[str, Any]) -> dict[str, Any]:
         self._token(body)
         hit = self._hit(body["HITId"])
         hit["MaxAssignments"] += body["NumberOfAdditionalAssignments"]
@@ -412,13 +418,13 @@ class FakeMTurk:
         self._remember(body, True)
         return {}
 
-    def op_UpdateExpirationForHIT(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_update_expiration_for_hit(self, body: dict[str, Any]) -> dict[str, Any]:
         hit = self._hit(body["HITId"])
         hit["Expiration"] = float(body["ExpireAt"])
         self._refresh(body["HITId"])
         return {}
 
-    def op_NotifyWorkers(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_notify_workers(self, body: dict[str, Any]) -> dict[str, Any]:
         ids = body["WorkerIds"]
         if len(ids) > 100:
             raise FakeError("ValidationException", "At most 100 WorkerIds")
@@ -436,7 +442,7 @@ class FakeMTurk:
         self.state.messages.append({**body, "failed": [f["WorkerId"] for f in failures]})
         return {"NotifyWorkersFailureStatuses": failures}
 
-    def op_CreateQualificationType(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_create_qualification_type(self, body: dict[str, Any]) -> dict[str, Any]:
         if any(q["Name"] == body["Name"] for q in self.state.qualification_types.values()):
             raise FakeError(
                 "RequestError", "You have already created a QualificationType with this name."
@@ -453,13 +459,13 @@ class FakeMTurk:
         }
         return {"QualificationType": dict(self.state.qualification_types[qid])}
 
-    def op_ListQualificationTypes(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_list_qualification_types(self, body: dict[str, Any]) -> dict[str, Any]:
         query = body.get("Query", "")
         items = [q for q in self.state.qualification_types.values() if query in q["Name"]]
         chunk, extra = self._page(items, body)
         return {"QualificationTypes": [dict(q) for q in chunk], **extra}
 
-    def op_AssociateQualificationWithWorker(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_associate_qualification_with_worker(self, body: dict[str, Any]) -> dict[str, Any]:
         if body["QualificationTypeId"] not in self.state.qualification_types:
             raise FakeError("RequestError", "QualificationType does not exist.")
         self.state.members[(body["QualificationTypeId"], body["WorkerId"])] = body.get(
@@ -467,14 +473,14 @@ class FakeMTurk:
         )
         return {}
 
-    def op_DisassociateQualificationFromWorker(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_disassociate_qualification_from_worker(self, body: dict[str, Any]) -> dict[str, Any]:
         self.state.members.pop((body["QualificationTypeId"], body["WorkerId"]), None)
         return {}
 
-    def op_CreateWorkerBlock(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_create_worker_block(self, body: dict[str, Any]) -> dict[str, Any]:
         self.state.blocks.add(body["WorkerId"])
         return {}
 
-    def op_DeleteWorkerBlock(self, body: dict[str, Any]) -> dict[str, Any]:
+    def op_delete_worker_block(self, body: dict[str, Any]) -> dict[str, Any]:
         self.state.blocks.discard(body["WorkerId"])
         return {}

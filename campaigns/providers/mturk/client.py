@@ -82,7 +82,8 @@ class MTurkClient:
         self.endpoint_url = endpoint_url or (SANDBOX_ENDPOINT if sandbox else PRODUCTION_ENDPOINT)
         config = Config(
             region_name=REGION,
-            retries={"mode": "adaptive", "max_attempts": max_attempts},
+            # total_max_attempts counts the first attempt too (botocore's max_attempts does not).
+            retries={"mode": "adaptive", "total_max_attempts": max(1, max_attempts)},
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             max_pool_connections=max_pool_connections,
