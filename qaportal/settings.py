@@ -304,7 +304,7 @@ MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # empty: MTurk's 
 MTURK_MAX_ATTEMPTS = int(
     os.environ.get("MTURK_MAX_ATTEMPTS", "3")
 )  # botocore attempts, first included
-MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))  # then ours, on throttling
+MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))
 MTURK_BACKOFF_BASE = float(os.environ.get("MTURK_BACKOFF_BASE", "1"))
 MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))
 MTURK_CONNECT_TIMEOUT = float(os.environ.get("MTURK_CONNECT_TIMEOUT", "5"))

@@ -120,8 +120,8 @@ def test_publish_sync_approve_bonus(published, mturk):
     assert assignment.review_details["mturk"]["status"] == "Approved"
 
 
-def test_sync_pages_through_assignments_and_resumes_from_its_cursor(requester, mturk, settings):
-    campaign, stage = make_campaign(requester, provider="mturk", slug="mturk-pages", items=1)
+def test_sync_pages_through_assignments_and_resumes_from_its_cursor(requester, mturk):
+    _, stage = make_campaign(requester, provider="mturk", slug="mturk-pages", items=1)
     stage.assignments_per_hit = 250
     stage.save(update_fields=["assignments_per_hit"])
     op = stage_provider_publish(stage=stage)
@@ -192,5 +192,5 @@ def test_question_form_answers_are_parsed():
     ids=["entity-expansion", "external-entity", "truncated", "wrong-root"],
 )
 def test_hostile_or_broken_answers_are_refused(xml):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="QuestionFormAnswers"):
         answers_parse(xml)
