@@ -304,6 +304,7 @@ MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # empty: MTurk's 
 MTURK_MAX_ATTEMPTS = int(
     os.environ.get("MTURK_MAX_ATTEMPTS", "3")
 )  # botocore attempts, first included
+MTURK_RETRY_MODE = os.environ.get("MTURK_RETRY_MODE", "adaptive")  # or "standard"
 MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))
 MTURK_BACKOFF_BASE = float(os.environ.get("MTURK_BACKOFF_BASE", "1"))
 MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))

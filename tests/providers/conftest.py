@@ -32,13 +32,14 @@ def fake(settings) -> Iterator[FakeProlific]:
 @pytest.fixture
 def mturk(settings) -> Iterator[FakeMTurk]:
     """A fake MTurk the real boto3 client talks to; botocore's own retries off (the
-    provider's throttling retries, with a tiny backoff, are what is exercised)."""
+    provider's retries, with a tiny backoff, are what is exercised)."""
     with FakeMTurk() as server:
         settings.MTURK_ACCESS_KEY_ID = FakeMTurk.ACCESS_KEY
         settings.MTURK_SECRET_ACCESS_KEY = FakeMTurk.SECRET_KEY
         settings.MTURK_ENDPOINT_URL = server.url
         settings.MTURK_SANDBOX = True
         settings.MTURK_MAX_ATTEMPTS = 1
+        settings.MTURK_RETRY_MODE = "standard"  # adaptive would pace the tests for real
         settings.MTURK_RETRIES = 8
         settings.MTURK_BACKOFF_BASE = 0.001
         settings.MTURK_TIMEOUT = 5

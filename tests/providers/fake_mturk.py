@@ -109,6 +109,7 @@ class FakeMTurk:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out at once
 
             def log_message(self, *args: Any) -> None:
                 pass

@@ -65,7 +65,8 @@ class MTurkClient:
         secret_access_key: str,
         sandbox: bool = True,
         endpoint_url: str = "",
-        max_attempts: int = 5,
+        max_attempts: int = 3,
+        retry_mode: str = "adaptive",
         connect_timeout: float = 5.0,
         read_timeout: float = 20.0,
         max_pool_connections: int = 10,
@@ -83,7 +84,7 @@ class MTurkClient:
         config = Config(
             region_name=REGION,
             # total_max_attempts counts the first attempt too (botocore's max_attempts does not).
-            retries={"mode": "adaptive", "total_max_attempts": max(1, max_attempts)},
+            retries={"mode": retry_mode, "total_max_attempts": max(1, max_attempts)},
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
             max_pool_connections=max_pool_connections,

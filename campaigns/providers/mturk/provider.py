@@ -27,6 +27,7 @@ from campaigns.providers.base import (
     OperationsMixin,
     PermanentProviderError,
     Provider,
+    ProviderError,
     SubmissionRecord,
     TransientProviderError,
 )
@@ -95,6 +96,7 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
             sandbox=bool(getattr(settings, "MTURK_SANDBOX", True)),
             endpoint_url=getattr(settings, "MTURK_ENDPOINT_URL", ""),
             max_attempts=int(getattr(settings, "MTURK_MAX_ATTEMPTS", 3)),
+            retry_mode=str(getattr(settings, "MTURK_RETRY_MODE", "adaptive")),
             connect_timeout=float(getattr(settings, "MTURK_CONNECT_TIMEOUT", 5)),
             read_timeout=float(getattr(settings, "MTURK_TIMEOUT", 20)),
             retries=int(getattr(settings, "MTURK_RETRIES", 4)),
@@ -218,9 +220,12 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
                 if since_checkpoint >= CHECKPOINT_EVERY:
                     call.checkpoint(hits=dict(made))
                     since_checkpoint = 0
-        finally:
-            if since_checkpoint:
+        except ProviderError:
+            if since_checkpoint:  # keep what was made before this attempt gives up
                 call.checkpoint(hits=dict(made))
+            raise
+        if since_checkpoint:
+            call.checkpoint(hits=dict(made))
         return {
             "hit_type_id": hit_type_id,
             "published": True,
