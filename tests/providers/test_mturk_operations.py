@@ -1,0 +1,289 @@
+"""MTurk operations one by one: validation before any call, error mapping, messages in
+chunks with per-worker failures, qualifications, blocks, expiry, the account balance."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from campaigns.models import HIT, OperationKind, OperationState, QualificationType, Worker
+from campaigns.providers import provider_for
+from campaigns.providers.base import (
+    OperationCall,
+    PermanentProviderError,
+    TransientProviderError,
+)
+from campaigns.providers.mturk import MTurkProvider, qualification_requirements
+from campaigns.providers.mturk.checks import check_money, check_text, request_token
+from campaigns.providers.mturk.xml import MASTERS
+from campaigns.services.credentials import campaign_credentials_set
+from campaigns.services.mturk_sync import mturk_hits_sync
+from campaigns.services.operations import operation_request
+from campaigns.services.provider_sync import stage_provider_publish
+from campaigns.services.provider_workers import (
+    paid_qualification_grant,
+    paid_qualification_revoke,
+    paid_worker_block,
+    paid_worker_unblock,
+)
+from campaigns.services.worker_actions import assignment_bonus_pay
+from tests.providers.conftest import execute, make_campaign
+from tests.providers.mturk_helpers import page_submit
+
+pytestmark = pytest.mark.django_db
+
+
+def call(kind: str, payload: dict, key: str = "k") -> OperationCall:
+    return OperationCall(operation_id=1, kind=kind, key=key, payload=payload)
+
+
+@pytest.fixture
+def provider(mturk) -> MTurkProvider:
+    p = provider_for("mturk")
+    assert isinstance(p, MTurkProvider)
+    return p
+
+
+@pytest.fixture
+def submitted(requester, mturk):
+    campaign, stage = make_campaign(requester, provider="mturk", slug="mturk-ops", items=2)
+    op = stage_provider_publish(stage=stage)
+    assert op is not None
+    execute(op.pk)
+    hit = HIT.objects.filter(stage=stage).earliest("pk")
+    assignment = page_submit(mturk, hit, "AGOODWORKER1")
+    mturk_hits_sync()
+    assignment.refresh_from_db()
+    return campaign, assignment
+
+
+@pytest.mark.parametrize(
+    ("kind", "payload", "message"),
+    [
+        ("approve", {"submission_id": "3abc"}, "not an MTurk id"),
+        ("reject", {"submission_id": "3ABC", "message": "bad\x07bell"}, "control characters"),
+        ("reject", {"submission_id": "3ABC", "message": "x" * 1025}, "at most 1024"),
+        ("reject", {"submission_id": "3ABC", "message": ""}, "required"),
+        (
+            "bonus",
+            {"submission_id": "3ABC", "participant_id": "A1", "amount": "0.001", "reason": "r"},
+            "whole cents",
+        ),
+        (
+            "bonus",
+            {"submission_id": "3ABC", "participant_id": "A1", "amount": "0.50", "reason": ""},
+            "Bonus reason is required",
+        ),
+        (
+            "bonus",
+            {"submission_id": "3ABC", "participant_id": "w1", "amount": "0.50", "reason": "r"},
+            "not an MTurk WorkerId",
+        ),
+        ("notify", {"participant_ids": ["A1"], "subject": "s" * 201, "body": "b"}, "at most 200"),
+        ("notify", {"participant_ids": ["A1"], "subject": "s", "body": "b" * 4097}, "at most 4096"),
+        ("notify", {"participant_ids": ["A1", "B2"], "subject": "s", "body": "b"}, "WorkerId"),
+        ("expire", {"provider_hit_ids": ["3H", "bad id"]}, "not an MTurk id"),
+        ("teleport", {}, "not supported"),
+    ],
+)
+def test_bad_requests_fail_before_any_call(provider, mturk, kind, payload, message):
+    with pytest.raises(PermanentProviderError, match=message):
+        provider.execute(call(kind, payload))
+    assert sum(mturk.state.calls.values()) == 0
+
+
+def test_worker_ids_are_not_shown_in_full_in_errors(provider):
+    with pytest.raises(PermanentProviderError) as caught:
+        provider.execute(call("block", {"participant_id": "a-secret-worker-id"}))
+    assert "a-secret-worker-id" not in str(caught.value)
+
+
+def test_money_and_text_checks():
+    assert check_money("1.5") == "1.50"
+    with pytest.raises(PermanentProviderError, match="more than 0.00"):
+        check_money("0")
+    with pytest.raises(PermanentProviderError, match="not a number"):
+        check_money("lots")
+    assert check_text("a\r\nb", "Feedback", maximum=10) == "a\nb"
+    assert check_text("a\nb", "Subject", maximum=10, newlines=False) == "a b"
+    token = request_token("publish:stage:1:hits:1-1000:1000", 999)
+    assert len(token) <= 64
+    assert token == request_token("publish:stage:1:hits:1-1000:1000", 999)
+    assert token != request_token("publish:stage:1:hits:1-1000:1000", 998)
+
+
+def test_errors_are_mapped(provider, mturk):
+    mturk.fail_next("GetAccountBalance", "throttle", times=9)  # past every retry
+    with pytest.raises(TransientProviderError) as caught:
+        provider.client.call("get_account_balance")
+    assert caught.value.unprocessed
+    mturk.fail_next("GetAccountBalance", "503", times=9)
+    with pytest.raises(TransientProviderError, match="ServiceFault"):
+        provider.client.call("get_account_balance")
+    with pytest.raises(PermanentProviderError, match="does not exist"):
+        provider.client.call("get_hit", HITId="3NOSUCHHIT")
+    with pytest.raises(PermanentProviderError, match="invalid request"):
+        provider.client.call("get_hit")  # botocore's own validation: HITId is required
+
+
+def test_a_lost_notify_answer_is_not_sent_again(provider, mturk):
+    mturk.fail_next("NotifyWorkers", "drop_after")
+    with pytest.raises(TransientProviderError):
+        provider.client.call("notify_workers", Subject="s", MessageText="t", WorkerIds=["A1"])
+    assert mturk.state.calls["NotifyWorkers"] == 1  # not repeatable: no retry
+
+
+def test_notify_goes_in_chunks_and_records_each_workers_failure(submitted, mturk):
+    campaign, assignment = submitted
+    workers = [assignment.worker] + [
+        Worker.objects.create(provider="mturk", external_id=f"ASTRANGER{n:03d}") for n in range(249)
+    ]
+    from campaigns.services.provider_workers import paid_workers_notify
+
+    mturk.fail_next("NotifyWorkers", "drop_after")  # the first chunk goes, its answer is lost
+    op = paid_workers_notify(
+        campaign=campaign, study_id="", workers=workers, subject="Round 2", body="Hi", key="r2"
+    )
+    first = execute(op.pk)
+    assert first.state == OperationState.PENDING  # transient: retried later
+    done = execute(op.pk)
+    assert done.state == OperationState.DONE, done.last_error
+    assert len(mturk.state.messages) == 3  # 100 + 100 + 50, none sent twice
+    assert [len(m["WorkerIds"]) for m in mturk.state.messages] == [100, 100, 50]
+    result = done.result
+    assert result["unknown"] == 100  # the first chunk: its fate was lost, not resent
+    assert len(result["failures"]) == 150  # strangers: MTurk refuses, per worker
+    assert {f["code"] for f in result["failures"]} == {"HardFailure"}
+    assert result["sent"] == 0
+
+
+def test_qualification_grant_creates_the_type_once_then_revoke(requester, submitted, mturk):
+    _, assignment = submitted
+    qt = QualificationType.objects.create(owner=requester, name="Quiz passed", kind="quiz")
+    _, op = paid_qualification_grant(qualification_type=qt, worker=assignment.worker, source="t")
+    assert execute(op.pk).state == OperationState.DONE
+    qt.refresh_from_db()
+    assert qt.provider_qualification_id in mturk.state.qualification_types
+    assert mturk.state.members[(qt.provider_qualification_id, "AGOODWORKER1")] == 1
+    _, revoke = paid_qualification_revoke(qualification_type=qt, worker=assignment.worker) or (
+        None,
+        None,
+    )
+    assert revoke is not None
+    assert execute(revoke.pk).state == OperationState.DONE
+    assert (qt.provider_qualification_id, "AGOODWORKER1") not in mturk.state.members
+    assert len(mturk.state.qualification_types) == 1
+
+
+def test_create_qualification_type_with_a_test_and_answer_key(provider, mturk):
+    payload = {
+        "name": "Why-question quiz",
+        "description": "Five questions",
+        "test": "<QuestionForm>...</QuestionForm>",
+        "answer_key": "<AnswerKey>...</AnswerKey>",
+        "test_duration_seconds": 900,
+    }
+    result = provider.execute(call("create_qualification_type", payload))
+    again = provider.execute(
+        OperationCall(
+            operation_id=1, kind="create_qualification_type", key="k", payload=payload, attempts=2
+        )
+    )
+    assert result["qualification_type_id"] == again["qualification_type_id"]
+    (qt,) = mturk.state.qualification_types.values()
+    assert qt["AnswerKey"] == "<AnswerKey>...</AnswerKey>"
+    assert qt["TestDurationInSeconds"] == 900
+
+
+def test_block_and_unblock(requester, submitted, mturk):
+    _, assignment = submitted
+    _, op = paid_worker_block(requester=requester, worker=assignment.worker, reason="spam")
+    assert execute(op.pk).state == OperationState.DONE
+    assert mturk.state.blocks == {"AGOODWORKER1"}
+    lifted = paid_worker_unblock(requester=requester, worker=assignment.worker)
+    assert lifted is not None
+    assert execute(lifted[1].pk).state == OperationState.DONE
+    assert mturk.state.blocks == set()
+
+
+def test_expire_moves_the_expiry_to_the_past(submitted, mturk):
+    campaign, assignment = submitted
+    hit_id = assignment.hit.provider_hit_id
+    op, _ = operation_request(
+        provider="mturk",
+        kind=OperationKind.EXPIRE,
+        key=f"expire:{hit_id}",
+        payload={"provider_hit_ids": [hit_id]},
+        campaign=campaign,
+    )
+    assert execute(op.pk).state == OperationState.DONE
+    assert mturk.state.hits[hit_id]["HITStatus"] == "Reviewable"
+
+
+def test_a_bonus_the_balance_cannot_cover_is_refused(submitted, mturk):
+    _, assignment = submitted
+    mturk.state.balance = Decimal("0.50")
+    op = assignment_bonus_pay(
+        assignment=assignment, amount=Decimal("0.75"), reason="Too much", key="broke"
+    )
+    done = execute(op.pk)
+    assert done.state == OperationState.FAILED
+    assert "needs 0.90 USD" in done.last_error
+    assert mturk.state.calls["SendBonus"] == 0
+
+
+def test_publishing_is_refused_when_the_balance_is_short(requester, mturk):
+    mturk.state.balance = Decimal("1.00")
+    _, stage = make_campaign(requester, provider="mturk", slug="mturk-poor", items=2)
+    op = stage_provider_publish(stage=stage)
+    assert op is not None
+    done = execute(op.pk)
+    assert done.state == OperationState.FAILED
+    assert "Add funds" in done.last_error
+    assert not mturk.state.hits
+
+
+def test_qualification_requirements_map_system_and_custom_types():
+    reqs = qualification_requirements(
+        [
+            {"kind": "approved_count", "min": 500},
+            {"kind": "adult"},
+            {"kind": "masters"},
+            {"kind": "locale", "countries": ["US-NY", "GB"], "exclude": True},
+            {"kind": "quiz", "qualification_type_id": 7, "min": 3},
+        ],
+        sandbox=False,
+        custom={7: "3QUIZTYPE"},
+    )
+    assert [r["QualificationTypeId"] for r in reqs] == [
+        "00000000000000000040",
+        "00000000000000000060",
+        MASTERS[False],
+        "00000000000000000071",
+        "3QUIZTYPE",
+    ]
+    assert reqs[3]["Comparator"] == "NotIn"
+    assert reqs[3]["LocaleValues"] == [{"Country": "US", "Subdivision": "NY"}, {"Country": "GB"}]
+    assert reqs[4]["IntegerValues"] == [3]
+    with pytest.raises(PermanentProviderError, match="ISO country"):
+        qualification_requirements([{"kind": "locale", "countries": ["45"]}], sandbox=True)
+    with pytest.raises(PermanentProviderError, match="no MTurk"):
+        qualification_requirements([{"kind": "telepathy"}], sandbox=True)
+
+
+def test_campaign_credentials_are_used_and_never_shown(requester, mturk):
+    campaign, _ = make_campaign(requester, provider="mturk", slug="mturk-own", items=1)
+    campaign_credentials_set(
+        campaign=campaign,
+        values={
+            "access_key_id": "AKIAOWNKEY0000000000",
+            "secret_access_key": "own-secret-key-1234",
+        },
+        actor=requester,
+    )
+    own = provider_for("mturk", campaign_id=campaign.pk)
+    assert isinstance(own, MTurkProvider)
+    assert "own-secret" not in repr(own.client)
+    with pytest.raises(PermanentProviderError, match="security token"):
+        own.client.call("get_account_balance")  # the fake knows other keys
