@@ -228,7 +228,12 @@ def mturk_hits_sync(
             stats.errors += 1
             continue
         assert isinstance(provider, MTurkProvider)
-        ours = dict(published.filter(stage__campaign_id=cid).values_list("provider_hit_id", "pk"))
+        ours = {
+            str(hit_id): pk
+            for hit_id, pk in published.filter(stage__campaign_id=cid).values_list(
+                "provider_hit_id", "pk"
+            )
+        }
         calls_before = provider.client.calls
         with ThreadPoolExecutor(max_workers=threads) as pool:
             for batch in _campaign_batches(provider, cid=cid, ours=ours, only=hit_ids):
@@ -267,8 +272,9 @@ def _campaign_batches(
         if batch:
             yield batch
     waiting = sorted(
-        set(
-            Assignment.objects.filter(
+        {
+            str(h)
+            for h in Assignment.objects.filter(
                 provider=Provider.MTURK,
                 hit__stage__campaign_id=cid,
                 hit__status=HITStatus.PUBLISHED,
@@ -276,7 +282,7 @@ def _campaign_batches(
             )
             .exclude(review_details__identity__status="confirmed")
             .values_list("hit__provider_hit_id", flat=True)
-        )
+        }
         - done
     )
     for i in range(0, len(waiting), 100):

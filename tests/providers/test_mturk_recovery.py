@@ -121,7 +121,7 @@ def test_create_hit_recovered_after_mturk_forgot_its_tokens_lists_hits_first(
     # A day later: MTurk no longer knows the tokens; the operation is older than that.
     mturk.state.tokens.clear()
     op.refresh_from_db()
-    result = dict(op.result)
+    result = dict(op.result or {})
     result["started_at"] = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     ProviderOperation.objects.filter(pk=op.pk).update(result=result)
     done = recover(op)
@@ -181,12 +181,12 @@ def test_bonus_crash_right_after_send_recovered_past_token_memory_pays_once(
     assert len(mturk.state.bonuses) == 1
     mturk.state.tokens.clear()  # MTurk forgot the token (24 h)
     op.refresh_from_db()
-    result = dict(op.result)
+    result = dict(op.result or {})
     result["requested_at"] = (datetime.now(UTC) - timedelta(days=2)).isoformat()
     ProviderOperation.objects.filter(pk=op.pk).update(result=result)
     done = recover(op)
     assert done.state == OperationState.DONE, done.last_error
-    assert done.result["confirmed_by"] == "list_bonus_payments"
+    assert (done.result or {})["confirmed_by"] == "list_bonus_payments"
     assert len(mturk.state.bonuses) == 1
 
 

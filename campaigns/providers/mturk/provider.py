@@ -121,15 +121,16 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
 
     @staticmethod
     def _hit_type_params(hit_type: dict[str, Any]) -> dict[str, Any]:
-        params = {
+        duration = int(hit_type["AssignmentDurationInSeconds"])
+        if not 30 <= duration <= 31536000:
+            raise PermanentProviderError("Assignment duration must be 30 s to 365 days on MTurk.")
+        params: dict[str, Any] = {
             "Title": check_text(hit_type.get("Title"), "Title", maximum=128, newlines=False),
             "Description": check_text(hit_type.get("Description"), "Description", maximum=2000),
             "Reward": check_money(hit_type.get("Reward"), "Reward"),
-            "AssignmentDurationInSeconds": int(hit_type["AssignmentDurationInSeconds"]),
+            "AssignmentDurationInSeconds": duration,
             "AutoApprovalDelayInSeconds": int(hit_type.get("AutoApprovalDelayInSeconds", 259200)),
         }
-        if not 30 <= params["AssignmentDurationInSeconds"] <= 31536000:
-            raise PermanentProviderError("Assignment duration must be 30 s to 365 days on MTurk.")
         keywords = check_text(
             hit_type.get("Keywords"), "Keywords", maximum=1000, required=False, newlines=False
         )
