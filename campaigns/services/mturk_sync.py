@@ -20,6 +20,7 @@ there; every write is idempotent.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.models import (
@@ -46,6 +47,7 @@ from campaigns.providers.mturk import MTurkProvider, short_worker
 logger = logging.getLogger(__name__)
 
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+UPDATE_ROWS = 1000  # assignment rows per UPDATE statement
 PAGES_PER_ROUND = 10  # assignment pages read per HIT before its batch is written
 
 
@@ -125,10 +127,8 @@ def _apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncStats) -> N
                 continue  # not read this round, or not submitted on our page
             if _record(a, record):
                 changed.append(a)
-        if changed:
-            Assignment.objects.bulk_update(
-                changed, ["review_details", "submitted_at", "work_seconds"], batch_size=500
-            )
+        for start in range(0, len(changed), UPDATE_ROWS):
+            _update_rows(changed[start : start + UPDATE_ROWS])
         ProviderSyncCursor.objects.bulk_create(
             [
                 ProviderSyncCursor(
@@ -160,6 +160,23 @@ def _apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncStats) -> N
     stats.unmatched += len(unmatched)
     stats.unmatched_ids.extend(unmatched[:100])
     stats.errors += sum(1 for r in reads if r.error)
+
+
+def _update_rows(rows: list[Assignment]) -> None:
+    """One ``UPDATE … FROM (VALUES …)`` for ``rows`` (Django's ``bulk_update`` builds a
+    CASE per field whose cost grows with the square of the rows)."""
+    table = Assignment._meta.db_table
+    values = ", ".join(["(%s, %s::jsonb, %s::timestamptz, %s::integer)"] * len(rows))
+    params: list[Any] = []
+    for a in rows:
+        params += [a.pk, json.dumps(a.review_details), a.submitted_at, a.work_seconds]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} AS a SET review_details = v.details, "  # noqa: S608 - no input
+            "submitted_at = v.submitted, work_seconds = v.seconds "
+            f"FROM (VALUES {values}) AS v(id, details, submitted, seconds) WHERE a.id = v.id",
+            params,
+        )
 
 
 def _record(a: Assignment, record: dict[str, Any] | None) -> bool:
