@@ -180,6 +180,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    "campaigns-mturk-sync": {
+        "task": "campaigns.mturk_sync",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
     "linking-entity-agreement-sweep": {
         "task": "linking.entity_agreement_sweep",
         "schedule": 300.0,

@@ -180,6 +180,8 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
         campaign = campaign_transition(campaign=campaign, to_state=to_state)
         if campaign.provider == Provider.PROLIFIC:
             _prolific_follow(campaign=campaign, previous=previous, to_state=to_state)
+        elif campaign.provider == Provider.MTURK:
+            _mturk_follow(campaign=campaign, previous=previous, to_state=to_state)
         if to_state in WORKABLE_STATES:
             if campaign.provider == Provider.LOCAL:
                 campaign_publish(campaign=campaign)
@@ -190,6 +192,18 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
                 for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
                     stage_provider_publish(stage=stage)
     return campaign
+
+
+def _mturk_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:
+    """The campaign's MTurk HITs follow its state: expired, re-opened (operations)."""
+    from campaigns.services.mturk_follow import mturk_campaign_follow
+
+    if to_state == CampaignState.PAUSED:
+        mturk_campaign_follow(campaign=campaign, mode="pause")
+    elif to_state == CampaignState.COMPLETED:
+        mturk_campaign_follow(campaign=campaign, mode="stop")
+    elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
+        mturk_campaign_follow(campaign=campaign, mode="resume")
 
 
 def _prolific_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:

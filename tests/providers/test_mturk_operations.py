@@ -287,3 +287,37 @@ def test_campaign_credentials_are_used_and_never_shown(requester, mturk):
     assert "own-secret" not in repr(own.client)
     with pytest.raises(PermanentProviderError, match="security token"):
         own.client.call("get_account_balance")  # the fake knows other keys
+
+
+def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
+    from campaigns.models import CampaignState, ProviderOperation
+    from campaigns.services.publishing import campaign_start
+
+    campaign, stage = make_campaign(requester, provider="mturk", slug="mturk-follow", items=2)
+    op = stage_provider_publish(stage=stage)
+    assert op is not None
+    execute(op.pk)
+
+    def run_expiries() -> None:
+        for pending in ProviderOperation.objects.filter(
+            kind=OperationKind.EXPIRE, state=OperationState.PENDING
+        ):
+            assert execute(pending.pk).state == OperationState.DONE
+
+    def statuses() -> set[str]:
+        return {h["HITStatus"] for h in mturk.state.hits.values()}
+
+    campaign = campaign_start(campaign=campaign, to_state=CampaignState.PAUSED)
+    run_expiries()
+    assert statuses() == {"Reviewable"}  # expired: nobody can accept
+    campaign = campaign_start(campaign=campaign, to_state=CampaignState.LIVE)
+    run_expiries()
+    assert statuses() == {"Assignable"}
+    campaign = campaign_start(campaign=campaign, to_state=CampaignState.COMPLETED)
+    run_expiries()
+    assert statuses() == {"Reviewable"}
+    assert mturk.state.calls["UpdateExpirationForHIT"] == 6
+    keys = ProviderOperation.objects.filter(kind=OperationKind.EXPIRE).values_list(
+        "idempotency_key", flat=True
+    )
+    assert sorted(k.split(":")[0] for k in keys) == ["pause", "resume", "stop"]

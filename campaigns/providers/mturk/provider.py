@@ -265,19 +265,26 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
         return {"added": count, "provider_hit_id": hit_id}
 
     def expire(self, call: OperationCall) -> dict[str, Any]:
-        """Stop HITs taking workers (``UpdateExpirationForHIT`` to a past time); idempotent."""
+        """Move HITs' expiry (``UpdateExpirationForHIT``): to the past (``mode`` pause or
+        stop; workers holding an assignment may still submit), or with ``mode`` resume
+        to ``expire_at[hit]``. Safe to repeat; progress is checkpointed per HIT."""
         ids = call.payload.get("provider_hit_ids") or [call.payload.get("provider_hit_id")]
         hit_ids = [check_id(h, "HIT") for h in ids]
-        done = set(call.result.get("expired") or [])
+        resume = call.payload.get("mode") == "resume"
+        until = call.payload.get("expire_at") or {}
+        done = set(call.result.get("updated") or [])
         for hit_id in hit_ids:
             if hit_id in done:
                 continue
-            self.client.call(
-                "update_expiration_for_hit", HITId=hit_id, ExpireAt=datetime(2015, 1, 1, tzinfo=UTC)
-            )
+            when = datetime(2015, 1, 1, tzinfo=UTC)
+            if resume:
+                if hit_id not in until:
+                    continue
+                when = datetime.fromisoformat(until[hit_id])
+            self.client.call("update_expiration_for_hit", HITId=hit_id, ExpireAt=when)
             done.add(hit_id)
-            call.checkpoint(expired=sorted(done))
-        return {"expired": sorted(done)}
+            call.checkpoint(updated=sorted(done))
+        return {"updated": sorted(done), "mode": call.payload.get("mode", "stop")}
 
     # --- reads ---------------------------------------------------------------------------
 
