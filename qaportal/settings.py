@@ -316,6 +316,7 @@ MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))
 MTURK_CONNECT_TIMEOUT = float(os.environ.get("MTURK_CONNECT_TIMEOUT", "5"))
 MTURK_FRAME_HEIGHT = int(os.environ.get("MTURK_FRAME_HEIGHT", "0"))
 MTURK_AUTO_APPROVAL_DAYS = int(os.environ.get("MTURK_AUTO_APPROVAL_DAYS", "3"))
+MTURK_SYNC_THREADS = int(os.environ.get("MTURK_SYNC_THREADS", "4"))  # HITs read at once
 # A campaign's own platform credentials are stored encrypted with these Fernet keys
 # (comma-separated; the first encrypts, all decrypt). Empty: one derived from SECRET_KEY.
 CREDENTIALS_KEYS = os.environ.get("CREDENTIALS_KEYS", "")
