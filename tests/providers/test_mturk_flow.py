@@ -17,6 +17,7 @@ from campaigns.models import (
     ProviderSyncCursor,
 )
 from campaigns.providers.mturk import answers_parse
+from campaigns.providers.mturk.checks import deployment_tag
 from campaigns.providers.mturk.xml import APPROVAL_RATE, LOCALE
 from campaigns.services.mturk_sync import mturk_hits_sync
 from campaigns.services.provider_review import (
@@ -54,7 +55,9 @@ def test_publish_makes_one_hit_type_and_a_hit_per_qaportal_hit(published, mturk)
     assert quals[LOCALE]["LocaleValues"] == [{"Country": "US"}, {"Country": "CA"}]
     for hit in mturk.state.hits.values():
         assert "https://qaportal.example.org/w/mturk/" in hit["Question"]
-        assert hit["RequesterAnnotation"].startswith(f"qaportal:{op.idempotency_key}:")
+        assert hit["RequesterAnnotation"].startswith(
+            f"qaportal:{deployment_tag()}:{op.idempotency_key}:"
+        )
     assert mturk.state.calls["GetAccountBalance"] == 1
 
 

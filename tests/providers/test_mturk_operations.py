@@ -321,3 +321,27 @@ def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
         "idempotency_key", flat=True
     )
     assert sorted(k.split(":")[0] for k in keys) == ["pause", "resume", "stop"]
+
+
+def test_two_sites_sharing_an_account_do_not_take_each_others_hits(provider, mturk, settings):
+    from campaigns.providers.mturk import publish_payload
+
+    payload = publish_payload(
+        stage_id=1,
+        hit_ids=[1],
+        title="T",
+        description="D",
+        keywords="",
+        reward=Decimal("0.10"),
+        duration_seconds=600,
+        auto_approval_seconds=3600,
+        lifetime_seconds=3600,
+        max_assignments=1,
+        qualification_requirements=[],
+        site_url="https://qaportal.example.org",
+    )
+    first = provider.execute(call("create_hit", payload, key="publish:stage:1:hits:1-1:1"))
+    settings.SECRET_KEY = "another-site-another-secret-key-0123456789"
+    second = provider.execute(call("create_hit", payload, key="publish:stage:1:hits:1-1:1"))
+    assert first["hits"]["1"]["provider_hit_id"] != second["hits"]["1"]["provider_hit_id"]
+    assert len(mturk.state.hits) == 2

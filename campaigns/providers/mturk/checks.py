@@ -8,6 +8,7 @@ shortened (``short_worker``).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -25,6 +26,7 @@ MESSAGE_MAX = 4096
 NOTIFY_CHUNK = 100
 TOKEN_MAX = 64
 ANNOTATION_MAX = 255
+ANNOTATION_PREFIX = "qaportal:"
 
 
 def short_worker(worker_id: str) -> str:
@@ -83,16 +85,25 @@ def check_text(
     return text
 
 
+def deployment_tag() -> str:
+    """A short tag of this deployment (keyed by ``SECRET_KEY``): two qaportal sites
+    sharing one MTurk account never take each other's tokens or HITs for their own."""
+    from django.conf import settings
+
+    digest = hmac.new(settings.SECRET_KEY.encode(), b"qaportal-mturk", hashlib.sha256)
+    return digest.hexdigest()[:8]
+
+
 def request_token(key: str, *parts: object) -> str:
     """MTurk's ``UniqueRequestToken`` for operation ``key`` (and a part, say a HIT):
     the same on every attempt, at most 64 characters."""
-    raw = ":".join([key, *(str(p) for p in parts)])
+    raw = ":".join([deployment_tag(), key, *(str(p) for p in parts)])
     return "qa-" + hashlib.sha256(raw.encode()).hexdigest()[: TOKEN_MAX - 3]
 
 
 def annotation(key: str, *parts: object) -> str:
     """``RequesterAnnotation`` marking what an operation made (found again by it)."""
-    raw = ":".join(["qaportal", key, *(str(p) for p in parts)])
+    raw = ":".join([ANNOTATION_PREFIX + deployment_tag(), key, *(str(p) for p in parts)])
     if len(raw) <= ANNOTATION_MAX:
         return raw
-    return "qaportal:" + hashlib.sha256(raw.encode()).hexdigest()
+    return f"{ANNOTATION_PREFIX}{deployment_tag()}:" + hashlib.sha256(raw.encode()).hexdigest()

@@ -33,6 +33,7 @@ from campaigns.providers.base import (
 )
 from campaigns.providers.fees import MTurkFees
 from campaigns.providers.mturk.checks import (
+    ANNOTATION_PREFIX,
     annotation,
     check_id,
     check_money,
@@ -153,13 +154,13 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
         call.checkpoint(hit_type_id=hit_type_id)
         return dict(call.result)
 
-    def _hits_by_annotation(self, prefix: str) -> dict[str, dict[str, Any]]:
-        """Every HIT of the account whose RequesterAnnotation starts with ``prefix``."""
+    def _hits_by_annotation(self) -> dict[str, dict[str, Any]]:
+        """Every HIT of the account that qaportal made, by its RequesterAnnotation."""
         found: dict[str, dict[str, Any]] = {}
         for page in self.client.pages("list_hits", "HITs"):
             for hit in page:
                 note = str(hit.get("RequesterAnnotation") or "")
-                if note.startswith(prefix):
+                if note.startswith(ANNOTATION_PREFIX):
                     found[note] = hit
         return found
 
@@ -188,7 +189,7 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
         started = datetime.fromisoformat(call.result["started_at"])
         known: dict[str, dict[str, Any]] | None = None
         if remaining and (call.recovering or call.attempts > 1) and _now() - started > TOKEN_MEMORY:
-            known = self._hits_by_annotation(annotation(call.key, ""))
+            known = self._hits_by_annotation()
         since_checkpoint = 0
         try:
             for pk in remaining:
@@ -207,7 +208,7 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
                         )["HIT"]
                     except AlreadyProcessedError:
                         if known is None:
-                            known = self._hits_by_annotation(annotation(call.key, ""))
+                            known = self._hits_by_annotation()
                         hit = known.get(note)
                         if hit is None:
                             raise TransientProviderError(
