@@ -30,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from campaigns.models import (
@@ -37,12 +38,17 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     HITStatus,
+    OperationKind,
+    OperationState,
     Provider,
+    ProviderOperation,
     ProviderSyncCursor,
 )
 from campaigns.providers import provider_for
 from campaigns.providers.base import ProviderError
 from campaigns.providers.mturk import MTurkProvider, short_worker
+from campaigns.services.errors import DomainError
+from campaigns.services.provider_review import paid_assignments_approve
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +67,7 @@ class SyncStats:
     unmatched: int = 0  # on MTurk, not stored by our page
     errors: int = 0
     api_calls: int = 0
+    approvals_requested: int = 0
     unmatched_ids: list[str] = field(default_factory=list)
 
 
@@ -160,6 +167,54 @@ def _apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncStats) -> N
     stats.unmatched += len(unmatched)
     stats.unmatched_ids.extend(unmatched[:100])
     stats.errors += sum(1 for r in reads if r.error)
+
+
+def _approvals_follow(hit_pks: list[int], stats: SyncStats) -> None:
+    """Ask for the approval of confirmed submissions that MTurk approved by itself (its
+    auto-approval delay passed: the ledger must show the money) or that a stage with an
+    ``auto_approve`` rule may pay; one bulk approval per batch. Assignments whose
+    approval or rejection was already requested are left out. One query when there
+    is nothing to approve.
+    """
+    candidates = list(
+        Assignment.objects.filter(
+            provider=Provider.MTURK,
+            hit_id__in=hit_pks,
+            status=AssignmentStatus.SUBMITTED,
+            review_details__identity__status="confirmed",
+        )
+        .filter(
+            Q(review_details__mturk__status="Approved")
+            | Q(
+                review_details__mturk__status="Submitted",
+                hit__stage__review_rules__contains=[{"rule": "auto_approve"}],
+            )
+        )
+        .order_by("pk")
+    )
+    if not candidates:
+        return
+    rejecting = set(
+        ProviderOperation.objects.filter(
+            provider=Provider.MTURK,
+            kind=OperationKind.REJECT,
+            payload__assignment_id__in=[a.pk for a in candidates],
+        )
+        .exclude(state=OperationState.FAILED)
+        .values_list("payload__assignment_id", flat=True)
+    )
+    candidates = [a for a in candidates if a.pk not in rejecting]
+    if not candidates:
+        return
+    try:
+        op = paid_assignments_approve(
+            assignments=candidates, source="mturk:sync", reason="approved on MTurk or by rule"
+        )
+    except DomainError as exc:  # a decision raced the sync: the next sync tries again
+        logger.warning("mturk: approvals after sync refused: %s", exc)
+        return
+    if op is not None:
+        stats.approvals_requested += len((op.payload or {}).get("assignment_ids") or [1])
 
 
 def _update_rows(rows: list[Assignment]) -> None:
@@ -326,6 +381,7 @@ def _sync_batch(
         starts = [tokens.get(h) for h in pending]
         reads = list(pool.map(lambda h, t: _read_hit(provider, h, t), pending, starts))
         _apply(reads, hits=hits, stats=stats)
+        _approvals_follow([hits[r.hit_id] for r in reads], stats)
         for read in reads:
             if read.error:
                 logger.warning("mturk sync of HIT %s: %s", read.hit_id, read.error)

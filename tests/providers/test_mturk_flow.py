@@ -26,7 +26,7 @@ from campaigns.services.provider_review import (
 )
 from campaigns.services.provider_sync import stage_provider_publish
 from campaigns.services.worker_actions import assignment_bonus_pay
-from tests.providers.conftest import execute, make_campaign
+from tests.providers.conftest import execute, make_campaign, run_operations
 from tests.providers.mturk_helpers import page_submit
 
 pytestmark = pytest.mark.django_db
@@ -197,3 +197,33 @@ def test_question_form_answers_are_parsed():
 def test_hostile_or_broken_answers_are_refused(xml):
     with pytest.raises(ValueError, match="QuestionFormAnswers"):
         answers_parse(xml)
+
+
+def test_mturk_auto_approval_and_the_stage_rule_are_recorded_with_their_money(published, mturk):
+    _, stage, _ = published
+    first, second, third = HIT.objects.filter(stage=stage).order_by("pk")
+    by_mturk = page_submit(mturk, first, "AGOODWORKER1")
+    mturk_hits_sync()
+    mturk.state.assignments[by_mturk.provider_assignment_id]["AssignmentStatus"] = "Approved"
+    stats = mturk_hits_sync()  # MTurk's auto-approval delay passed
+    assert stats.approvals_requested == 1
+    run_operations()
+    by_mturk.refresh_from_db()
+    assert by_mturk.status == AssignmentStatus.APPROVED
+    assert by_mturk.decision_source == "mturk:sync"
+    entries = LedgerEntry.objects.filter(assignment=by_mturk)
+    assert set(entries.values_list("status", flat=True)) == {LedgerStatus.PAID}
+    assert not mturk.state.approvals  # MTurk approved it; qaportal only recorded it
+
+    stage.review_rules = [{"rule": "auto_approve"}]
+    stage.save(update_fields=["review_rules"])
+    by_rule = page_submit(mturk, second, "AOTHERWORKER2")
+    forged = page_submit(mturk, third, "AREALWORKER3", claimed_worker="AFORGED4")
+    mturk_hits_sync()
+    run_operations()
+    by_rule.refresh_from_db()
+    forged.refresh_from_db()
+    assert by_rule.status == AssignmentStatus.APPROVED
+    assert mturk.state.approvals[by_rule.provider_assignment_id] == 1
+    assert forged.status == AssignmentStatus.SUBMITTED  # never paid on a forged identity
+    assert mturk_hits_sync().approvals_requested == 0  # idempotent
