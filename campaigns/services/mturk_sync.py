@@ -68,6 +68,7 @@ class SyncStats:
     errors: int = 0
     api_calls: int = 0
     approvals_requested: int = 0
+    skipped: int = 0  # settled HITs not read again
     unmatched_ids: list[str] = field(default_factory=list)
 
 
@@ -78,6 +79,7 @@ class HITRead:
     token: str | None  # where to resume; None once read to the end
     complete: bool  # read from its start to its end in this pass
     error: str = ""
+    reviewable: bool = False  # listed by ListReviewableHITs in this pass
 
 
 def _read_hit(provider: MTurkProvider, hit_id: str, token: str | None) -> HITRead:
@@ -92,6 +94,36 @@ def _read_hit(provider: MTurkProvider, hit_id: str, token: str | None) -> HITRea
     except ProviderError as exc:
         return HITRead(hit_id, records, token, False, str(exc))
     return HITRead(hit_id, records, token, False)
+
+
+def _settled(read: HITRead) -> bool:
+    """A Reviewable HIT read whole whose every assignment MTurk has decided: nothing
+    more can happen to it (until assignments are added or its expiry moves on, which
+    unsettle it: ``mturk_cursors_unsettle``)."""
+    return (
+        read.reviewable
+        and read.complete
+        and not read.error
+        and bool(read.records)
+        and all(r["status"] in ("Approved", "Rejected") for r in read.records)
+    )
+
+
+def mturk_cursors_unsettle(
+    *, hit_pks: Iterable[int] = (), provider_hit_ids: Iterable[str] = ()
+) -> int:
+    """Make the next syncs read these HITs again (assignments were added, or the HITs
+    re-opened); the cursors changed. One UPDATE."""
+    ids = set(provider_hit_ids) | {
+        str(h)
+        for h in HIT.objects.filter(pk__in=list(hit_pks)).values_list("provider_hit_id", flat=True)
+        if h
+    }
+    if not ids:
+        return 0
+    return ProviderSyncCursor.objects.filter(
+        provider=Provider.MTURK, scope__in=[f"hit:{h}" for h in ids]
+    ).update(state={"token": None, "settled": False}, updated_at=timezone.now())
 
 
 def _identity(assignment: Assignment, record: dict[str, Any] | None) -> dict[str, Any]:
@@ -145,6 +177,7 @@ def _apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncStats) -> N
                         "token": read.token,
                         "read": len(read.records),
                         "error": read.error,
+                        "settled": _settled(read),
                         "synced_at": now.isoformat(),
                     },
                     updated_at=now,
@@ -308,8 +341,8 @@ def mturk_hits_sync(
         }
         calls_before = provider.client.calls
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            for batch in _campaign_batches(provider, cid=cid, ours=ours, only=hit_ids):
-                _sync_batch(provider, pool, batch, hits=ours, stats=stats)
+            for batch, reviewable in _campaign_batches(provider, cid=cid, ours=ours, only=hit_ids):
+                _sync_batch(provider, pool, batch, reviewable, hits=ours, stats=stats)
         stats.api_calls += provider.client.calls - calls_before
     logger.info(
         "mturk sync: %d HITs, %d assignments read, %d changed, %d flagged, %d unmatched",
@@ -324,11 +357,14 @@ def mturk_hits_sync(
 
 def _campaign_batches(
     provider: MTurkProvider, *, cid: int, ours: dict[str, int], only: list[str] | None
-) -> Iterator[list[str]]:
+) -> Iterator[tuple[list[str], bool]]:
+    """Batches (≤100) of the campaign's HIT ids to read, each with whether MTurk listed
+    them as Reviewable: first the Reviewable pages, then HITs with page submissions not
+    confirmed yet (or only ``only``)."""
     if only is not None:
         wanted = [h for h in only if h in ours]
         for i in range(0, len(wanted), 100):
-            yield wanted[i : i + 100]
+            yield wanted[i : i + 100], False
         return
     done: set[str] = set()
     group_ids = sorted(
@@ -342,7 +378,7 @@ def _campaign_batches(
         batch = [h for h in page if h in ours and h not in done]
         done.update(batch)
         if batch:
-            yield batch
+            yield batch, True
     waiting = sorted(
         {
             str(h)
@@ -358,28 +394,34 @@ def _campaign_batches(
         - done
     )
     for i in range(0, len(waiting), 100):
-        yield waiting[i : i + 100]
+        yield waiting[i : i + 100], False
 
 
 def _sync_batch(
     provider: MTurkProvider,
     pool: ThreadPoolExecutor,
     batch: list[str],
+    reviewable: bool,
     *,
     hits: dict[str, int],
     stats: SyncStats,
 ) -> None:
-    pending = batch
+    """Read and write one batch; a Reviewable HIT settled at an earlier sync is skipped."""
     cursors = dict(
         ProviderSyncCursor.objects.filter(
             provider=Provider.MTURK, scope__in=[f"hit:{h}" for h in batch]
         ).values_list("scope", "state")
     )
-    tokens = {h: (cursors.get(f"hit:{h}") or {}).get("token") for h in batch}
-    stats.hits += len(batch)
+    states = {h: cursors.get(f"hit:{h}") or {} for h in batch}
+    pending = [h for h in batch if not (reviewable and states[h].get("settled"))]
+    stats.skipped += len(batch) - len(pending)
+    tokens = {h: states[h].get("token") for h in pending}
+    stats.hits += len(pending)
     while pending:
         starts = [tokens.get(h) for h in pending]
         reads = list(pool.map(lambda h, t: _read_hit(provider, h, t), pending, starts))
+        for read in reads:
+            read.reviewable = reviewable
         _apply(reads, hits=hits, stats=stats)
         _approvals_follow([hits[r.hit_id] for r in reads], stats)
         for read in reads:

@@ -227,3 +227,30 @@ def test_mturk_auto_approval_and_the_stage_rule_are_recorded_with_their_money(pu
     assert mturk.state.approvals[by_rule.provider_assignment_id] == 1
     assert forged.status == AssignmentStatus.SUBMITTED  # never paid on a forged identity
     assert mturk_hits_sync().approvals_requested == 0  # idempotent
+
+
+def test_settled_hits_are_not_read_again_until_they_take_work_again(published, mturk):
+    _, stage, _ = published
+    hits = list(HIT.objects.filter(stage=stage).order_by("pk"))
+    for n, hit in enumerate(hits):
+        page_submit(mturk, hit, f"AWORKER{n}")
+    mturk_hits_sync()
+    for a in mturk.state.assignments.values():
+        a["AssignmentStatus"] = "Approved"  # decided (by MTurk's auto-approval)
+    mturk_hits_sync()  # reads the decisions, marks the HITs settled
+    mturk.state.calls.clear()
+    stats = mturk_hits_sync()
+    assert stats.skipped == 3
+    assert mturk.state.calls["ListAssignmentsForHIT"] == 0
+    assert mturk.state.calls["ListReviewableHITs"] == 1
+
+    from campaigns.services.assignment_lifecycle import hit_add_assignments
+
+    hit_add_assignments(hit=hits[0], count=1, reason="escalate", key="esc:1")
+    run_operations()
+    assert mturk.state.hits[hits[0].provider_hit_id]["HITStatus"] == "Assignable"
+    mturk.submit_assignment(hits[0].provider_hit_id, "ANEWWORKER9", {"q": "a"})
+    mturk.state.calls.clear()
+    stats = mturk_hits_sync()
+    assert stats.skipped == 2
+    assert stats.unmatched == 1  # the new one is read (no page row for it here)

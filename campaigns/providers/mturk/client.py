@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -98,6 +99,7 @@ class MTurkClient:
             config=config,
         )
         self.calls = 0  # platform calls made (after botocore's own retries), for benches
+        self._calls_lock = threading.Lock()  # the sync reads HITs from several threads
 
     def __repr__(self) -> str:  # never the keys
         return f"MTurkClient(endpoint={self.endpoint_url!r}, sandbox={self.sandbox})"
@@ -126,7 +128,8 @@ class MTurkClient:
 
     def _call_once(self, operation: str, **params: Any) -> dict[str, Any]:
         method: Callable[..., dict[str, Any]] = getattr(self._client, operation)
-        self.calls += 1
+        with self._calls_lock:
+            self.calls += 1
         try:
             return method(**params)
         except ClientError as exc:
