@@ -11,7 +11,8 @@ qualification members, blocks), honours ``UniqueRequestToken`` as MTurk does (a
 token seen before is refused with "already been processed"), and can inject faults
 at a rate or for the next calls of an operation: ``throttle`` (HTTP 400
 ThrottlingException), ``500``/``503``, ``drop_before`` (connection closed, nothing
-done) and ``drop_after`` (the effect happens, the answer is lost).
+done), ``drop_after`` (the effect happens, the answer is lost), ``refuse`` (a
+RequestError) and ``pass`` (no fault: lets queued faults start later).
 """
 
 from __future__ import annotations
@@ -171,6 +172,8 @@ class FakeMTurk:
                 raise FakeError("ThrottlingException", "Rate exceeded")
             if fault in ("500", "503"):
                 raise FakeError("ServiceFault", "Service unavailable", int(fault))
+            if fault == "refuse":
+                raise FakeError("RequestError", "This requester no longer accepts new HITs.")
             body = json.loads(raw or b"{}")
             handler = getattr(self, f"op_{xform_name(op)}", None)
             if handler is None:

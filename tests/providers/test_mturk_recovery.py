@@ -240,3 +240,22 @@ def test_server_errors_and_dropped_connections_do_not_duplicate(requester, mturk
     assert ProviderOperation.objects.get(pk=op.pk).state == OperationState.DONE
     assert len(mturk.state.hits) == 30
     assert HIT.objects.filter(stage=stage, status=HITStatus.PUBLISHED).count() == 30
+
+
+def test_a_refusal_half_way_keeps_the_hits_made_and_leaves_the_rest_pending(stage, mturk):
+    mturk.fail_next("CreateHITWithHITType", "pass", times=10)
+    mturk.fail_next("CreateHITWithHITType", "refuse")
+    op = stage_provider_publish(stage=stage)
+    assert op is not None
+    done = execute(op.pk)
+    assert done.state == OperationState.DONE
+    assert len((done.result or {})["refused"]) == 20
+    assert "no longer accepts" in (done.result or {})["error"]
+    assert HIT.objects.filter(stage=stage, status=HITStatus.PUBLISHED).count() == 10
+    assert HIT.objects.filter(stage=stage, status=HITStatus.PENDING).count() == 20
+    again = stage_provider_publish(stage=stage)  # the rest, under a new key
+    assert again is not None
+    assert again.pk != op.pk
+    assert again.payload["hit_ids"] == (done.result or {})["refused"]
+    assert execute(again.pk).state == OperationState.DONE
+    assert len(mturk.state.hits) == 30

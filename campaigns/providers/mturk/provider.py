@@ -173,6 +173,9 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
         has seen (then the HIT is found by its annotation), and an operation recovering
         after MTurk forgot its tokens (24 h) lists the account's HITs before creating.
         The HITs made are checkpointed every ``CHECKPOINT_EVERY``. Balance checked first.
+        If MTurk refuses a HIT after others were made, the operation is done with those
+        (``refused``: the qaportal HITs left pending, ``error``: MTurk's message), so the
+        live ones are recorded and a later publication takes only the rest.
         """
         payload = call.payload
         hit_ids = [int(h) for h in payload.get("hit_ids", [])]
@@ -214,6 +217,21 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
                             raise TransientProviderError(
                                 f"MTurk has a HIT for qaportal HIT {pk} but does not list it yet."
                             ) from None
+                    except PermanentProviderError as exc:
+                        if not made:
+                            raise
+                        # Some HITs are live: keep them (done), leave the rest pending.
+                        refused = [h for h in remaining if str(h) not in made]
+                        logger.error("mturk: publication %s stopped: %s", call.key, exc)
+                        call.checkpoint(hits=dict(made), refused=refused, error=str(exc))
+                        return {
+                            "hit_type_id": hit_type_id,
+                            "published": True,
+                            "hits": made,
+                            "refused": refused,
+                            "error": str(exc),
+                            "started_at": call.result["started_at"],
+                        }
                 made[str(pk)] = {
                     "provider_hit_id": check_id(hit["HITId"], "HIT"),
                     "group_id": str(hit.get("HITTypeId") or hit_type_id),
