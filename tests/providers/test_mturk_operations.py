@@ -345,3 +345,45 @@ def test_two_sites_sharing_an_account_do_not_take_each_others_hits(provider, mtu
     second = provider.execute(call("create_hit", payload, key="publish:stage:1:hits:1-1:1"))
     assert first["hits"]["1"]["provider_hit_id"] != second["hits"]["1"]["provider_hit_id"]
     assert len(mturk.state.hits) == 2
+
+
+def test_operations_holding_only_qaportal_ids_get_mturk_ids(submitted, mturk):
+    """Rules (``validation``) write payloads with qaportal ids only; the executor adds
+    MTurk's before the call."""
+    campaign, assignment = submitted
+    bonus, _ = operation_request(
+        provider="mturk",
+        kind=OperationKind.BONUS,
+        key="rule:gold:1",
+        payload={
+            "worker": assignment.worker_id,
+            "assignment": assignment.pk,
+            "amount": "0.20",
+            "reason": "Gold accuracy",
+        },
+        campaign=campaign,
+    )
+    block, _ = operation_request(
+        provider="mturk",
+        kind=OperationKind.BLOCK,
+        key="rule:block:1",
+        payload={"worker": assignment.worker_id},
+        campaign=campaign,
+    )
+    more, _ = operation_request(
+        provider="mturk",
+        kind=OperationKind.ADD_ASSIGNMENTS,
+        key="rule:extend:1",
+        payload={"hit_id": assignment.hit_id, "count": 1},
+        campaign=campaign,
+    )
+    for op in (bonus, block, more):
+        done = execute(op.pk)
+        assert done.state == OperationState.DONE, done.last_error
+    assert [(b["WorkerId"], b["AssignmentId"]) for b in mturk.state.bonuses] == [
+        ("AGOODWORKER1", assignment.provider_assignment_id)
+    ]
+    assert mturk.state.blocks == {"AGOODWORKER1"}
+    assert mturk.state.added[assignment.hit.provider_hit_id] == 1
+    bonus.refresh_from_db()
+    assert "participant_id" not in bonus.payload  # the stored payload is left as it was
