@@ -256,12 +256,12 @@ def _apply_effects(op: ProviderOperation) -> None:
 
         hit_places_add(hit_id=int(payload["hit_id"]), count=int(payload.get("count", 1)))
         if op.provider == Provider.MTURK:  # the HIT takes work again: sync it again
-            from campaigns.services.mturk_sync import mturk_cursors_unsettle
+            from campaigns.services.mturk_records import mturk_cursors_unsettle
 
             mturk_cursors_unsettle(hit_pks=[int(payload["hit_id"])])
     elif op.kind == OperationKind.EXPIRE and op.provider == Provider.MTURK:
         if payload.get("mode") == "resume":
-            from campaigns.services.mturk_sync import mturk_cursors_unsettle
+            from campaigns.services.mturk_records import mturk_cursors_unsettle
 
             mturk_cursors_unsettle(provider_hit_ids=list(result.get("updated") or []))
     elif op.kind in (OperationKind.APPROVE, OperationKind.REJECT):
