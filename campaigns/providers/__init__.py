@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -11,10 +13,16 @@ from campaigns.providers.base import FeeModel, NoFees, PermanentProviderError, P
 from campaigns.providers.fees import MTurkFees, ProlificFees
 
 
-def fee_model_for(provider: str) -> FeeModel:
-    """The fee model of ``provider`` (``local``, ``mturk`` or ``prolific``)."""
+def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
+    """True when a stage's ``qualification_requirements`` ask for MTurk Masters."""
+    return any(isinstance(r, Mapping) and r.get("kind") == "masters" for r in requirements or [])
+
+
+def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
+    """The fee model of ``provider`` (``local``, ``mturk`` or ``prolific``); ``masters``:
+    for a stage that requires MTurk Masters (``requires_masters``), which costs more."""
     if provider == "mturk":
-        return MTurkFees()
+        return MTurkFees(masters=masters)
     if provider == "prolific":
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
     if provider == "local":

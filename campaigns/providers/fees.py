@@ -11,7 +11,8 @@ class MTurkFees(FeeModel):
     """Mechanical Turk's commission (requester pricing page).
 
     20 % of reward and bonus; a further 20 % of the reward for HITs with 10 or
-    more assignments; a further 5 % for HITs that require Masters (``masters``); at
+    more assignments; a further 5 % for HITs that require Masters (``masters``, see
+    ``campaigns.providers.requires_masters``); at
     least $0.01 per assignment and per bonus. Nothing paid, nothing charged: a zero
     amount (a draft stage without a reward) has no fee. Not modelled: premium
     qualification surcharges.

@@ -19,7 +19,7 @@ from campaigns.models import (
     QualificationType,
     Stage,
 )
-from campaigns.providers import fee_model_for
+from campaigns.providers import fee_model_for, requires_masters
 from campaigns.providers.base import PermanentProviderError
 from campaigns.providers.mturk import publish_payload, qualification_requirements
 from campaigns.services.errors import DomainError
@@ -88,7 +88,8 @@ def mturk_stage_publish(*, stage: Stage, allow_partial: bool = True) -> Provider
         if live is not None:
             return live
         key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
-        fee = fee_model_for(Provider.MTURK).assignment_fee(
+        masters = requires_masters(stage.qualification_requirements)
+        fee = fee_model_for(Provider.MTURK, masters=masters).assignment_fee(
             reward=stage.reward, max_assignments=stage.assignments_per_hit
         )
         places = sum(h.max_assignments for h in hits)

@@ -387,3 +387,21 @@ def test_operations_holding_only_qaportal_ids_get_mturk_ids(submitted, mturk):
     assert mturk.state.added[assignment.hit.provider_hit_id] == 1
     bonus.refresh_from_db()
     assert "participant_id" not in bonus.payload  # the stored payload is left as it was
+
+
+def test_masters_stages_cost_five_percent_more(requester, mturk):
+    from campaigns.providers import fee_model_for, requires_masters
+    from campaigns.services.costs import stage_cost_estimate
+
+    assert fee_model_for("mturk").assignment_fee(
+        reward=Decimal("1.00"), max_assignments=3
+    ) == Decimal("0.20")
+    assert fee_model_for("mturk", masters=True).assignment_fee(
+        reward=Decimal("1.00"), max_assignments=10
+    ) == Decimal("0.45")
+    _, stage = make_campaign(requester, provider="mturk", slug="mturk-masters", items=2)
+    plain = stage_cost_estimate(stage=stage).fees
+    stage.qualification_requirements = [{"kind": "masters"}]
+    stage.save(update_fields=["qualification_requirements"])
+    assert requires_masters(stage.qualification_requirements)
+    assert stage_cost_estimate(stage=stage).fees > plain
