@@ -405,3 +405,27 @@ def test_masters_stages_cost_five_percent_more(requester, mturk):
     stage.save(update_fields=["qualification_requirements"])
     assert requires_masters(stage.qualification_requirements)
     assert stage_cost_estimate(stage=stage).fees > plain
+
+
+def test_a_quiz_qualification_type_is_created_once_and_grants_use_it(requester, submitted, mturk):
+    from campaigns.services.provider_workers import paid_qualification_type_create
+
+    _, assignment = submitted
+    qt = QualificationType.objects.create(owner=requester, name="WhyQA quiz", kind="quiz")
+    op = paid_qualification_type_create(
+        qualification_type=qt, test_xml="<QuestionForm/>", answer_key_xml="<AnswerKey/>"
+    )
+    again = paid_qualification_type_create(
+        qualification_type=qt, test_xml="<QuestionForm/>", answer_key_xml="<AnswerKey/>"
+    )
+    assert again.pk == op.pk
+    assert execute(op.pk).state == OperationState.DONE
+    qt.refresh_from_db()
+    (mturk_type,) = mturk.state.qualification_types.values()
+    assert qt.provider_qualification_id == mturk_type["QualificationTypeId"]
+    assert mturk_type["Name"] == f"WhyQA quiz (qaportal {qt.pk})"
+    assert mturk_type["Test"] == "<QuestionForm/>"
+    _, grant = paid_qualification_grant(qualification_type=qt, worker=assignment.worker, source="t")
+    assert execute(grant.pk).state == OperationState.DONE
+    assert len(mturk.state.qualification_types) == 1
+    assert (qt.provider_qualification_id, "AGOODWORKER1") in mturk.state.members
