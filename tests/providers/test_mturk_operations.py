@@ -429,3 +429,19 @@ def test_a_quiz_qualification_type_is_created_once_and_grants_use_it(requester, 
     assert execute(grant.pk).state == OperationState.DONE
     assert len(mturk.state.qualification_types) == 1
     assert (qt.provider_qualification_id, "AGOODWORKER1") in mturk.state.members
+
+
+def test_publishing_refuses_what_mturk_would_refuse_before_asking(requester, mturk, settings):
+    from campaigns.services.errors import DomainError
+
+    _, stage = make_campaign(requester, provider="mturk", slug="mturk-bad", items=1)
+    stage.instructions = "Write\x07 questions"
+    stage.save(update_fields=["instructions"])
+    with pytest.raises(DomainError, match="control characters"):
+        stage_provider_publish(stage=stage)
+    stage.instructions = "Write questions"
+    stage.save(update_fields=["instructions"])
+    settings.SITE_URL = "http://qaportal.example.org"
+    with pytest.raises(DomainError, match="https"):
+        stage_provider_publish(stage=stage)
+    assert sum(mturk.state.calls.values()) == 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from campaigns.providers.mturk.checks import check_money
+from campaigns.providers.mturk.checks import check_money, check_text
 from campaigns.providers.mturk.xml import external_question, worker_page_url
 
 
@@ -26,14 +26,18 @@ def publish_payload(
     frame_height: int = 0,
 ) -> dict[str, Any]:
     """What ``MTurkProvider.publish_hits`` needs: the HIT type's properties (one HIT
-    type per stage and settings), the HITs, and the ExternalQuestion of the worker page."""
+    type per stage and settings), the HITs, and the ExternalQuestion of the worker page.
+    Texts are cut to MTurk's lengths; control characters or an ``http://`` site are a
+    ``PermanentProviderError`` now, before anything is asked of MTurk."""
     return {
         "stage_id": stage_id,
         "hit_ids": hit_ids,
         "hit_type": {
-            "Title": title[:128],
-            "Description": (description or title)[:2000],
-            "Keywords": keywords[:1000],
+            "Title": check_text(title[:128], "Title", maximum=128, newlines=False),
+            "Description": check_text((description or title)[:2000], "Description", maximum=2000),
+            "Keywords": check_text(
+                keywords[:1000], "Keywords", maximum=1000, required=False, newlines=False
+            ),
             "Reward": check_money(reward, "Reward"),
             "AssignmentDurationInSeconds": max(30, duration_seconds),
             "AutoApprovalDelayInSeconds": auto_approval_seconds,
