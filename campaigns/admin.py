@@ -36,6 +36,7 @@ from campaigns.models import (
     LocalGrant,
     ProviderCredential,
     ProviderOperation,
+    ProviderSyncCursor,
     QualificationGrant,
     QualificationType,
     Stage,
@@ -434,3 +435,11 @@ class ExportAuditAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("campaign", "export_format", "user", "via", "created_at")
     search_fields = ("campaign__slug", "user__username")
     list_select_related = ("campaign", "user")
+
+
+@admin.register(ProviderSyncCursor)
+class ProviderSyncCursorAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by the MTurk sync (campaigns.services.mturk_sync); where each HIT's read stands.
+    list_display = ("provider", "scope", "updated_at")
+    list_filter = ("provider",)
+    search_fields = ("scope",)

@@ -106,6 +106,26 @@ def prolific_sync_task(study_id: str | None = None) -> int:
     return prolific_studies_sync(study_id=study_id)
 
 
+@shared_task(name="campaigns.mturk_sync", acks_late=True)
+def mturk_sync_task(campaign_id: int | None = None) -> dict[str, int]:
+    """Sync MTurk assignments of campaign ``campaign_id`` (every MTurk campaign if None).
+
+    Idempotent and resumable (per-HIT cursors). Retries nothing: transient errors are
+    counted and logged, and the next beat tick syncs again. Returns the counts.
+    """
+    from campaigns.services.mturk_sync import mturk_hits_sync
+
+    stats = mturk_hits_sync(campaign_id=campaign_id)
+    return {
+        "hits": stats.hits,
+        "assignments": stats.assignments,
+        "changed": stats.changed,
+        "flagged": stats.flagged,
+        "unmatched": stats.unmatched,
+        "errors": stats.errors,
+    }
+
+
 @shared_task(name="campaigns.purge_idempotency_records", acks_late=True)
 def purge_idempotency_records_task() -> int:
     """Delete API idempotency records past their time to live (for beat).

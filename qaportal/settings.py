@@ -181,6 +181,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    "campaigns-mturk-sync": {
+        "task": "campaigns.mturk_sync",
+        "schedule": 300.0,
+        "options": {"expires": 290},
+    },
     "linking-entity-agreement-sweep": {
         "task": "linking.entity_agreement_sweep",
         "schedule": 300.0,
@@ -323,6 +328,22 @@ PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
 PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
 PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
 PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# Mechanical Turk (boto3). Secrets: never logged. Sandbox unless MTURK_SANDBOX is off.
+MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
+MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
+MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
+MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # empty: MTurk's own endpoint
+MTURK_MAX_ATTEMPTS = int(
+    os.environ.get("MTURK_MAX_ATTEMPTS", "3")
+)  # botocore attempts, first included
+MTURK_RETRY_MODE = os.environ.get("MTURK_RETRY_MODE", "adaptive")  # or "standard"
+MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))
+MTURK_BACKOFF_BASE = float(os.environ.get("MTURK_BACKOFF_BASE", "1"))
+MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))
+MTURK_CONNECT_TIMEOUT = float(os.environ.get("MTURK_CONNECT_TIMEOUT", "5"))
+MTURK_FRAME_HEIGHT = int(os.environ.get("MTURK_FRAME_HEIGHT", "0"))
+MTURK_AUTO_APPROVAL_DAYS = int(os.environ.get("MTURK_AUTO_APPROVAL_DAYS", "3"))
+MTURK_SYNC_THREADS = int(os.environ.get("MTURK_SYNC_THREADS", "4"))  # HITs read at once
 # A campaign's own platform credentials are stored encrypted with these Fernet keys
 # (comma-separated; the first encrypts, all decrypt). Empty: one derived from SECRET_KEY.
 CREDENTIALS_KEYS = os.environ.get("CREDENTIALS_KEYS", "")

@@ -15,7 +15,7 @@ from campaigns.models.choices import (
 )
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
-from campaigns.models.money import LedgerEntry, ProviderOperation
+from campaigns.models.money import LedgerEntry, ProviderOperation, ProviderSyncCursor
 from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
 from campaigns.models.workers import (
     CampaignWorker,
@@ -52,6 +52,7 @@ __all__ = [
     "Provider",
     "ProviderCredential",
     "ProviderOperation",
+    "ProviderSyncCursor",
     "QualificationGrant",
     "QualificationKind",
     "QualificationType",

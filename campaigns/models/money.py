@@ -110,3 +110,26 @@ class ProviderOperation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.kind}:{self.idempotency_key} ({self.state})"
+
+
+class ProviderSyncCursor(models.Model):
+    """Where a platform sync stands for one scope (MTurk: ``hit:<HITId>``).
+
+    ``state`` holds what the next sync resumes from (MTurk: the ``NextToken`` of the
+    HIT's assignment listing while a read is under way, ``null`` once read to its
+    end), what it saw, and when. Written by the sync in bulk, one row per scope.
+    """
+
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    scope = models.CharField(max_length=200)
+    state = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider", "scope"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "scope"], name="providersynccursor_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.scope}"

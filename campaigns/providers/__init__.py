@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -11,10 +13,16 @@ from campaigns.providers.base import FeeModel, NoFees, PermanentProviderError, P
 from campaigns.providers.fees import MTurkFees, ProlificFees
 
 
-def fee_model_for(provider: str) -> FeeModel:
-    """The fee model of ``provider`` (``local``, ``mturk`` or ``prolific``)."""
+def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
+    """True when a stage's ``qualification_requirements`` ask for MTurk Masters."""
+    return any(isinstance(r, Mapping) and r.get("kind") == "masters" for r in requirements or [])
+
+
+def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
+    """The fee model of ``provider`` (``local``, ``mturk`` or ``prolific``); ``masters``:
+    for a stage that requires MTurk Masters (``requires_masters``), which costs more."""
     if provider == "mturk":
-        return MTurkFees()
+        return MTurkFees(masters=masters)
     if provider == "prolific":
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
     if provider == "local":
@@ -52,9 +60,9 @@ def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
             return ProlificProvider.from_credentials(**own)
         return ProlificProvider.from_settings()
     if name == "mturk":
-        try:
-            from campaigns.providers.mturk import MTurkProvider  # type: ignore[import-not-found,unused-ignore]
-        except ImportError as exc:  # the MTurk provider lands separately (issue 4)
-            raise ValueError("The MTurk provider is not installed.") from exc
-        return MTurkProvider.from_settings()  # type: ignore[no-any-return,unused-ignore]
+        from campaigns.providers.mturk import MTurkProvider
+
+        if own is not None:
+            return MTurkProvider.from_credentials(**own)
+        return MTurkProvider.from_settings()
     raise ValueError(f"Unknown provider {name!r}")

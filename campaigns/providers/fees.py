@@ -11,19 +11,27 @@ class MTurkFees(FeeModel):
     """Mechanical Turk's commission (requester pricing page).
 
     20 % of reward and bonus; a further 20 % of the reward for HITs with 10 or
-    more assignments; at least $0.01 per assignment and per bonus. Nothing paid,
-    nothing charged: a zero amount (a draft stage without a reward) has no fee.
-    Not modelled: the Masters and premium-qualification surcharges.
+    more assignments; a further 5 % for HITs that require Masters (``masters``, see
+    ``campaigns.providers.requires_masters``); at
+    least $0.01 per assignment and per bonus. Nothing paid, nothing charged: a zero
+    amount (a draft stage without a reward) has no fee. Not modelled: premium
+    qualification surcharges.
     """
 
     BASE = Decimal("0.20")
     LARGE_HIT_EXTRA = Decimal("0.20")
     LARGE_HIT_ASSIGNMENTS = 10
+    MASTERS_EXTRA = Decimal("0.05")
+
+    def __init__(self, *, masters: bool = False) -> None:
+        self.masters = masters
 
     def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
         rate = self.BASE
         if max_assignments >= self.LARGE_HIT_ASSIGNMENTS:
             rate += self.LARGE_HIT_EXTRA
+        if self.masters:
+            rate += self.MASTERS_EXTRA
         return self._at_least_a_cent(reward, rate)
 
     def bonus_fee(self, *, amount: Decimal) -> Decimal:

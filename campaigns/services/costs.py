@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from django.db.models import Count
 
 from campaigns.models import Campaign, Item, Stage
-from campaigns.providers import fee_model_for
+from campaigns.providers import fee_model_for, requires_masters
 from campaigns.providers.base import CENT, FeeModel
 from campaigns.services.errors import DomainError
 
@@ -172,7 +172,9 @@ def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
     if items is not None and items < 0:
         raise DomainError("The number of items cannot be negative.", errors={"items": [items]})
     campaign = stage.campaign
-    fee_model = fee_model_for(campaign.provider)
+    fee_model = fee_model_for(
+        campaign.provider, masters=requires_masters(stage.qualification_requirements)
+    )
     if items is None:
         stages = [s for s in campaign.stages.all() if s.pk != stage.pk] + [stage]
         items = _ItemCounts(stages).of(stage)
@@ -187,10 +189,18 @@ def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
 
     Reads only; takes no locks.
     """
-    fee_model = fee_model_for(campaign.provider)
     stages = list(campaign.stages.order_by("position", "id"))
     counts = _ItemCounts(stages)
-    costs = [_stage_cost(stage=s, items=counts.of(s), fee_model=fee_model) for s in stages]
+    costs = [
+        _stage_cost(
+            stage=s,
+            items=counts.of(s),
+            fee_model=fee_model_for(
+                campaign.provider, masters=requires_masters(s.qualification_requirements)
+            ),
+        )
+        for s in stages
+    ]
     total_rewards = sum((c.rewards for c in costs), ZERO)
     total_fees = sum((c.fees for c in costs), ZERO)
     total = total_rewards + total_fees

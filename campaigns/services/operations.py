@@ -55,6 +55,8 @@ logger = logging.getLogger(__name__)
 # publish_study is not here: it re-starts a paused study (``campaign_provider_resume``)
 # and publishes no HITs.
 PUBLISH_KINDS = (OperationKind.CREATE_HIT, OperationKind.CREATE_STUDY)
+# Done operations that give a qualification type its platform id (a group, an MTurk type).
+QUALIFYING_KINDS = (OperationKind.GRANT, OperationKind.CREATE_QUALIFICATION_TYPE)
 
 
 def _max_attempts() -> int:
@@ -151,11 +153,16 @@ def operation_execute(*, operation_id: int, recover: bool = False) -> ProviderOp
     if claimed is None:
         return ProviderOperation.objects.filter(pk=operation_id).first()
     op, recovering = claimed
+    payload = dict(op.payload or {})
+    if op.provider == Provider.MTURK:
+        from campaigns.services.operation_payloads import operation_payload_complete
+
+        payload = operation_payload_complete(payload=payload)
     call = OperationCall(
         operation_id=op.pk,
         kind=op.kind,
         key=op.idempotency_key,
-        payload=dict(op.payload or {}),
+        payload=payload,
         result=dict(op.result or {}),
         attempts=op.attempts,
         recovering=recovering,
@@ -248,6 +255,15 @@ def _apply_effects(op: ProviderOperation) -> None:
         from campaigns.services.assignment_lifecycle import hit_places_add
 
         hit_places_add(hit_id=int(payload["hit_id"]), count=int(payload.get("count", 1)))
+        if op.provider == Provider.MTURK:  # the HIT takes work again: sync it again
+            from campaigns.services.mturk_records import mturk_cursors_unsettle
+
+            mturk_cursors_unsettle(hit_pks=[int(payload["hit_id"])])
+    elif op.kind == OperationKind.EXPIRE and op.provider == Provider.MTURK:
+        if payload.get("mode") == "resume":
+            from campaigns.services.mturk_records import mturk_cursors_unsettle
+
+            mturk_cursors_unsettle(provider_hit_ids=list(result.get("updated") or []))
     elif op.kind in (OperationKind.APPROVE, OperationKind.REJECT):
         from campaigns.services.provider_review import assignment_decision_record
 
@@ -256,7 +272,7 @@ def _apply_effects(op: ProviderOperation) -> None:
         LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
             status=LedgerStatus.PAID, updated_at=now
         )
-    elif op.kind == OperationKind.GRANT and result.get("group_id"):
+    elif op.kind in QUALIFYING_KINDS and result.get("group_id"):
         QualificationType.objects.filter(
             pk=int(payload.get("qualification_type_id") or 0),
             provider_qualification_id__isnull=True,

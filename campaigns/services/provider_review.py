@@ -41,7 +41,7 @@ from campaigns.models import (
     ProviderOperation,
     Worker,
 )
-from campaigns.providers import currency_for, fee_model_for
+from campaigns.providers import currency_for, fee_model_for, requires_masters
 from campaigns.services.errors import DomainError
 from campaigns.services.operations import operation_request
 
@@ -169,7 +169,8 @@ def _decision_pending(assignment: Assignment, kind: str) -> ProviderOperation | 
 def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> None:
     """Commit the reward and platform fee of approving ``assignment`` (once per assignment)."""
     hit = assignment.hit
-    fee = fee_model_for(assignment.provider).assignment_fee(
+    masters = requires_masters(hit.stage.qualification_requirements)
+    fee = fee_model_for(assignment.provider, masters=masters).assignment_fee(
         reward=hit.reward, max_assignments=hit.max_assignments
     )
     # A quiz's pay is its own kind; the key stays ``reward:assignment:<id>`` (how an

@@ -110,8 +110,12 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
     The HITs become ``published`` when the operation is done. None if nothing is pending.
     """
     campaign = stage.campaign
+    if campaign.provider == Provider.MTURK:
+        from campaigns.services.mturk_publish import mturk_stage_publish
+
+        return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
     if campaign.provider != Provider.PROLIFIC:
-        raise DomainError("stage_provider_publish handles Prolific campaigns.")
+        raise DomainError("stage_provider_publish handles Prolific and MTurk campaigns.")
     stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -177,7 +181,7 @@ def _hits_being_published(*, stage: Stage) -> set[int]:
     """HITs of ``stage`` in a study whose create operation has not ended: they wait for
     it, and must not go into a second study."""
     payloads = ProviderOperation.objects.filter(
-        kind=OperationKind.CREATE_STUDY,
+        kind__in=[OperationKind.CREATE_STUDY, OperationKind.CREATE_HIT],
         payload__stage_id=stage.pk,
         state__in=[OperationState.PENDING, OperationState.RUNNING],
     ).values_list("payload__hit_ids", flat=True)
@@ -195,7 +199,8 @@ def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperat
     (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
     """
     campaign = stage.campaign
-    if campaign.provider != Provider.PROLIFIC or campaign.state not in WORKABLE_STATES:
+    paid = (Provider.PROLIFIC, Provider.MTURK)
+    if campaign.provider not in paid or campaign.state not in WORKABLE_STATES:
         return None
     waiting = HIT.objects.filter(
         stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True

@@ -1,5 +1,5 @@
 """Worker-side operations on paid providers: message workers, block and unblock them,
-grant and revoke custom qualifications.
+grant and revoke custom qualifications, create a qualification type (MTurk).
 
 Each is asked for as a ``ProviderOperation`` (``operation_request``) that the
 executor carries out on the platform; none of them moves money. Idempotency keys and
@@ -18,6 +18,7 @@ from campaigns.models import (
     Campaign,
     OperationKind,
     OperationState,
+    Provider,
     ProviderOperation,
     QualificationGrant,
     QualificationType,
@@ -198,3 +199,45 @@ def paid_qualification_revoke(
             qualification_type=qualification_type, worker=worker, kind=OperationKind.REVOKE
         )
     return grant, op
+
+
+def paid_qualification_type_create(
+    *,
+    qualification_type: QualificationType,
+    test_xml: str = "",
+    answer_key_xml: str = "",
+    test_duration_seconds: int = 600,
+    retry_delay_seconds: int | None = None,
+) -> ProviderOperation:
+    """Create ``qualification_type`` on MTurk, with a quiz MTurk scores itself when
+    ``test_xml`` (QuestionForm) and ``answer_key_xml`` (AnswerKey) are given.
+
+    Changes the platform's state; idempotency key
+    ``create_qualification_type:<type id>`` (created once: MTurk names are unique per
+    account, so a retry finds it by its name, ``<name> (qaportal <id>)``). When done,
+    ``QualificationType.provider_qualification_id`` holds MTurk's id and grants use it.
+    MTurk only (Prolific's qualifications are participant groups, made on first grant).
+    """
+    if qualification_type.provider not in ("", Provider.MTURK):
+        raise DomainError("This qualification belongs to another platform.")
+    if answer_key_xml and not test_xml:
+        raise DomainError("An answer key needs a test.", errors={"test_xml": ["required"]})
+    payload: dict[str, Any] = {
+        "qualification_type_id": qualification_type.pk,
+        "name": f"{qualification_type.name} (qaportal {qualification_type.pk})",
+        "description": qualification_type.description or qualification_type.name,
+    }
+    if test_xml:
+        payload.update(test=test_xml, test_duration_seconds=int(test_duration_seconds))
+    if answer_key_xml:
+        payload["answer_key"] = answer_key_xml
+    if retry_delay_seconds is not None:
+        payload["retry_delay_seconds"] = int(retry_delay_seconds)
+    op, _ = operation_request(
+        provider=Provider.MTURK,
+        kind=OperationKind.CREATE_QUALIFICATION_TYPE,
+        key=f"create_qualification_type:{qualification_type.pk}",
+        payload=payload,
+        campaign=None,
+    )
+    return op

@@ -167,10 +167,11 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
 
     Local campaigns publish at once; Prolific campaigns ask for one study per stage
-    with pending items (``stage_provider_publish``, which checks the budget), and
-    their studies are paused, resumed and stopped with the campaign. The transition
-    locks the campaign row (``campaign_transition``); publishing happens in the same
-    transaction, so a refusal (budget) leaves the campaign where it was.
+    with pending items, MTurk campaigns one ``create_hit`` operation per stage
+    (``stage_provider_publish``, which checks the budget); Prolific studies are
+    paused, resumed and stopped with the campaign. The transition locks the campaign
+    row (``campaign_transition``); publishing happens in the same transaction, so a
+    refusal (budget) leaves the campaign where it was.
     """
     with transaction.atomic():
         previous = (
@@ -179,16 +180,30 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
         campaign = campaign_transition(campaign=campaign, to_state=to_state)
         if campaign.provider == Provider.PROLIFIC:
             _prolific_follow(campaign=campaign, previous=previous, to_state=to_state)
+        elif campaign.provider == Provider.MTURK:
+            _mturk_follow(campaign=campaign, previous=previous, to_state=to_state)
         if to_state in WORKABLE_STATES:
             if campaign.provider == Provider.LOCAL:
                 campaign_publish(campaign=campaign)
-            elif campaign.provider == Provider.PROLIFIC:
+            elif campaign.provider in (Provider.PROLIFIC, Provider.MTURK):
                 # Imported here: provider_sync imports this module.
                 from campaigns.services.provider_sync import stage_provider_publish
 
                 for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
                     stage_provider_publish(stage=stage)
     return campaign
+
+
+def _mturk_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:
+    """The campaign's MTurk HITs follow its state: expired, re-opened (operations)."""
+    from campaigns.services.mturk_follow import mturk_campaign_follow
+
+    if to_state == CampaignState.PAUSED:
+        mturk_campaign_follow(campaign=campaign, mode="pause")
+    elif to_state == CampaignState.COMPLETED:
+        mturk_campaign_follow(campaign=campaign, mode="stop")
+    elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
+        mturk_campaign_follow(campaign=campaign, mode="resume")
 
 
 def _prolific_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:

@@ -28,6 +28,7 @@ from campaigns.models import (
     LocalGrant,
     ProviderCredential,
     ProviderOperation,
+    ProviderSyncCursor,
     QualificationGrant,
     QualificationType,
     Stage,
@@ -114,6 +115,9 @@ def rows(requester):
     )
     ExportAudit.objects.create(
         campaign=campaign, user=requester, export_format="jsonl", via="api", reason="audit"
+    )
+    ProviderSyncCursor.objects.create(
+        provider="mturk", scope="hit:3H000000000000000000000000001", state={"token": None}
     )
     ProviderCredential.objects.create(
         campaign=campaign,

@@ -9,6 +9,7 @@ from campaigns.models import CampaignState, Item, ItemSource, OperationState, Pr
 from campaigns.services import campaign_create, stage_add
 from campaigns.services.campaigns import campaign_transition
 from campaigns.services.operations import operation_execute
+from tests.providers.fake_mturk import FakeMTurk
 from tests.providers.fake_prolific import FakeProlific
 
 WEBHOOK_SECRET = "hook-secret-for-tests"
@@ -28,6 +29,24 @@ def fake(settings) -> Iterator[FakeProlific]:
         yield server
 
 
+@pytest.fixture
+def mturk(settings) -> Iterator[FakeMTurk]:
+    """A fake MTurk the real boto3 client talks to; botocore's own retries off (the
+    provider's retries, with a tiny backoff, are what is exercised)."""
+    with FakeMTurk() as server:
+        settings.MTURK_ACCESS_KEY_ID = FakeMTurk.ACCESS_KEY
+        settings.MTURK_SECRET_ACCESS_KEY = FakeMTurk.SECRET_KEY
+        settings.MTURK_ENDPOINT_URL = server.url
+        settings.MTURK_SANDBOX = True
+        settings.MTURK_MAX_ATTEMPTS = 1
+        settings.MTURK_RETRY_MODE = "standard"  # adaptive would pace the tests for real
+        settings.MTURK_RETRIES = 8
+        settings.MTURK_BACKOFF_BASE = 0.001
+        settings.MTURK_TIMEOUT = 5
+        settings.SITE_URL = "https://qaportal.example.org"
+        yield server
+
+
 def make_campaign(owner, *, provider: str, slug: str, items: int = 2, budget=None):
     campaign = campaign_create(owner=owner, name=f"Campaign {slug}", slug=slug)
     campaign.provider = provider
@@ -43,7 +62,8 @@ def make_campaign(owner, *, provider: str, slug: str, items: int = 2, budget=Non
     stage.reward = Decimal("1.00")
     stage.qualification_requirements = [
         {"kind": "approval_rate", "min": 95},
-        {"kind": "locale", "countries": ["1", "45"]},
+        # Prolific's choice ids for countries; ISO codes on MTurk.
+        {"kind": "locale", "countries": ["US", "CA"] if provider == "mturk" else ["1", "45"]},
     ]
     stage.save(update_fields=["reward", "qualification_requirements"])
     for n in range(items):

@@ -1,5 +1,4 @@
-"""The provider contract: every provider passes the same checks (local and Prolific now;
-MTurk joins by adding an ``Env`` below).
+"""The provider contract: every provider passes the same checks (local, Prolific, MTurk).
 
 Each check requests an operation, executes it (twice, as a redelivered task
 would), and looks at the effect in the database and on the platform: done once,
@@ -28,10 +27,12 @@ from campaigns.models import (
 from campaigns.providers import provider_for
 from campaigns.providers.base import OperationCall, PermanentProviderError
 from campaigns.services.invites import invite_create, invite_redeem, invite_token
+from campaigns.services.mturk_sync import mturk_hits_sync
 from campaigns.services.operations import operation_request
 from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
 from campaigns.services.work import assignment_accept, assignment_submit
 from tests.providers.conftest import FORM, execute, make_campaign
+from tests.providers.mturk_helpers import page_submit
 
 pytestmark = pytest.mark.django_db
 
@@ -39,14 +40,14 @@ pytestmark = pytest.mark.django_db
 class Env:
     """One provider under contract: a published stage and a way to get a submission."""
 
-    def __init__(self, name: str, requester, fake, client) -> None:
+    def __init__(self, name: str, requester, fake, client, mturk=None) -> None:
         self.name = name
-        self.fake = fake
+        self.fake = mturk if name == "mturk" else fake
         self.client = client
         self.campaign, self.stage = make_campaign(requester, provider=name, slug=f"contract-{name}")
 
     def publish(self) -> ProviderOperation:
-        if self.name == "prolific":
+        if self.name in ("prolific", "mturk"):
             op = stage_provider_publish(stage=self.stage)
             assert op is not None
             return op
@@ -63,7 +64,10 @@ class Env:
         )
         return op
 
-    def platform_calls(self, method: str, path: str) -> int:
+    def platform_calls(self, method: str, path: str, mturk: str = "") -> int:
+        """Calls the platform got: Prolific by method and path, MTurk by operation."""
+        if self.name == "mturk":
+            return self.fake.state.calls[mturk]
         return len(self.fake.calls(method, path)) if self.name == "prolific" else 0
 
     def submitted(self) -> Assignment:
@@ -76,6 +80,11 @@ class Env:
             _, worker = invite_redeem(token=invite_token(invite=invite))
             assignment = assignment_accept(stage=self.stage, worker=worker)
             assignment_submit(assignment_id=assignment.pk, worker=worker, form=FORM, telemetry={})
+            return Assignment.objects.get(pk=assignment.pk)
+        if self.name == "mturk":
+            hit = HIT.objects.filter(stage=self.stage).earliest("pk")
+            assignment = page_submit(self.fake, hit, "AWORKERCONTRACT1")
+            mturk_hits_sync()
             return Assignment.objects.get(pk=assignment.pk)
         study_id = HIT.objects.filter(stage=self.stage).earliest("pk").provider_group_id
         session = self.fake.start_submission(study_id)
@@ -93,9 +102,9 @@ class Env:
         return Assignment.objects.get(provider_assignment_id=session["id"])
 
 
-@pytest.fixture(params=["local", "prolific"])
-def env(request, requester, fake, client) -> Env:
-    return Env(request.param, requester, fake, client)
+@pytest.fixture(params=["local", "prolific", "mturk"])
+def env(request, requester, fake, mturk, client) -> Env:
+    return Env(request.param, requester, fake, client, mturk)
 
 
 def test_publish_is_done_once(env):
@@ -107,7 +116,11 @@ def test_publish_is_done_once(env):
     hits = HIT.objects.filter(stage=env.stage)
     assert {h.status for h in hits} == {HITStatus.PUBLISHED}
     assert all(h.provider_hit_id for h in hits)
-    assert env.platform_calls("POST", r"/api/v1/studies/$") == (1 if env.name == "prolific" else 0)
+    assert env.platform_calls("POST", r"/api/v1/studies/$", "CreateHITWithHITType") == (
+        {"prolific": 1, "mturk": hits.count()}.get(env.name, 0)
+    )
+    if env.name == "mturk":
+        assert len(env.fake.state.hits) == hits.count()
 
 
 def test_approve_decides_once_and_pays_once(env):
@@ -148,9 +161,11 @@ def test_approve_decides_once_and_pays_once(env):
     assert assignment.status == AssignmentStatus.APPROVED
     assert assignment.worker.approved_count == 1
     assert LedgerEntry.objects.get(operation=op).status == LedgerStatus.PAID
-    assert env.platform_calls("POST", r"/api/v1/submissions/.*/transition/") == (
-        1 if env.name == "prolific" else 0
-    )
+    assert env.platform_calls(
+        "POST", r"/api/v1/submissions/.*/transition/", "ApproveAssignment"
+    ) == (0 if env.name == "local" else 1)
+    if env.name == "mturk":
+        assert env.fake.state.approvals[assignment.provider_assignment_id] == 1
 
 
 def test_bonus_is_paid_once(env):
@@ -164,6 +179,7 @@ def test_bonus_is_paid_once(env):
             "study_id": assignment.hit.provider_group_id,
             "submission_id": assignment.provider_assignment_id,
             "amount": "0.75",
+            "reason": "Agreement bonus",
         },
         campaign=env.campaign,
     )
@@ -182,6 +198,9 @@ def test_bonus_is_paid_once(env):
     if env.name == "prolific":
         assert env.platform_calls("POST", r"/api/v1/bulk-bonus-payments/") == 1
         assert env.fake.submission(assignment.provider_assignment_id)["bonus_payments"] == [75]
+    if env.name == "mturk":
+        assert env.platform_calls("", "", "SendBonus") == 1
+        assert [b["BonusAmount"] for b in env.fake.state.bonuses] == ["0.75"]
 
 
 def test_add_assignments_adds_places_once(env):
@@ -202,6 +221,9 @@ def test_add_assignments_adds_places_once(env):
     assert hit.max_assignments == before + 2
     if env.name == "prolific":
         assert env.fake.state.studies[hit.provider_group_id]["total_available_places"] == 4
+    if env.name == "mturk":
+        assert env.fake.state.added[hit.provider_hit_id] == 2
+        assert env.fake.state.hits[hit.provider_hit_id]["MaxAssignments"] == before + 2
 
 
 def test_unknown_kind_fails_with_a_reason(env):
