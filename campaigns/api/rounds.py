@@ -1,0 +1,87 @@
+"""A writing stage's graded rounds (``campaigns.services.rounds``): preview the ranking
+and each writer's feedback message, then close the round (grant the next round's
+qualification to the top share, pay the round bonus, send the messages)."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from campaigns.api.common import BAD_INPUT, stage_or_404
+from campaigns.api.stages import STAGE_ERRORS
+from campaigns.services.errors import DomainError
+from campaigns.services.rounds import DEFAULT_TEMPLATE, round_close, round_outcomes
+
+
+class RoundInputSerializer(serializers.Serializer):
+    grading_stage = serializers.IntegerField(help_text="The rubric_evaluation stage.")
+    round = serializers.IntegerField(min_value=1)
+    qualify_share = serializers.FloatField(min_value=0.01, max_value=1.0, default=0.8)
+    bonus = serializers.DecimalField(
+        max_digits=8, decimal_places=2, min_value=Decimal("0"), required=False, allow_null=True
+    )
+    template = serializers.CharField(
+        default=DEFAULT_TEMPLATE,
+        max_length=4000,
+        help_text="$round $stage $examples $score $average $rank $writers $verdict "
+        "$ambiguous_share $distracting_share $best $worst",
+    )
+    subject = serializers.CharField(default="", allow_blank=True, max_length=200)
+    preview = serializers.BooleanField(default=True, help_text="false: close the round.")
+
+
+class RoundOutcomeSerializer(serializers.Serializer):
+    worker = serializers.CharField(source="pseudonym")
+    examples = serializers.IntegerField()
+    score = serializers.FloatField(allow_null=True)
+    rank = serializers.IntegerField(help_text="0: no graded example.")
+    qualified = serializers.BooleanField()
+    ambiguous_share = serializers.FloatField()
+    distracting_share = serializers.FloatField()
+    message = serializers.CharField()
+
+
+class StageRoundApi(APIView):
+    """Preview (default) or close a graded round of this writing stage."""
+
+    @extend_schema(
+        request=RoundInputSerializer,
+        responses={200: RoundOutcomeSerializer(many=True), 400: BAD_INPUT, 404: STAGE_ERRORS[404]},
+    )
+    def post(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        data = RoundInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        grading = stage.campaign.stages.filter(pk=v["grading_stage"]).first()
+        if grading is None:
+            raise ValidationError({"grading_stage": ["No such stage in this campaign."]})
+        try:
+            if v["preview"]:
+                outcomes = round_outcomes(
+                    stage=stage,
+                    grading_stage=grading,
+                    round_number=v["round"],
+                    qualify_share=v["qualify_share"],
+                    template=v["template"],
+                )
+            else:
+                outcomes = round_close(
+                    stage=stage,
+                    grading_stage=grading,
+                    round_number=v["round"],
+                    actor=request.user,  # type: ignore[arg-type]
+                    qualify_share=v["qualify_share"],
+                    bonus=v.get("bonus"),
+                    template=v["template"],
+                    subject=v["subject"],
+                )
+        except DomainError as exc:
+            raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None
+        return Response(RoundOutcomeSerializer(outcomes, many=True).data)

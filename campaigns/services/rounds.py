@@ -1,0 +1,259 @@
+"""Graded writing rounds (Nangia et al., 2021): at the end of a round the writers'
+examples, graded with the rubric (``rubric_evaluation``) by experts or promoted crowd
+workers in a grading stage, are averaged per writer; writers are ranked, the top share
+(default 80 %) qualify for the next round (a qualification the next round's stage
+requires), qualifiers get the round's bonus, and every writer gets a feedback message
+from a template with their numbers against the average. The requester previews the
+outcomes and messages (``round_preview``) before anything is granted, paid or sent
+(``round_close``).
+
+An example's score is the mean over its graders (a writer never counts as their own
+grader) of the mean of the rubric's ordinal dimensions (reading depth, creativity);
+"answerable" and "distracting options" are reported as shares.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+from string import Template
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    Item,
+    QualificationKind,
+    QualificationType,
+    Stage,
+    Worker,
+)
+from campaigns.services.errors import DomainError
+from campaigns.services.provider_workers import paid_qualification_grant
+from campaigns.services.worker_actions import assignment_bonus_pay, workers_message
+from campaigns.tasktypes.base import answer_for_item
+from campaigns.tasktypes.rubric_evaluation import ORDINAL, rubric_score
+
+GRADED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
+DEFAULT_TEMPLATE = (
+    "Round $round of “$stage” is graded. Your $examples example(s) scored $score on "
+    "average (the average writer: $average); you ranked $rank of $writers. $verdict "
+    "Graders found $ambiguous_share of your examples ambiguous and $distracting_share had "
+    "distracting wrong options. Your best example: “$best”. Your weakest: “$worst”."
+)
+
+
+@dataclass
+class RoundOutcome:
+    worker_id: int
+    pseudonym: str
+    examples: int
+    score: float | None
+    rank: int = 0
+    qualified: bool = False
+    ambiguous_share: float = 0.0
+    distracting_share: float = 0.0
+    best: str = ""
+    worst: str = ""
+    message: str = ""
+    assignment_ids: list[int] = field(default_factory=list)
+
+
+def _round_writing(*, stage: Stage, round_number: int) -> list[Assignment]:
+    """The round's writing: approved work of ``stage`` not in an earlier round."""
+    return [
+        a
+        for a in Assignment.objects.filter(hit__stage=stage, status=AssignmentStatus.APPROVED)
+        .select_related("worker")
+        .order_by("pk")
+        if (a.review_details or {}).get("round") in (None, round_number)
+    ]
+
+
+def _example_text(item: Item) -> str:
+    data = item.data or {}
+    return str(data.get("question") or data.get("canonical_question") or item.external_id)[:200]
+
+
+def round_outcomes(
+    *,
+    stage: Stage,
+    grading_stage: Stage,
+    round_number: int,
+    qualify_share: float = 0.8,
+    template: str = DEFAULT_TEMPLATE,
+) -> list[RoundOutcome]:
+    """Who wrote what in the round, how it was graded, the ranking, who qualifies and
+    the message each writer would get; nothing is written."""
+    if not 0 < qualify_share <= 1:
+        raise DomainError("The share that qualifies is more than 0 and at most 1.")
+    if grading_stage.campaign_id != stage.campaign_id:
+        raise DomainError("The grading stage is not one of this campaign's.")
+    writing = _round_writing(stage=stage, round_number=round_number)
+    by_assignment = {a.pk: a for a in writing}
+    examples = list(
+        Item.objects.filter(stage=grading_stage, source_assignment_id__in=list(by_assignment))
+    )
+    grades: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    grading = Assignment.objects.filter(
+        hit__stage=grading_stage, hit__items__in=examples, status__in=GRADED
+    ).prefetch_related("hit__items")
+    for g in grading:
+        for item in g.hit.items.all():
+            writer = by_assignment.get(item.source_assignment_id or 0)
+            if writer is None or writer.worker_id == g.worker_id:
+                continue  # nobody grades their own work
+            entry = answer_for_item(
+                g.answers or {}, {"id": item.pk, "external_id": item.external_id}
+            )
+            if entry:
+                grades[item.pk].append(entry)
+    per_writer: dict[int, list[tuple[Item, float, dict[str, Any]]]] = defaultdict(list)
+    for item in examples:
+        entries = grades.get(item.pk, [])
+        scores = [
+            sum(s for d in ORDINAL if (s := rubric_score(d, str(e.get(d) or ""))) is not None)
+            / len(ORDINAL)
+            for e in entries
+        ]
+        if not scores:
+            continue
+        writer = by_assignment[item.source_assignment_id or 0]
+        flags = {
+            "ambiguous": sum(1 for e in entries if e.get("answerable") != "yes") / len(entries),
+            "distracting": sum(1 for e in entries if e.get("distracting_options") == "yes")
+            / len(entries),
+        }
+        per_writer[writer.worker_id].append((item, sum(scores) / len(scores), flags))
+    workers = {a.worker_id: a.worker for a in writing}
+    outcomes = []
+    for worker_id, worker in workers.items():
+        rows = per_writer.get(worker_id, [])
+        ordered = sorted(rows, key=lambda r: r[1])
+        outcomes.append(
+            RoundOutcome(
+                worker_id=worker_id,
+                pseudonym=worker.pseudonym,
+                examples=len(rows),
+                score=round(sum(r[1] for r in rows) / len(rows), 3) if rows else None,
+                ambiguous_share=round(sum(r[2]["ambiguous"] for r in rows) / len(rows), 3)
+                if rows
+                else 0.0,
+                distracting_share=round(sum(r[2]["distracting"] for r in rows) / len(rows), 3)
+                if rows
+                else 0.0,
+                best=_example_text(ordered[-1][0]) if rows else "",
+                worst=_example_text(ordered[0][0]) if rows else "",
+                assignment_ids=[a.pk for a in writing if a.worker_id == worker_id],
+            )
+        )
+    ranked = sorted(
+        (o for o in outcomes if o.score is not None), key=lambda o: (-(o.score or 0), o.pseudonym)
+    )
+    # The top share, rounded down (80 % of 9 writers is 7), but at least one writer.
+    places = max(1, math.floor(qualify_share * len(ranked) + 1e-9)) if ranked else 0
+    for n, outcome in enumerate(ranked, start=1):
+        outcome.rank = n
+        outcome.qualified = n <= places
+    scored = [o.score for o in ranked if o.score is not None]
+    average = round(sum(scored) / len(scored), 3) if scored else None
+    for o in outcomes:
+        o.message = Template(template).safe_substitute(
+            round=round_number,
+            stage=stage.name,
+            examples=o.examples,
+            score="n/a" if o.score is None else f"{o.score:.2f}",
+            average="n/a" if average is None else f"{average:.2f}",
+            rank=o.rank or "unranked",
+            writers=len(ranked),
+            verdict="You qualify for the next round."
+            if o.qualified
+            else "You did not qualify for the next round; thank you for your work.",
+            ambiguous_share=f"{round(100 * o.ambiguous_share)} %",
+            distracting_share=f"{round(100 * o.distracting_share)} %",
+            best=o.best,
+            worst=o.worst,
+        )
+    return sorted(outcomes, key=lambda o: (o.rank or 10**9, o.pseudonym))
+
+
+def round_qualification_type(*, stage: Stage, round_number: int) -> QualificationType:
+    """The qualification the round's qualifiers get (the next round's stage requires it)."""
+    campaign = stage.campaign
+    qt, _ = QualificationType.objects.get_or_create(
+        owner_id=campaign.owner_id,
+        name=f"Round {round_number} qualified: {campaign.slug}/{stage.name}"[:120],
+        defaults={
+            "kind": QualificationKind.ROUND,
+            "config": {"stage": stage.pk, "round": round_number},
+        },
+    )
+    return qt
+
+
+def round_close(
+    *,
+    stage: Stage,
+    grading_stage: Stage,
+    round_number: int,
+    actor: AbstractBaseUser,
+    qualify_share: float = 0.8,
+    bonus: Decimal | None = None,
+    template: str = DEFAULT_TEMPLATE,
+    subject: str = "",
+) -> list[RoundOutcome]:
+    """Close the round: mark its writing with the round number, grant the round's
+    qualification to the qualifiers, pay them ``bonus`` (key
+    ``round:<stage>:<round>:<worker>``, once), and send each writer their message (one
+    ``notify`` per writer, key ``round-feedback:<stage>:<round>:<worker>``).
+    Idempotent: closing the same round again grants, pays and sends nothing more."""
+    outcomes = round_outcomes(
+        stage=stage,
+        grading_stage=grading_stage,
+        round_number=round_number,
+        qualify_share=qualify_share,
+        template=template,
+    )
+    campaign = stage.campaign
+    qt = round_qualification_type(stage=stage, round_number=round_number)
+    workers = {w.pk: w for w in Worker.objects.filter(pk__in=[o.worker_id for o in outcomes])}
+    with transaction.atomic():
+        for o in outcomes:
+            for a in Assignment.objects.select_for_update().filter(pk__in=o.assignment_ids):
+                details = dict(a.review_details or {})
+                details["round"] = round_number
+                details["round_outcome"] = {
+                    "score": o.score,
+                    "rank": o.rank,
+                    "qualified": o.qualified,
+                }
+                Assignment.objects.filter(pk=a.pk).update(review_details=details)
+            worker = workers[o.worker_id]
+            if o.qualified:
+                paid_qualification_grant(
+                    qualification_type=qt,
+                    worker=worker,
+                    source=f"round:{stage.pk}:{round_number}",
+                    value=o.rank,
+                )
+                if bonus is not None and bonus > 0 and o.assignment_ids:
+                    assignment_bonus_pay(
+                        assignment=Assignment.objects.get(pk=o.assignment_ids[-1]),
+                        amount=bonus,
+                        reason=f"Qualified after round {round_number} of “{stage.name}”.",
+                        key=f"round:{stage.pk}:{round_number}:{worker.pk}",
+                    )
+            workers_message(
+                campaign=campaign,
+                actor=actor,
+                workers=[worker],
+                subject=subject or f"Your results in round {round_number}",
+                body=o.message,
+                key=f"round-feedback:{stage.pk}:{round_number}:{worker.pk}",
+            )
+    return outcomes

@@ -1,0 +1,185 @@
+"""Graded writing rounds: rubric grades averaged per writer (never their own), ranking,
+the top share qualifies (grant), qualifiers get the round bonus, every writer a
+message with their numbers; the preview writes nothing; closing twice changes nothing
+more; the next round's stage is open to the qualified only."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    HITItem,
+    Item,
+    ItemSource,
+    LedgerEntry,
+    LedgerKind,
+    OperationKind,
+    ProviderOperation,
+    QualificationGrant,
+)
+from campaigns.selectors_work import worker_has_stage_access
+from campaigns.services import campaign_create, stage_add
+from campaigns.services.rounds import round_close, round_outcomes, round_qualification_type
+from tests.factories import WorkerFactory
+
+pytestmark = pytest.mark.django_db
+
+GOOD = {
+    "answerable": "yes",
+    "reading_depth": "read_carefully",
+    "creativity": "very",
+    "distracting_options": "yes",
+}
+FAIR = {
+    "answerable": "yes",
+    "reading_depth": "skim_few",
+    "creativity": "fairly",
+    "distracting_options": "no",
+}
+POOR = {
+    "answerable": "no",
+    "reading_depth": "none",
+    "creativity": "not",
+    "distracting_options": "no",
+}
+
+
+@pytest.fixture
+def graded(requester):
+    campaign = campaign_create(owner=requester, name="Rounds", slug="rounds")
+    writing = stage_add(campaign=campaign, name="Write", task_type="mc_question_writing")
+    grading = stage_add(campaign=campaign, name="Grade", task_type="rubric_evaluation")
+    now = timezone.now()
+    writers = [WorkerFactory.create(provider="local") for _ in range(3)]
+    graders = [WorkerFactory.create(provider="local") for _ in range(2)]
+    hit = HIT.objects.create(
+        stage=writing, provider="local", reward=Decimal("3.50"), max_assignments=3
+    )
+    grade_hit = HIT.objects.create(
+        stage=grading, provider="local", reward=Decimal("0.50"), max_assignments=5
+    )
+    quality = {0: GOOD, 1: FAIR, 2: POOR}
+    for n, writer in enumerate(writers):
+        work = Assignment.objects.create(
+            hit=hit,
+            worker=writer,
+            provider="local",
+            status="approved",
+            answers={},
+            accepted_at=now,
+            submitted_at=now,
+        )
+        example = Item.objects.create(
+            stage=grading,
+            external_id=f"ex-{n}",
+            source=ItemSource.PRODUCED,
+            source_assignment=work,
+            data={"question": f"Question by writer {n}?"},
+        )
+        HITItem.objects.create(hit=grade_hit, item=example, position=n)
+    for grader in graders:
+        Assignment.objects.create(
+            hit=grade_hit,
+            worker=grader,
+            provider="local",
+            status="submitted",
+            answers={
+                "items": [
+                    {"external_id": f"ex-{n}", **quality[n], "feedback": ""} for n in range(3)
+                ]
+            },
+            accepted_at=now,
+            submitted_at=now,
+        )
+    # Writer 2 grades their own example generously: it must not count.
+    Assignment.objects.create(
+        hit=grade_hit,
+        worker=writers[2],
+        provider="local",
+        status="submitted",
+        answers={"items": [{"external_id": "ex-2", **GOOD, "feedback": ""}]},
+        accepted_at=now,
+        submitted_at=now,
+    )
+    return campaign, writing, grading, writers
+
+
+def test_preview_ranks_and_writes_nothing(graded):
+    _campaign, writing, grading, writers = graded
+    outcomes = round_outcomes(
+        stage=writing, grading_stage=grading, round_number=1, qualify_share=0.67
+    )
+    assert [o.worker_id for o in outcomes] == [w.pk for w in writers]
+    assert [o.rank for o in outcomes] == [1, 2, 3]
+    assert [o.qualified for o in outcomes] == [True, True, False]
+    assert outcomes[0].score == 4.5  # read_carefully (5) and very creative (4)
+    assert outcomes[2].score == 1.0  # its writer's own grade left out
+    assert outcomes[2].ambiguous_share == 1.0
+    assert outcomes[0].distracting_share == 1.0
+    assert "ranked 1 of 3" in outcomes[0].message
+    assert "average writer: 2.83" in outcomes[0].message
+    assert "did not qualify" in outcomes[2].message
+    assert not ProviderOperation.objects.exists()
+    assert not QualificationGrant.objects.exists()
+
+
+def test_close_grants_pays_messages_once_and_gates_the_next_round(graded, requester):
+    campaign, writing, grading, writers = graded
+    for _ in range(2):  # the second close grants, pays and sends nothing more
+        round_close(
+            stage=writing,
+            grading_stage=grading,
+            round_number=1,
+            actor=requester,
+            qualify_share=0.67,
+            bonus=Decimal("5.00"),
+        )
+
+    qt = round_qualification_type(stage=writing, round_number=1)
+    granted = set(
+        QualificationGrant.objects.filter(qualification_type=qt).values_list("worker_id", flat=True)
+    )
+    assert granted == {writers[0].pk, writers[1].pk}
+    bonuses = LedgerEntry.objects.filter(kind=LedgerKind.BONUS)
+    assert sorted(b.worker_id or 0 for b in bonuses) == sorted([writers[0].pk, writers[1].pk])
+    assert all(b.amount == Decimal("5.00") for b in bonuses)
+    notes = ProviderOperation.objects.filter(kind=OperationKind.NOTIFY)
+    assert notes.count() == 3
+    assert {tuple(op.payload["worker_ids"]) for op in notes} == {(w.pk,) for w in writers}
+    marked = Assignment.objects.filter(hit__stage=writing)
+    assert all(a.review_details["round"] == 1 for a in marked)
+
+    final = stage_add(
+        campaign=campaign,
+        name="Final round",
+        task_type="mc_question_writing",
+        qualification_requirements=[{"qualification_type_id": qt.pk}],
+    )
+    assert not worker_has_stage_access(worker=writers[2], stage=final)
+
+
+def test_api_preview_then_close(graded, requester):
+    from rest_framework.test import APIClient
+
+    _campaign, writing, grading, _writers = graded
+    api = APIClient()
+    api.force_authenticate(requester)
+    url = f"/api/v1/stages/{writing.pk}/rounds/"
+    body = {
+        "grading_stage": grading.pk,
+        "round": 1,
+        "qualify_share": 0.67,
+        "template": "$rank/$writers",
+    }
+    preview = api.post(url, body, format="json")
+    assert [o["message"] for o in preview.json()] == ["1/3", "2/3", "3/3"]
+    assert not ProviderOperation.objects.exists()
+    closed = api.post(url, {**body, "preview": False, "bonus": "7.00"}, format="json")
+    assert closed.status_code == 200
+    assert ProviderOperation.objects.filter(kind=OperationKind.NOTIFY).count() == 3
+    assert api.post(url, {**body, "grading_stage": 10**9}, format="json").status_code == 400
