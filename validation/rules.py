@@ -204,6 +204,12 @@ BONUS_RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "correct": (_int(1), 3),
         "sentence_threshold": (_num(0, 1), DEFAULT_SENTENCE_THRESHOLD),
     },
+    # Fair pay: top approved work up to ``hourly`` for its measured time, counting at
+    # most ``cap_seconds`` (an idle tab is not work); campaigns.services.wages.
+    "wage_floor": {
+        "hourly": (_money, None),
+        "cap_seconds": (_int(60), 3600),
+    },
 }
 
 ESCALATION_RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
@@ -268,8 +274,9 @@ def review_rules_validate(rules: Any) -> list[str]:
 
 
 def bonus_rules_validate(rules: Any) -> list[str]:
-    """Problems with a stage's ``bonus_rules`` (``gold_bonus`` {amount, block, correct})."""
-    errors = _validate(rules, BONUS_RULES, "bonus_rules", {"amount"})
+    """Problems with a stage's ``bonus_rules`` (``gold_bonus`` {amount, block, correct};
+    ``wage_floor`` {hourly, cap_seconds})."""
+    errors = _validate(rules, BONUS_RULES, "bonus_rules", {"amount", "hourly"})
     for n, entry in enumerate(rules if not errors else []):
         if entry.get("correct", 3) > entry.get("block", 4):
             errors.append(f"bonus_rules[{n}] (gold_bonus): correct cannot exceed block")

@@ -17,6 +17,7 @@ from campaigns.api.common import BAD_INPUT, stage_or_404
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.services.errors import DomainError
 from campaigns.services.rounds import DEFAULT_TEMPLATE, round_close, round_outcomes
+from campaigns.services.wages import stage_wage_topup_pay, wage_floor_rule
 
 
 class RoundInputSerializer(serializers.Serializer):
@@ -85,3 +86,33 @@ class StageRoundApi(APIView):
         except DomainError as exc:
             raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None
         return Response(RoundOutcomeSerializer(outcomes, many=True).data)
+
+
+class TopUpSerializer(serializers.Serializer):
+    assignment = serializers.IntegerField(source="assignment_id")
+    amount = serializers.DecimalField(max_digits=8, decimal_places=2, coerce_to_string=True)
+
+
+class StageWageTopUpApi(APIView):
+    """Pay the stage's ``wage_floor`` top-ups: approved work brought up to the hourly
+    floor for its measured time (each assignment once). Lists what was paid."""
+
+    @extend_schema(
+        request=None,
+        responses={200: TopUpSerializer(many=True), 400: BAD_INPUT, 404: STAGE_ERRORS[404]},
+    )
+    def post(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        if wage_floor_rule(stage=stage) is None:
+            raise ValidationError(
+                {
+                    "bonus_rules": [
+                        'Add {"rule": "wage_floor", "hourly": "15.00"} to the stage first.'
+                    ]
+                }
+            )
+        try:
+            paid = stage_wage_topup_pay(stage=stage)
+        except DomainError as exc:
+            raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None
+        return Response(TopUpSerializer(paid, many=True).data)

@@ -44,7 +44,7 @@ from campaigns.api.review import (
     CampaignAssignmentListApi,
     CampaignBulkReviewApi,
 )
-from campaigns.api.rounds import StageRoundApi
+from campaigns.api.rounds import StageRoundApi, StageWageTopUpApi
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
 from campaigns.api.workers import (
     CampaignMessageApi,
@@ -143,6 +143,11 @@ urlpatterns = [
     path("stages/<int:stage_id>/quality/", StageQualityApi.as_view(), name="api-stage-quality"),
     path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
     path("stages/<int:stage_id>/rounds/", StageRoundApi.as_view(), name="api-stage-rounds"),
+    path(
+        "stages/<int:stage_id>/wage-topup/",
+        StageWageTopUpApi.as_view(),
+        name="api-stage-wage-topup",
+    ),
     path(
         "stages/<int:stage_id>/agreement-series/",
         StageAgreementSeriesApi.as_view(),
