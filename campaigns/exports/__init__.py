@@ -26,6 +26,33 @@ from campaigns.exports.provenance import (
 Stream = Callable[..., Iterator[str]]
 
 
+def mturk_csv_stream(
+    *, campaign: Any, reveal: bool = False, tally: Tally | None = None, **_: Any
+) -> Iterator[str]:
+    """MTurk's batch results layout (``campaigns.selectors_mturk_csv``), as text."""
+    import csv
+    import io
+
+    from campaigns.selectors_mturk_csv import mturk_csv_rows
+
+    tally = tally or Tally()
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    first = True
+    for row in mturk_csv_rows(campaign_id=campaign.pk, reveal_worker_ids=reveal):
+        writer.writerow(row)
+        if first:
+            first = False
+        else:
+            tally.rows += 1
+        if buffer.tell() > 256 * 1024:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue()
+
+
 @dataclass(frozen=True)
 class ExportFormat:
     name: str
@@ -72,6 +99,15 @@ FORMATS: dict[str, ExportFormat] = {
             collection_metadata_stream,
             "Per stored assignment: worker, HIT, assignment, reward, approval status, "
             "upload, accept and submit times, work time; rejected work marked.",
+        ),
+        ExportFormat(
+            "mturk-csv",
+            "MTurk batch results CSV",
+            "csv",
+            "text/csv",
+            mturk_csv_stream,
+            "MTurk's Batch_*_batch_results.csv layout (Input.*, Answer.*, Approve, Reject); "
+            "fill Approve/Reject and upload it back for bulk review.",
         ),
     )
 }

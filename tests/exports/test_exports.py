@@ -301,7 +301,17 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
     base = f"/api/v1/campaigns/{campaign.slug}/exports/"
 
     listed = token_client.get(base).json()
-    assert [f["name"] for f in listed] == ["mintaka", "jsonl", "csv", "collection-metadata"]
+    assert [f["name"] for f in listed] == [
+        "mintaka",
+        "jsonl",
+        "csv",
+        "collection-metadata",
+        "mturk-csv",
+    ]
+    mturk = token_client.get(base + "mturk-csv/")
+    rows = list(csv.DictReader(io.StringIO(b"".join(mturk.streaming_content).decode())))
+    assert rows
+    assert {r["WorkerId"] for r in rows if r["WorkerId"]} == {written.worker.pseudonym}
 
     response = token_client.get(base + "mintaka/?split=all")
     assert response.status_code == 200
