@@ -25,7 +25,7 @@ from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
 from campaigns.models import Campaign
 from campaigns.selectors import campaign_list_visible
 from campaigns.services.errors import DomainError
-from linking.graphquestions.generate import Spec
+from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import (
     generated_question_edit,
@@ -37,18 +37,6 @@ from linking.graphquestions.services import (
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
 
 MAX_TURTLE_CHARS = 5_000_000
-FUNCTIONS = [
-    "none",
-    "count",
-    "superlative",
-    "comparative",
-    "argmax",
-    "argmin",
-    ">",
-    ">=",
-    "<",
-    "<=",
-]
 
 
 class GeneratedQuestionSerializer(serializers.ModelSerializer):
@@ -87,7 +75,7 @@ class GenerateInputSerializer(serializers.Serializer):
         max_length=2,
         default=[1, 3],
     )
-    function = serializers.ChoiceField(choices=FUNCTIONS, default="none")
+    function = serializers.ChoiceField(choices=SPEC_FUNCTIONS, default="none")
     cardinality = serializers.ListField(
         child=serializers.IntegerField(min_value=0),
         min_length=2,

@@ -34,6 +34,8 @@ ORDERED_TYPES = tuple(
     XSD + t for t in ("date", "dateTime", "gYear", "integer", "decimal", "double", "float", "int")
 )
 MAX_BINDINGS = 500
+# What a requester may ask for: a family of the paper's four, or one kind of function.
+SPEC_FUNCTIONS = ("none", "count", "superlative", "comparative", *SUPERLATIVE, *COMPARATIVE)
 
 
 @dataclass(frozen=True)

@@ -11,22 +11,9 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
 from campaigns.services.errors import DomainError
-from linking.graphquestions.generate import Spec
+from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import generated_questions_propose, knowledge_base_open
-
-FUNCTIONS = (
-    "none",
-    "count",
-    "superlative",
-    "comparative",
-    "argmax",
-    "argmin",
-    ">",
-    ">=",
-    "<",
-    "<=",
-)
 
 
 def _range(text: str, what: str) -> tuple[int, int]:
@@ -50,7 +37,7 @@ class Command(BaseCommand):
         source.add_argument("--endpoint", help="a SPARQL endpoint URL")
         parser.add_argument("--classes", default="", help="class IRIs, comma-separated")
         parser.add_argument("--edges", default="1-3", help="structure complexity, e.g. 1-3")
-        parser.add_argument("--function", default="none", choices=FUNCTIONS)
+        parser.add_argument("--function", default="none", choices=SPEC_FUNCTIONS)
         parser.add_argument("--cardinality", default="1-1000000", help="answers, e.g. 1-5")
         parser.add_argument("--min-commonness", type=float, default=None)
         parser.add_argument("--counts", help="a JSON file {iri: count} of component frequencies")
