@@ -222,6 +222,17 @@ def worker_exclusive_keys(*, stage: Stage, worker: Worker, task_type: TaskType) 
     return keys  # type: ignore[return-value]
 
 
+# Task types that judge earlier workers' output: nobody is given their own to judge.
+JUDGING_TASK_TYPES = frozenset({"rubric_evaluation", "mc_validation"})
+
+
+def stage_excludes_own_work(*, stage: Stage) -> bool:
+    """Whether a worker is kept from HITs holding items they produced themselves:
+    stage config ``exclude_own_work``, by default on for the judging task types."""
+    flag = (stage.config or {}).get("exclude_own_work")
+    return bool(flag) if flag is not None else stage.task_type in JUDGING_TASK_TYPES
+
+
 def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]) -> set[int]:
     """Those of ``hit_ids`` holding an item whose exclusive key is in ``taken`` (one query)."""
     if not taken or not hit_ids:
@@ -236,9 +247,12 @@ def hit_next_available(*, stage: Stage, worker: Worker) -> HIT | None:
         return None
     task_type = task_type_get(stage.task_type)
     taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
+    open_hits = hits_open(stage=stage, worker=worker)
+    if stage_excludes_own_work(stage=stage):
+        open_hits = open_hits.exclude(items__source_assignment__worker_id=worker.pk)
     if not taken:
-        return hits_open(stage=stage, worker=worker).first()
-    candidates = list(hits_open(stage=stage, worker=worker)[:200])
+        return open_hits.first()
+    candidates = list(open_hits[:200])
     conflicting = hits_conflicting(
         hit_ids=[h.pk for h in candidates], task_type=task_type, taken=taken
     )

@@ -24,6 +24,12 @@ class RoundInputSerializer(serializers.Serializer):
     grading_stage = serializers.IntegerField(help_text="The rubric_evaluation stage.")
     round = serializers.IntegerField(min_value=1)
     qualify_share = serializers.FloatField(min_value=0.01, max_value=1.0, default=0.8)
+    graders_share = serializers.FloatField(
+        min_value=0.0,
+        max_value=1.0,
+        default=0.0,
+        help_text="The top share promoted to grade the next round (crowd grading).",
+    )
     bonus = serializers.DecimalField(
         max_digits=8, decimal_places=2, min_value=Decimal("0"), required=False, allow_null=True
     )
@@ -43,6 +49,7 @@ class RoundOutcomeSerializer(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
     rank = serializers.IntegerField(help_text="0: no graded example.")
     qualified = serializers.BooleanField()
+    grader = serializers.BooleanField(help_text="Promoted to grade the next round.")
     ambiguous_share = serializers.FloatField()
     distracting_share = serializers.FloatField()
     message = serializers.CharField()
@@ -71,6 +78,7 @@ class StageRoundApi(APIView):
                     round_number=v["round"],
                     qualify_share=v["qualify_share"],
                     template=v["template"],
+                    graders_share=v["graders_share"],
                 )
             else:
                 outcomes = round_close(
@@ -82,6 +90,7 @@ class StageRoundApi(APIView):
                     bonus=v.get("bonus"),
                     template=v["template"],
                     subject=v["subject"],
+                    graders_share=v["graders_share"],
                 )
         except DomainError as exc:
             raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None

@@ -27,10 +27,11 @@ from campaigns.selectors_work import (
     WORKABLE_STATES,
     hits_conflicting,
     hits_open,
+    stage_excludes_own_work,
     worker_exclusive_keys,
 )
 from campaigns.services.errors import DomainError
-from campaigns.services.quizzes import worker_qualified
+from campaigns.services.quizzes import QUIZ_TASK_TYPE, quiz_retake_refusal, worker_qualified
 from campaigns.tasktypes import TaskType, task_type_get
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
@@ -160,11 +161,13 @@ def hit_take_allowed(
     *, stage: Stage, worker: Worker, task_type: TaskType, now: datetime
 ) -> tuple[int, str] | None:
     """``_hit_take`` honouring exclusive keys: leaves out HITs holding an item whose
-    key ``worker`` already holds in the stage. Waits only when every allowed HIT
-    was locked by another allocation."""
+    key ``worker`` already holds in the stage, and, where the stage judges earlier
+    work (``stage_excludes_own_work``), HITs holding an item ``worker`` produced.
+    Waits only when every allowed HIT was locked by another allocation."""
     can_skip = connection.features.has_select_for_update_skip_locked
     taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
-    if not taken:
+    own = stage_excludes_own_work(stage=stage)
+    if not taken and not own:
         hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=False)
         if hit is None and can_skip:
             hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=True)
@@ -172,11 +175,10 @@ def hit_take_allowed(
     allowed: list[int] = []
     last_id = 0
     while True:
-        batch = list(
-            hits_open(stage=stage, worker=worker.pk, now=now)
-            .filter(pk__gt=last_id)
-            .values_list("pk", flat=True)[:_CANDIDATE_BATCH]
-        )
+        candidates = hits_open(stage=stage, worker=worker.pk, now=now).filter(pk__gt=last_id)
+        if own:
+            candidates = candidates.exclude(items__source_assignment__worker_id=worker.pk)
+        batch = list(candidates.values_list("pk", flat=True)[:_CANDIDATE_BATCH])
         conflicting = hits_conflicting(hit_ids=batch, task_type=task_type, taken=taken)
         free = [pk for pk in batch if pk not in conflicting]
         if free:
@@ -262,6 +264,10 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
             raise WorkerNotAllowedError(
                 "This task needs a qualification you do not hold yet (pass its quiz first)."
             )
+        if stage.task_type == QUIZ_TASK_TYPE:
+            refusal = quiz_retake_refusal(stage=stage, worker=worker, now=now)
+            if refusal is not None:
+                raise WorkerNotAllowedError(refusal)
         task_type = task_type_get(stage.task_type)
         taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
         if taken is not None:

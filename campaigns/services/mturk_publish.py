@@ -25,11 +25,12 @@ from campaigns.providers.mturk import publish_payload, qualification_requirement
 from campaigns.services.errors import DomainError
 from campaigns.services.operations import PUBLISH_KINDS, operation_request
 from campaigns.services.provider_review import campaign_budget_check
+from campaigns.services.quizzes import stage_requirements
 from campaigns.services.work import stage_publish
 
 
 def _custom_qualifications(stage: Stage) -> dict[int, str]:
-    ids = [r.get("qualification_type_id") for r in stage.qualification_requirements or []]
+    ids = [r.get("qualification_type_id") for r in stage_requirements(stage=stage)]
     wanted = [int(i) for i in ids if i is not None]
     if not wanted:
         return {}
@@ -99,7 +100,7 @@ def mturk_stage_publish(*, stage: Stage, allow_partial: bool = True) -> Provider
         config = stage.config or {}
         try:
             requirements = qualification_requirements(
-                stage.qualification_requirements or [],
+                stage_requirements(stage=stage),
                 sandbox=campaign.sandbox,
                 custom=_custom_qualifications(stage),
             )

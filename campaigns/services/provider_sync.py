@@ -55,6 +55,7 @@ from campaigns.services.provider_review import (
     paid_assignments_approve,
 )
 from campaigns.services.provider_workers import block_group_name
+from campaigns.services.quizzes import stage_requirements
 from campaigns.services.work import (
     NoWorkAvailableError,
     WorkerNotAllowedError,
@@ -72,7 +73,7 @@ STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatu
 
 
 def _allow_groups(stage: Stage) -> list[str]:
-    ids = [r.get("qualification_type_id") for r in stage.qualification_requirements or []]
+    ids = [r.get("qualification_type_id") for r in stage_requirements(stage=stage)]
     wanted = [int(i) for i in ids if i is not None]
     if not wanted:
         return []
@@ -161,7 +162,7 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
             estimated_minutes=(stage.config or {}).get("estimated_minutes"),
             codes=codes,
             filters=study_filters(
-                stage.qualification_requirements or [],
+                stage_requirements(stage=stage),
                 allow_groups=_allow_groups(stage),
                 block_groups=_block_groups(campaign.owner_id),
             ),

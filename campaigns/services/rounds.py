@@ -10,6 +10,13 @@ outcomes and messages (``round_preview``) before anything is granted, paid or se
 An example's score is the mean over its graders (a writer never counts as their own
 grader) of the mean of the rubric's ordinal dimensions (reading depth, creativity);
 "answerable" and "distracting options" are reported as shares.
+
+Crowd grading (Nangia's CROWD arm): with ``graders_share`` (e.g. 0.2) the top share of
+the round's writers are also promoted to grade the next round: they get the round's
+graders qualification, which a grading stage requires with ``{"graders_stage": <writing
+stage id>, "round": n}``; the grading stage's ``assignments_per_hit`` is K, the grades
+per example that are averaged, and nobody is given their own examples to grade
+(``allocation``) nor counted if they were.
 """
 
 from __future__ import annotations
@@ -56,6 +63,7 @@ class RoundOutcome:
     score: float | None
     rank: int = 0
     qualified: bool = False
+    grader: bool = False
     ambiguous_share: float = 0.0
     distracting_share: float = 0.0
     best: str = ""
@@ -87,11 +95,14 @@ def round_outcomes(
     round_number: int,
     qualify_share: float = 0.8,
     template: str = DEFAULT_TEMPLATE,
+    graders_share: float = 0.0,
 ) -> list[RoundOutcome]:
-    """Who wrote what in the round, how it was graded, the ranking, who qualifies and
-    the message each writer would get; nothing is written."""
+    """Who wrote what in the round, how it was graded, the ranking, who qualifies, who
+    is promoted to grade, and the message each writer would get; nothing is written."""
     if not 0 < qualify_share <= 1:
         raise DomainError("The share that qualifies is more than 0 and at most 1.")
+    if not 0 <= graders_share <= 1:
+        raise DomainError("The share promoted to grade is from 0 to 1.")
     if grading_stage.campaign_id != stage.campaign_id:
         raise DomainError("The grading stage is not one of this campaign's.")
     writing = _round_writing(stage=stage, round_number=round_number)
@@ -157,9 +168,13 @@ def round_outcomes(
     )
     # The top share, rounded down (80 % of 9 writers is 7), but at least one writer.
     places = max(1, math.floor(qualify_share * len(ranked) + 1e-9)) if ranked else 0
+    graders = math.floor(graders_share * len(ranked) + 1e-9) if graders_share else 0
+    if graders_share and ranked:
+        graders = max(1, graders)
     for n, outcome in enumerate(ranked, start=1):
         outcome.rank = n
         outcome.qualified = n <= places
+        outcome.grader = n <= graders
     scored = [o.score for o in ranked if o.score is not None]
     average = round(sum(scored) / len(scored), 3) if scored else None
     for o in outcomes:
@@ -171,9 +186,12 @@ def round_outcomes(
             average="n/a" if average is None else f"{average:.2f}",
             rank=o.rank or "unranked",
             writers=len(ranked),
-            verdict="You qualify for the next round."
-            if o.qualified
-            else "You did not qualify for the next round; thank you for your work.",
+            verdict=(
+                "You qualify for the next round."
+                if o.qualified
+                else "You did not qualify for the next round; thank you for your work."
+            )
+            + (" You are invited to grade the next round's examples." if o.grader else ""),
             ambiguous_share=f"{round(100 * o.ambiguous_share)} %",
             distracting_share=f"{round(100 * o.distracting_share)} %",
             best=o.best,
@@ -196,6 +214,20 @@ def round_qualification_type(*, stage: Stage, round_number: int) -> Qualificatio
     return qt
 
 
+def round_graders_type(*, stage: Stage, round_number: int) -> QualificationType:
+    """The qualification of the writers promoted to grade after ``round_number``."""
+    campaign = stage.campaign
+    qt, _ = QualificationType.objects.get_or_create(
+        owner_id=campaign.owner_id,
+        name=f"Round {round_number} graders: {campaign.slug}/{stage.name}"[:120],
+        defaults={
+            "kind": QualificationKind.ROUND,
+            "config": {"stage": stage.pk, "round": round_number, "graders": True},
+        },
+    )
+    return qt
+
+
 def round_close(
     *,
     stage: Stage,
@@ -206,6 +238,7 @@ def round_close(
     bonus: Decimal | None = None,
     template: str = DEFAULT_TEMPLATE,
     subject: str = "",
+    graders_share: float = 0.0,
 ) -> list[RoundOutcome]:
     """Close the round: mark its writing with the round number, grant the round's
     qualification to the qualifiers, pay them ``bonus`` (key
@@ -218,9 +251,11 @@ def round_close(
         round_number=round_number,
         qualify_share=qualify_share,
         template=template,
+        graders_share=graders_share,
     )
     campaign = stage.campaign
     qt = round_qualification_type(stage=stage, round_number=round_number)
+    graders_qt = round_graders_type(stage=stage, round_number=round_number)
     workers = {w.pk: w for w in Worker.objects.filter(pk__in=[o.worker_id for o in outcomes])}
     with transaction.atomic():
         for o in outcomes:
@@ -231,6 +266,7 @@ def round_close(
                     "score": o.score,
                     "rank": o.rank,
                     "qualified": o.qualified,
+                    "grader": o.grader,
                 }
                 Assignment.objects.filter(pk=a.pk).update(review_details=details)
             worker = workers[o.worker_id]
@@ -248,6 +284,13 @@ def round_close(
                         reason=f"Qualified after round {round_number} of “{stage.name}”.",
                         key=f"round:{stage.pk}:{round_number}:{worker.pk}",
                     )
+            if o.grader:
+                paid_qualification_grant(
+                    qualification_type=graders_qt,
+                    worker=worker,
+                    source=f"round-graders:{stage.pk}:{round_number}",
+                    value=o.rank,
+                )
             workers_message(
                 campaign=campaign,
                 actor=actor,

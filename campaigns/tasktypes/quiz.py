@@ -13,11 +13,21 @@ The quiz lives in the stage config (items are ignored; one placeholder item per 
                  "pass_points"?: number | "pass_ratio"?: 0..1,   # default: all points
                  "unanswerable_points": 1,        # for answering "no answer" correctly
                  "answering_unanswerable": "fail" | "zero"},
-     "allow_no_answer": true}
+     "allow_no_answer": true,
+     # Tutorial (optional): instructional steps shown first, then practice questions
+     # with immediate feedback (their key is in the page: they are never scored).
+     "steps": [{"title": str, "body": str}],
+     "practice": [{"id": "p1", "prompt": str, "context"?: str, "multiple"?: bool,
+                   "explanation": str, "options": [{"id": "a", "text": str,
+                                                    "correct": bool}]}],
+     # Retakes and the pass bonus: campaigns.services.quizzes.
+     "retake": {"max_tries": 2, "delay_minutes": 60},
+     "pass_bonus": "1.50"}
 
 Groups are hidden from the worker. Answer::
 
-    {"questions": [{"id": "q1", "selected": ["a", "c"], "no_answer": false}]}
+    {"questions": [{"id": "q1", "selected": ["a", "c"], "no_answer": false}],
+     "practice": [{"id": "p1", "selected": ["b"]}]}      # recorded, not scored
 
 ``score_quiz(config, answer)`` is pure and returns a ``QuizScore``.
 """
@@ -175,6 +185,53 @@ class Quiz(TaskType):
                     },
                 },
             },
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["title", "body"],
+                    "properties": {
+                        "title": {"type": "string", "minLength": 1, "maxLength": 200},
+                        "body": {"type": "string", "minLength": 1, "maxLength": 10000},
+                    },
+                },
+            },
+            "practice": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "prompt", "options"],
+                    "properties": {
+                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
+                        "prompt": {"type": "string", "minLength": 1},
+                        "context": {"type": "string"},
+                        "multiple": {"type": "boolean"},
+                        "explanation": {"type": "string"},
+                        "options": {
+                            "type": "array",
+                            "minItems": 2,
+                            "items": {
+                                "type": "object",
+                                "required": ["id", "text"],
+                                "properties": {
+                                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
+                                    "text": {"type": "string", "minLength": 1},
+                                    "correct": {"type": "boolean"},
+                                },
+                            },
+                        },
+                    },
+                },
+            },
+            "retake": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "max_tries": {"type": "integer", "minimum": 1, "maximum": 100},
+                    "delay_minutes": {"type": "number", "minimum": 0},
+                },
+            },
+            "pass_bonus": {"type": "string", "pattern": "^[0-9]{1,4}(\\.[0-9]{1,2})?$"},
             "scoring": {
                 "type": "object",
                 "additionalProperties": False,
@@ -205,7 +262,18 @@ class Quiz(TaskType):
                         "no_answer": {"type": "boolean"},
                     },
                 },
-            }
+            },
+            "practice": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "selected"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "selected": {"type": "array", "items": {"type": "string"}},
+                    },
+                },
+            },
         },
     }
 
@@ -216,6 +284,12 @@ class Quiz(TaskType):
         ids = [q["id"] for q in config["questions"]]
         if len(set(ids)) != len(ids):
             errors.append(FieldError("questions", "Question ids must be unique."))
+        practice_ids = [q["id"] for q in config.get("practice", [])]
+        if len(set(practice_ids)) != len(practice_ids):
+            errors.append(FieldError("practice", "Practice question ids must be unique."))
+        for i, q in enumerate(config.get("practice", [])):
+            if not any(o.get("correct") for o in q["options"]):
+                errors.append(FieldError(f"practice/{i}/options", "Mark the correct option(s)."))
         groups = set(_scoring(config)["group_points"])
         for i, q in enumerate(config["questions"]):
             option_ids = [o["id"] for o in q["options"]]
@@ -231,7 +305,7 @@ class Quiz(TaskType):
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
     ) -> dict[str, Any]:
-        return {
+        answer: dict[str, Any] = {
             "questions": [
                 {
                     "id": q["id"],
@@ -241,6 +315,12 @@ class Quiz(TaskType):
                 for i, q in enumerate(config.get("questions", []))
             ]
         }
+        if config.get("practice"):
+            answer["practice"] = [
+                {"id": q["id"], "selected": form_list(form, f"practice/{i}/selected")}
+                for i, q in enumerate(config["practice"])
+            ]
+        return answer
 
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
@@ -269,6 +349,14 @@ class Quiz(TaskType):
                 errors.append(FieldError(path, "Choose one option."))
             elif q.get("max_selected") and len(selected) > q["max_selected"]:
                 errors.append(FieldError(path, f"Choose at most {q['max_selected']} options."))
+        practice = {q["id"]: q for q in cfg.get("practice", [])}
+        for i, r in enumerate(answer.get("practice") or []):
+            q = practice.get(r["id"])
+            valid = {o["id"] for o in q["options"]} if q else set()
+            if q is None or any(s not in valid for s in r["selected"]):
+                errors.append(
+                    FieldError(f"practice/{i}/selected", "Choose among the options shown.")
+                )
         return errors
 
     def view(
@@ -310,7 +398,36 @@ class Quiz(TaskType):
                     ),
                 }
             )
+        practice = []
+        for i, q in enumerate(cfg.get("practice", [])):
+            response = get_path(answer, "practice", i, default={}) or {}
+            selected = set(response.get("selected") or [])
+            f = form.field(f"practice/{i}/selected")
+            practice.append(
+                {
+                    "number": i + 1,
+                    "prompt": q.get("prompt", ""),
+                    "context": q.get("context", ""),
+                    "multiple": bool(q.get("multiple")),
+                    "explanation": q.get("explanation", ""),
+                    "field": f,
+                    # Practice only: its key is in the page for immediate feedback.
+                    "options": [
+                        {
+                            "value": o["id"],
+                            "text": o["text"],
+                            "id": f"{f.id}-{o['id']}",
+                            "checked": o["id"] in selected,
+                            "correct": bool(o.get("correct")),
+                        }
+                        for o in q.get("options", [])
+                    ],
+                    "answer": [o["text"] for o in q.get("options", []) if o.get("correct")],
+                }
+            )
         return {
+            "steps": list(cfg.get("steps", [])),
+            "practice": practice,
             "questions": blocks,
             "allow_no_answer": cfg["allow_no_answer"],
             "general_errors": form.general_errors(),
@@ -354,4 +471,8 @@ class Quiz(TaskType):
             form[f"questions/{i}/selected"] = selected
             if no_answer:
                 form[f"questions/{i}/no_answer"] = ["1"]
+        for i, q in enumerate(cfg.get("practice", [])):
+            right = [o["id"] for o in q["options"] if o.get("correct")]
+            guess = right if profile == "good" else [rng.choice([o["id"] for o in q["options"]])]
+            form[f"practice/{i}/selected"] = guess if q.get("multiple") else guess[:1]
         return form

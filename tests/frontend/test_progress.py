@@ -100,7 +100,9 @@ def test_page_shows_bars_and_polls_while_live(running, alice_client):
     html = alice_client.get(reverse("frontend:campaign-detail", args=[campaign.slug])).content
     page = html.decode()
     assert f'data-live-url="{url}"' in page
-    assert "frontend/live.js" in page
+    assert page.count("frontend/live.js") == 1
+    title = page[page.index("<title>") : page.index("</title>")]
+    assert "script" not in title  # the script tag once sat in the title block
     assert '<progress value="1" max="2"' in page
     assert MARKUP not in page
 

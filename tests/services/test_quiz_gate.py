@@ -135,3 +135,24 @@ def test_quiz_pay_is_its_own_ledger_kind_on_a_paid_provider(requester):
     paid_assignment_approve(assignment=work, source="requester")
     kinds = sorted(LedgerEntry.objects.filter(assignment=work).values_list("kind", flat=True))
     assert kinds == ["platform_fee", "quiz_payment"]
+
+
+def test_requirements_naming_stages_resolve_to_qualification_types(gated, requester):
+    """What the providers translate: the quiz requirement becomes the quiz's
+    qualification type (an MTurk custom type, a Prolific participant group); a stage
+    of another campaign is refused, never dropped."""
+    from campaigns.providers.prolific.provider import study_filters
+    from campaigns.services.errors import DomainError
+    from campaigns.services.quizzes import stage_requirements
+
+    _campaign, quiz, writing, _token = gated
+    qt = quiz_qualification_type(stage=quiz)
+    assert stage_requirements(stage=writing) == [{"qualification_type_id": qt.pk}]
+    assert study_filters(stage_requirements(stage=writing), allow_groups=["g1"]) == [
+        {"filter_id": "participant_group_allowlist", "selected_values": ["g1"]}
+    ]
+    other = campaign_create(owner=requester, name="Other", slug="other")
+    foreign = stage_add(campaign=other, name="Quiz", task_type="quiz", config=WHYQA)
+    writing.qualification_requirements = [{"quiz_stage": foreign.pk}]
+    with pytest.raises(DomainError, match="not in this campaign"):
+        stage_requirements(stage=writing)

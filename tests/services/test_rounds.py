@@ -183,3 +183,87 @@ def test_api_preview_then_close(graded, requester):
     assert closed.status_code == 200
     assert ProviderOperation.objects.filter(kind=OperationKind.NOTIFY).count() == 3
     assert api.post(url, {**body, "grading_stage": 10**9}, format="json").status_code == 400
+
+
+def test_the_top_share_is_promoted_to_grade_the_next_round_never_their_own(graded, requester):
+    """Crowd grading: the best writers get the round's graders qualification, which a
+    crowd grading stage requires (``graders_stage``); a promoted grader is not given a
+    HIT holding their own example, and takes the others'."""
+    from datetime import timedelta
+
+    from campaigns.models import Campaign, InviteRedemption
+    from campaigns.services.allocation import NoWorkAvailableError, WorkerNotAllowedError
+    from campaigns.services.invites import invite_create
+    from campaigns.services.quizzes import stage_requirements
+    from campaigns.services.rounds import round_graders_type
+    from campaigns.services.work import assignment_accept
+
+    campaign, writing, grading, writers = graded
+    outcomes = round_close(
+        stage=writing,
+        grading_stage=grading,
+        round_number=1,
+        actor=requester,
+        qualify_share=0.67,
+        graders_share=0.34,
+    )
+    assert [o.grader for o in outcomes] == [True, False, False]
+    assert "invited to grade" in outcomes[0].message
+    graders_qt = round_graders_type(stage=writing, round_number=1)
+    assert set(
+        QualificationGrant.objects.filter(qualification_type=graders_qt).values_list(
+            "worker_id", flat=True
+        )
+    ) == {writers[0].pk}
+
+    crowd = stage_add(
+        campaign=campaign,
+        name="Crowd grading round 2",
+        task_type="rubric_evaluation",
+        assignments_per_hit=3,  # K grades per example
+        qualification_requirements=[{"graders_stage": writing.pk, "round": 1}],
+    )
+    assert stage_requirements(stage=crowd) == [{"qualification_type_id": graders_qt.pk}]
+    # Round 2's examples: one by the promoted writer, one by another writer, each in
+    # a published grading HIT.
+    now = timezone.now()
+    for n, writer in enumerate(writers[:2]):
+        work = Assignment.objects.create(
+            hit=HIT.objects.create(stage=writing, provider="local", reward=Decimal("3.50")),
+            worker=writer,
+            provider="local",
+            status="approved",
+            answers={},
+            accepted_at=now,
+            submitted_at=now,
+        )
+        example = Item.objects.create(
+            stage=crowd,
+            external_id=f"r2-{n}",
+            source=ItemSource.PRODUCED,
+            source_assignment=work,
+            data={"question": f"Round 2 question {n}?"},
+        )
+        hit = HIT.objects.create(
+            stage=crowd,
+            provider="local",
+            reward=Decimal("0.50"),
+            max_assignments=3,
+            places_left=3,
+            status="published",
+        )
+        HITItem.objects.create(hit=hit, item=example, position=0)
+    Campaign.objects.filter(pk=campaign.pk).update(state="pilot")
+    link = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))
+    for w in writers:
+        InviteRedemption.objects.create(invite=link, worker=w)
+    crowd.refresh_from_db()
+    first = assignment_accept(stage=crowd, worker=writers[0])
+    assert first.hit.items.get().external_id == "r2-1"  # not their own r2-0
+    Assignment.objects.filter(pk=first.pk).update(
+        status="submitted", submitted_at=first.accepted_at
+    )
+    with pytest.raises(NoWorkAvailableError):
+        assignment_accept(stage=crowd, worker=writers[0])
+    with pytest.raises(WorkerNotAllowedError, match="qualification"):
+        assignment_accept(stage=crowd, worker=writers[1])

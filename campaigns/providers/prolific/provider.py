@@ -109,7 +109,9 @@ def study_filters(
                 filters.append(
                     {"filter_id": "current-country-of-residence", "selected_values": values}
                 )
-        elif kind in ("quiz", "round", "gold_accuracy", "manual"):
+        elif kind in ("quiz", "round", "gold_accuracy", "manual") or (
+            req.get("qualification_type_id") is not None
+        ):
             continue  # custom qualifications: participant groups, passed in allow_groups
         else:
             logger.warning("prolific: requirement kind %r has no Prolific filter", kind)
