@@ -200,7 +200,10 @@ class FakeMTurk:
         request.send_header("Content-Length", str(len(data)))
         request.send_header("x-amzn-RequestId", "fake-request")
         request.end_headers()
-        request.wfile.write(data)
+        try:
+            request.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            request.close_connection = True  # the client died waiting (a killed worker)
 
     # --- helpers for tests --------------------------------------------------------------
 

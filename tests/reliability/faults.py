@@ -37,6 +37,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("publish", "sync", "approve", "bonus")
 ITEMS_PER_STAGE = 2  # publish batches: one operation per stage, this many HITs each
+SYNC_HITS = 10  # sync batches: one campaign (a sync task, a bulk approval) per this many
 # What a fresh shell has: nothing of the caller's own configuration leaks into the worker.
 _KEPT = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "USER", "TZ")
 
@@ -229,27 +230,38 @@ def batch_prepare(*, kind: str, fake: Any, tag: str, units: int) -> Batch:
     from campaigns.services.mturk_sync import mturk_hits_sync
 
     assert kind in KINDS, kind
+    campaign_ids: list[int] = []
+    assignment_ids: list[int] = []
     if kind == "publish":
         campaign = _campaign(tag)
         stages = max(1, units // ITEMS_PER_STAGE)
         for position in range(stages):
             _stage(campaign, position, ITEMS_PER_STAGE, [])
-        campaign_ids, assignment_ids = [campaign.pk], []
+        campaign_ids.append(campaign.pk)
+    elif kind == "sync":
+        # One sync task, and one bulk approval, per campaign of SYNC_HITS HITs.
+        for part, start in enumerate(range(0, units, SYNC_HITS)):
+            size = min(SYNC_HITS, units - start)
+            campaign, assignments = _submitted_work(
+                fake, f"{tag}-{part}", size, [{"rule": "auto_approve"}]
+            )
+            campaign_ids.append(campaign.pk)
+            assignment_ids += [a.pk for a in assignments]
     else:
-        rules = [{"rule": "auto_approve"}] if kind == "sync" else []
-        campaign, assignments = _submitted_work(fake, tag, units, rules)
-        if kind != "sync":  # confirm the page submissions (approve and bonus need it)
-            stats = mturk_hits_sync(campaign_id=campaign.pk)
-            if stats.errors or stats.approvals_requested:
-                raise RuntimeError(f"set-up sync: {stats}")
-        campaign_ids, assignment_ids = [campaign.pk], [a.pk for a in assignments]
+        campaign, assignments = _submitted_work(fake, tag, units, [])
+        # Confirm the page submissions: approving and paying bonuses need it.
+        stats = mturk_hits_sync(campaign_id=campaign.pk)
+        if stats.errors or stats.approvals_requested:
+            raise RuntimeError(f"set-up sync: {stats}")
+        campaign_ids.append(campaign.pk)
+        assignment_ids += [a.pk for a in assignments]
     last = ProviderOperation.objects.order_by("-pk").values_list("pk", flat=True).first()
     return Batch(
         kind=kind,
         tag=tag,
         campaign_ids=campaign_ids,
         first_op_id=(last or 0) + 1,
-        units=units,
+        units=len(assignment_ids) or units,
         assignment_ids=assignment_ids,
     )
 
@@ -318,6 +330,28 @@ def batch_progress(batch: Batch) -> tuple[int, int]:
         pk__in=batch.assignment_ids, status=AssignmentStatus.APPROVED
     ).count()
     return done, batch.units
+
+
+def effects_unrecorded(batch: Batch, fake: Any) -> int:
+    """Effects MTurk holds that qaportal has not recorded yet (right after a crash: the
+    window where doing it again would double it)."""
+    with fake.lock:
+        hits = len(fake.state.hits)
+        approved = {a for a, n in fake.state.approvals.items() if n}
+        bonuses = len(fake.state.bonuses)
+    done, _ = batch_progress(batch)
+    if batch.kind == "publish":
+        return max(0, hits - done)  # a publish batch's set-up makes no MTurk HIT
+    if batch.kind == "bonus":
+        return max(0, bonuses - done)
+    from campaigns.models import Assignment, AssignmentStatus
+
+    recorded = set(
+        Assignment.objects.filter(
+            pk__in=batch.assignment_ids, status=AssignmentStatus.APPROVED
+        ).values_list("provider_assignment_id", flat=True)
+    )
+    return len(approved - recorded)
 
 
 def batch_open(batch: Batch) -> int:
