@@ -27,13 +27,14 @@ TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),$(TEST_REDIS_URL))
 PYTEST_ARGS ?=
 
-.PHONY: help run test lint typecheck pytest bench venv dev-venv clean
+.PHONY: help run test lint typecheck pytest bench bench-faults venv dev-venv clean
 
 help:
 	@echo "make run    serve qaportal on http://127.0.0.1:$(PORT) (SQLite, demo data; PORT=, DEBUG= to change)"
 	@echo "make test   lint + typecheck + pytest (PostgreSQL and Redis on 127.0.0.1)"
 	@echo "make lint | typecheck | pytest   one part of make test (PYTEST_ARGS= for pytest)"
 	@echo "make bench  benchmarks under bench/ (BENCH_ARGS=--quick for a smoke run)"
+	@echo "make bench-faults   kill -9 of the Celery worker and Redis restarts mid-batch (BENCH_ARGS=--quick)"
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -87,6 +88,10 @@ pytest: $(DEV_STAMP)
 BENCH_ARGS ?=
 bench: $(DEV_STAMP)
 	$(BIN)/python bench/worker_cycles.py $(BENCH_ARGS)
+
+# Its own database (bench_faults) and its own redis-server on port 6390; see bench/README.md.
+bench-faults: $(DEV_STAMP)
+	$(BIN)/python bench/fault_bench.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) var/static .mypy_cache .ruff_cache .pytest_cache

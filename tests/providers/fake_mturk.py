@@ -12,7 +12,9 @@ token seen before is refused with "already been processed"), and can inject faul
 at a rate or for the next calls of an operation: ``throttle`` (HTTP 400
 ThrottlingException), ``500``/``503``, ``drop_before`` (connection closed, nothing
 done), ``drop_after`` (the effect happens, the answer is lost), ``refuse`` (a
-RequestError) and ``pass`` (no fault: lets queued faults start later).
+RequestError) and ``pass`` (no fault: lets queued faults start later). ``latency``
+delays every answer after its effect is done (a client killed meanwhile never learns
+of it).
 """
 
 from __future__ import annotations
@@ -99,6 +101,7 @@ class FakeMTurk:
         self.rates: dict[str, float] = {}  # fault kind -> rate, over every call
         self.rate_ops: set[str] | None = None  # None: every operation
         self.queued: list[tuple[str, str]] = []  # (operation, fault kind), used once each
+        self.latency = 0.0  # seconds between doing a call's effect and answering it
         self._ids = 0
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -180,6 +183,8 @@ class FakeMTurk:
                 raise FakeError("UnknownOperationException", f"Fake has no {op}")
             with self.lock:
                 result = handler(body)
+            if self.latency:  # the effect is done, its answer still on the way
+                time.sleep(self.latency)
             if fault == "drop_after":
                 request.close_connection = True
                 return
@@ -195,7 +200,10 @@ class FakeMTurk:
         request.send_header("Content-Length", str(len(data)))
         request.send_header("x-amzn-RequestId", "fake-request")
         request.end_headers()
-        request.wfile.write(data)
+        try:
+            request.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            request.close_connection = True  # the client died waiting (a killed worker)
 
     # --- helpers for tests --------------------------------------------------------------
 
