@@ -19,13 +19,15 @@ import warnings
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from validation.labels import LabelTable, Triple, as_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Ties = Literal["none", "first", "random"]
 Require = Literal["plurality", "absolute"]
@@ -177,6 +179,9 @@ class ModelAggregation:
 
 
 def _crowdkit_frame(table: LabelTable) -> pd.DataFrame:
+    # pandas (with crowd-kit) is imported on first use: ~100 MB no page needs at start.
+    import pandas as pd
+
     return pd.DataFrame(
         {"task": table.item_code, "worker": table.annotator_code, "label": table.label_code}
     )
@@ -229,6 +234,8 @@ def mace(
     with _quiet_crowdkit():
         model = MACE(n_restarts=n_restarts, n_iter=n_iter, random_state=seed).fit(frame)
     # crowd-kit orders workers by first appearance in the frame.
+    import pandas as pd
+
     _, worker_order = pd.factorize(frame["worker"])
     spamming = np.asarray(model.spamming_, dtype=np.float64)
     competence = spamming[:, 1] / spamming.sum(axis=1)

@@ -27,7 +27,6 @@ from typing import Literal
 import krippendorff
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from validation.labels import LabelTable, Triple, as_table
 
@@ -180,6 +179,8 @@ def pairwise_cohen_kappa(
     self-join on the item, so the cost grows with Σ m_i² rather than annotators².
     """
     table = as_table(data)
+    import pandas as pd  # on first use (see validation.labels)
+
     frame = pd.DataFrame(
         {"item": table.item_code, "ann": table.annotator_code, "label": table.label_code}
     )

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 Triple = tuple[Hashable, Hashable, Hashable]
 
@@ -86,6 +85,8 @@ class LabelTable:
         twice, unless ``allow_duplicates`` (majority vote can count both; the
         agreement coefficients cannot).
         """
+        import pandas as pd  # on first use: web processes that never aggregate skip it
+
         item_col = pd.Series(np.asarray(items, dtype=object) if isinstance(items, list) else items)
         annotator_col = pd.Series(
             np.asarray(annotators, dtype=object) if isinstance(annotators, list) else annotators

@@ -22,12 +22,14 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import combinations
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from rouge_score import rouge_scorer, tokenizers
 
 from campaigns.tasktypes.base import content_tokens, normalise_text
+
+if TYPE_CHECKING:
+    from rouge_score import rouge_scorer, tokenizers
 
 SentenceAnswer = Collection[int] | None  # None or empty: "no answer"
 
@@ -91,13 +93,19 @@ def sentence_overlap_agreement(
 # --- ROUGE ---------------------------------------------------------------------------
 
 
+# rouge-score is imported on first use: it pulls in nltk and scipy.stats (about 200 MB
+# and over a second), which every web and worker process would pay at start otherwise.
 @lru_cache(maxsize=2)
 def _scorer(use_stemmer: bool) -> rouge_scorer.RougeScorer:
+    from rouge_score import rouge_scorer
+
     return rouge_scorer.RougeScorer(_PACKAGE_METRICS, use_stemmer=use_stemmer)
 
 
 @lru_cache(maxsize=2)
 def _tokenizer(use_stemmer: bool) -> tokenizers.DefaultTokenizer:
+    from rouge_score import tokenizers
+
     return tokenizers.DefaultTokenizer(use_stemmer=use_stemmer)
 
 
