@@ -4,7 +4,8 @@ qualification to the top share, pay the round bonus, send the messages)."""
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
+from typing import Any
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -15,32 +16,75 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import BAD_INPUT, stage_or_404
 from campaigns.api.stages import STAGE_ERRORS
+from campaigns.models import Stage
 from campaigns.services.errors import DomainError
-from campaigns.services.rounds import DEFAULT_TEMPLATE, round_close, round_outcomes
+from campaigns.services.rounds import (
+    DEFAULT_TEMPLATE,
+    round_close,
+    round_outcomes,
+    round_settings,
+)
 from campaigns.services.wages import stage_wage_topup_pay, wage_floor_rule
 
 
 class RoundInputSerializer(serializers.Serializer):
-    grading_stage = serializers.IntegerField(help_text="The rubric_evaluation stage.")
-    round = serializers.IntegerField(min_value=1)
-    qualify_share = serializers.FloatField(min_value=0.01, max_value=1.0, default=0.8)
+    grading_stage = serializers.IntegerField(
+        required=False,
+        help_text="The rubric_evaluation stage (default: the stage's config.round).",
+    )
+    round = serializers.IntegerField(min_value=1, required=False)
+    qualify_share = serializers.FloatField(min_value=0.01, max_value=1.0, required=False)
     graders_share = serializers.FloatField(
         min_value=0.0,
         max_value=1.0,
-        default=0.0,
+        required=False,
         help_text="The top share promoted to grade the next round (crowd grading).",
     )
     bonus = serializers.DecimalField(
         max_digits=8, decimal_places=2, min_value=Decimal("0"), required=False, allow_null=True
     )
+    grading_bonus = serializers.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        min_value=Decimal("0"),
+        required=False,
+        allow_null=True,
+        help_text="Paid once to each worker who graded the round's examples.",
+    )
     template = serializers.CharField(
         default=DEFAULT_TEMPLATE,
         max_length=4000,
         help_text="$round $stage $examples $score $average $rank $writers $verdict "
+        "$depth $depth_average $creativity $creativity_average "
         "$ambiguous_share $distracting_share $best $worst",
     )
     subject = serializers.CharField(default="", allow_blank=True, max_length=200)
     preview = serializers.BooleanField(default=True, help_text="false: close the round.")
+
+
+def _round_input(stage: Stage, given: dict[str, Any]) -> dict[str, Any]:
+    """What was sent, with the stage's ``config.round`` filling what was not."""
+    settings = round_settings(stage=stage)
+    v = dict(given)
+    if "grading_stage" not in v:
+        if settings.get("grading_stage") is None:
+            raise ValidationError({"grading_stage": ["Name the grading stage."]})
+        v["grading_stage"] = settings["grading_stage"]
+    if "round" not in v:
+        if settings.get("number") is None:
+            raise ValidationError({"round": ["Give the round's number."]})
+        v["round"] = settings["number"]
+    v.setdefault("qualify_share", float(settings.get("qualify_share", 0.8)))
+    v.setdefault("graders_share", float(settings.get("graders_share", 0.0)))
+    for key in ("bonus", "grading_bonus"):
+        if key not in v and settings.get(key) is not None:
+            try:
+                v[key] = Decimal(str(settings[key]))
+            except InvalidOperation:
+                raise ValidationError(
+                    {key: ["The stage's config.round has a bad amount."]}
+                ) from None
+    return v
 
 
 class RoundOutcomeSerializer(serializers.Serializer):
@@ -49,6 +93,9 @@ class RoundOutcomeSerializer(serializers.Serializer):
     score = serializers.FloatField(allow_null=True)
     rank = serializers.IntegerField(help_text="0: no graded example.")
     qualified = serializers.BooleanField()
+    dimensions = serializers.DictField(
+        child=serializers.FloatField(), help_text="Mean rubric score per dimension."
+    )
     grader = serializers.BooleanField(help_text="Promoted to grade the next round.")
     ambiguous_share = serializers.FloatField()
     distracting_share = serializers.FloatField()
@@ -66,7 +113,7 @@ class StageRoundApi(APIView):
         stage = stage_or_404(request=request, stage_id=stage_id)
         data = RoundInputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = _round_input(stage, dict(data.validated_data))
         grading = stage.campaign.stages.filter(pk=v["grading_stage"]).first()
         if grading is None:
             raise ValidationError({"grading_stage": ["No such stage in this campaign."]})
@@ -91,6 +138,7 @@ class StageRoundApi(APIView):
                     template=v["template"],
                     subject=v["subject"],
                     graders_share=v["graders_share"],
+                    grading_bonus=v.get("grading_bonus"),
                 )
         except DomainError as exc:
             raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None

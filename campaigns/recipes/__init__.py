@@ -5,9 +5,10 @@ from __future__ import annotations
 from campaigns.recipes.base import Recipe, StageSpec
 from campaigns.recipes.graphquestions import RECIPE as GRAPHQUESTIONS
 from campaigns.recipes.mintaka import RECIPE as MINTAKA
+from campaigns.recipes.nangia import RECIPE as NANGIA
 from campaigns.recipes.whyqa import RECIPE as WHYQA
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (MINTAKA, WHYQA, GRAPHQUESTIONS)}
+RECIPES: dict[str, Recipe] = {r.name: r for r in (MINTAKA, WHYQA, GRAPHQUESTIONS, NANGIA)}
 
 
 def recipe_names() -> list[str]:

@@ -168,7 +168,11 @@ ANSWER = StageSpec(
     config={"max_sentences": 3, "expected_outputs_per_assignment": 0.2},
     reward=Decimal("0.06"),
     assignments_per_hit=3,
-    qualification_requirements=[{"kind": "approval_rate", "min": 80}],
+    # The quiz is about selecting answer sentences: answering is for those who passed.
+    qualification_requirements=[
+        {"kind": "approval_rate", "min": 80},
+        {"quiz_stage": "Qualification quiz"},
+    ],
     escalation_rule={"rule": "early_stop", "first": 3, "drop_if_no_answer": 2, "extend_to": 8},
     review_rules=[{"rule": "no_answer_rate", "max": 0.8, "min_answers": 5}],
     feeds="Rephrase why-questions",

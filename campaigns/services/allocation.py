@@ -31,7 +31,7 @@ from campaigns.selectors_work import (
     worker_exclusive_keys,
 )
 from campaigns.services.errors import DomainError
-from campaigns.services.quizzes import QUIZ_TASK_TYPE, quiz_retake_refusal, worker_qualified
+from campaigns.services.quizzes import stage_refusal
 from campaigns.tasktypes import TaskType, task_type_get
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
@@ -260,14 +260,9 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
             raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
         if current_id is not None:
             return Assignment.objects.get(pk=current_id)
-        if not worker_qualified(stage=stage, worker=worker):
-            raise WorkerNotAllowedError(
-                "This task needs a qualification you do not hold yet (pass its quiz first)."
-            )
-        if stage.task_type == QUIZ_TASK_TYPE:
-            refusal = quiz_retake_refusal(stage=stage, worker=worker, now=now)
-            if refusal is not None:
-                raise WorkerNotAllowedError(refusal)
+        refusal = stage_refusal(stage=stage, worker=worker, now=now)
+        if refusal is not None:
+            raise WorkerNotAllowedError(refusal)
         task_type = task_type_get(stage.task_type)
         taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
         if taken is not None:

@@ -226,3 +226,17 @@ def worker_qualified(*, stage: Stage, worker: Worker) -> bool:
         ).values_list("qualification_type_id", flat=True)
     )
     return wanted <= held
+
+
+NOT_QUALIFIED = "This task needs a qualification you do not hold yet (pass its quiz first)."
+
+
+def stage_refusal(*, stage: Stage, worker: Worker, now: datetime) -> str | None:
+    """Why ``worker`` may not take work in ``stage`` for want of a qualification or by
+    the quiz's retake policy (None: nothing in the way). Access, blocks and the
+    campaign state are checked by the allocation itself."""
+    if not worker_qualified(stage=stage, worker=worker):
+        return NOT_QUALIFIED
+    if stage.task_type == QUIZ_TASK_TYPE:
+        return quiz_retake_refusal(stage=stage, worker=worker, now=now)
+    return None

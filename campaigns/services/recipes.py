@@ -16,13 +16,20 @@ from typing import Any
 
 from django.db import transaction
 
-from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.models import (
+    Campaign,
+    CampaignState,
+    QualificationKind,
+    QualificationType,
+    Stage,
+)
 from campaigns.providers import currency_for
 from campaigns.recipes import Recipe, recipe_get
 from campaigns.services.campaigns import campaign_create, stage_add, stage_link
 from campaigns.services.costs import EXPECTED_OUTPUTS_KEY, StageCost, stage_plan_cost
 from campaigns.services.errors import DomainError, StateConflict
 from campaigns.services.items import items_upload
+from campaigns.services.quizzes import quiz_qualification_type
 
 
 def _recipe(name: str) -> Recipe:
@@ -49,11 +56,19 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
             )
         stages: dict[str, Stage] = {}
         for spec in recipe.stages:
+            requirements = [
+                _requirement_resolved(r, stages=stages, campaign=locked)
+                for r in spec.qualification_requirements
+            ]
+            config = dict(spec.config)
+            if isinstance(config.get("round"), dict):
+                # The round's grading stage by name; it is added after the writing.
+                config["round"] = dict(config["round"])
             stages[spec.name] = stage_add(
                 campaign=locked,
                 name=spec.name,
                 task_type=spec.task_type,
-                config=dict(spec.config),
+                config=config,
                 instructions=spec.instructions,
                 reward=spec.reward,
                 assignments_per_hit=spec.assignments_per_hit,
@@ -61,11 +76,18 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 assignment_duration=spec.assignment_duration,
                 lifetime=spec.lifetime,
                 gold_ratio=spec.gold_ratio,
-                qualification_requirements=[dict(r) for r in spec.qualification_requirements],
+                qualification_requirements=requirements,
                 escalation_rule=dict(spec.escalation_rule),
-                review_rules=[dict(r) for r in spec.review_rules],
+                review_rules=[_rule_resolved(r, stages=stages) for r in spec.review_rules],
                 bonus_rules=[dict(r) for r in spec.bonus_rules],
             )
+        for stage in stages.values():
+            round_config = (stage.config or {}).get("round")
+            if isinstance(round_config, dict) and isinstance(
+                round_config.get("grading_stage"), str
+            ):
+                round_config["grading_stage"] = stages[round_config["grading_stage"]].pk
+                Stage.objects.filter(pk=stage.pk).update(config=stage.config)
         for spec in recipe.stages:
             if spec.feeds is not None:
                 stage_link(
@@ -84,6 +106,37 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
         locked.recipe = recipe.name
         locked.save(update_fields=["recipe", "updated_at"])
     return [stages[spec.name] for spec in recipe.stages]
+
+
+def _requirement_resolved(
+    req: dict[str, Any], *, stages: dict[str, Stage], campaign: Campaign
+) -> dict[str, Any]:
+    """A recipe's requirement with stage names made ids (``quiz_stage``, ``round_stage``,
+    ``graders_stage`` name an earlier stage of the recipe) and ``{"qualification":
+    name}`` made the owner's manual qualification type of that name (created empty: the
+    requester grants it, e.g. to their expert graders)."""
+    out = dict(req)
+    for key in ("quiz_stage", "round_stage", "graders_stage"):
+        if isinstance(out.get(key), str):
+            out[key] = stages[out[key]].pk
+    if "qualification" in out:
+        qt, _ = QualificationType.objects.get_or_create(
+            owner_id=campaign.owner_id,
+            name=str(out.pop("qualification"))[:120],
+            defaults={"kind": QualificationKind.MANUAL},
+        )
+        out["qualification_type_id"] = qt.pk
+    return out
+
+
+def _rule_resolved(rule: dict[str, Any], *, stages: dict[str, Stage]) -> dict[str, Any]:
+    """A recipe's review rule with ``quiz_stage`` (an earlier quiz stage's name) made
+    ``qualification``: the id of the qualification that quiz grants."""
+    out = dict(rule)
+    if isinstance(out.get("quiz_stage"), str):
+        quiz = stages[out.pop("quiz_stage")]
+        out["qualification"] = quiz_qualification_type(stage=quiz).pk
+    return out
 
 
 def campaign_create_with_recipe(

@@ -50,6 +50,8 @@ GRADED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
 DEFAULT_TEMPLATE = (
     "Round $round of “$stage” is graded. Your $examples example(s) scored $score on "
     "average (the average writer: $average); you ranked $rank of $writers. $verdict "
+    "Reading needed: $depth (average $depth_average); creativity: $creativity (average "
+    "$creativity_average). "
     "Graders found $ambiguous_share of your examples ambiguous and $distracting_share had "
     "distracting wrong options. Your best example: “$best”. Your weakest: “$worst”."
 )
@@ -68,6 +70,8 @@ class RoundOutcome:
     distracting_share: float = 0.0
     best: str = ""
     worst: str = ""
+    # Per rubric dimension (reading_depth, creativity): the writer's mean score.
+    dimensions: dict[str, float] = field(default_factory=dict)
     message: str = ""
     assignment_ids: list[int] = field(default_factory=list)
 
@@ -125,6 +129,7 @@ def round_outcomes(
             if entry:
                 grades[item.pk].append(entry)
     per_writer: dict[int, list[tuple[Item, float, dict[str, Any]]]] = defaultdict(list)
+    dims: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for item in examples:
         entries = grades.get(item.pk, [])
         scores = [
@@ -135,6 +140,10 @@ def round_outcomes(
         if not scores:
             continue
         writer = by_assignment[item.source_assignment_id or 0]
+        for d in sorted(ORDINAL):
+            values = [v for e in entries if (v := rubric_score(d, str(e.get(d) or ""))) is not None]
+            if values:
+                dims[writer.worker_id][d].append(sum(values) / len(values))
         flags = {
             "ambiguous": sum(1 for e in entries if e.get("answerable") != "yes") / len(entries),
             "distracting": sum(1 for e in entries if e.get("distracting_options") == "yes")
@@ -160,6 +169,9 @@ def round_outcomes(
                 else 0.0,
                 best=_example_text(ordered[-1][0]) if rows else "",
                 worst=_example_text(ordered[0][0]) if rows else "",
+                dimensions={
+                    d: round(sum(v) / len(v), 3) for d, v in dims.get(worker_id, {}).items() if v
+                },
                 assignment_ids=[a.pk for a in writing if a.worker_id == worker_id],
             )
         )
@@ -177,6 +189,10 @@ def round_outcomes(
         outcome.grader = n <= graders
     scored = [o.score for o in ranked if o.score is not None]
     average = round(sum(scored) / len(scored), 3) if scored else None
+    dimension_average: dict[str, str] = {}
+    for d in ORDINAL:
+        means = [o.dimensions[d] for o in ranked if d in o.dimensions]
+        dimension_average[d] = f"{sum(means) / len(means):.2f}" if means else "n/a"
     for o in outcomes:
         o.message = Template(template).safe_substitute(
             round=round_number,
@@ -196,8 +212,16 @@ def round_outcomes(
             distracting_share=f"{round(100 * o.distracting_share)} %",
             best=o.best,
             worst=o.worst,
+            depth=_fmt(o.dimensions.get("reading_depth")),
+            depth_average=dimension_average["reading_depth"],
+            creativity=_fmt(o.dimensions.get("creativity")),
+            creativity_average=dimension_average["creativity"],
         )
     return sorted(outcomes, key=lambda o: (o.rank or 10**9, o.pseudonym))
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 def round_qualification_type(*, stage: Stage, round_number: int) -> QualificationType:
@@ -239,11 +263,14 @@ def round_close(
     template: str = DEFAULT_TEMPLATE,
     subject: str = "",
     graders_share: float = 0.0,
+    grading_bonus: Decimal | None = None,
 ) -> list[RoundOutcome]:
     """Close the round: mark its writing with the round number, grant the round's
     qualification to the qualifiers, pay them ``bonus`` (key
     ``round:<stage>:<round>:<worker>``, once), and send each writer their message (one
     ``notify`` per writer, key ``round-feedback:<stage>:<round>:<worker>``).
+    With ``grading_bonus``, each worker who graded the round's examples in
+    ``grading_stage`` gets it once (key ``round-grading:<stage>:<round>:<worker>``).
     Idempotent: closing the same round again grants, pays and sends nothing more."""
     outcomes = round_outcomes(
         stage=stage,
@@ -299,4 +326,41 @@ def round_close(
                 body=o.message,
                 key=f"round-feedback:{stage.pk}:{round_number}:{worker.pk}",
             )
+        if grading_bonus is not None and grading_bonus > 0:
+            for grading in _round_grading(
+                stage=stage, grading_stage=grading_stage, outcomes=outcomes
+            ):
+                assignment_bonus_pay(
+                    assignment=grading,
+                    amount=grading_bonus,
+                    reason=f"Graded round {round_number} of “{stage.name}”.",
+                    key=f"round-grading:{stage.pk}:{round_number}:{grading.worker_id}",
+                )
     return outcomes
+
+
+def _round_grading(
+    *, stage: Stage, grading_stage: Stage, outcomes: list[RoundOutcome]
+) -> list[Assignment]:
+    """One graded assignment per worker who graded the round's examples (their last)."""
+    writing_ids = [pk for o in outcomes for pk in o.assignment_ids]
+    last: dict[int, Assignment] = {}
+    for a in (
+        Assignment.objects.filter(
+            hit__stage=grading_stage,
+            hit__items__source_assignment_id__in=writing_ids,
+            status__in=GRADED,
+        )
+        .distinct()
+        .order_by("pk")
+    ):
+        last[a.worker_id] = a
+    return list(last.values())
+
+
+def round_settings(*, stage: Stage) -> dict[str, Any]:
+    """The writing stage's ``config.round`` (a recipe's defaults for closing its round):
+    ``number``, ``grading_stage`` (id), ``qualify_share``, ``graders_share``, ``bonus``,
+    ``grading_bonus``; missing keys are absent."""
+    raw = (stage.config or {}).get("round")
+    return dict(raw) if isinstance(raw, dict) else {}

@@ -22,6 +22,7 @@ import re
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -128,8 +129,10 @@ class CrowdSimulation:
         approve_all: bool,
         max_seconds: float | None,
         concurrency: int,
+        requester: Callable[[Campaign], bool] | None = None,
     ) -> None:
         self.campaign = campaign
+        self.requester = requester
         self.base_url = base_url.rstrip("/")
         self.seed = seed
         self.approve_all = approve_all
@@ -178,6 +181,11 @@ class CrowdSimulation:
                 worked = self._pass()
                 approved = self._approve_submitted() if self.approve_all else 0
                 finished = not worked and not approved
+                if finished and self.requester is not None and self.requester(self.campaign):
+                    # The requester acted (closed a round, granted a qualification):
+                    # every worker looks for work again.
+                    finished = False
+                    self._advance()
                 if not finished:
                     self.result.rounds += 1
             if not finished:
@@ -261,8 +269,10 @@ class CrowdSimulation:
     def _work_in_stage(self, worker: SimulatedWorker, stage: _Stage) -> bool:
         browser = worker.browser
         stage_path = reverse("worker:stage", kwargs={"stage_id": stage.pk})
-        page = self._expect(worker, browser.get(stage_path), 200)
-        if page is None:
+        page = browser.get(stage_path)
+        if page.status == 403 and "w-no-access" in page.text:
+            return False  # not this worker's stage (another arm's, or not invited to it)
+        if self._expect(worker, page, 200) is None:
             return False
         current = re.search(r'href="(/work/a/\d+/)"', page.text)
         accept_path = reverse("worker:accept", kwargs={"stage_id": stage.pk})
@@ -419,6 +429,7 @@ def simulate_crowd(
     concurrency: int = 1,
     entry: str = "auto",
     prolific_hooks: ProlificHooks | None = None,
+    requester: Callable[[Campaign], bool] | None = None,
 ) -> SimulationResult:
     """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
 
@@ -432,8 +443,11 @@ def simulate_crowd(
     on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
     assignment is approved after each round (``assignment_approve``, source
     "simulator") so that approved answers hand off to the next stage; otherwise only
-    stages with an auto_approve rule flow. Raises ``SimulationError`` when the run
-    cannot start.
+    stages with an auto_approve rule flow. ``requester`` (invite entry) is the
+    requester's side between rounds: called whenever the crowd has run out of work, it
+    may act on the campaign (close a graded round, grant a qualification) and returns
+    True when it did, so the workers look again; the run ends when it returns False.
+    Raises ``SimulationError`` when the run cannot start.
     """
     campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
     if entry == "auto":
@@ -477,7 +491,7 @@ def simulate_crowd(
             from campaigns.simulate.prolific import ProlificSimulation
 
             return ProlificSimulation(hooks=prolific_hooks, **options).run()
-        return CrowdSimulation(**options).run()
+        return CrowdSimulation(requester=requester, **options).run()
 
     if base_url:
         return run(base_url)

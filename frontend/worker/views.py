@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import Assignment, InviteRedemption, Stage, Worker
@@ -27,6 +28,7 @@ from campaigns.selectors_work import (
 )
 from campaigns.services.errors import DomainError
 from campaigns.services.invites import InviteInvalidError, invite_check, invite_redeem
+from campaigns.services.quizzes import stage_refusal
 from campaigns.services.work import (
     STORED_STATES,
     AssignmentClosedError,
@@ -120,12 +122,14 @@ def _stage_page(
     request: HttpRequest, stage: Stage, worker: Worker, *, message: str = "", status: int = 200
 ) -> HttpResponse:
     current = assignment_current(stage=stage, worker=worker)
-    hit = None if current else hit_next_available(stage=stage, worker=worker)
+    refusal = None if current else stage_refusal(stage=stage, worker=worker, now=timezone.now())
+    hit = None if current or refusal else hit_next_available(stage=stage, worker=worker)
     context = {
         "stage": stage,
         "campaign": stage.campaign,
         "current": current,
-        "message": message,
+        "refused": bool(refusal),
+        "message": message or refusal or "",
         "workable": stage.campaign.state in WORKABLE_STATES,
         "preview_hit": hit,
     }

@@ -94,7 +94,7 @@ def test_recipes_api_lists_stages_sources_and_paper_cost(token_client, api_clien
     response = token_client.get("/api/v1/recipes/")
     assert response.status_code == 200
     by_name = {r["name"]: r for r in response.json()}
-    assert set(by_name) == {"graphquestions", "mintaka", "whyqa"}
+    assert set(by_name) == {"graphquestions", "mintaka", "nangia", "whyqa"}
     mintaka = by_name["mintaka"]
     assert mintaka["stages"][0]["reward"] == "1.25"
     assert "§3.1" in mintaka["stages"][0]["source"]

@@ -84,6 +84,17 @@ def test_whyqa_pilot_flows_from_articles_to_rephrasings():
     assert len(questions) == 10  # one article x 10 why-questions
     assert all(q.data["question"].lower().startswith("why") for q in questions)
     assert Assignment.objects.filter(hit__stage=answer, status__in=DECIDED).count() >= 3 * 10
+    # Answering is for those who passed the quiz.
+    passers = {
+        a.worker_id
+        for a in Assignment.objects.filter(hit__stage=quiz)
+        if (a.review_details or {}).get("quiz", {}).get("passed")
+    }
+    answerers = set(
+        Assignment.objects.filter(hit__stage=answer).values_list("worker_id", flat=True)
+    )
+    assert answerers
+    assert answerers <= passers
     rephrasings = list(Item.objects.filter(stage=rephrase))
     assert rephrasings
     assert {r.data["question"] for r in rephrasings} <= {q.data["question"] for q in questions}

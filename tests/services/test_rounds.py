@@ -123,6 +123,10 @@ def test_preview_ranks_and_writes_nothing(graded):
     assert outcomes[0].distracting_share == 1.0
     assert "ranked 1 of 3" in outcomes[0].message
     assert "average writer: 2.83" in outcomes[0].message
+    # Per dimension against the average: reading 5 / 3 / 1, creativity 4 / 3 / 1.
+    assert outcomes[0].dimensions == {"reading_depth": 5.0, "creativity": 4.0}
+    assert "Reading needed: 5.00 (average 3.00)" in outcomes[0].message
+    assert "creativity: 4.00 (average 2.67)" in outcomes[0].message
     assert "did not qualify" in outcomes[2].message
     assert not ProviderOperation.objects.exists()
     assert not QualificationGrant.objects.exists()

@@ -1,0 +1,480 @@
+"""Nangia et al.: four randomized protocol arms for writing difficult multiple-choice
+reading-comprehension questions, with training rounds, feedback and validation.
+
+Nangia, Sugawara, Trivedi, Warstadt, Vania and Bowman (2021), "What Ingredients Make
+for an Effective Crowdsourcing Protocol for Difficult NLU Data Collection Tasks?",
+ACL 2021: the protocols section (BASELINE, JUSTIFICATION, CROWD, EXPERT; workers
+assigned at random; tutorial; three training rounds graded with the rubric, the top
+80 % requalified, round bonuses of $5, $7 and $10; crowd graders from the best writers
+of the previous round at $0.50 per question and $5 per round) and the validation
+section (a 3-of-5 quiz at $2.50, $0.75 per pair of questions, 10 % gold, workers under
+50 % on gold disqualified, $0.50 per block of 4 gold with 3 right; gold labels by
+majority over the writer and the validators, no majority and "invalid" discarded), as
+recorded in qaportal's design (docs/ARCHITECTURE.md). Writing: 2 questions x 4 options
+per passage at $3.50 ($4.00 with a justification); US, UK and Canadian workers with a
+98 % approval rate and 1,000 approved HITs.
+
+What is configuration here and a requester's action in qaportal: arms are stage
+``config.arm``; the tutorial is a quiz stage with steps, practice questions (feedback at
+once) and a scored part; each training round is its own writing stage, open to the
+previous round's qualifiers (``round_stage``), graded in its own rubric stage (experts
+through the "Expert graders" qualification, or the crowd through ``graders_stage``);
+the requester closes a round (``POST /api/v1/stages/{id}/rounds/``), whose defaults
+(grading stage, shares, bonuses) come from the writing stage's ``config.round``. The
+tutorial's "top 60 %" is a pass mark here (3 of 5), and BASELINE and JUSTIFICATION
+writers go straight to the main round after the tutorial.
+The passages and quiz questions below are qaportal's own text, written for this recipe.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from campaigns.recipes.base import Recipe, StageSpec
+
+ARMS = ("BASELINE", "JUSTIFICATION", "CROWD", "EXPERT")
+ROUND_BONUSES = (Decimal("5.00"), Decimal("7.00"), Decimal("10.00"))
+GRADER_ROUND_BONUS = Decimal("5.00")
+WORKER_REQUIREMENTS: list[dict[str, Any]] = [
+    {"kind": "approval_rate", "min": 98},
+    {"kind": "approved_count", "min": 1000},
+    {"kind": "locale", "countries": ["US", "GB", "CA"]},
+]
+EXPERT_GRADERS = "Expert graders"
+# Passages at the paper's scale, for the cost estimate (main round, per arm).
+MAIN_PASSAGES = 250
+ROUND_PASSAGES = 20
+
+PASSAGES = [
+    {
+        "title": "The night ferry",
+        "passage": (
+            "The night ferry left the harbour at eleven, an hour later than printed, because "
+            "the cook had gone back for the bread. Most passengers slept in their cars below "
+            "deck. Ines stayed on the open deck with a thermos, counting the lighthouses she "
+            "had only ever seen on her grandfather's charts. By the third one she had "
+            "stopped counting and started naming them after the people who had told her "
+            "about the sea. When the sun came up over the island she realised that the "
+            "ferry had never once been out of sight of land."
+        ),
+    },
+    {
+        "title": "A garden in the car park",
+        "passage": (
+            "The supermarket had closed in March, and by June the car park was the only "
+            "flat, sunny ground in the neighbourhood. Mr Adeyemi brought six tyres and a "
+            "bag of compost; the children from number nine brought tomato seedlings they "
+            "had grown on a windowsill. The council sent a letter about trespass, then a "
+            "second letter offering a water tap. By September the tyres held squash, the "
+            "tap had a queue, and the letters were pinned to a noticeboard nobody "
+            "remembered building."
+        ),
+    },
+    {
+        "title": "The clockmaker's apprentice",
+        "passage": (
+            "Tomas was hired to sweep the workshop, not to touch the clocks. He learned "
+            "anyway, by listening: a clock that ran fast ticked a little brighter, and one "
+            "with a worn spring hesitated before the hour. When the old clockmaker's hands "
+            "began to shake, it was Tomas who steadied the tweezers, and then Tomas who "
+            "held them. The first clock he repaired alone ran four minutes slow for a "
+            "year. He never corrected it; it was, he said, the only clock in town that "
+            "gave people time to arrive."
+        ),
+    },
+]
+
+
+def _passages(prefix: str) -> list[dict[str, Any]]:
+    return [{"external_id": f"{prefix}-{n}", **p} for n, p in enumerate(PASSAGES)]
+
+
+def _option(oid: str, text: str, group: str = "wrong") -> dict[str, Any]:
+    return {"id": oid, "text": text, "group": group}
+
+
+TUTORIAL_QUIZ: dict[str, Any] = {
+    "steps": [
+        {
+            "title": "What you will write",
+            "body": "For each passage you write two questions, each with four options: one "
+            "right answer and three wrong ones. Someone who has read the passage carefully "
+            "should find the right answer; someone who skimmed it should not.",
+        },
+        {
+            "title": "What makes a question hard",
+            "body": "Ask about something the passage implies, or that needs two of its "
+            "sentences together. Make the wrong options plausible: they should mention "
+            "things from the passage, but be wrong.",
+        },
+        {
+            "title": "What to avoid",
+            "body": "No questions answered by one copied phrase, no trick questions, no "
+            "options that are obviously silly, and never more than one right answer.",
+        },
+    ],
+    "practice": [
+        {
+            "id": "p1",
+            "prompt": "Which of these questions about “The night ferry” needs careful reading?",
+            "context": PASSAGES[0]["passage"],
+            "explanation": "The passage never says the ferry stayed near the coast in so many "
+            "words: you have to connect the lighthouses with the last sentence.",
+            "options": [
+                {"id": "a", "text": "What time did the ferry leave?"},
+                {
+                    "id": "b",
+                    "text": "Why could Ines keep counting lighthouses all night?",
+                    "correct": True,
+                },
+                {"id": "c", "text": "Who went back for the bread?"},
+            ],
+        },
+        {
+            "id": "p2",
+            "prompt": "Which wrong option is the most distracting for “Why was the ferry late?”",
+            "context": PASSAGES[0]["passage"],
+            "explanation": "It uses a detail from the passage (passengers in their cars) but "
+            "is not the reason given.",
+            "options": [
+                {"id": "a", "text": "Because of a storm."},
+                {"id": "b", "text": "Because passengers were still loading cars.", "correct": True},
+                {"id": "c", "text": "Because the ferry was on fire."},
+            ],
+        },
+    ],
+    "questions": [
+        {
+            "id": "t1",
+            "prompt": "A good question about “A garden in the car park” is…",
+            "context": PASSAGES[1]["passage"],
+            "options": [
+                _option("a", "When did the supermarket close?"),
+                _option("b", "What did the council think of the garden by the end?", "correct"),
+                _option("c", "How many tyres did Mr Adeyemi bring?"),
+            ],
+        },
+        {
+            "id": "t2",
+            "prompt": "Which set of options has exactly one right answer to “What did the "
+            "council send first?”",
+            "context": PASSAGES[1]["passage"],
+            "options": [
+                _option(
+                    "a", "A letter about trespass / a water tap / seedlings / tyres", "correct"
+                ),
+                _option("b", "A letter / a letter about trespass / a notice / a tap"),
+                _option("c", "A water tap / a tap / water / a hose"),
+            ],
+        },
+        {
+            "id": "t3",
+            "prompt": "Which question can be answered by copying one phrase?",
+            "context": PASSAGES[2]["passage"],
+            "options": [
+                _option("a", "What was Tomas hired to do?", "correct"),
+                _option("b", "Why did Tomas leave his first clock slow?"),
+                _option("c", "How did Tomas learn the trade?"),
+            ],
+        },
+        {
+            "id": "t4",
+            "prompt": "Which is the best wrong option for “How did Tomas learn to repair clocks?”",
+            "context": PASSAGES[2]["passage"],
+            "options": [
+                _option("a", "He went to a school for clockmakers."),
+                _option("b", "The clockmaker taught him from the first day.", "correct"),
+                _option("c", "He never learned."),
+            ],
+        },
+        {
+            "id": "t5",
+            "prompt": "A question with two right answers should be…",
+            "options": [
+                _option("a", "kept: it is extra hard."),
+                _option("b", "rewritten so that exactly one option is right.", "correct"),
+                _option("c", "kept if the writer explains it."),
+            ],
+        },
+    ],
+    "scoring": {"group_points": {"correct": 1, "wrong": 0}, "pass_points": 3},
+    "allow_no_answer": False,
+    "retake": {"max_tries": 1},
+    "pass_bonus": "1.50",
+}
+
+VALIDATION_QUIZ: dict[str, Any] = {
+    "questions": [
+        {
+            "id": f"v{n + 1}",
+            "prompt": prompt,
+            "context": PASSAGES[p]["passage"],
+            "options": [
+                _option(o, text, "correct" if o == right else "wrong")
+                for o, text in zip("abcd", options, strict=True)
+            ],
+        }
+        for n, (p, prompt, options, right) in enumerate(
+            [
+                (
+                    0,
+                    "Why did the ferry leave late?",
+                    ["A storm", "The cook went back for bread", "Cars", "Ines was late"],
+                    "b",
+                ),
+                (
+                    0,
+                    "Where did most passengers sleep?",
+                    ["In cabins", "On deck", "In their cars", "On the island"],
+                    "c",
+                ),
+                (
+                    1,
+                    "What did the council offer in its second letter?",
+                    ["Compost", "A water tap", "Seedlings", "A noticeboard"],
+                    "b",
+                ),
+                (
+                    1,
+                    "What grew in the tyres by September?",
+                    ["Tomatoes", "Squash", "Flowers", "Nothing"],
+                    "b",
+                ),
+                (
+                    2,
+                    "How fast did Tomas's first repaired clock run?",
+                    ["Four minutes fast", "On time", "Four minutes slow", "An hour slow"],
+                    "c",
+                ),
+            ]
+        )
+    ],
+    "scoring": {"group_points": {"correct": 1, "wrong": 0}, "pass_points": 3},
+    "allow_no_answer": False,
+}
+
+TUTORIAL = StageSpec(
+    name="Tutorial",
+    task_type="quiz",
+    source="tutorial: $3.50, a $1.50 bonus for passing; steps and practice with feedback, "
+    "then a scored part (the paper keeps the top 60 %: here a pass mark of 3 of 5)",
+    instructions="Work through the short tutorial, then answer the five scored questions.",
+    config=TUTORIAL_QUIZ,
+    reward=Decimal("3.50"),
+    assignments_per_hit=400,
+    qualification_requirements=WORKER_REQUIREMENTS,
+    paper_items=1,
+)
+
+WRITING_INSTRUCTIONS = (
+    "Read the passage and write two multiple-choice questions about it, each with four "
+    "options of which exactly one is right. Good questions need a careful reading of the "
+    "whole passage; good wrong options are plausible."
+)
+
+
+def _writing(
+    arm: str,
+    name: str,
+    *,
+    feeds: str,
+    requires: list[dict[str, Any]],
+    round_config: dict[str, Any] | None = None,
+    justification: str = "off",
+    reward: Decimal = Decimal("3.50"),
+    items: int = MAIN_PASSAGES,
+    source: str = "",
+) -> StageSpec:
+    config: dict[str, Any] = {
+        "arm": arm,
+        "questions_per_passage": 2,
+        "justification": justification,
+        "expected_outputs_per_assignment": 2,
+    }
+    if round_config:
+        config["round"] = round_config
+    target = "rubric_evaluation" if round_config else "mc_validation"
+    return StageSpec(
+        name=name,
+        task_type="mc_question_writing",
+        source=source or "writing: 2 questions x 4 options per passage at $3.50",
+        instructions=WRITING_INSTRUCTIONS
+        + (" Also say in a sentence why the right answer is right." if justification else ""),
+        config=config,
+        reward=reward,
+        qualification_requirements=[*WORKER_REQUIREMENTS, *requires],
+        feeds=feeds,
+        handoff={"target": target},
+        paper_items=items,
+    )
+
+
+def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
+    if crowd:
+        requires: list[dict[str, Any]] = (
+            [{"quiz_stage": TUTORIAL.name}]
+            if number == 1
+            else [{"graders_stage": f"{arm}: Round {number - 1}", "round": number - 1}]
+        )
+        source = (
+            "crowd grading: the best writers of the previous round (top 20 %; the "
+            "tutorial's passers for round 1) grade with the rubric at $0.50 per question, "
+            "never their own; 2 grades per example, averaged"
+        )
+    else:
+        requires = [{"qualification": EXPERT_GRADERS}]
+        source = "expert grading: the requester's experts grade with the rubric"
+    return StageSpec(
+        name=f"{arm}: Grading {number}",
+        task_type="rubric_evaluation",
+        source=source,
+        instructions=(
+            "Grade each example with the rubric: is it answerable with one right option, "
+            "how closely must one read, how creative is the question, are the wrong "
+            "options distracting? Add a short note for the writer if you can."
+        ),
+        # Crowd graders are the arm's own writers; experts join no arm.
+        config={"exclude_own_work": True, **({"arm": arm} if crowd else {})},
+        reward=Decimal("0.50") if crowd else Decimal("0.00"),
+        assignments_per_hit=2 if crowd else 1,
+        qualification_requirements=requires,
+        paper_items=None,
+    )
+
+
+def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
+    stages: list[StageSpec] = []
+    for number in (1, 2, 3):
+        name = f"{arm}: Round {number}"
+        requires = (
+            [{"quiz_stage": TUTORIAL.name}]
+            if number == 1
+            else [{"round_stage": f"{arm}: Round {number - 1}", "round": number - 1}]
+        )
+        stages.append(
+            _writing(
+                arm,
+                name,
+                feeds=f"{arm}: Grading {number}",
+                requires=requires,
+                round_config={
+                    "number": number,
+                    "grading_stage": f"{arm}: Grading {number}",
+                    "qualify_share": 0.8,
+                    "graders_share": 0.2 if crowd else 0.0,
+                    "bonus": str(ROUND_BONUSES[number - 1]),
+                    **({"grading_bonus": str(GRADER_ROUND_BONUS)} if crowd else {}),
+                },
+                items=ROUND_PASSAGES,
+                source=f"training round {number}: writing graded with the rubric, the top 80 % "
+                f"requalify, a ${ROUND_BONUSES[number - 1]} bonus for qualifying",
+            )
+        )
+        stages.append(_grading(arm, number, crowd=crowd))
+    stages.append(
+        _writing(
+            arm,
+            f"{arm}: Main round",
+            feeds="Validation",
+            requires=[{"round_stage": f"{arm}: Round 3", "round": 3}],
+            source="main round: the qualified writers, 2 questions x 4 options at $3.50",
+        )
+    )
+    return stages
+
+
+VALIDATION_QUIZ_STAGE = StageSpec(
+    name="Validation quiz",
+    task_type="quiz",
+    source="validation qualification: a quiz of 5 questions, 3 right to pass, $2.50",
+    instructions="Answer five questions about short passages; three right answers qualify you.",
+    config=VALIDATION_QUIZ,
+    reward=Decimal("2.50"),
+    assignments_per_hit=400,
+    qualification_requirements=WORKER_REQUIREMENTS,
+    paper_items=1,
+)
+VALIDATION = StageSpec(
+    name="Validation",
+    task_type="mc_validation",
+    source="validation: $0.75 per pair of questions, 10 % gold, disqualified under 50 % "
+    "on gold, $0.50 per block of 4 gold with 3 right; 2-way (10-way for a subset: raise "
+    "assignments per HIT on it); gold labels by majority over the writer and the "
+    "validators, no majority and 'invalid' discarded",
+    instructions=(
+        "Read the passage and choose the right answer to each question, or mark the "
+        "question invalid if it has no single right answer."
+    ),
+    config={"exclude_own_work": True},
+    reward=Decimal("0.75"),
+    items_per_hit=2,
+    assignments_per_hit=2,
+    gold_ratio=Decimal("0.10"),
+    qualification_requirements=[*WORKER_REQUIREMENTS, {"quiz_stage": VALIDATION_QUIZ_STAGE.name}],
+    review_rules=[
+        # Under 50 % on gold: the validation quiz's qualification is revoked.
+        {"rule": "gold_disqualify", "min": 0.5, "min_gold": 4, "quiz_stage": "Validation quiz"},
+        {
+            "rule": "final_labels",
+            "count_writer": True,
+            "discard_labels": ["invalid"],
+            "dimension": "choice",
+        },
+    ],
+    bonus_rules=[{"rule": "gold_bonus", "amount": "0.50", "block": 4, "correct": 3}],
+    paper_items=None,
+)
+
+STAGES: tuple[StageSpec, ...] = (
+    TUTORIAL,
+    _writing(
+        "BASELINE",
+        "BASELINE: Main round",
+        feeds="Validation",
+        requires=[{"quiz_stage": TUTORIAL.name}],
+    ),
+    _writing(
+        "JUSTIFICATION",
+        "JUSTIFICATION: Main round",
+        feeds="Validation",
+        requires=[{"quiz_stage": TUTORIAL.name}],
+        justification="required",
+        reward=Decimal("4.00"),
+        source="writing with a justification of the right answer: $4.00 per passage",
+    ),
+    *_iterative("CROWD", crowd=True),
+    *_iterative("EXPERT", crowd=False),
+    VALIDATION_QUIZ_STAGE,
+    VALIDATION,
+)
+
+WRITING_STAGES = [s.name for s in STAGES if s.task_type == "mc_question_writing"]
+
+RECIPE = Recipe(
+    name="nangia",
+    title="Nangia et al. (four protocol arms for hard multiple-choice questions)",
+    citation="Nangia et al. (2021), ACL: protocols, training rounds and validation.",
+    summary=(
+        "New workers are dealt at random into four arms: BASELINE, JUSTIFICATION, CROWD "
+        "and EXPERT. Everyone takes the tutorial; CROWD and EXPERT writers go through "
+        "three graded training rounds (top 80 % requalify, $5/$7/$10 bonuses, feedback "
+        "messages), graded by promoted crowd workers or by experts; every arm's main "
+        "round is validated by quiz-qualified validators with gold questions."
+    ),
+    stages=STAGES,
+    sample_items={
+        TUTORIAL.name: [{"external_id": "tutorial"}],
+        VALIDATION_QUIZ_STAGE.name: [{"external_id": "validation-quiz"}],
+        **{
+            name: _passages(f"{name.split(':')[0].lower()}-{n}")
+            for n, name in enumerate(WRITING_STAGES)
+        },
+    },
+    paper_scale=(
+        f"Scale: per arm {MAIN_PASSAGES} passages in the main round (2 questions each); "
+        f"CROWD and EXPERT also {ROUND_PASSAGES} passages in each of 3 training rounds; "
+        "every question validated 2-way."
+    ),
+    export_format="jsonl",
+)

@@ -1,0 +1,250 @@
+"""Nangia et al.'s recipe end to end on the local workforce with the crowd simulator:
+16 workers dealt into four arms (balanced, sticky); everyone takes the tutorial (its
+pass bonus paid); BASELINE and JUSTIFICATION write the main round at once; CROWD and
+EXPERT write three graded training rounds — graded by promoted crowd workers (never
+their own examples) or by experts — and the requester closes each round through the
+API with the recipe's defaults: the top 80 % requalify, feedback messages carry each
+writer's numbers, round and grading bonuses land in the ledger; only round 3's
+qualifiers write the main round; validators pass the validation quiz, gold questions
+earn gold bonuses, final labels come from the majority over writer and validators, and
+the export parses."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from decimal import Decimal
+from io import StringIO
+
+import pytest
+from rest_framework.test import APIClient
+
+from campaigns.exports import export_write
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    CampaignWorker,
+    LedgerEntry,
+    OperationKind,
+    ProviderOperation,
+    QualificationGrant,
+    QualificationType,
+    Stage,
+)
+from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS
+from campaigns.services import campaign_create
+from campaigns.services.campaigns import stage_update
+from campaigns.services.items import items_upload
+from campaigns.services.provider_workers import paid_qualification_grant
+from campaigns.services.recipes import recipe_apply
+from campaigns.services.rounds import round_qualification_type
+from campaigns.services.work import campaign_start
+from campaigns.simulate import simulate_crowd
+from tests.factories import UserFactory
+from validation.selectors import stage_final_labels
+from validation.services import stage_review
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+DONE = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
+GOLD = [
+    {
+        "external_id": f"gold-{n}",
+        "passage": "The bridge opened in 1932 after six years of work.",
+        "question": f"How long did the bridge take to build? ({n})",
+        "options": ["Two years", "Six years", "Ten years", "It was never built"],
+        "writer_correct": 1,
+        "gold": {"choice": 1},
+    }
+    for n in range(16)
+]
+
+
+def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
+    owner = UserFactory.create(username="owner-nangia")
+    campaign = campaign_create(owner=owner, name="Nangia pilot", slug="nangia-pilot")
+    stages = {s.name: s for s in recipe_apply(campaign=campaign, name="nangia")}
+    validation = stages["Validation"]
+    # Validation HITs of 8 questions, half of them gold at first, so that a validator
+    # meets a whole block of 4 gold questions in one HIT.
+    stage_update(stage=validation, gold_ratio=Decimal("0.5"), items_per_hit=8)
+    # A pilot's small crowd: three writers per training passage, so that each round
+    # has writers besides the one promoted to grade it.
+    for arm in ("CROWD", "EXPERT"):
+        for number in (1, 2, 3):
+            stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=3)
+    items_upload(
+        stage=validation,
+        content="\n".join(json.dumps(g) for g in GOLD).encode(),
+        filename="gold.jsonl",
+    )
+    campaign = campaign_start(campaign=campaign, to_state="pilot")
+    api = APIClient()
+    api.force_authenticate(owner)
+    closed: dict[str, list[dict]] = {}
+    experts: list[int] = []
+
+    def requester(c) -> bool:
+        """Between rounds: make the BASELINE and JUSTIFICATION workers experts once,
+        then close the lowest open round of each iterative arm that has writing."""
+        acted = False
+        if not experts:
+            expert_qt = QualificationType.objects.get(owner=owner, name=EXPERT_GRADERS)
+            for place in CampaignWorker.objects.filter(
+                campaign=c, arm__in=["BASELINE", "JUSTIFICATION"]
+            ).select_related("worker"):
+                paid_qualification_grant(
+                    qualification_type=expert_qt, worker=place.worker, source="test:experts"
+                )
+                experts.append(place.worker_id)
+            if experts:
+                return True  # the experts grade before any round is closed
+        for arm in ("CROWD", "EXPERT"):
+            for number in (1, 2, 3):
+                name = f"{arm}: Round {number}"
+                if name in closed:
+                    continue
+                writing = stages[name]
+                if not Assignment.objects.filter(
+                    hit__stage=writing, status=AssignmentStatus.APPROVED
+                ).exists():
+                    break
+                # The recipe's defaults, but for a pilot's handful of writers half of
+                # them grade the next round (the paper's 20 % of a large pool).
+                body = {"preview": False, **({"graders_share": 0.5} if arm == "CROWD" else {})}
+                response = api.post(f"/api/v1/stages/{writing.pk}/rounds/", body, format="json")
+                assert response.status_code == 200, response.content
+                closed[name] = response.json()
+                acted = True
+                break
+        return acted
+
+    result = simulate_crowd(
+        campaign=campaign,
+        workers=16,
+        seed=3,
+        approve_all=True,
+        shares={"good": 1.0},
+        requester=requester,
+    )
+    assert result.ok, "\n".join(result.lines())
+    assert result.server_errors() == 0
+
+    # Arms: balanced blocks, every worker in one arm, writing only in their arm's stages.
+    places = dict(CampaignWorker.objects.filter(campaign=campaign).values_list("worker_id", "arm"))
+    assert Counter(places.values()) == dict.fromkeys(ARMS, 4)
+    for stage in Stage.objects.filter(campaign=campaign):
+        arm = (stage.config or {}).get("arm")
+        if arm:
+            workers = set(
+                Assignment.objects.filter(hit__stage=stage).values_list("worker_id", flat=True)
+            )
+            assert {places[w] for w in workers} <= {arm}, stage.name
+
+    # Every stage ran.
+    for name, stage in stages.items():
+        assert Assignment.objects.filter(hit__stage=stage, status__in=DONE).exists(), name
+
+    # Tutorial: passers got the $1.50 pass bonus, once each.
+    tutorial = stages["Tutorial"]
+    passed = [
+        a
+        for a in Assignment.objects.filter(hit__stage=tutorial)
+        if (a.review_details or {}).get("quiz", {}).get("passed")
+    ]
+    assert passed
+    pass_bonuses = LedgerEntry.objects.filter(key__startswith="bonus:quiz-pass:")
+    assert pass_bonuses.count() == len({a.worker_id for a in passed})
+    assert {b.amount for b in pass_bonuses} == {Decimal("1.50")}
+
+    # Rounds: all three closed in both iterative arms, with feedback and bonuses.
+    assert sorted(closed) == sorted(
+        f"{a}: Round {n}" for a in ("CROWD", "EXPERT") for n in (1, 2, 3)
+    )
+    for name, outcomes in closed.items():
+        writing = stages[name]
+        number = int(name[-1])
+        ranked = [o for o in outcomes if o["rank"]]
+        assert ranked, name
+        qualified = {o["worker"] for o in outcomes if o["qualified"]}
+        assert len(qualified) == max(1, int(0.8 * len(ranked) + 1e-9))
+        qt = round_qualification_type(stage=writing, round_number=number)
+        holders = QualificationGrant.objects.filter(qualification_type=qt)
+        assert {g.worker.pseudonym for g in holders} == qualified
+        notes = ProviderOperation.objects.filter(
+            kind=OperationKind.NOTIFY,
+            idempotency_key__startswith=f"notify:round-feedback:{writing.pk}:",
+        )
+        assert notes.count() == len(outcomes)
+        bodies = {op.payload["body"] for op in notes}
+        assert {o["message"] for o in outcomes} == bodies
+        for o in ranked:
+            assert f"ranked {o['rank']} of {len(ranked)}" in o["message"]
+            assert f"scored {o['score']:.2f}" in o["message"]
+        bonus = LedgerEntry.objects.filter(key__startswith=f"bonus:round:{writing.pk}:{number}:")
+        assert bonus.count() == len(qualified)
+        assert {b.amount for b in bonus} == {Decimal(("5.00", "7.00", "10.00")[number - 1])}
+        if name.startswith("CROWD"):
+            grading = LedgerEntry.objects.filter(
+                key__startswith=f"bonus:round-grading:{writing.pk}:{number}:"
+            )
+            assert grading.exists()
+            assert {b.amount for b in grading} == {Decimal("5.00")}
+        # Nobody graded their own example.
+        grading_stage = stages[name.replace("Round", "Grading")]
+        for g in Assignment.objects.filter(hit__stage=grading_stage).prefetch_related(
+            "hit__items__source_assignment"
+        ):
+            assert all(i.source_assignment.worker_id != g.worker_id for i in g.hit.items.all())
+
+    # Expert grading was done by the experts only; crowd grading after round 1 by the
+    # promoted writers of the previous round only.
+    for number in (1, 2, 3):
+        graders = set(
+            Assignment.objects.filter(hit__stage=stages[f"EXPERT: Grading {number}"]).values_list(
+                "worker_id", flat=True
+            )
+        )
+        assert graders <= set(experts)
+    for number in (2, 3):
+        promoted = {o["worker"] for o in closed[f"CROWD: Round {number - 1}"] if o["grader"]}
+        graders = {
+            a.worker.pseudonym
+            for a in Assignment.objects.filter(
+                hit__stage=stages[f"CROWD: Grading {number}"]
+            ).select_related("worker")
+        }
+        assert graders <= promoted
+
+    # The main round of an iterative arm: round 3's qualifiers only.
+    for arm in ("CROWD", "EXPERT"):
+        writers = {
+            a.worker.pseudonym
+            for a in Assignment.objects.filter(
+                hit__stage=stages[f"{arm}: Main round"]
+            ).select_related("worker")
+        }
+        assert writers
+        assert writers <= {o["worker"] for o in closed[f"{arm}: Round 3"] if o["qualified"]}
+
+    # Validation: quiz-gated, gold bonuses, final labels by majority with the writer.
+    quiz_passers = {
+        a.worker_id
+        for a in Assignment.objects.filter(hit__stage=stages["Validation quiz"])
+        if (a.review_details or {}).get("quiz", {}).get("passed")
+    }
+    validators = set(
+        Assignment.objects.filter(hit__stage=validation).values_list("worker_id", flat=True)
+    )
+    assert validators <= quiz_passers
+    stage_review(stage=validation)
+    assert LedgerEntry.objects.filter(key__contains="gold_bonus").exists()
+    labels = stage_final_labels(stage=validation)
+    assert labels.labels
+    assert set(labels.labels.values()) <= {0, 1, 2, 3, "0", "1", "2", "3"}
+
+    out = StringIO()
+    rows = export_write(campaign=campaign, name="jsonl", out=out)
+    lines = out.getvalue().splitlines()
+    assert rows == len(lines) > 0
+    assert all(json.loads(line) for line in lines)
