@@ -224,32 +224,27 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def round_qualification_type(*, stage: Stage, round_number: int) -> QualificationType:
-    """The qualification the round's qualifiers get (the next round's stage requires it)."""
+def _round_type(*, stage: Stage, round_number: int, what: str) -> QualificationType:
     campaign = stage.campaign
+    config: dict[str, Any] = {"stage": stage.pk, "round": round_number}
+    if what == "graders":
+        config["graders"] = True
     qt, _ = QualificationType.objects.get_or_create(
         owner_id=campaign.owner_id,
-        name=f"Round {round_number} qualified: {campaign.slug}/{stage.name}"[:120],
-        defaults={
-            "kind": QualificationKind.ROUND,
-            "config": {"stage": stage.pk, "round": round_number},
-        },
+        name=f"Round {round_number} {what}: {campaign.slug}/{stage.name}"[:120],
+        defaults={"kind": QualificationKind.ROUND, "config": config},
     )
     return qt
+
+
+def round_qualification_type(*, stage: Stage, round_number: int) -> QualificationType:
+    """The qualification the round's qualifiers get (the next round's stage requires it)."""
+    return _round_type(stage=stage, round_number=round_number, what="qualified")
 
 
 def round_graders_type(*, stage: Stage, round_number: int) -> QualificationType:
     """The qualification of the writers promoted to grade after ``round_number``."""
-    campaign = stage.campaign
-    qt, _ = QualificationType.objects.get_or_create(
-        owner_id=campaign.owner_id,
-        name=f"Round {round_number} graders: {campaign.slug}/{stage.name}"[:120],
-        defaults={
-            "kind": QualificationKind.ROUND,
-            "config": {"stage": stage.pk, "round": round_number, "graders": True},
-        },
-    )
-    return qt
+    return _round_type(stage=stage, round_number=round_number, what="graders")
 
 
 def round_close(

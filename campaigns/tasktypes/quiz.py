@@ -144,6 +144,40 @@ def score_quiz(config: Mapping[str, Any], answer: Mapping[str, Any]) -> QuizScor
     return QuizScore(points=total, max_points=max_total, passed=passed, per_question=per_question)
 
 
+_ID = {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"}
+
+
+def _question_schema(
+    extra: dict[str, Any], *, option: dict[str, Any], min_options: int
+) -> dict[str, Any]:
+    """The JSON schema of a quiz question (scored or practice) with ``extra`` fields and
+    options carrying ``option`` besides their id and text."""
+    return {
+        "type": "object",
+        "required": ["id", "prompt", "options"],
+        "properties": {
+            "id": _ID,
+            "prompt": {"type": "string", "minLength": 1},
+            "context": {"type": "string"},
+            "multiple": {"type": "boolean"},
+            **extra,
+            "options": {
+                "type": "array",
+                "minItems": min_options,
+                "items": {
+                    "type": "object",
+                    "required": ["id", "text"],
+                    "properties": {
+                        "id": _ID,
+                        "text": {"type": "string", "minLength": 1},
+                        **option,
+                    },
+                },
+            },
+        },
+    }
+
+
 class Quiz(TaskType):
     name = "quiz"
     label = "Qualification quiz"
@@ -158,32 +192,15 @@ class Quiz(TaskType):
             "questions": {
                 "type": "array",
                 "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "required": ["id", "prompt", "options"],
-                    "properties": {
-                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
-                        "prompt": {"type": "string", "minLength": 1},
-                        "context": {"type": "string"},
-                        "multiple": {"type": "boolean"},
+                "items": _question_schema(
+                    {
                         "max_selected": {"type": "integer", "minimum": 1},
                         "unanswerable": {"type": "boolean"},
                         "required_points": {"type": "number"},
-                        "options": {
-                            "type": "array",
-                            "minItems": 1,
-                            "items": {
-                                "type": "object",
-                                "required": ["id", "text"],
-                                "properties": {
-                                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
-                                    "text": {"type": "string", "minLength": 1},
-                                    "group": {"type": "string"},
-                                },
-                            },
-                        },
                     },
-                },
+                    option={"group": {"type": "string"}},
+                    min_options=1,
+                ),
             },
             "steps": {
                 "type": "array",
@@ -198,30 +215,11 @@ class Quiz(TaskType):
             },
             "practice": {
                 "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "prompt", "options"],
-                    "properties": {
-                        "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
-                        "prompt": {"type": "string", "minLength": 1},
-                        "context": {"type": "string"},
-                        "multiple": {"type": "boolean"},
-                        "explanation": {"type": "string"},
-                        "options": {
-                            "type": "array",
-                            "minItems": 2,
-                            "items": {
-                                "type": "object",
-                                "required": ["id", "text"],
-                                "properties": {
-                                    "id": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,40}$"},
-                                    "text": {"type": "string", "minLength": 1},
-                                    "correct": {"type": "boolean"},
-                                },
-                            },
-                        },
-                    },
-                },
+                "items": _question_schema(
+                    {"explanation": {"type": "string"}},
+                    option={"correct": {"type": "boolean"}},
+                    min_options=2,
+                ),
             },
             "retake": {
                 "type": "object",
