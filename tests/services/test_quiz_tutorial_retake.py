@@ -147,3 +147,20 @@ def test_a_practice_question_needs_a_marked_answer():
     }
     errors = task_type_get("quiz").validate_config(config)
     assert [e.path for e in errors] == ["practice/0/options"]
+
+
+def test_the_stage_page_says_why_and_offers_no_accept(tutorial, client):
+    from django.urls import reverse
+
+    from campaigns.models import Worker
+
+    _campaign, quiz, token = tutorial
+    invite = reverse("worker:invite", kwargs={"token": token})
+    assert client.post(invite).status_code in (200, 302)
+    worker = Worker.objects.get()
+    _submit(quiz, worker, ANSWERS_THE_UNANSWERABLE)
+    page = client.get(reverse("worker:stage", kwargs={"stage_id": quiz.pk}))
+    text = page.content.decode()
+    assert page.status_code == 200
+    assert "You can try this quiz again after" in text
+    assert reverse("worker:accept", kwargs={"stage_id": quiz.pk}) not in text
