@@ -60,15 +60,11 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 _requirement_resolved(r, stages=stages, campaign=locked)
                 for r in spec.qualification_requirements
             ]
-            config = dict(spec.config)
-            if isinstance(config.get("round"), dict):
-                # The round's grading stage by name; it is added after the writing.
-                config["round"] = dict(config["round"])
             stages[spec.name] = stage_add(
                 campaign=locked,
                 name=spec.name,
                 task_type=spec.task_type,
-                config=config,
+                config=dict(spec.config),
                 instructions=spec.instructions,
                 reward=spec.reward,
                 assignments_per_hit=spec.assignments_per_hit,
@@ -81,12 +77,15 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 review_rules=[_rule_resolved(r, stages=stages) for r in spec.review_rules],
                 bonus_rules=[dict(r) for r in spec.bonus_rules],
             )
+        # A round's grading stage is named in the writing stage's config.round; it is
+        # added after the writing, so its id is known only now.
         for stage in stages.values():
             round_config = (stage.config or {}).get("round")
             if isinstance(round_config, dict) and isinstance(
                 round_config.get("grading_stage"), str
             ):
-                round_config["grading_stage"] = stages[round_config["grading_stage"]].pk
+                grading = stages[round_config["grading_stage"]].pk
+                stage.config = {**stage.config, "round": {**round_config, "grading_stage": grading}}
                 Stage.objects.filter(pk=stage.pk).update(config=stage.config)
         for spec in recipe.stages:
             if spec.feeds is not None:

@@ -178,6 +178,32 @@ def _question_schema(
     }
 
 
+def _question_view(
+    form: FormView, answer: Any, part: str, i: int, q: Mapping[str, Any]
+) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """What the page shows of question ``i`` of ``part`` ("questions" or "practice"),
+    and the worker's response to it. The options carry no answer key."""
+    response = get_path(answer, part, i, default={}) or {}
+    selected = set(response.get("selected") or [])
+    f = form.field(f"{part}/{i}/selected")
+    return {
+        "number": i + 1,
+        "prompt": q.get("prompt", ""),
+        "context": q.get("context", ""),
+        "multiple": bool(q.get("multiple")),
+        "field": f,
+        "options": [
+            {
+                "value": o["id"],
+                "text": o["text"],
+                "id": f"{f.id}-{o['id']}",
+                "checked": o["id"] in selected,
+            }
+            for o in q.get("options", [])
+        ],
+    }, response
+
+
 class Quiz(TaskType):
     name = "quiz"
     label = "Qualification quiz"
@@ -370,27 +396,11 @@ class Quiz(TaskType):
         form = FormView(errors=errors, preview=preview)
         blocks = []
         for i, q in enumerate(cfg.get("questions", [])):
-            response = get_path(answer, "questions", i, default={}) or {}
-            selected = set(response.get("selected") or [])
-            f = form.field(f"questions/{i}/selected")
+            block, response = _question_view(form, answer, "questions", i, q)
             blocks.append(
                 {
-                    "number": i + 1,
-                    "prompt": q.get("prompt", ""),
-                    "context": q.get("context", ""),
-                    "multiple": bool(q.get("multiple")),
+                    **block,
                     "max_selected": q.get("max_selected"),
-                    "field": f,
-                    # The option's group is the answer key: never put it in the page.
-                    "options": [
-                        {
-                            "value": o["id"],
-                            "text": o["text"],
-                            "id": f"{f.id}-{o['id']}",
-                            "checked": o["id"] in selected,
-                        }
-                        for o in q.get("options", [])
-                    ],
                     "no_answer": form.field(
                         f"questions/{i}/no_answer", bool(response.get("no_answer"))
                     ),
@@ -398,28 +408,14 @@ class Quiz(TaskType):
             )
         practice = []
         for i, q in enumerate(cfg.get("practice", [])):
-            response = get_path(answer, "practice", i, default={}) or {}
-            selected = set(response.get("selected") or [])
-            f = form.field(f"practice/{i}/selected")
+            block, _ = _question_view(form, answer, "practice", i, q)
+            # Practice only: its key is in the page for immediate feedback.
+            for option, source in zip(block["options"], q.get("options", []), strict=True):
+                option["correct"] = bool(source.get("correct"))
             practice.append(
                 {
-                    "number": i + 1,
-                    "prompt": q.get("prompt", ""),
-                    "context": q.get("context", ""),
-                    "multiple": bool(q.get("multiple")),
+                    **block,
                     "explanation": q.get("explanation", ""),
-                    "field": f,
-                    # Practice only: its key is in the page for immediate feedback.
-                    "options": [
-                        {
-                            "value": o["id"],
-                            "text": o["text"],
-                            "id": f"{f.id}-{o['id']}",
-                            "checked": o["id"] in selected,
-                            "correct": bool(o.get("correct")),
-                        }
-                        for o in q.get("options", [])
-                    ],
                     "answer": [o["text"] for o in q.get("options", []) if o.get("correct")],
                 }
             )
