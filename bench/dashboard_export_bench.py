@@ -67,8 +67,8 @@ def main() -> None:
     from django.test import Client
 
     from campaigns.exports import FORMATS, export_write
+    from campaigns.insights.progress import campaign_progress
     from campaigns.models import Campaign
-    from campaigns.selectors_progress import campaign_progress
 
     campaign = Campaign.objects.get(slug="bench")
     base.measure("campaign_progress", lambda: f"{campaign_progress(campaign=campaign).done} done")

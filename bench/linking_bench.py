@@ -121,11 +121,11 @@ def bench_suggest_endpoint(args: argparse.Namespace) -> None:
     from django.test import Client
     from django.urls import reverse
 
+    from campaigns.design.items import items_upload
+    from campaigns.design.services import campaign_create, stage_add
     from campaigns.models import Assignment
-    from campaigns.services import campaign_create, stage_add
-    from campaigns.services.invites import invite_create, invite_token
-    from campaigns.services.items import items_upload
-    from campaigns.services.work import campaign_start
+    from campaigns.work.invites import invite_create, invite_token
+    from campaigns.work.publishing import campaign_start
     from linking.selectors import suggestions_search
     from tests.factories import UserFactory
 

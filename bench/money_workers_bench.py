@@ -227,15 +227,15 @@ def main() -> None:
 
     from rest_framework.test import APIClient
 
+    from campaigns.insights.money import campaign_costs
+    from campaigns.insights.workers import campaign_worker_table
     from campaigns.models import Campaign
-    from campaigns.selectors_money import campaign_costs
-    from campaigns.selectors_workers import campaign_worker_table
 
     campaign = Campaign.objects.get(slug=slug)
     measure("campaign_costs", lambda: f"spent {campaign_costs(campaign=campaign).spent}")
     from django.core.cache.backends.dummy import DummyCache
 
-    from campaigns import selectors_workers
+    from campaigns.insights import workers as selectors_workers
 
     def cold_table() -> str:
         # A cache that keeps nothing: every stage's quality numbers are computed.

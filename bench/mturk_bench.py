@@ -100,8 +100,8 @@ def make_stage(hits: int):
 
 def publish(stage, fake, throttle: float) -> None:
     from campaigns.models import HIT, HITStatus, OperationState, ProviderOperation
-    from campaigns.services.operations import operation_execute
-    from campaigns.services.provider_sync import stage_provider_publish
+    from campaigns.platforms.operations import operation_execute
+    from campaigns.platforms.sync import stage_provider_publish
 
     fake.rates = {"throttle": throttle}
     fake.state.calls.clear()
@@ -179,7 +179,7 @@ def sync(hits: int, assignments: int, fake) -> None:
     from django.test.utils import CaptureQueriesContext
 
     from campaigns.models import Assignment
-    from campaigns.services.mturk_sync import mturk_hits_sync
+    from campaigns.platforms.mturk.sync import mturk_hits_sync
 
     for label in ("first sync", "second sync (nothing new)"):
         fake.state.calls.clear()

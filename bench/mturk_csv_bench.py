@@ -57,8 +57,8 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     from campaigns.models import Campaign, Stage
-    from campaigns.selectors_mturk_csv import mturk_csv_write
-    from campaigns.services.mturk_csv import mturk_results_import
+    from campaigns.platforms.mturk.csv.results import mturk_results_import
+    from campaigns.platforms.mturk.csv.selectors import mturk_csv_write
 
     call_command("migrate", verbosity=0)
     rows = list(csv.reader(io.StringIO(FIXTURE.read_text(encoding="utf-8-sig"))))

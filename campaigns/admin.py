@@ -20,6 +20,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
+from campaigns.design.services import EDITABLE_STATES
 from campaigns.models import (
     HIT,
     Assignment,
@@ -43,7 +44,6 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
-from campaigns.services.campaigns import EDITABLE_STATES
 from campaigns.tasktypes import UnknownTaskType, task_type_get
 
 
@@ -373,7 +373,7 @@ class ProviderOperationAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(InviteLink)
 class InviteLinkAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Created and revoked through campaigns.services.invites, which signs the URL's token.
+    # Created and revoked through campaigns.work.invites, which signs the URL's token.
     list_display = (
         "id",
         "campaign",
@@ -399,7 +399,7 @@ class InviteRedemptionAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(LocalGrant)
 class LocalGrantAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Granted through campaigns.services.invites.local_grant_add, which checks the provider.
+    # Granted through campaigns.work.invites.local_grant_add, which checks the provider.
     list_display = ("user", "campaign", "granted_by", "created_at")
     search_fields = ("user__username", "campaign__name", "campaign__slug")
     list_select_related = ("user", "campaign", "granted_by")
@@ -415,7 +415,7 @@ class DetachedAnswerAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(ProviderCredential)
 class ProviderCredentialAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Set by the campaign owner (campaigns.services.credentials); the ciphertext stays out.
+    # Set by the campaign owner (campaigns.platforms.credentials); the ciphertext stays out.
     list_display = ("campaign", "provider", "hints", "updated_by", "updated_at")
     fields = ("campaign", "provider", "hints", "updated_by", "updated_at")
     list_select_related = ("campaign", "updated_by")
@@ -431,7 +431,7 @@ class IdempotencyRecordAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(ExportAudit)
 class ExportAuditAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Written by campaigns.services.exports when an export shows real worker ids.
+    # Written by campaigns.exports.services when an export shows real worker ids.
     list_display = ("campaign", "export_format", "user", "via", "created_at")
     search_fields = ("campaign__slug", "user__username")
     list_select_related = ("campaign", "user")
@@ -439,7 +439,7 @@ class ExportAuditAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(ProviderSyncCursor)
 class ProviderSyncCursorAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Written by the MTurk sync (campaigns.services.mturk_sync); where each HIT's read stands.
+    # Written by the MTurk sync (campaigns.platforms.mturk.sync); where each HIT's read stands.
     list_display = ("provider", "scope", "updated_at")
     list_filter = ("provider",)
     search_fields = ("scope",)

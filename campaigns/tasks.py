@@ -32,7 +32,7 @@ def handoff_run_task(assignment_id: int) -> int:
     bug to fix, and the hand-off can be re-run by hand once it is.
     """
     from campaigns.models import Assignment
-    from campaigns.services.handoff import handoff_run
+    from campaigns.work.handoff import handoff_run
 
     assignment = Assignment.objects.filter(pk=assignment_id).first()
     if assignment is None:
@@ -47,15 +47,15 @@ def expire_assignments_task() -> int:
 
     Idempotent; retries nothing (the next beat tick runs it again).
     """
-    from campaigns.services.handoff import handoff_flush
-    from campaigns.services.work import assignments_expire
+    from campaigns.work.handoff import handoff_flush
+    from campaigns.work.lifecycle import assignments_expire
 
     expired = assignments_expire()
     handoff_flush()
     return expired
 
 
-# --- Provider operations, Prolific sync (campaigns/services/operations.py, provider_sync.py)
+# --- Provider operations, Prolific sync (campaigns/platforms/operations.py, provider_sync.py)
 
 
 @shared_task(name="campaigns.execute_operation", bind=True, acks_late=True)
@@ -71,7 +71,7 @@ def execute_operation_task(self, operation_id: int, recover: bool = False) -> st
     from django.utils import timezone
 
     from campaigns.models import OperationState
-    from campaigns.services.operations import operation_execute
+    from campaigns.platforms.operations import operation_execute
 
     op = operation_execute(operation_id=operation_id, recover=recover)
     if op is None:
@@ -89,7 +89,7 @@ def reconcile_operations_task() -> dict[str, int]:
 
     Idempotent; retries nothing (the next beat tick runs it again).
     """
-    from campaigns.services.operations import operations_reconcile
+    from campaigns.platforms.operations import operations_reconcile
 
     return operations_reconcile()
 
@@ -101,7 +101,7 @@ def prolific_sync_task(study_id: str | None = None) -> int:
     Idempotent (a sync writes what the platform says). Retries nothing: transient
     errors are logged and the next beat tick or webhook syncs again.
     """
-    from campaigns.services.provider_sync import prolific_studies_sync
+    from campaigns.platforms.sync import prolific_studies_sync
 
     return prolific_studies_sync(study_id=study_id)
 
@@ -113,7 +113,7 @@ def mturk_sync_task(campaign_id: int | None = None) -> dict[str, int]:
     Idempotent and resumable (per-HIT cursors). Retries nothing: transient errors are
     counted and logged, and the next beat tick syncs again. Returns the counts.
     """
-    from campaigns.services.mturk_sync import mturk_hits_sync
+    from campaigns.platforms.mturk.sync import mturk_hits_sync
 
     stats = mturk_hits_sync(campaign_id=campaign_id)
     return {
@@ -132,6 +132,6 @@ def purge_idempotency_records_task() -> int:
 
     Idempotent; retries nothing (expired records are also ignored when read).
     """
-    from campaigns.services.idempotency import idempotency_records_purge
+    from campaigns.api.idempotency_store import idempotency_records_purge
 
     return idempotency_records_purge()

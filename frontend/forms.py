@@ -167,7 +167,7 @@ class CredentialsForm(forms.Form):
     """A campaign's own platform credentials: the fields of its provider, never re-shown."""
 
     def __init__(self, *args: Any, provider: str, **kwargs: Any) -> None:
-        from campaigns.services.credentials import CREDENTIAL_FIELDS
+        from campaigns.platforms.credentials import CREDENTIAL_FIELDS
 
         super().__init__(*args, **kwargs)
         for spec in CREDENTIAL_FIELDS.get(provider, ()):

@@ -27,12 +27,11 @@ from campaigns.models import (
     LedgerStatus,
     Stage,
 )
-from campaigns.selectors_work import hit_items
-from campaigns.services.errors import DomainError
-from campaigns.services.work import hit_add_assignments
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
+from campaigns.work.lifecycle import hit_add_assignments
+from campaigns.work.selectors import hit_items
 from linking.agreement import (
     BONUS_RULE,
     BonusRule,
@@ -54,6 +53,7 @@ from linking.selectors import (
     suggestions_search,
 )
 from linking.spans import VALUE_KINDS, propose_spans_batch
+from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

@@ -315,7 +315,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
-# --- Crowd platforms (campaigns/providers/) ---------------------------------------
+# --- Crowd platforms (campaigns/platforms/) ---------------------------------------
 # Prolific's service fee as a fraction of participant payments; depends on the account.
 PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
 # Secrets: never logged.

@@ -11,10 +11,12 @@ from datetime import timedelta
 
 from django.contrib.auth.models import User
 
+from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.models import Assignment, Campaign, CampaignState, Item, ItemSource, Stage
-from campaigns.services import campaign_create, stage_add, stage_link
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
-from campaigns.services.work import assignment_accept, assignment_submit, campaign_start
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.publishing import campaign_start
+from campaigns.work.submission import assignment_submit
 
 TELEMETRY = {
     "keystrokes": 57,

@@ -17,8 +17,8 @@ from typing import Any
 from django.db import transaction
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Item, ItemStatus
-from campaigns.selectors_work import hit_items
-from campaigns.services.work import hit_add_assignments
+from campaigns.work.lifecycle import hit_add_assignments
+from campaigns.work.selectors import hit_items
 from validation.projections import entries_by_item, is_no_answer
 from validation.rules import ESCALATION_RULES, params_of
 

@@ -205,7 +205,7 @@ BONUS_RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "sentence_threshold": (_num(0, 1), DEFAULT_SENTENCE_THRESHOLD),
     },
     # Fair pay: top approved work up to ``hourly`` for its measured time, counting at
-    # most ``cap_seconds`` (an idle tab is not work); campaigns.services.wages.
+    # most ``cap_seconds`` (an idle tab is not work); campaigns.payments.wages.
     "wage_floor": {
         "hourly": (_money, None),
         "cap_seconds": (_int(60), 3600),

@@ -51,8 +51,8 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
-from campaigns.services.errors import DomainError
-from campaigns.services.work import assignment_approve, assignment_reject
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from qaportal.errors import DomainError
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
 from validation.rules import (

@@ -11,8 +11,8 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema_field
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
 
+from campaigns.design.selectors import campaign_get_visible, stage_list_visible
 from campaigns.models import Campaign, Stage
-from campaigns.selectors import campaign_get_visible, stage_list_visible
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
 

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
-from campaigns.services.credentials import (
+from campaigns.platforms.credentials import (
     campaign_credentials_delete,
     campaign_credentials_set,
     campaign_credentials_summary,

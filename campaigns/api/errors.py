@@ -9,7 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
+from qaportal.errors import DomainError, IllegalTransition, StateConflict
 
 # Refusals because of the state the campaign is in, not because of the input.
 CONFLICT_ERRORS = (IllegalTransition, StateConflict)

@@ -21,8 +21,8 @@ from rest_framework.views import APIView
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
 from campaigns.exports import FORMATS, export_format_get
 from campaigns.exports.mintaka import SPLITS, parse_ratios
+from campaigns.exports.services import export_reveal_check
 from campaigns.models import Campaign
-from campaigns.services.exports import export_reveal_check
 
 
 class ExportFormatSerializer(serializers.Serializer):

@@ -22,9 +22,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
+from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign
-from campaigns.selectors import campaign_list_visible
-from campaigns.services.errors import DomainError
 from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import (
@@ -35,6 +34,7 @@ from linking.graphquestions.services import (
     knowledge_base_open,
 )
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
+from qaportal.errors import DomainError
 
 MAX_TURTLE_CHARS = 5_000_000
 

@@ -28,9 +28,9 @@ from campaigns.api.common import (
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.api.review import AssignmentOutputSerializer, ItemBriefSerializer
 from campaigns.models import HIT, Assignment, HITStatus, LedgerEntry, LedgerKind
-from campaigns.selectors_hits import hit_list_for_campaign, hit_list_visible
-from campaigns.selectors_review import assignment_list_visible, hit_items_by_hit
-from campaigns.services.worker_actions import assignment_bonus_pay
+from campaigns.platforms.worker_actions import assignment_bonus_pay
+from campaigns.work.selectors_hits import hit_list_for_campaign, hit_list_visible
+from campaigns.work.selectors_review import assignment_list_visible, hit_items_by_hit
 
 BAD_INPUT = OpenApiResponse(description="Invalid input; field names map to messages.")
 

@@ -1,6 +1,6 @@
 """``Idempotency-Key`` for API actions: a decorator over an ``APIView`` method.
 
-Without the header the view runs as always. With it, ``campaigns.services.idempotency``
+Without the header the view runs as always. With it, ``campaigns.api.idempotency_store``
 runs the view once per (user, key) and replays the stored answer, marked with
 ``Idempotent-Replayed: true``; the same key with another body answers 422.
 """
@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from campaigns.api.common import authenticated_user
-from campaigns.services.idempotency import IdempotencyKeyReused, idempotent_call
+from campaigns.api.idempotency_store import IdempotencyKeyReused, idempotent_call
 
 IDEMPOTENCY_KEY = OpenApiParameter(
     name="Idempotency-Key",

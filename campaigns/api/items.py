@@ -15,9 +15,9 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
 from campaigns.api.parsers import RAW_FILE_PARSERS, upload_limit_exceeded
+from campaigns.design.items import items_upload
+from campaigns.design.selectors import item_list_visible
 from campaigns.models import Item
-from campaigns.selectors import item_list_visible
-from campaigns.services.items import items_upload
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):

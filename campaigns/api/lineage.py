@@ -1,4 +1,4 @@
-"""An item's history across stages (``campaigns.selectors_lineage``): the items above
+"""An item's history across stages (``campaigns.work.lineage``): the items above
 and below it in the pipeline, each with the assignments on it, their workers (by
 pseudonym), answers and decisions. Visible to the owner, collaborators and staff."""
 
@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
 from campaigns.models import Item
-from campaigns.selectors_lineage import item_history
+from campaigns.work.lineage import item_history
 
 
 class LineageAssignmentSerializer(serializers.Serializer):

@@ -26,8 +26,8 @@ from campaigns.api.common import (
     campaign_or_404,
 )
 from campaigns.api.review import ItemBriefSerializer
+from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Assignment, HITItem, Item
-from campaigns.selectors import campaign_list_visible
 from campaigns.tasktypes.base import answer_for_item
 from linking.hooks import LINKING_TASK_TYPES
 from linking.models import EntityLinkResolution

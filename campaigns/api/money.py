@@ -1,5 +1,5 @@
 """Money endpoints: the campaign's cost summary and its ledger, thin over
-``campaigns.selectors_money``. Visible to the owner, collaborators and staff; 404
+``campaigns.insights.money``. Visible to the owner, collaborators and staff; 404
 to anyone else. Money is a decimal string, never a float."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404, money_field
+from campaigns.insights.money import campaign_costs, ledger_list
 from campaigns.models import LedgerEntry, LedgerKind, LedgerStatus
-from campaigns.selectors_money import campaign_costs, ledger_list
 
 
 class StatusSumsSerializer(serializers.Serializer):

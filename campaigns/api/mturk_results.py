@@ -28,9 +28,9 @@ from rest_framework.views import APIView
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.api.parsers import CsvParser, upload_limit_exceeded
-from campaigns.selectors_mturk_csv import mturk_csv_rows
-from campaigns.services.mturk_csv import mturk_import_stage, mturk_results_import
-from campaigns.services.mturk_csv_review import mturk_results_review
+from campaigns.platforms.mturk.csv.results import mturk_import_stage, mturk_results_import
+from campaigns.platforms.mturk.csv.review import mturk_results_review
+from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
 REJECTED_FILE = OpenApiResponse(
     description="A bad file (nothing stored / decided; `errors` lists row, field, message), "

@@ -1,5 +1,5 @@
 """The campaign's progress: per stage counts by status, share done and the estimated
-time to completion, thin over ``campaigns.selectors_progress``. Polled by the campaign
+time to completion, thin over ``campaigns.insights.progress``. Polled by the campaign
 page for its live progress bars; visible to the owner, collaborators and staff."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
-from campaigns.selectors_arms import campaign_arm_comparison
-from campaigns.selectors_progress import campaign_progress
+from campaigns.insights.arms import campaign_arm_comparison
+from campaigns.insights.progress import campaign_progress
 
 
 class StageProgressSerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
 )
+from campaigns.design.access import campaign_can_manage
 from campaigns.models import (
     Assignment,
     CampaignWorker,
@@ -27,8 +28,7 @@ from campaigns.models import (
     QualificationKind,
     QualificationType,
 )
-from campaigns.services.campaign_edit import campaign_can_manage
-from campaigns.services.qualifications import (
+from campaigns.workforce.qualifications import (
     CUSTOM_QUALIFICATION_KINDS,
     qualification_type_create,
 )

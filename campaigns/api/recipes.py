@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES, Recipe
-from campaigns.services.recipes import recipe_paper_cost
+from campaigns.recipes.services import recipe_paper_cost
 
 PROVIDER_PARAM = OpenApiParameter(
     "provider",

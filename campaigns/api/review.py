@@ -34,14 +34,15 @@ from campaigns.api.common import (
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
-from campaigns.selectors_review import (
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.selectors_review import (
     assignment_list_for_campaign,
     assignment_list_visible,
     hit_items_by_hit,
     telemetry_summary,
 )
-from campaigns.services.errors import DomainError, StateConflict
-from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
+from campaigns.work.submission import DECIDED_STATES
+from qaportal.errors import DomainError, StateConflict
 from validation.services import assignment_override
 
 MAX_BULK_IDS = 500

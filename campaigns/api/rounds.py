@@ -1,4 +1,4 @@
-"""A writing stage's graded rounds (``campaigns.services.rounds``): preview the ranking
+"""A writing stage's graded rounds (``campaigns.workforce.rounds``): preview the ranking
 and each writer's feedback message, then close the round (grant the next round's
 qualification to the top share, pay the round bonus, send the messages)."""
 
@@ -17,14 +17,14 @@ from rest_framework.views import APIView
 from campaigns.api.common import BAD_INPUT, stage_or_404
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Stage
-from campaigns.services.errors import DomainError
-from campaigns.services.rounds import (
+from campaigns.payments.wages import stage_wage_topup_pay, wage_floor_rule
+from campaigns.workforce.rounds import (
     DEFAULT_TEMPLATE,
     round_close,
     round_outcomes,
     round_settings,
 )
-from campaigns.services.wages import stage_wage_topup_pay, wage_floor_rule
+from qaportal.errors import DomainError
 
 
 class RoundInputSerializer(serializers.Serializer):

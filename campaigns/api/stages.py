@@ -17,9 +17,9 @@ from campaigns.api.common import (
     campaign_or_404,
     stage_or_404,
 )
+from campaigns.design.selectors import stage_list_visible, stage_list_with_counts
+from campaigns.design.services import stage_add, stage_link, stage_update
 from campaigns.models import Stage
-from campaigns.selectors import stage_list_visible, stage_list_with_counts
-from campaigns.services import stage_add, stage_link, stage_update
 from campaigns.tasktypes import task_type_names
 
 STAGE_ERRORS: dict[int, OpenApiResponse] = {

@@ -1,6 +1,6 @@
 """Worker endpoints of a campaign: the workers table and the actions on workers
 (message, block, unblock, grant or revoke a qualification), thin over
-``campaigns.selectors_workers`` and ``campaigns.services.worker_actions``.
+``campaigns.insights.workers`` and ``campaigns.platforms.worker_actions``.
 
 Workers are addressed by pseudonym, never by external id. A worker who has not
 worked in (or been placed into) the campaign answers 404, as does a campaign the
@@ -26,14 +26,14 @@ from campaigns.api.common import (
     money_field,
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
-from campaigns.models import AssignmentStatus, Campaign, QualificationType, Worker
-from campaigns.selectors_workers import (
+from campaigns.insights.workers import (
     ORDERING_FIELDS,
     campaign_worker_get,
     campaign_worker_table,
     campaign_workers_by_pseudonym,
 )
-from campaigns.services.worker_actions import (
+from campaigns.models import AssignmentStatus, Campaign, QualificationType, Worker
+from campaigns.platforms.worker_actions import (
     MAX_MESSAGE_WORKERS,
     worker_block,
     worker_qualification_set,

@@ -31,10 +31,7 @@ from campaigns.api.common import (
     stage_or_404,
 )
 from campaigns.models import InviteLink, LocalGrant
-from campaigns.selectors_review import invite_list_visible, local_grant_list
-from campaigns.selectors_work import WORKABLE_STATES, invite_list
-from campaigns.services.errors import StateConflict
-from campaigns.services.invites import (
+from campaigns.work.invites import (
     MAX_INVITE_LIFETIME,
     invite_create,
     invite_revoke,
@@ -42,7 +39,10 @@ from campaigns.services.invites import (
     local_grant_add,
     local_grant_remove,
 )
-from campaigns.services.work import stage_publish
+from campaigns.work.publishing import stage_publish
+from campaigns.work.selectors import WORKABLE_STATES, invite_list
+from campaigns.work.selectors_review import invite_list_visible, local_grant_list
+from qaportal.errors import StateConflict
 
 DEFAULT_INVITE_LIFETIME = timedelta(days=7)
 

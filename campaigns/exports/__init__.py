@@ -4,7 +4,7 @@ A format's ``stream`` is ``(*, campaign, reveal=False, tally=None, **options)`` 
 text: it reads the campaign a chunk at a time and yields each chunk's text, so an
 export of any size runs in flat memory, to a file (``export_write``) or as a streamed
 HTTP response; ``tally.rows`` counts the rows produced. Worker ids appear as
-pseudonyms unless ``reveal`` is set (``campaigns.services.exports`` checks who may and
+pseudonyms unless ``reveal`` is set (``campaigns.exports.services`` checks who may and
 keeps an audit).
 Registering a format is one entry in ``FORMATS``.
 """
@@ -29,11 +29,11 @@ Stream = Callable[..., Iterator[str]]
 def mturk_csv_stream(
     *, campaign: Any, reveal: bool = False, tally: Tally | None = None, **_: Any
 ) -> Iterator[str]:
-    """MTurk's batch results layout (``campaigns.selectors_mturk_csv``), as text."""
+    """MTurk's batch results layout (``campaigns.platforms.mturk.csv.selectors``), as text."""
     import csv
     import io
 
-    from campaigns.selectors_mturk_csv import mturk_csv_rows
+    from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
     tally = tally or Tally()
     buffer = io.StringIO()

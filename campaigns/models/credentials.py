@@ -11,7 +11,7 @@ from campaigns.models.choices import Provider
 class ProviderCredential(models.Model):
     """Credentials for one platform, used by one campaign instead of the environment's.
 
-    ``ciphertext`` is a Fernet token (``campaigns.services.credentials``); the values
+    ``ciphertext`` is a Fernet token (``campaigns.platforms.credentials``); the values
     are never stored, shown or logged in clear. ``hints`` keeps the last characters
     of each value so the owner can tell which key is in use.
     """

@@ -16,7 +16,7 @@ class InviteLink(models.Model):
     """A revocable, expiring invitation to work on a campaign (optionally one stage).
 
     The URL carries a signed token naming this row; the row says whether the
-    link still admits workers. Changes go through ``campaigns.services.invites``.
+    link still admits workers. Changes go through ``campaigns.work.invites``.
     """
 
     campaign = models.ForeignKey(

@@ -1,6 +1,6 @@
 """What a recipe is: the stages, pay, requirements and rules a published protocol used.
 
-A recipe is data, not code: ``campaigns.services.recipes.recipe_apply`` turns it into
+A recipe is data, not code: ``campaigns.recipes.services.recipe_apply`` turns it into
 stages of a draft campaign through the ordinary services (so every value is checked
 as if the requester had typed it), and the requester changes what they like after.
 """

@@ -32,15 +32,15 @@ from django.db import connections
 from django.urls import reverse
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, Provider, Stage
-from campaigns.selectors_work import WORKABLE_STATES, hit_items
-from campaigns.services.errors import DomainError
-from campaigns.services.invites import invite_create, invite_revoke, invite_token
-from campaigns.services.work import assignment_approve
 from campaigns.simulate.browser import Browser, Page
 from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES, TaskType
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.invites import invite_create, invite_revoke, invite_token
+from campaigns.work.selectors import WORKABLE_STATES, hit_items
+from qaportal.errors import DomainError
 
 if TYPE_CHECKING:
     from campaigns.simulate.prolific import ProlificHooks

@@ -20,7 +20,7 @@ The quiz lives in the stage config (items are ignored; one placeholder item per 
      "practice": [{"id": "p1", "prompt": str, "context"?: str, "multiple"?: bool,
                    "explanation": str, "options": [{"id": "a", "text": str,
                                                     "correct": bool}]}],
-     # Retakes and the pass bonus: campaigns.services.quizzes.
+     # Retakes and the pass bonus: campaigns.workforce.quizzes.
      "retake": {"max_tries": 2, "delay_minutes": 60},
      "pass_bonus": "1.50"}
 

@@ -14,15 +14,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.design.selectors import campaign_list_visible
+from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.insights.progress import campaign_progress
 from campaigns.models import Campaign, CampaignState, Provider, Stage
-from campaigns.selectors import campaign_list_visible
-from campaigns.selectors_progress import campaign_progress
-from campaigns.services import DomainError, UploadRejected, stage_add
-from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
-from campaigns.services.recipes import campaign_create_with_recipe
-from campaigns.services.work import campaign_start
+from campaigns.recipes.services import campaign_create_with_recipe
+from campaigns.work.publishing import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
@@ -32,6 +31,7 @@ from frontend.views.common import (
     request_user,
     stage_or_404,
 )
+from qaportal.errors import DomainError, UploadRejected
 
 CAMPAIGNS_PER_PAGE = 50
 # The progress section refreshes itself this often while work can come in.
@@ -118,7 +118,7 @@ def _render_detail(
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
-    estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
+    estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
         try:
             estimate = estimate_fn(campaign=campaign)
@@ -133,8 +133,7 @@ def _render_detail(
         "transitions": _transition_buttons(campaign),
         "editable": campaign.state in EDITABLE_STATES,
         "stage_form": stage_form or StageAddForm(),
-        "upload_available": optional_service("campaigns.services.items", "items_upload")
-        is not None,
+        "upload_available": optional_service("campaigns.design.items", "items_upload") is not None,
         "upload_stage": upload_stage,
         "upload_form": upload_form,
         "rejection": rejection,
@@ -192,7 +191,7 @@ def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
 def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     stage = stage_or_404(campaign, stage_id)
-    items_upload = optional_service("campaigns.services.items", "items_upload")
+    items_upload = optional_service("campaigns.design.items", "items_upload")
     if items_upload is None:
         messages.error(request, "Item upload is not available on this server yet.")
         return redirect(detail_url(campaign, f"stage-{stage.pk}"))

@@ -10,9 +10,9 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 
+from campaigns.design.selectors import campaign_get_visible
 from campaigns.models import Campaign, Stage
-from campaigns.selectors import campaign_get_visible
-from campaigns.services import DomainError
+from qaportal.errors import DomainError
 
 
 def optional_service(module: str, name: str) -> Any | None:

@@ -9,11 +9,11 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from campaigns.services import DomainError
-from campaigns.services.credentials import campaign_credentials_delete, campaign_credentials_set
+from campaigns.platforms.credentials import campaign_credentials_delete, campaign_credentials_set
 from frontend.forms import CredentialsForm
 from frontend.views.common import add_domain_errors, campaign_or_404
 from frontend.views.workforce import render_workforce
+from qaportal.errors import DomainError
 
 
 def _account_url(slug: str) -> str:

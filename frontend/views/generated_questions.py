@@ -13,7 +13,6 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import Campaign
-from campaigns.services.errors import DomainError
 from frontend.views.common import campaign_or_404, request_user
 from linking.graphquestions.services import (
     PARAPHRASE_TASK_TYPE,
@@ -22,6 +21,7 @@ from linking.graphquestions.services import (
     generated_questions_send,
 )
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
+from qaportal.errors import DomainError
 
 PER_PAGE = 50
 

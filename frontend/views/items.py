@@ -1,5 +1,5 @@
 """An item's drill-down page: its whole history across stages (who wrote, who linked,
-who validated, each decision), from ``campaigns.selectors_lineage``."""
+who validated, each decision), from ``campaigns.work.lineage``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from campaigns.models import Item
-from campaigns.selectors_lineage import item_history
+from campaigns.work.lineage import item_history
 from frontend.views.common import campaign_or_404
 from frontend.views.review import outline
 

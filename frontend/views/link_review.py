@@ -15,13 +15,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from campaigns.models import Assignment, Campaign, HITItem, Item, Stage
-from campaigns.services import DomainError
 from campaigns.tasktypes.base import answer_for_item
 from frontend.views.common import campaign_or_404, request_user
 from linking.hooks import LINKING_TASK_TYPES
 from linking.models import WikidataCacheEntry
 from linking.selectors import link_review_queue
 from linking.services import entity_link_decide
+from qaportal.errors import DomainError
 
 # Labels come from the Wikidata cache only: the page never waits on Wikidata.
 LABEL_LANGUAGE = "en"

@@ -1,6 +1,6 @@
 """The campaign's Costs page and Workers page (table, filters, actions), thin over
-``campaigns.selectors_money``, ``campaigns.selectors_workers`` and
-``campaigns.services.worker_actions``. Workers appear by pseudonym only."""
+``campaigns.insights.money``, ``campaigns.insights.workers`` and
+``campaigns.platforms.worker_actions``. Workers appear by pseudonym only."""
 
 from __future__ import annotations
 
@@ -16,16 +16,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns.models import AssignmentStatus, Campaign, LedgerKind, QualificationType
-from campaigns.selectors_money import campaign_costs
-from campaigns.selectors_workers import (
+from campaigns.design.access import campaign_can_manage
+from campaigns.insights.money import campaign_costs
+from campaigns.insights.workers import (
     ORDERING_FIELDS,
     campaign_worker_table,
     campaign_workers_by_pseudonym,
 )
-from campaigns.services import DomainError
-from campaigns.services.campaign_edit import campaign_can_manage
-from campaigns.services.worker_actions import (
+from campaigns.models import AssignmentStatus, Campaign, LedgerKind, QualificationType
+from campaigns.platforms.worker_actions import (
     MAX_MESSAGE_WORKERS,
     worker_block,
     worker_qualification_set,
@@ -33,6 +32,7 @@ from campaigns.services.worker_actions import (
     workers_message,
 )
 from frontend.views.common import add_domain_errors, campaign_or_404, request_user
+from qaportal.errors import DomainError
 
 WORKERS_PER_PAGE = 100
 

@@ -19,10 +19,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from campaigns.design.selectors import stage_list_with_counts
+from campaigns.insights.arms import campaign_arm_comparison
+from campaigns.insights.workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
 from campaigns.models import Stage
-from campaigns.selectors import stage_list_with_counts
-from campaigns.selectors_arms import campaign_arm_comparison
-from campaigns.selectors_workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
 from frontend.views.common import campaign_or_404, stage_or_404
 from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
@@ -34,7 +34,7 @@ def stage_quality_rows(
 ) -> list[dict[str, Any]]:
     """``[{"stage", "quality": StageQuality, "entity": linking AgreementSummary | None}]``
     for the stages with stored work; ``stages`` carry ``assignment_count``
-    (``campaigns.selectors.stage_list_with_counts``). With ``fingerprints`` (per stage,
+    (``campaigns.design.selectors.stage_list_with_counts``). With ``fingerprints`` (per stage,
     changing with every submission and decision) each stage's numbers are cached until
     its work changes, or for ``QUALITY_CACHE_SECONDS`` at most."""
     rows = []

@@ -29,23 +29,24 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.design.access import campaign_can_manage
 from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider
-from campaigns.providers import fee_model_for
-from campaigns.selectors_review import (
+from campaigns.platforms import fee_model_for
+from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.selectors_review import (
     assignment_list_for_campaign,
     assignment_review_queue,
     hit_items_by_hit,
     telemetry_summary,
     worker_history_in_campaign,
 )
-from campaigns.services import DomainError
-from campaigns.services.campaign_edit import campaign_can_manage
-from campaigns.services.work import DECIDED_STATES, assignment_approve, assignment_reject
-from campaigns.services.worker_actions import assignment_bonus_pay, worker_block
+from campaigns.work.submission import DECIDED_STATES
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
 from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
 from frontend.views.link_review import link_review_rows
 from frontend.worker.pages import task_context_readonly
+from qaportal.errors import DomainError
 from validation.services import assignment_override
 from validation.tasks import review_stage_task
 

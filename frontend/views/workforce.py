@@ -17,21 +17,21 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.design.access import campaign_can_manage
 from campaigns.models import Campaign, InviteLink, Provider
-from campaigns.selectors_review import local_grant_list
-from campaigns.selectors_work import invite_list
-from campaigns.services import DomainError
-from campaigns.services.campaign_edit import campaign_can_manage
-from campaigns.services.credentials import campaign_credentials_summary
-from campaigns.services.invites import (
+from campaigns.platforms.credentials import campaign_credentials_summary
+from campaigns.work.invites import (
     invite_create,
     invite_revoke,
     invite_url,
     local_grant_add,
     local_grant_remove,
 )
+from campaigns.work.selectors import invite_list
+from campaigns.work.selectors_review import local_grant_list
 from frontend.forms import CredentialsForm, GrantAddForm, InviteCreateForm
 from frontend.views.common import add_domain_errors, campaign_or_404, request_user, stage_or_404
+from qaportal.errors import DomainError
 
 INVITES_PER_PAGE = 50
 

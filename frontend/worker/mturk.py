@@ -42,20 +42,16 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import HIT, Assignment
-from campaigns.selectors_work import RequestWorkers, assignment_is_current
-from campaigns.services.mturk_work import (
+from campaigns.platforms.mturk.work import (
     PREVIEW_ASSIGNMENT_ID,
     mturk_assignment_accept,
     mturk_hit_get,
     short_id,
 )
-from campaigns.services.work import (
-    STORED_STATES,
-    AssignmentClosedError,
-    NoWorkAvailableError,
-    SubmitResult,
-    WorkerNotAllowedError,
-)
+from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
+from campaigns.work.lifecycle import AssignmentClosedError
+from campaigns.work.selectors import RequestWorkers, assignment_is_current
+from campaigns.work.submission import STORED_STATES, SubmitResult
 from frontend.worker.pages import render_assignment, submit_assignment, task_context
 from qaportal.middleware import policy_with
 

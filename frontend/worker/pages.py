@@ -19,13 +19,10 @@ from django.template.loader import get_template
 from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, Stage
-from campaigns.selectors_work import RequestWorkers, hit_items
-from campaigns.services.work import (
-    AssignmentClosedError,
-    SubmitResult,
-    assignment_submit_for_workers,
-)
 from campaigns.tasktypes import TaskType, task_type_get
+from campaigns.work.lifecycle import AssignmentClosedError
+from campaigns.work.selectors import RequestWorkers, hit_items
+from campaigns.work.submission import SubmitResult, assignment_submit_for_workers
 
 MISSING_TEMPLATE = "worker/_task_missing.html"
 # Fields of the page itself; task types must not use these names.

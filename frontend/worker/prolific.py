@@ -34,20 +34,16 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from campaigns.models import Assignment, Provider, Worker
-from campaigns.providers.prolific.provider import COMPLETION_URL, short_id
-from campaigns.selectors_work import RequestWorkers, assignment_is_current
-from campaigns.services.provider_sync import (
+from campaigns.platforms.prolific.provider import COMPLETION_URL, short_id
+from campaigns.platforms.sync import (
     prolific_assignment_accept,
     prolific_study_codes,
     prolific_study_stage,
 )
-from campaigns.services.work import (
-    STORED_STATES,
-    AssignmentClosedError,
-    NoWorkAvailableError,
-    SubmitResult,
-    WorkerNotAllowedError,
-)
+from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
+from campaigns.work.lifecycle import AssignmentClosedError
+from campaigns.work.selectors import RequestWorkers, assignment_is_current
+from campaigns.work.submission import STORED_STATES, SubmitResult
 from frontend.worker.pages import render_assignment, submit_assignment
 
 logger = logging.getLogger(__name__)

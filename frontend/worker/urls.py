@@ -2,8 +2,8 @@
 
 from django.urls import path
 
+from frontend.worker import suggest as linking_views
 from frontend.worker import views
-from linking import views as linking_views
 
 app_name = "worker"
 

@@ -14,7 +14,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import Assignment, InviteRedemption, Stage, Worker
-from campaigns.selectors_work import (
+from campaigns.work.allocation import (
+    NoWorkAvailableError,
+    WorkerNoAccessError,
+    WorkerNotAllowedError,
+    assignment_accept,
+)
+from campaigns.work.invites import InviteInvalidError, invite_check, invite_redeem
+from campaigns.work.lifecycle import AssignmentClosedError, assignment_return
+from campaigns.work.selectors import (
     WORKABLE_STATES,
     RequestWorkers,
     assignment_current,
@@ -26,20 +34,10 @@ from campaigns.selectors_work import (
     stage_load,
     stage_worker,
 )
-from campaigns.services.errors import DomainError
-from campaigns.services.invites import InviteInvalidError, invite_check, invite_redeem
-from campaigns.services.quizzes import stage_refusal
-from campaigns.services.work import (
-    STORED_STATES,
-    AssignmentClosedError,
-    NoWorkAvailableError,
-    SubmitResult,
-    WorkerNoAccessError,
-    WorkerNotAllowedError,
-    assignment_accept,
-    assignment_return,
-)
+from campaigns.work.submission import STORED_STATES, SubmitResult
+from campaigns.workforce.quizzes import stage_refusal
 from frontend.worker.pages import render_assignment, submit_assignment, task_context
+from qaportal.errors import DomainError
 
 SESSION_WORKERS = "worker_ids"
 SESSION_MAX_WORKERS = 50

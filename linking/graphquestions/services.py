@@ -15,7 +15,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.models import Campaign, Item, ItemSource, Stage
-from campaigns.services.errors import DomainError
 from campaigns.tasktypes import task_type_get
 from linking.graphquestions.generate import Spec, questions_propose
 from linking.graphquestions.kb import (
@@ -24,6 +23,7 @@ from linking.graphquestions.kb import (
     SparqlEndpointKnowledgeBase,
 )
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
+from qaportal.errors import DomainError
 
 PARAPHRASE_TASK_TYPE = "paraphrase_canonical"
 

@@ -12,6 +12,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.design.services import campaign_transition
 from campaigns.models import (
     HIT,
     Assignment,
@@ -34,8 +35,7 @@ from campaigns.models import (
     Stage,
     WorkerBlock,
 )
-from campaigns.services import campaign_transition
-from campaigns.services.credentials import credentials_encrypt
+from campaigns.platforms.credentials import credentials_encrypt
 from tests.factories import (
     AssignmentFactory,
     ItemFactory,
@@ -236,7 +236,7 @@ def test_stage_of_live_campaign_is_read_only(superuser, rows):
 
 
 def test_stage_config_is_validated_by_its_task_type(admin_client, requester):
-    from campaigns.services import campaign_create, stage_add
+    from campaigns.design.services import campaign_create, stage_add
 
     campaign = campaign_create(owner=requester, name="Draft", slug="draft")
     stage = stage_add(campaign=campaign, name="Write", task_type="question_writing")

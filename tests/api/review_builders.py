@@ -3,9 +3,9 @@ entity-link item in the requester's review queue."""
 
 from __future__ import annotations
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, Campaign, Item, ItemSource, Stage
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.work import stage_publish
+from campaigns.work.publishing import stage_publish
 from linking.models import EntityLinkResolution, ResolutionStatus
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation.services import stage_review

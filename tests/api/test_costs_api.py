@@ -8,9 +8,9 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from campaigns.insights.money import campaign_costs
 from campaigns.models import AssignmentStatus, Campaign, HITStatus, LedgerEntry, Stage
-from campaigns.selectors_money import campaign_costs
-from campaigns.services.provider_review import campaign_spending
+from campaigns.platforms.review import campaign_spending
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,
@@ -206,8 +206,8 @@ def test_worker_external_id_never_in_ledger(crafted, token_client):
 def test_medians_in_sql_and_in_python_agree(crafted, monkeypatch):
     from django.db.models import Count
 
-    from campaigns import selectors_stats
     from campaigns.models import Assignment
+    from campaigns.workforce import stats as selectors_stats
 
     work = Assignment.objects.filter(hit__stage__campaign=crafted[0])
     group, value = "hit__stage_id", "work_seconds"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     HIT,
     Assignment,
@@ -21,8 +22,7 @@ from campaigns.models import (
     ItemSource,
     Worker,
 )
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.work import campaign_start, stage_publish
+from campaigns.work.publishing import campaign_start, stage_publish
 from linking.models import AgreedLink, EntityLinkResolution
 from tests.api.review_builders import (
     RULES,

@@ -23,14 +23,15 @@ from campaigns.models import (
     ItemSource,
     LocalGrant,
 )
-from campaigns.services.invites import (
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.invites import (
     invite_check,
     invite_create,
     invite_redeem,
     invite_token,
     local_grant_add,
 )
-from campaigns.services.work import assignment_accept, assignment_approve
 from tests.factories import CampaignFactory, ItemFactory, UserFactory
 from tests.helpers import local_pipeline, submitted_assignment
 

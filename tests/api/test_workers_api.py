@@ -25,7 +25,7 @@ from campaigns.models import (
     QualificationType,
     WorkerBlock,
 )
-from campaigns.services.work import assignment_approve, assignment_reject
+from campaigns.work.decisions import assignment_approve, assignment_reject
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,

@@ -13,11 +13,11 @@ from decimal import Decimal
 import pytest
 from django.urls import reverse
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, AssignmentStatus
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.invites import invite_create, invite_token
-from campaigns.services.items import items_upload
-from campaigns.services.work import campaign_start
+from campaigns.work.invites import invite_create, invite_token
+from campaigns.work.publishing import campaign_start
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

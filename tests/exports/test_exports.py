@@ -13,14 +13,14 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import stage_add, stage_link
 from campaigns.exports import export_write
 from campaigns.exports.mintaka import parse_ratios, split_of
 from campaigns.models import Assignment, ExportAudit, Item, ItemSource, Stage
-from campaigns.services import stage_add, stage_link
-from campaigns.services.handoff import handoff_run
-from campaigns.services.items import items_upload
-from campaigns.services.work import assignment_approve, assignment_reject
 from campaigns.tasktypes.base import derived_external_id
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.handoff import handoff_run
 from linking.models import EntityLinkResolution, ResolutionStatus
 from tests.helpers import local_pipeline, submitted_assignment
 
@@ -177,7 +177,7 @@ def test_lineage_runs_up_the_pipeline(requester):
     written = _write(writing)
     assignment_approve(assignment=written, decided_by=requester, source="requester")
     handoff_run(assignment=written)
-    from campaigns.services.publishing import stage_publish
+    from campaigns.work.publishing import stage_publish
 
     stage_publish(stage=linking)
     link_work = Assignment.objects.create(

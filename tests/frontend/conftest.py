@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from campaigns.services import campaign_create, stage_add
+from campaigns.design.services import campaign_create, stage_add
 
 
 @pytest.fixture

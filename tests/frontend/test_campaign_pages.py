@@ -9,8 +9,8 @@ from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from campaigns.design.services import campaign_transition
 from campaigns.models import Campaign, CampaignState, Item
-from campaigns.services import campaign_transition
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +78,7 @@ def test_create_is_post_only(alice_client):
 
 
 def test_detail_shows_pipeline_in_order_with_counts(alice_client, campaign, stage):
-    from campaigns.services import stage_add, stage_link
+    from campaigns.design.services import stage_add, stage_link
 
     second = stage_add(campaign=campaign, name="Link answers", task_type="question_writing")
     stage_link(stage=stage, next_stage=second)
@@ -96,14 +96,14 @@ def test_detail_shows_pipeline_in_order_with_counts(alice_client, campaign, stag
 
 
 def test_detail_renders_cost_estimate_with_currency(alice_client, campaign, stage):
-    from campaigns.services import stage_update
+    from campaigns.design.services import stage_update
 
     stage_update(stage=stage, reward=Decimal("1.25"), assignments_per_hit=2)
     for _ in range(3):
         ItemFactory(stage=stage)
     response = alice_client.get(_detail(campaign))
     estimate = response.context["estimate"]
-    assert estimate is not None, "campaigns.services.costs is in the tree: it must be rendered"
+    assert estimate is not None, "campaigns.payments.costs is in the tree: it must be rendered"
     # 3 items x 2 assignments x 1.25, local workforce: no fees.
     assert estimate.total == Decimal("7.50")
     assert "7.50 USD" in response.content.decode()

@@ -18,7 +18,7 @@ from campaigns.models import (
     QualificationType,
     WorkerBlock,
 )
-from campaigns.services.work import assignment_approve
+from campaigns.work.decisions import assignment_approve
 from tests.factories import LedgerEntryFactory, UserFactory, WorkerFactory
 from tests.helpers import local_pipeline, submitted_assignment
 

@@ -9,9 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from campaigns.design.services import campaign_create
 from campaigns.models import ProviderCredential
-from campaigns.services import campaign_create
-from campaigns.services.credentials import campaign_credentials_for
+from campaigns.platforms.credentials import campaign_credentials_for
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from campaigns.models import Item
-from campaigns.selectors_lineage import item_history
-from campaigns.services.handoff import handoff_run
-from campaigns.services.work import assignment_approve
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.handoff import handoff_run
+from campaigns.work.lineage import item_history
 from tests.helpers import local_pipeline, submitted_assignment
 
 pytestmark = pytest.mark.django_db

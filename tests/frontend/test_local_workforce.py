@@ -16,6 +16,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     HIT,
     Assignment,
@@ -27,17 +28,14 @@ from campaigns.models import (
     LocalGrant,
     Stage,
 )
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.invites import (
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.invites import (
     invite_check,
     invite_create,
     invite_redeem,
     invite_token,
     invite_url,
-)
-from campaigns.services.work import (
-    assignment_accept,
-    assignment_approve,
 )
 from tests.factories import UserFactory
 from tests.helpers import local_pipeline, submitted_assignment
@@ -259,7 +257,7 @@ def test_grant_twice_is_one_grant(alice_client, campaign):
 
 def test_removing_another_campaigns_grant_is_404(alice_client, campaign, other_requester):
     foreign = campaign_create(owner=other_requester, name="Bob's")
-    from campaigns.services.invites import local_grant_add
+    from campaigns.work.invites import local_grant_add
 
     grant = local_grant_add(campaign=foreign, user=UserFactory.create(username="dora"))
 
@@ -495,7 +493,7 @@ PAGES += ["decide", "bulk"]
 
 @pytest.fixture
 def alices_work(pipeline) -> tuple[Campaign, dict[str, int]]:
-    from campaigns.services.invites import local_grant_add
+    from campaigns.work.invites import local_grant_add
 
     campaign, writing, _ = pipeline
     invite = invite_create(

@@ -98,7 +98,7 @@ def test_owner_sees_campaign_in_list(alice_client, campaign):
 
 def test_stage_of_another_campaign_is_404(bob_client, other_requester, campaign, stage):
     """Bob's own slug does not open Alice's stage: the stage must belong to the campaign."""
-    from campaigns.services import campaign_create
+    from campaigns.design.services import campaign_create
 
     bobs = campaign_create(owner=other_requester, name="Bob's", slug="bobs")
     url = reverse("frontend:stage-upload", kwargs={"slug": bobs.slug, "stage_id": stage.pk})

@@ -11,9 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.insights.progress import campaign_progress
 from campaigns.models import Assignment, Item, ItemSource
-from campaigns.selectors_progress import campaign_progress
-from campaigns.services.work import assignment_approve
+from campaigns.work.decisions import assignment_approve
 from tests.helpers import local_pipeline, submitted_assignment
 
 pytestmark = pytest.mark.django_db
@@ -124,7 +124,7 @@ def test_fragment_follows_new_work(running, alice_client):
 
 
 def test_draft_page_does_not_poll(requester, alice_client):
-    from campaigns.services import campaign_create
+    from campaigns.design.services import campaign_create
 
     campaign = campaign_create(owner=requester, name="Quiet", slug="quiet")
     page = alice_client.get(reverse("frontend:campaign-detail", args=[campaign.slug])).content

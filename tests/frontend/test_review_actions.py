@@ -11,7 +11,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from campaigns.models import LedgerEntry, LedgerKind, WorkerBlock
-from campaigns.services.work import assignment_approve
+from campaigns.work.decisions import assignment_approve
 from tests.helpers import local_pipeline, submitted_assignment
 
 pytestmark = pytest.mark.django_db

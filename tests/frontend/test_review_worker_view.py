@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, Item, ItemSource
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.work import campaign_start
+from campaigns.work.publishing import campaign_start
 from tests.factories import WorkerFactory
 from tests.tasktypes.test_whyqa import entry, sel_items
 

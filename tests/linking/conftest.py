@@ -12,10 +12,10 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, Campaign, Stage
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.invites import invite_create, invite_token
-from campaigns.services.items import items_upload
+from campaigns.work.invites import invite_create, invite_token
 from tests.factories import UserFactory
 
 ESCALATION = {"rule": "entity_agreement", "annotators": 2, "max": 3, "seen_annotators": 1}

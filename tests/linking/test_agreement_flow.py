@@ -16,7 +16,7 @@ from campaigns.models import (
     OperationKind,
     ProviderOperation,
 )
-from campaigns.services.work import campaign_start, stage_publish
+from campaigns.work.publishing import campaign_start, stage_publish
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
 from linking.selectors import link_review_queue, stage_entity_agreement
 from linking.services import bonus_key, entity_agreement_sweep, entity_link_decide

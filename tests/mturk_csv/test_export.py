@@ -9,9 +9,9 @@ import pytest
 from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, Campaign, HITItem, Item, Worker
-from campaigns.mturk_csv_format import STANDARD_COLUMNS, cell_neutralise, cell_restore
-from campaigns.selectors_mturk_csv import mturk_csv_rows, mturk_csv_write
-from campaigns.services.mturk_csv import mturk_results_import
+from campaigns.platforms.mturk.csv.format import STANDARD_COLUMNS, cell_neutralise, cell_restore
+from campaigns.platforms.mturk.csv.results import mturk_results_import
+from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows, mturk_csv_write
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,

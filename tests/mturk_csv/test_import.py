@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from campaigns.models import HIT, Assignment, CampaignWorker, HITStatus, Item, Worker
-from campaigns.services.errors import DomainError, UploadRejected
-from campaigns.services.mturk_csv import mturk_results_import
+from campaigns.platforms.mturk.csv.results import mturk_results_import
+from qaportal.errors import DomainError, UploadRejected
 from tests.factories import CampaignFactory, StageFactory
 from tests.mturk_csv.conftest import BATCH, csv_bytes, rows_of
 

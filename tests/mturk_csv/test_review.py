@@ -10,10 +10,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from campaigns.models import Assignment, LedgerEntry, ProviderOperation
-from campaigns.selectors_mturk_csv import mturk_csv_write
-from campaigns.services.errors import UploadRejected
-from campaigns.services.mturk_csv import mturk_results_import
-from campaigns.services.mturk_csv_review import mturk_results_review
+from campaigns.platforms.mturk.csv.results import mturk_results_import
+from campaigns.platforms.mturk.csv.review import mturk_results_review
+from campaigns.platforms.mturk.csv.selectors import mturk_csv_write
+from qaportal.errors import UploadRejected
 from tests.factories import AssignmentFactory, CampaignFactory, HITFactory, StageFactory
 from tests.mturk_csv.conftest import csv_bytes, rows_of
 
@@ -26,7 +26,7 @@ LONG_FEEDBACK = "The question does not use the topic shown on the page. " * 3
 @pytest.fixture
 def no_platform(monkeypatch):
     """Paid decisions are requested, not carried out: no provider runs in these tests."""
-    monkeypatch.setattr("campaigns.services.operations._enqueue", lambda *a, **k: None)
+    monkeypatch.setattr("campaigns.platforms.operations._enqueue", lambda *a, **k: None)
 
 
 @pytest.fixture

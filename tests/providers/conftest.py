@@ -5,10 +5,9 @@ from decimal import Decimal
 
 import pytest
 
+from campaigns.design.services import campaign_create, campaign_transition, stage_add
 from campaigns.models import CampaignState, Item, ItemSource, OperationState, ProviderOperation
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.campaigns import campaign_transition
-from campaigns.services.operations import operation_execute
+from campaigns.platforms.operations import operation_execute
 from tests.providers.fake_mturk import FakeMTurk
 from tests.providers.fake_prolific import FakeProlific
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.providers.base import PermanentProviderError, TransientProviderError
-from campaigns.providers.prolific.client import ProlificClient
+from campaigns.platforms.base import PermanentProviderError, TransientProviderError
+from campaigns.platforms.prolific.client import ProlificClient
 from tests.providers.fake_prolific import FakeProlific
 
 

@@ -24,13 +24,14 @@ from campaigns.models import (
     OperationState,
     ProviderOperation,
 )
-from campaigns.providers import provider_for
-from campaigns.providers.base import OperationCall, PermanentProviderError
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
-from campaigns.services.mturk_sync import mturk_hits_sync
-from campaigns.services.operations import operation_request
-from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
-from campaigns.services.work import assignment_accept, assignment_submit
+from campaigns.platforms import provider_for
+from campaigns.platforms.base import OperationCall, PermanentProviderError
+from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.submission import assignment_submit
 from tests.providers.conftest import FORM, execute, make_campaign
 from tests.providers.mturk_helpers import page_submit
 
@@ -51,7 +52,7 @@ class Env:
             op = stage_provider_publish(stage=self.stage)
             assert op is not None
             return op
-        from campaigns.services.work import stage_publish
+        from campaigns.work.publishing import stage_publish
 
         stage_publish(stage=self.stage)  # local HITs publish at once; the operation is a no-op
         hit_ids = list(HIT.objects.filter(stage=self.stage).values_list("pk", flat=True))

@@ -11,15 +11,15 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from campaigns.models import OperationState, ProviderCredential
-from campaigns.services.credentials import (
+from campaigns.platforms.credentials import (
     CredentialsUnreadable,
     campaign_credentials_for,
     campaign_credentials_set,
     credentials_decrypt,
     credentials_encrypt,
 )
-from campaigns.services.errors import DomainError
-from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
+from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from qaportal.errors import DomainError
 from tests.factories import UserFactory
 from tests.providers.conftest import make_campaign, run_operations
 from tests.providers.test_prolific_flow import publish, work

@@ -16,16 +16,16 @@ from campaigns.models import (
     OperationState,
     ProviderSyncCursor,
 )
-from campaigns.providers.mturk import answers_parse
-from campaigns.providers.mturk.checks import deployment_tag
-from campaigns.providers.mturk.xml import APPROVAL_RATE, LOCALE
-from campaigns.services.mturk_sync import mturk_hits_sync
-from campaigns.services.provider_review import (
+from campaigns.platforms.mturk import answers_parse
+from campaigns.platforms.mturk.checks import deployment_tag
+from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.mturk.xml import APPROVAL_RATE, LOCALE
+from campaigns.platforms.review import (
     IdentityUnconfirmedError,
     paid_assignment_approve,
 )
-from campaigns.services.provider_sync import stage_provider_publish
-from campaigns.services.worker_actions import assignment_bonus_pay
+from campaigns.platforms.sync import stage_provider_publish
+from campaigns.platforms.worker_actions import assignment_bonus_pay
 from tests.providers.conftest import execute, make_campaign, run_operations
 from tests.providers.mturk_helpers import page_submit
 
@@ -244,7 +244,7 @@ def test_settled_hits_are_not_read_again_until_they_take_work_again(published, m
     assert mturk.state.calls["ListAssignmentsForHIT"] == 0
     assert mturk.state.calls["ListReviewableHITs"] == 1
 
-    from campaigns.services.assignment_lifecycle import hit_add_assignments
+    from campaigns.work.lifecycle import hit_add_assignments
 
     hit_add_assignments(hit=hits[0], count=1, reason="escalate", key="esc:1")
     run_operations()

@@ -8,26 +8,26 @@ from decimal import Decimal
 import pytest
 
 from campaigns.models import HIT, OperationKind, OperationState, QualificationType, Worker
-from campaigns.providers import provider_for
-from campaigns.providers.base import (
+from campaigns.platforms import provider_for
+from campaigns.platforms.base import (
     OperationCall,
     PermanentProviderError,
     TransientProviderError,
 )
-from campaigns.providers.mturk import MTurkProvider, qualification_requirements
-from campaigns.providers.mturk.checks import check_money, check_text, request_token
-from campaigns.providers.mturk.xml import MASTERS
-from campaigns.services.credentials import campaign_credentials_set
-from campaigns.services.mturk_sync import mturk_hits_sync
-from campaigns.services.operations import operation_request
-from campaigns.services.provider_sync import stage_provider_publish
-from campaigns.services.provider_workers import (
+from campaigns.platforms.credentials import campaign_credentials_set
+from campaigns.platforms.mturk import MTurkProvider, qualification_requirements
+from campaigns.platforms.mturk.checks import check_money, check_text, request_token
+from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.mturk.xml import MASTERS
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.sync import stage_provider_publish
+from campaigns.platforms.worker_actions import assignment_bonus_pay
+from campaigns.platforms.workers import (
     paid_qualification_grant,
     paid_qualification_revoke,
     paid_worker_block,
     paid_worker_unblock,
 )
-from campaigns.services.worker_actions import assignment_bonus_pay
 from tests.providers.conftest import execute, make_campaign
 from tests.providers.mturk_helpers import page_submit
 
@@ -139,7 +139,7 @@ def test_notify_goes_in_chunks_and_records_each_workers_failure(submitted, mturk
     workers = [assignment.worker] + [
         Worker.objects.create(provider="mturk", external_id=f"ASTRANGER{n:03d}") for n in range(249)
     ]
-    from campaigns.services.provider_workers import paid_workers_notify
+    from campaigns.platforms.workers import paid_workers_notify
 
     mturk.fail_next("NotifyWorkers", "drop_after")  # the first chunk goes, its answer is lost
     op = paid_workers_notify(
@@ -291,7 +291,7 @@ def test_campaign_credentials_are_used_and_never_shown(requester, mturk):
 
 def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
     from campaigns.models import CampaignState, ProviderOperation
-    from campaigns.services.publishing import campaign_start
+    from campaigns.work.publishing import campaign_start
 
     campaign, stage = make_campaign(requester, provider="mturk", slug="mturk-follow", items=2)
     op = stage_provider_publish(stage=stage)
@@ -324,7 +324,7 @@ def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
 
 
 def test_two_sites_sharing_an_account_do_not_take_each_others_hits(provider, mturk, settings):
-    from campaigns.providers.mturk import publish_payload
+    from campaigns.platforms.mturk import publish_payload
 
     payload = publish_payload(
         stage_id=1,
@@ -390,8 +390,8 @@ def test_operations_holding_only_qaportal_ids_get_mturk_ids(submitted, mturk):
 
 
 def test_masters_stages_cost_five_percent_more(requester, mturk):
-    from campaigns.providers import fee_model_for, requires_masters
-    from campaigns.services.costs import stage_cost_estimate
+    from campaigns.payments.costs import stage_cost_estimate
+    from campaigns.platforms import fee_model_for, requires_masters
 
     assert fee_model_for("mturk").assignment_fee(
         reward=Decimal("1.00"), max_assignments=3
@@ -408,7 +408,7 @@ def test_masters_stages_cost_five_percent_more(requester, mturk):
 
 
 def test_a_quiz_qualification_type_is_created_once_and_grants_use_it(requester, submitted, mturk):
-    from campaigns.services.provider_workers import paid_qualification_type_create
+    from campaigns.platforms.workers import paid_qualification_type_create
 
     _, assignment = submitted
     qt = QualificationType.objects.create(owner=requester, name="WhyQA quiz", kind="quiz")
@@ -432,7 +432,7 @@ def test_a_quiz_qualification_type_is_created_once_and_grants_use_it(requester, 
 
 
 def test_publishing_refuses_what_mturk_would_refuse_before_asking(requester, mturk, settings):
-    from campaigns.services.errors import DomainError
+    from qaportal.errors import DomainError
 
     _, stage = make_campaign(requester, provider="mturk", slug="mturk-bad", items=1)
     stage.instructions = "Write\x07 questions"

@@ -24,11 +24,11 @@ from campaigns.models import (
     OperationState,
     ProviderOperation,
 )
-from campaigns.services import operations
-from campaigns.services.mturk_sync import mturk_hits_sync
-from campaigns.services.provider_review import paid_assignment_approve
-from campaigns.services.provider_sync import stage_provider_publish
-from campaigns.services.worker_actions import assignment_bonus_pay
+from campaigns.platforms import operations
+from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.review import paid_assignment_approve
+from campaigns.platforms.sync import stage_provider_publish
+from campaigns.platforms.worker_actions import assignment_bonus_pay
 from tests.providers.conftest import execute, make_campaign
 from tests.providers.mturk_helpers import page_submit
 

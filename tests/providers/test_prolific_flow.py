@@ -22,17 +22,17 @@ from campaigns.models import (
     OperationState,
     ProviderOperation,
 )
-from campaigns.providers.prolific.client import ProlificClient
-from campaigns.services.operations import operations_reconcile
-from campaigns.services.provider_review import (
+from campaigns.platforms.operations import operations_reconcile
+from campaigns.platforms.prolific.client import ProlificClient
+from campaigns.platforms.review import (
     BudgetExceededError,
     IdentityUnconfirmedError,
     paid_assignment_approve,
     paid_assignment_reject,
     paid_bonus_pay,
 )
-from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
-from campaigns.services.provider_workers import paid_worker_block
+from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from campaigns.platforms.workers import paid_worker_block
 from tests.providers.conftest import FORM, WEBHOOK_SECRET, execute, make_campaign, run_operations
 
 pytestmark = pytest.mark.django_db

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from campaigns.design.services import campaign_transition, stage_add, stage_link
 from campaigns.models import (
     HIT,
     Assignment,
@@ -17,12 +18,10 @@ from campaigns.models import (
     ProviderOperation,
     Stage,
 )
-from campaigns.services import stage_add
-from campaigns.services.campaigns import campaign_transition, stage_link
-from campaigns.services.handoff import handoff_flush
-from campaigns.services.provider_review import paid_assignment_approve
-from campaigns.services.provider_sync import prolific_studies_sync, stage_provider_publish
-from campaigns.services.publishing import campaign_start
+from campaigns.platforms.review import paid_assignment_approve
+from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from campaigns.work.handoff import handoff_flush
+from campaigns.work.publishing import campaign_start
 from tests.providers.conftest import make_campaign, run_operations
 from tests.providers.test_prolific_flow import publish, work
 

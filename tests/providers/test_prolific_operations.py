@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from campaigns.design.services import campaign_transition
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -19,27 +20,26 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
-from campaigns.services.campaigns import campaign_transition
-from campaigns.services.errors import DomainError
-from campaigns.services.provider_review import (
+from campaigns.platforms.review import (
     IdentityUnconfirmedError,
     paid_assignment_approve,
     paid_assignment_reject,
     paid_assignments_approve,
 )
-from campaigns.services.provider_sync import (
+from campaigns.platforms.sync import (
     campaign_provider_pause,
     campaign_provider_resume,
     campaign_provider_stop,
     prolific_studies_sync,
 )
-from campaigns.services.provider_workers import (
+from campaigns.platforms.workers import (
     paid_qualification_grant,
     paid_qualification_revoke,
     paid_worker_block,
     paid_worker_unblock,
     paid_workers_notify,
 )
+from qaportal.errors import DomainError
 from tests.providers.conftest import execute, make_campaign, run_operations
 from tests.providers.test_prolific_flow import publish, work
 
@@ -417,7 +417,7 @@ def test_unblock_removes_from_the_block_list_once(requester, fake):
 def test_campaign_state_changes_move_its_studies(prolific_stage, fake):
     """Going live publishes the study; pausing, resuming and completing the campaign
     (the requester's buttons and the API call ``campaign_start``) move it along."""
-    from campaigns.services.work import campaign_start
+    from campaigns.work.publishing import campaign_start
 
     campaign, _stage = prolific_stage
     campaign = campaign_start(campaign=campaign, to_state="live")

@@ -19,6 +19,8 @@ from io import StringIO
 import pytest
 from rest_framework.test import APIClient
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_update
 from campaigns.exports import export_write
 from campaigns.models import (
     Assignment,
@@ -31,15 +33,12 @@ from campaigns.models import (
     QualificationType,
     Stage,
 )
+from campaigns.platforms.workers import paid_qualification_grant
 from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS
-from campaigns.services import campaign_create
-from campaigns.services.campaigns import stage_update
-from campaigns.services.items import items_upload
-from campaigns.services.provider_workers import paid_qualification_grant
-from campaigns.services.recipes import recipe_apply
-from campaigns.services.rounds import round_qualification_type
-from campaigns.services.work import campaign_start
+from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
+from campaigns.work.publishing import campaign_start
+from campaigns.workforce.rounds import round_qualification_type
 from tests.factories import UserFactory
 from validation.selectors import stage_final_labels
 from validation.services import stage_review

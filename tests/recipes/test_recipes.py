@@ -11,11 +11,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from campaigns.design.services import campaign_create
 from campaigns.models import Campaign, Item
 from campaigns.recipes import RECIPES, recipe_names
-from campaigns.services import campaign_create
-from campaigns.services.errors import DomainError, StateConflict
-from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+from campaigns.recipes.services import recipe_apply, recipe_paper_cost
+from qaportal.errors import DomainError, StateConflict
 
 pytestmark = pytest.mark.django_db
 

@@ -11,13 +11,12 @@ import json
 
 import pytest
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_update
 from campaigns.models import Assignment, AssignmentStatus, Item
-from campaigns.services import campaign_create
-from campaigns.services.campaigns import stage_update
-from campaigns.services.items import items_upload
-from campaigns.services.recipes import recipe_apply
-from campaigns.services.work import campaign_start
+from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
+from campaigns.work.publishing import campaign_start
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -199,7 +199,7 @@ def _stage(campaign: Any, position: int, items: int, review_rules: list[dict[str
 def _execute_inline(op: Any) -> None:
     """Set-up operations run here, not in the worker (their queued messages are purged)."""
     from campaigns.models import OperationState
-    from campaigns.services.operations import operation_execute
+    from campaigns.platforms.operations import operation_execute
 
     done = operation_execute(operation_id=op.pk)
     if done is None or done.state != OperationState.DONE:
@@ -210,7 +210,7 @@ def _submitted_work(fake: Any, tag: str, units: int, review_rules: list[dict[str
     """A published stage of ``units`` HITs, each with one assignment submitted on MTurk
     and stored by the page; returns (campaign, assignments)."""
     from campaigns.models import HIT
-    from campaigns.services.provider_sync import stage_provider_publish
+    from campaigns.platforms.sync import stage_provider_publish
     from tests.providers.mturk_helpers import page_submit
 
     campaign = _campaign(tag)
@@ -227,7 +227,7 @@ def batch_prepare(*, kind: str, fake: Any, tag: str, units: int) -> Batch:
     """Everything a batch of ``kind`` needs, made and executed inline (nothing requested
     yet); ``batch_request`` then asks for the batch's operations."""
     from campaigns.models import ProviderOperation
-    from campaigns.services.mturk_sync import mturk_hits_sync
+    from campaigns.platforms.mturk.sync import mturk_hits_sync
 
     assert kind in KINDS, kind
     campaign_ids: list[int] = []
@@ -270,9 +270,9 @@ def batch_request(batch: Batch) -> None:
     """Ask for the batch: its operations are queued for the worker on commit (a sync
     batch queues ``campaigns.mturk_sync``, whose approvals become the operations)."""
     from campaigns.models import HIT, Assignment, Stage
-    from campaigns.services.provider_review import paid_assignment_approve
-    from campaigns.services.provider_sync import stage_provider_publish
-    from campaigns.services.worker_actions import assignment_bonus_pay
+    from campaigns.platforms.review import paid_assignment_approve
+    from campaigns.platforms.sync import stage_provider_publish
+    from campaigns.platforms.worker_actions import assignment_bonus_pay
     from campaigns.tasks import mturk_sync_task
 
     batch.requested_at = time.monotonic()

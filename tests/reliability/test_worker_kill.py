@@ -23,7 +23,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 
 from campaigns.models import OperationState
-from campaigns.services.operations import operations_reconcile
+from campaigns.platforms.operations import operations_reconcile
 from qaportal.celery import app
 from tests.providers.fake_mturk import FakeMTurk
 from tests.reliability import faults

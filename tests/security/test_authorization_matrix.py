@@ -37,7 +37,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
-from campaigns.services.invites import invite_create, invite_token, local_grant_add
+from campaigns.work.invites import invite_create, invite_token, local_grant_add
 from linking.models import GeneratedQuestion
 from tests.factories import UserFactory
 from tests.helpers import local_pipeline, submitted_assignment

@@ -17,9 +17,9 @@ from django.conf import settings as django_settings
 from django.test import Client
 
 from campaigns.models import Assignment
-from campaigns.services.credentials import campaign_credentials_set
-from campaigns.services.provider_review import paid_assignment_approve, paid_bonus_pay
-from campaigns.services.provider_sync import prolific_studies_sync
+from campaigns.platforms.credentials import campaign_credentials_set
+from campaigns.platforms.review import paid_assignment_approve, paid_bonus_pay
+from campaigns.platforms.sync import prolific_studies_sync
 from tests.providers.conftest import WEBHOOK_SECRET, make_campaign, run_operations
 from tests.providers.fake_prolific import FakeProlific
 from tests.providers.test_prolific_flow import publish, work

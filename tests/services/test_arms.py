@@ -11,13 +11,14 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import CampaignWorker, Item, ItemSource
-from campaigns.selectors_work import stage_entry_for_invite
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.arms import arm_for_position, campaign_arms, campaign_worker_join
-from campaigns.services.errors import DomainError
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
-from campaigns.services.work import assignment_accept, campaign_start
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.publishing import campaign_start
+from campaigns.work.selectors import stage_entry_for_invite
+from campaigns.workforce.arms import arm_for_position, campaign_arms, campaign_worker_join
+from qaportal.errors import DomainError
 from tests.factories import WorkerFactory
 
 ARMS = ("BASELINE", "CROWD", "EXPERT", "JUSTIFICATION")
@@ -116,8 +117,9 @@ def test_arms_side_by_side(requester):
     from django.urls import reverse
     from rest_framework.test import APIClient
 
-    from campaigns.selectors_arms import campaign_arm_comparison
-    from campaigns.services.work import assignment_approve, assignment_submit
+    from campaigns.insights.arms import campaign_arm_comparison
+    from campaigns.work.decisions import assignment_approve
+    from campaigns.work.submission import assignment_submit
 
     campaign, stages = _campaign(requester, slug="arm-compare")
     invite = invite_create(campaign=campaign, created_by=requester, expires_in=timedelta(days=1))

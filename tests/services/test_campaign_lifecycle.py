@@ -8,16 +8,15 @@ from decimal import Decimal
 import pytest
 from django.db import connection
 
-from campaigns.models import Campaign, CampaignState
-from campaigns.services import (
-    DomainError,
-    IllegalTransition,
+from campaigns.design.services import (
     campaign_create,
     campaign_transition,
     stage_add,
     stage_link,
     stage_update,
 )
+from campaigns.models import Campaign, CampaignState
+from qaportal.errors import DomainError, IllegalTransition
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db

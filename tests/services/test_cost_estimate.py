@@ -8,14 +8,14 @@ import pytest
 from django.test import override_settings
 
 from campaigns.models import Campaign, Item, ItemSource, Stage
-from campaigns.services import DomainError
-from campaigns.services.costs import (
+from campaigns.payments.costs import (
     CostEstimate,
     StageCost,
     bonus_cost,
     campaign_cost_estimate,
     stage_cost_estimate,
 )
+from qaportal.errors import DomainError
 from tests.factories import CampaignFactory, StageFactory
 
 pytestmark = pytest.mark.django_db

@@ -8,10 +8,10 @@ import uuid
 import pytest
 from django.test import override_settings
 
+from campaigns.design import items as items_service
+from campaigns.design.items import items_delete_batch, items_upload
 from campaigns.models import CampaignState, Item, ItemStatus, Stage
-from campaigns.services import DomainError, UploadRejected
-from campaigns.services import items as items_service
-from campaigns.services.items import items_delete_batch, items_upload
+from qaportal.errors import DomainError, UploadRejected
 from tests.factories import HITFactory, ItemFactory, StageFactory
 
 pytestmark = pytest.mark.django_db

@@ -10,6 +10,7 @@ from datetime import timedelta
 
 import pytest
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     Item,
     ItemSource,
@@ -17,12 +18,12 @@ from campaigns.models import (
     ProviderOperation,
     QualificationGrant,
 )
-from campaigns.selectors_work import worker_has_stage_access
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.allocation import WorkerNotAllowedError
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
-from campaigns.services.quizzes import quiz_qualification_type
-from campaigns.services.work import assignment_accept, assignment_submit, campaign_start
+from campaigns.work.allocation import WorkerNotAllowedError, assignment_accept
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.publishing import campaign_start
+from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.submission import assignment_submit
+from campaigns.workforce.quizzes import quiz_qualification_type
 from tests.tasktypes.test_quiz_survey import WHYQA
 
 pytestmark = pytest.mark.django_db
@@ -111,7 +112,7 @@ def test_quiz_pay_is_its_own_ledger_kind_on_a_paid_provider(requester):
     from django.utils import timezone
 
     from campaigns.models import HIT, Assignment, LedgerEntry
-    from campaigns.services.provider_review import paid_assignment_approve
+    from campaigns.platforms.review import paid_assignment_approve
     from tests.factories import WorkerFactory
 
     campaign = campaign_create(owner=requester, name="Paid quiz", slug="paid-quiz")
@@ -141,9 +142,9 @@ def test_requirements_naming_stages_resolve_to_qualification_types(gated, reques
     """What the providers translate: the quiz requirement becomes the quiz's
     qualification type (an MTurk custom type, a Prolific participant group); a stage
     of another campaign is refused, never dropped."""
-    from campaigns.providers.prolific.provider import study_filters
-    from campaigns.services.errors import DomainError
-    from campaigns.services.quizzes import stage_requirements
+    from campaigns.platforms.prolific.provider import study_filters
+    from campaigns.workforce.quizzes import stage_requirements
+    from qaportal.errors import DomainError
 
     _campaign, quiz, writing, _token = gated
     qt = quiz_qualification_type(stage=quiz)

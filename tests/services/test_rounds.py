@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from django.utils import timezone
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     HIT,
     Assignment,
@@ -22,9 +23,8 @@ from campaigns.models import (
     ProviderOperation,
     QualificationGrant,
 )
-from campaigns.selectors_work import worker_has_stage_access
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.rounds import round_close, round_outcomes, round_qualification_type
+from campaigns.work.selectors import worker_has_stage_access
+from campaigns.workforce.rounds import round_close, round_outcomes, round_qualification_type
 from tests.factories import WorkerFactory
 
 pytestmark = pytest.mark.django_db
@@ -196,11 +196,14 @@ def test_the_top_share_is_promoted_to_grade_the_next_round_never_their_own(grade
     from datetime import timedelta
 
     from campaigns.models import Campaign, InviteRedemption
-    from campaigns.services.allocation import NoWorkAvailableError, WorkerNotAllowedError
-    from campaigns.services.invites import invite_create
-    from campaigns.services.quizzes import stage_requirements
-    from campaigns.services.rounds import round_graders_type
-    from campaigns.services.work import assignment_accept
+    from campaigns.work.allocation import (
+        NoWorkAvailableError,
+        WorkerNotAllowedError,
+        assignment_accept,
+    )
+    from campaigns.work.invites import invite_create
+    from campaigns.workforce.quizzes import stage_requirements
+    from campaigns.workforce.rounds import round_graders_type
 
     campaign, writing, grading, writers = graded
     outcomes = round_close(

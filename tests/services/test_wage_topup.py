@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, LedgerEntry, LedgerKind
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.errors import DomainError
-from campaigns.services.wages import stage_wage_topup_pay, stage_wage_topups
+from campaigns.payments.wages import stage_wage_topup_pay, stage_wage_topups
+from qaportal.errors import DomainError
 from tests.factories import WorkerFactory
 
 pytestmark = pytest.mark.django_db

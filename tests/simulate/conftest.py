@@ -7,10 +7,9 @@ from collections.abc import Callable
 
 import pytest
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.models import Campaign
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.campaigns import stage_link
-from campaigns.services.items import items_upload
 from tests.factories import UserFactory
 
 AUTO_APPROVE = [{"rule": "auto_approve"}]

@@ -19,7 +19,7 @@ from campaigns.models import (
     Stage,
     Worker,
 )
-from campaigns.services.work import stage_publish
+from campaigns.work.publishing import stage_publish
 from tests.factories import CampaignFactory
 
 OPTIONS = ["red", "green", "blue", "grey"]

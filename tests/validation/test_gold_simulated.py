@@ -8,6 +8,8 @@ from decimal import Decimal
 
 import pytest
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -20,11 +22,9 @@ from campaigns.models import (
     QualificationType,
     WorkerBlock,
 )
-from campaigns.selectors_work import hit_items
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.items import items_upload
-from campaigns.services.work import campaign_start
 from campaigns.simulate import simulate_crowd
+from campaigns.work.publishing import campaign_start
+from campaigns.work.selectors import hit_items
 from tests.factories import UserFactory
 from validation.gold import gold_bonus_blocks, gold_mix_order
 from validation.rules import bonus_rules_validate, review_rules_validate

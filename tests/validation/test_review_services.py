@@ -15,13 +15,11 @@ from campaigns.models import (
     ProviderOperation,
     Worker,
 )
-from campaigns.services.errors import DomainError
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
-from campaigns.services.work import (
-    assignment_accept,
-    assignment_approve,
-    assignment_submit,
-)
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.submission import assignment_submit
+from qaportal.errors import DomainError
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation.early_stopping import DONE, DROPPED, EXTENDED, WAITING, hit_early_stop

@@ -11,8 +11,8 @@ import pytest
 
 from campaigns import tasktypes
 from campaigns.models import Campaign, Item, ItemSource, Stage, Worker
-from campaigns.services.invites import invite_create, invite_redeem, invite_token
 from campaigns.tasktypes.base import FieldError, FormView, TaskType
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
 from tests.factories import CampaignFactory, UserFactory
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"

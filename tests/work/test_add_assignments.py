@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, ProviderOperation
-from campaigns.services.work import assignment_accept, hit_add_assignments, stage_publish
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.lifecycle import hit_add_assignments
+from campaigns.work.publishing import stage_publish
 from tests.factories import HITFactory
 
 pytestmark = pytest.mark.django_db

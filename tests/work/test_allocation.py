@@ -10,15 +10,14 @@ from django.db import connection
 from django.utils import timezone
 
 from campaigns.models import Assignment, AssignmentStatus, CampaignState, WorkerBlock
-from campaigns.services.work import (
+from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNotAllowedError,
     assignment_accept,
-    assignment_return,
-    assignment_submit,
-    assignments_expire,
-    stage_publish,
 )
+from campaigns.work.lifecycle import assignment_return, assignments_expire
+from campaigns.work.publishing import stage_publish
+from campaigns.work.submission import assignment_submit
 from tests.factories import WorkerFactory
 from tests.work.conftest import add_items
 

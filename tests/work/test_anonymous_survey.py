@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from django.http import QueryDict
 
+from campaigns.design.items import items_upload
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, AssignmentStatus, DetachedAnswer
-from campaigns.services import campaign_create, stage_add
-from campaigns.services.items import items_upload
-from campaigns.services.work import assignment_accept, assignment_submit, campaign_start
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.publishing import campaign_start
+from campaigns.work.submission import assignment_submit
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

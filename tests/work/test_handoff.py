@@ -5,15 +5,12 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, Item, ItemSource, ItemStatus
-from campaigns.services.handoff import handoff_flush, handoff_run
-from campaigns.services.work import (
-    assignment_accept,
-    assignment_approve,
-    assignment_reject,
-    assignment_submit,
-    stage_publish,
-)
 from campaigns.tasks import handoff_run_task
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.handoff import handoff_flush, handoff_run
+from campaigns.work.publishing import stage_publish
+from campaigns.work.submission import assignment_submit
 
 pytestmark = pytest.mark.django_db
 

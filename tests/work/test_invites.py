@@ -9,9 +9,7 @@ from django.core import signing
 from django.utils import timezone
 
 from campaigns.models import CampaignWorker, InviteLink, Worker
-from campaigns.selectors_work import worker_has_stage_access
-from campaigns.services.errors import DomainError
-from campaigns.services.invites import (
+from campaigns.work.invites import (
     InviteInvalidError,
     invite_create,
     invite_redeem,
@@ -21,6 +19,8 @@ from campaigns.services.invites import (
     local_grant_add,
     local_grant_remove,
 )
+from campaigns.work.selectors import worker_has_stage_access
+from qaportal.errors import DomainError
 from tests.factories import CampaignFactory
 
 pytestmark = pytest.mark.django_db

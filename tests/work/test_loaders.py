@@ -6,8 +6,9 @@ import pytest
 from django.forms.models import model_to_dict
 
 from campaigns.models import Assignment
-from campaigns.selectors_work import RequestWorkers, assignment_load, hit_items, stage_load
-from campaigns.services.work import assignment_accept, stage_publish
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.publishing import stage_publish
+from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items, stage_load
 from tests.work.conftest import add_items
 
 pytestmark = pytest.mark.django_db

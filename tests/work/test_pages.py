@@ -10,8 +10,8 @@ from django.urls import reverse
 
 from campaigns import tasktypes
 from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Worker
-from campaigns.services.invites import invite_create, invite_token, local_grant_add
-from campaigns.services.work import stage_publish
+from campaigns.work.invites import invite_create, invite_token, local_grant_add
+from campaigns.work.publishing import stage_publish
 
 pytestmark = pytest.mark.django_db
 

@@ -11,14 +11,14 @@ from django.utils import timezone
 
 from campaigns.models import HIT, Assignment
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
-from campaigns.services.work import (
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.lifecycle import (
     AssignmentClosedError,
-    assignment_accept,
     assignment_return,
-    assignment_submit,
     assignments_expire,
-    stage_publish,
 )
+from campaigns.work.publishing import stage_publish
+from campaigns.work.submission import assignment_submit
 from tests.factories import HITFactory
 from tests.work.conftest import add_items
 

@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from campaigns.models import HIT, HITItem, Item, ItemStatus
-from campaigns.services.work import campaign_publish, campaign_start, stage_publish
+from campaigns.work.publishing import campaign_publish, campaign_start, stage_publish
 
 pytestmark = pytest.mark.django_db
 

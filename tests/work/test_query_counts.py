@@ -17,9 +17,9 @@ from django.urls import reverse
 
 from campaigns import tasktypes
 from campaigns.models import Assignment, AssignmentStatus, Stage
-from campaigns.services.invites import invite_create, invite_token
-from campaigns.services.work import stage_publish
 from campaigns.tasktypes.base import TaskType
+from campaigns.work.invites import invite_create, invite_token
+from campaigns.work.publishing import stage_publish
 from tests.work.conftest import EchoTask
 
 # Outside a test transaction, so that the services' own transactions are the outermost

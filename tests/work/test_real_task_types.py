@@ -9,9 +9,9 @@ from django.test import Client
 from django.urls import reverse
 
 from campaigns.models import Assignment, AssignmentStatus, Item, ItemSource
-from campaigns.services.invites import invite_create, invite_token
-from campaigns.services.work import stage_publish
 from campaigns.tasktypes import UnknownTaskType, task_type_get
+from campaigns.work.invites import invite_create, invite_token
+from campaigns.work.publishing import stage_publish
 
 pytestmark = pytest.mark.django_db
 

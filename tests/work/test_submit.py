@@ -10,17 +10,12 @@ from django.db import connection
 from django.utils import timezone
 
 from campaigns.models import Assignment, AssignmentStatus, Worker
-from campaigns.services.errors import DomainError
-from campaigns.services.work import (
-    AssignmentClosedError,
-    assignment_accept,
-    assignment_approve,
-    assignment_reject,
-    assignment_return,
-    assignment_submit,
-    stage_publish,
-    telemetry_sanitise,
-)
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.lifecycle import AssignmentClosedError, assignment_return
+from campaigns.work.publishing import stage_publish
+from campaigns.work.submission import assignment_submit, telemetry_sanitise
+from qaportal.errors import DomainError
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS, parse_ratios
+from campaigns.exports.services import campaign_export
 from campaigns.models import Campaign
-from campaigns.services.exports import campaign_export
 
 
 class Command(BaseCommand):

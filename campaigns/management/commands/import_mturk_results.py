@@ -16,8 +16,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
-from campaigns.services.errors import DomainError
-from campaigns.services.mturk_csv import mturk_import_stage, mturk_results_import
+from campaigns.platforms.mturk.csv.results import mturk_import_stage, mturk_results_import
+from qaportal.errors import DomainError
 
 
 def command_error(exc: DomainError) -> CommandError:

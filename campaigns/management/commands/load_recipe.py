@@ -17,11 +17,11 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from campaigns.design.services import campaign_create
 from campaigns.models import Campaign, Provider
 from campaigns.recipes import recipe_get, recipe_names
-from campaigns.services import campaign_create
-from campaigns.services.errors import DomainError
-from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+from campaigns.recipes.services import recipe_apply, recipe_paper_cost
+from qaportal.errors import DomainError
 
 
 class Command(BaseCommand):

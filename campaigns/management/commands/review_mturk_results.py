@@ -21,8 +21,8 @@ from campaigns.management.commands.import_mturk_results import (
     command_error,
     read_file,
 )
-from campaigns.services.errors import DomainError
-from campaigns.services.mturk_csv_review import mturk_results_review
+from campaigns.platforms.mturk.csv.review import mturk_results_review
+from qaportal.errors import DomainError
 
 
 class Command(BaseCommand):

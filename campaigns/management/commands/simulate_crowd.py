@@ -22,8 +22,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
-from campaigns.services.errors import DomainError
 from campaigns.simulate import DEFAULT_PROFILES, parse_profiles, simulate_crowd
+from qaportal.errors import DomainError
 
 
 class Command(BaseCommand):

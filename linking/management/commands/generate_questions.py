@@ -10,10 +10,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
-from campaigns.services.errors import DomainError
 from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import generated_questions_propose, knowledge_base_open
+from qaportal.errors import DomainError
 
 
 def _range(text: str, what: str) -> tuple[int, int]:

@@ -16,8 +16,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
+from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Item, ItemSource
-from campaigns.services import campaign_create, stage_add
 from linking.graphquestions.generate import Spec, query_answers
 from linking.graphquestions.kb import (
     KnowledgeBaseError,

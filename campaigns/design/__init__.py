@@ -1,0 +1,1 @@
+"""Campaigns, stages and items: what a requester designs."""

@@ -1,0 +1,1 @@
+"""The requester's dashboard reads: progress, money, workers, arms."""

@@ -1,0 +1,271 @@
+"""Money reads: the ledger summed by stage, kind and status, the forecast to completion,
+the budget left, cost per accepted example and the effective hourly wage per stage.
+
+Reads only; takes no locks. A constant number of GROUP BY queries per campaign,
+whatever the number of entries, assignments or stages.
+
+Definitions (docs/api.md, "Costs"):
+
+- ``spent``: ledger entries ``paid``; ``committed``: entries ``committed`` (asked of the
+  platform, not yet paid); ``planned``: entries ``planned`` (e.g. gold bonuses found but
+  not yet requested). Cancelled entries count nowhere.
+- ``held``: what the platform holds for work under way and not in the ledger yet: open
+  places of published HITs and accepted or submitted assignments, at reward + fee
+  (as ``provider_review.campaign_spending`` counts them for the budget).
+- ``forecast_remaining``: the cost estimate (``services.costs``) of the assignments not
+  published yet: the stage's estimated assignments less the places of its HITs.
+- ``forecast_total`` = spent + committed + planned + held + forecast_remaining.
+- ``budget_used``: what the budget check counts (``provider_review.campaign_spending``):
+  committed and paid entries plus held work; ``budget_left`` = budget cap - that.
+- ``cost_per_accepted``: (spent + committed) over approved assignments; for the campaign,
+  over the approved assignments of its last stage (the accepted examples).
+- ``hourly_wage``: the stage's reward over the median work time of its submitted work,
+  per hour (``validation.selectors.hourly_wage``), marked under the wage floor.
+
+On the local workforce qaportal moves no money: rewards are not in the ledger (only
+the bonuses it records), so ``spent`` there is what was recorded, not salaries.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from django.conf import settings
+from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+)
+from campaigns.payments.costs import campaign_cost_estimate
+from campaigns.platforms import fee_model_for
+from campaigns.platforms.base import CENT, FeeModel
+from campaigns.workforce.stats import grouped_with_median
+from validation.selectors import hourly_wage
+
+ZERO = Decimal("0.00")
+COUNTED_STATUSES = (LedgerStatus.PLANNED, LedgerStatus.COMMITTED, LedgerStatus.PAID)
+WORK_DONE = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+_MONEY = DecimalField(max_digits=14, decimal_places=2)
+
+
+def wage_floor_default() -> Decimal:
+    """The configured wage floor (``WAGE_FLOOR``, per hour)."""
+    return Decimal(str(settings.WAGE_FLOOR))
+
+
+def _sums() -> dict[str, dict[str, Decimal]]:
+    return {kind: dict.fromkeys(COUNTED_STATUSES, ZERO) for kind in LedgerKind.values}
+
+
+@dataclass
+class StageCosts:
+    stage_id: int | None  # None: ledger entries not tied to a stage
+    stage_name: str
+    by_kind: dict[str, dict[str, Decimal]] = field(default_factory=_sums)
+    spent: Decimal = ZERO
+    committed: Decimal = ZERO
+    planned: Decimal = ZERO
+    held: Decimal = ZERO
+    estimated_assignments: int = 0
+    published_places: int = 0
+    remaining_assignments: int = 0
+    forecast_remaining: Decimal = ZERO
+    forecast_total: Decimal = ZERO
+    approved: int = 0
+    cost_per_accepted: Decimal | None = None
+    reward: Decimal | None = None
+    median_work_seconds: float | None = None
+    hourly_wage: Decimal | None = None
+    below_wage_floor: bool = False
+
+
+@dataclass
+class CampaignCosts:
+    currency: str
+    provider: str
+    budget_cap: Decimal | None
+    wage_floor: Decimal
+    by_kind: dict[str, dict[str, Decimal]]
+    spent: Decimal
+    committed: Decimal
+    planned: Decimal
+    held: Decimal
+    forecast_remaining: Decimal
+    forecast_total: Decimal
+    budget_used: Decimal
+    budget_left: Decimal | None
+    accepted_examples: int
+    cost_per_accepted_example: Decimal | None
+    stages: list[StageCosts]
+
+
+def _per(total: Decimal, count: int) -> Decimal | None:
+    return (total / count).quantize(CENT) if count else None
+
+
+def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> CampaignCosts:
+    """The campaign's money, overall and per stage (see the module docstring).
+
+    ``wage_floor`` defaults to the configured ``WAGE_FLOOR``. Reads only.
+    """
+    floor = wage_floor_default() if wage_floor is None else wage_floor
+    stages = list(campaign.stages.order_by("position", "id"))
+    rows: dict[int | None, StageCosts] = {s.pk: StageCosts(s.pk, s.name) for s in stages}
+    totals = _sums()
+
+    ledger = (
+        LedgerEntry.objects.filter(campaign=campaign, status__in=COUNTED_STATUSES)
+        .order_by()
+        .values("stage_id", "kind", "status")
+        .annotate(total=Sum("amount"))
+    )
+    for entry in ledger:
+        row = rows.get(entry["stage_id"])
+        if row is None:
+            row = rows[entry["stage_id"]] = StageCosts(entry["stage_id"], "")
+        amount = Decimal(entry["total"])
+        row.by_kind[entry["kind"]][entry["status"]] += amount
+        totals[entry["kind"]][entry["status"]] += amount
+
+    for row in rows.values():
+        row.spent = sum((k[LedgerStatus.PAID] for k in row.by_kind.values()), ZERO)
+        row.committed = sum((k[LedgerStatus.COMMITTED] for k in row.by_kind.values()), ZERO)
+        row.planned = sum((k[LedgerStatus.PLANNED] for k in row.by_kind.values()), ZERO)
+
+    fee_model = fee_model_for(campaign.provider)
+    held_rewards = _add_held(campaign=campaign, rows=rows, fee_model=fee_model)
+    _add_counts_and_wages(campaign=campaign, rows=rows, floor=floor)
+
+    estimate = {c.stage_id: c for c in campaign_cost_estimate(campaign=campaign).stages}
+    places = dict(
+        HIT.objects.filter(stage__campaign=campaign)
+        .exclude(status=HITStatus.PENDING)
+        .order_by()
+        .values("stage_id")
+        .annotate(n=Coalesce(Sum("max_assignments"), 0))
+        .values_list("stage_id", "n")
+    )
+    for stage in stages:
+        row = rows[stage.pk]
+        cost = estimate[stage.pk]
+        row.reward = stage.reward
+        row.estimated_assignments = cost.assignments
+        row.published_places = int(places.get(stage.pk, 0))
+        row.remaining_assignments = max(0, cost.assignments - row.published_places)
+        unit = cost.reward_per_assignment + cost.fee_per_assignment
+        row.forecast_remaining = (row.remaining_assignments * unit).quantize(CENT)
+    for row in rows.values():
+        row.forecast_total = (
+            row.spent + row.committed + row.planned + row.held + row.forecast_remaining
+        )
+        row.cost_per_accepted = _per(row.spent + row.committed, row.approved)
+
+    ordered = [rows[s.pk] for s in stages] + [r for k, r in rows.items() if k not in estimate]
+    spent = sum((r.spent for r in ordered), ZERO)
+    committed = sum((r.committed for r in ordered), ZERO)
+    accepted = rows[stages[-1].pk].approved if stages else 0
+    # ``provider_review.campaign_spending``'s formula, from the sums already made:
+    # committed and paid entries, plus held rewards with one fee on their total.
+    budget_used = (
+        spent
+        + committed
+        + held_rewards
+        + fee_model.assignment_fee(reward=held_rewards, max_assignments=1)
+    )
+    cap = campaign.budget_cap
+    return CampaignCosts(
+        currency=campaign.currency,
+        provider=campaign.provider,
+        budget_cap=cap,
+        wage_floor=floor,
+        by_kind=totals,
+        spent=spent,
+        committed=committed,
+        planned=sum((r.planned for r in ordered), ZERO),
+        held=sum((r.held for r in ordered), ZERO),
+        forecast_remaining=sum((r.forecast_remaining for r in ordered), ZERO),
+        forecast_total=sum((r.forecast_total for r in ordered), ZERO),
+        budget_used=budget_used,
+        budget_left=None if cap is None else cap - budget_used,
+        accepted_examples=accepted,
+        cost_per_accepted_example=_per(spent + committed, accepted),
+        stages=ordered,
+    )
+
+
+def _add_held(
+    *, campaign: Campaign, rows: dict[int | None, StageCosts], fee_model: FeeModel
+) -> Decimal:
+    """Open places and undecided assignments without ledger entries, at reward + fee, per
+    stage; returns the rewards held in all (before fees)."""
+    open_places = (
+        HIT.objects.filter(stage__campaign=campaign, status=HITStatus.PUBLISHED)
+        .order_by()
+        .values("stage_id")
+        .annotate(total=Sum(F("places_left") * F("reward"), output_field=_MONEY))
+    )
+    undecided = (
+        Assignment.objects.filter(
+            hit__stage__campaign=campaign,
+            status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
+            ledger__isnull=True,
+        )
+        .order_by()
+        .values("hit__stage_id")
+        .annotate(total=Sum("hit__reward"))
+    )
+    rewards: dict[int, Decimal] = defaultdict(lambda: ZERO)
+    for place in open_places:
+        rewards[place["stage_id"]] += Decimal(place["total"] or 0)
+    for work in undecided:
+        rewards[work["hit__stage_id"]] += Decimal(work["total"] or 0)
+    for stage_id, reward in rewards.items():
+        if stage_id in rows:
+            fee = fee_model.assignment_fee(reward=reward, max_assignments=1)
+            rows[stage_id].held = (reward + fee).quantize(CENT)
+    return sum(rewards.values(), ZERO)
+
+
+def _add_counts_and_wages(
+    *, campaign: Campaign, rows: dict[int | None, StageCosts], floor: Decimal
+) -> None:
+    """Approved assignments and the median work time of submitted work, per stage."""
+    work = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=WORK_DONE)
+    per_stage = grouped_with_median(
+        queryset=work,
+        group="hit__stage_id",
+        value="work_seconds",
+        approved=Count("id", filter=Q(status=AssignmentStatus.APPROVED)),
+    )
+    medians: dict[int, float] = {}
+    for r in per_stage.values():
+        if r["hit__stage_id"] in rows:
+            rows[r["hit__stage_id"]].approved = r["approved"]
+        if r["median"] is not None:
+            medians[r["hit__stage_id"]] = float(r["median"])
+    stage_rewards = dict(campaign.stages.values_list("pk", "reward"))
+    for stage_id, median in medians.items():
+        row = rows.get(stage_id)
+        if row is None:
+            continue
+        row.median_work_seconds = median
+        row.hourly_wage = hourly_wage(stage_rewards[stage_id], median)
+        row.below_wage_floor = row.hourly_wage is not None and row.hourly_wage < floor
+
+
+def ledger_list(*, campaign: Campaign) -> QuerySet[LedgerEntry]:
+    """The campaign's ledger entries, newest first, with stage and worker loaded."""
+    return LedgerEntry.objects.filter(campaign=campaign).select_related("stage", "worker")
+
+
+__all__ = ["CampaignCosts", "StageCosts", "campaign_costs", "ledger_list", "wage_floor_default"]

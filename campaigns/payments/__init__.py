@@ -1,0 +1,1 @@
+"""The ledger's arithmetic: costs, fees applied, wages and budgets."""

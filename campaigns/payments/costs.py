@@ -1,0 +1,230 @@
+"""Cost estimates: what a campaign's items would cost in rewards and platform fees.
+
+Reads only; nothing here writes or locks. The fee rules are the provider's own
+(``campaigns.platforms.fee_model_for``), so estimates and the ledger agree.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+
+from django.db.models import Count
+
+from campaigns.models import Campaign, Item, Stage
+from campaigns.platforms import fee_model_for, requires_masters
+from campaigns.platforms.base import CENT, FeeModel
+from qaportal.errors import DomainError
+
+# Stage config key: how many items of the next stage one accepted assignment yields.
+EXPECTED_OUTPUTS_KEY = "expected_outputs_per_assignment"
+ZERO = Decimal("0.00")
+
+
+@dataclass(frozen=True)
+class StageCost:
+    stage_id: int
+    stage_name: str
+    items: int
+    hits: int
+    assignments: int
+    reward_per_assignment: Decimal
+    fee_per_assignment: Decimal
+    rewards: Decimal
+    fees: Decimal
+    total: Decimal
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    currency: str
+    provider: str
+    stages: list[StageCost]
+    total_rewards: Decimal
+    total_fees: Decimal
+    total: Decimal
+    budget_cap: Decimal | None
+    within_budget: bool
+
+
+def _outputs_per_assignment(stage: Stage) -> Decimal | None:
+    raw = (stage.config or {}).get(EXPECTED_OUTPUTS_KEY)
+    if raw is None:
+        return None
+    try:
+        if isinstance(raw, bool):
+            raise InvalidOperation
+        value = Decimal(str(raw))
+    except InvalidOperation:
+        value = Decimal("NaN")
+    if not value.is_finite() or value < 0:
+        raise DomainError(
+            f"Stage {stage.name!r}: {EXPECTED_OUTPUTS_KEY} must be a number of 0 or more, "
+            f"not {raw!r}.",
+            errors={"config": [f"{EXPECTED_OUTPUTS_KEY}: {raw!r}"]},
+        )
+    return value
+
+
+def _hits_and_assignments(*, stage: Stage, items: int) -> tuple[int, int]:
+    hits = math.ceil(items / stage.items_per_hit) if items > 0 else 0
+    return hits, hits * stage.assignments_per_hit
+
+
+class _ItemCounts:
+    """Expected items per stage of one campaign, following the stage links."""
+
+    def __init__(self, stages: list[Stage]) -> None:
+        self.stages = stages
+        ids = [s.pk for s in stages]
+        self.current: dict[int, int] = {
+            row["stage_id"]: row["n"]
+            for row in Item.objects.filter(stage_id__in=ids)
+            .order_by()
+            .values("stage_id")
+            .annotate(n=Count("id"))
+        }
+        self._memo: dict[int, int] = {}
+
+    def of(self, stage: Stage, _seen: frozenset[int] = frozenset()) -> int:
+        if stage.pk in self._memo:
+            return self._memo[stage.pk]
+        count = self.current.get(stage.pk, 0)
+        upstream = [s for s in self.stages if s.next_stage_id == stage.pk]
+        if count == 0 and upstream and stage.pk not in _seen:
+            expected = ZERO
+            configured = False
+            for up in upstream:
+                rate = _outputs_per_assignment(up)
+                if rate is None:
+                    continue
+                configured = True
+                _, assignments = _hits_and_assignments(
+                    stage=up, items=self.of(up, _seen | {stage.pk})
+                )
+                expected += assignments * rate
+            if configured:
+                # Round up: an estimate guards a budget, better a little high.
+                count = math.ceil(expected)
+        self._memo[stage.pk] = count
+        return count
+
+
+def _stage_cost(*, stage: Stage, items: int, fee_model: FeeModel) -> StageCost:
+    hits, assignments = _hits_and_assignments(stage=stage, items=items)
+    reward = stage.reward
+    fee = fee_model.assignment_fee(reward=reward, max_assignments=stage.assignments_per_hit)
+    rewards = (assignments * reward).quantize(CENT)
+    fees = (assignments * fee).quantize(CENT)
+    return StageCost(
+        stage_id=stage.pk,
+        stage_name=stage.name,
+        items=items,
+        hits=hits,
+        assignments=assignments,
+        reward_per_assignment=reward,
+        fee_per_assignment=fee,
+        rewards=rewards,
+        fees=fees,
+        total=rewards + fees,
+    )
+
+
+def stage_plan_cost(
+    *,
+    name: str,
+    reward: Decimal,
+    assignments_per_hit: int,
+    items_per_hit: int,
+    items: int,
+    provider: str,
+) -> StageCost:
+    """What ``items`` items would cost on a stage not yet made (a recipe's plan), with
+    ``provider``'s fees; the arithmetic of ``stage_cost_estimate``. Reads nothing."""
+    plan = Stage(
+        name=name,
+        reward=reward,
+        assignments_per_hit=assignments_per_hit,
+        items_per_hit=items_per_hit,
+    )
+    return _stage_cost(stage=plan, items=items, fee_model=fee_model_for(provider))
+
+
+def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
+    """What ``items`` items (default: the stage's expected items) would cost on ``stage``.
+
+    HITs = ceil(items / items_per_hit); assignments = HITs x assignments_per_hit;
+    rewards = assignments x reward; fees = assignments x the provider's fee for
+    one assignment of a HIT with ``assignments_per_hit`` assignments.
+
+    Expected items: the stage's current items (all of them, whatever their
+    status: this is the plan's cost, not what is left to spend). A stage that
+    an earlier stage feeds (it is that stage's ``next_stage``) and has no items
+    yet is estimated instead as the sum, over the stages feeding it whose config
+    sets ``expected_outputs_per_assignment``, of their expected assignments x
+    that number, rounded up; with no such config it counts as 0 items.
+    Adaptive extra assignments (escalation, extensions) and bonuses are not
+    included.
+
+    Reads only; takes no locks.
+    """
+    if items is not None and items < 0:
+        raise DomainError("The number of items cannot be negative.", errors={"items": [items]})
+    campaign = stage.campaign
+    fee_model = fee_model_for(
+        campaign.provider, masters=requires_masters(stage.qualification_requirements)
+    )
+    if items is None:
+        stages = [s for s in campaign.stages.all() if s.pk != stage.pk] + [stage]
+        items = _ItemCounts(stages).of(stage)
+    return _stage_cost(stage=stage, items=items, fee_model=fee_model)
+
+
+def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
+    """Expected cost of all stages of ``campaign``, in ``campaign.currency``.
+
+    Each stage as in ``stage_cost_estimate`` with its expected items; the
+    campaign is within budget when it has no cap or the total does not exceed it.
+
+    Reads only; takes no locks.
+    """
+    stages = list(campaign.stages.order_by("position", "id"))
+    counts = _ItemCounts(stages)
+    costs = [
+        _stage_cost(
+            stage=s,
+            items=counts.of(s),
+            fee_model=fee_model_for(
+                campaign.provider, masters=requires_masters(s.qualification_requirements)
+            ),
+        )
+        for s in stages
+    ]
+    total_rewards = sum((c.rewards for c in costs), ZERO)
+    total_fees = sum((c.fees for c in costs), ZERO)
+    total = total_rewards + total_fees
+    cap = campaign.budget_cap
+    return CostEstimate(
+        currency=campaign.currency,
+        provider=campaign.provider,
+        stages=costs,
+        total_rewards=total_rewards,
+        total_fees=total_fees,
+        total=total,
+        budget_cap=cap,
+        within_budget=cap is None or total <= cap,
+    )
+
+
+def bonus_cost(*, provider: str, amount: Decimal) -> tuple[Decimal, Decimal]:
+    """``(amount, fee)`` of one bonus payment of ``amount`` on ``provider``.
+
+    ``amount`` must be whole cents and not negative. Reads only.
+    """
+    if amount < 0 or amount != amount.quantize(CENT):
+        raise DomainError(
+            f"A bonus is a non-negative amount in whole cents, not {amount}.",
+            errors={"amount": [str(amount)]},
+        )
+    return amount.quantize(CENT), fee_model_for(provider).bonus_fee(amount=amount)

@@ -1,0 +1,83 @@
+"""Fair pay: a stage's ``wage_floor`` bonus rule tops approved work up to an hourly
+wage for the time it measurably took. Each assignment's top-up is a bonus under key
+``wage-topup:<assignment>`` (paid once, whatever is asked twice); what the worker
+already earned there (reward and earlier bonuses) counts toward the floor; the time
+counted is capped (``cap_seconds``), so a tab left open is not paid as work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.db.models import Sum
+
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    Stage,
+)
+from campaigns.platforms.worker_actions import assignment_bonus_pay
+
+CENT = Decimal("0.01")
+
+
+def wage_floor_rule(*, stage: Stage) -> dict[str, object] | None:
+    """The stage's ``wage_floor`` rule, if it has one."""
+    for rule in stage.bonus_rules or []:
+        if isinstance(rule, dict) and rule.get("rule") == "wage_floor":
+            return rule
+    return None
+
+
+@dataclass(frozen=True)
+class TopUp:
+    assignment_id: int
+    amount: Decimal
+
+
+def stage_wage_topups(*, stage: Stage) -> list[TopUp]:
+    """What each approved assignment of ``stage`` still needs to reach the floor."""
+    rule = wage_floor_rule(stage=stage)
+    if rule is None:
+        return []
+    hourly = Decimal(str(rule["hourly"]))
+    cap = int(rule.get("cap_seconds", 3600))  # type: ignore[call-overload]
+    work = list(
+        Assignment.objects.filter(
+            hit__stage=stage, status=AssignmentStatus.APPROVED, work_seconds__isnull=False
+        ).values_list("pk", "work_seconds", "hit__reward")
+    )
+    paid = dict(
+        LedgerEntry.objects.filter(
+            assignment_id__in=[pk for pk, _, _ in work],
+            kind=LedgerKind.BONUS,
+            status__in=(LedgerStatus.COMMITTED, LedgerStatus.PAID),
+        )
+        .values_list("assignment_id")
+        .annotate(total=Sum("amount"))
+    )
+    out = []
+    for pk, seconds, reward in work:
+        owed = (hourly * Decimal(min(seconds, cap)) / Decimal(3600)).quantize(CENT, ROUND_HALF_UP)
+        missing = owed - reward - (paid.get(pk) or Decimal("0"))
+        if missing >= CENT:
+            out.append(TopUp(assignment_id=pk, amount=missing))
+    return out
+
+
+def stage_wage_topup_pay(*, stage: Stage) -> list[TopUp]:
+    """Pay every top-up ``stage_wage_topups`` finds, each once (key
+    ``wage-topup:<assignment>``; asking again pays nothing more). Budget checks apply
+    as for any bonus."""
+    topups = stage_wage_topups(stage=stage)
+    for t in topups:
+        assignment_bonus_pay(
+            assignment=Assignment.objects.get(pk=t.assignment_id),
+            amount=t.amount,
+            reason="Top-up to the hourly wage floor for the time this task took.",
+            key=f"wage-topup:{t.assignment_id}",
+        )
+    return topups

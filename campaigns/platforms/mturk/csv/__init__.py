@@ -1,0 +1,1 @@
+"""MTurk batch CSVs: the format, import, review and export."""

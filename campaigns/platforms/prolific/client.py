@@ -1,0 +1,266 @@
+"""A small client for Prolific's REST API (https://docs.prolific.com/api-reference).
+
+Token authentication (``Authorization: Token …``), timeouts on every call, and
+retries with exponential backoff on 429 and 5xx, honouring ``Retry-After``. Calls
+that are not idempotent on Prolific's side (paying a bulk bonus, creating a study)
+are retried only when the platform cannot have acted on them: a 429, or a
+connection that was never made. Any other failure of such a call raises
+``TransientProviderError`` to the caller, who checks the platform before repeating.
+
+The token never appears in logs, errors or ``repr``; participant ids are logged
+only shortened.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import requests
+
+from campaigns.platforms.base import PermanentProviderError, TransientProviderError
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_API_URL = "https://api.prolific.com"
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+
+
+def _retry_after(response: requests.Response) -> float | None:
+    """Seconds from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _error_message(response: requests.Response) -> str:
+    """The platform's own explanation, shortened (shown to the requester)."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = response.text
+    text = str(body.get("error", body) if isinstance(body, dict) else body)
+    return f"Prolific answered {response.status_code}: {text[:500]}"
+
+
+class ProlificClient:
+    """HTTP calls to Prolific. One ``requests.Session`` per client."""
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        base_url: str = DEFAULT_API_URL,
+        timeout: float = 20.0,
+        max_retries: int = 4,
+        backoff_base: float = 1.0,
+        backoff_max: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._token = token
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.backoff_base = backoff_base
+        self.backoff_max = backoff_max
+        self._sleep = sleep
+        self._session = requests.Session()
+        self._session.headers.update(
+            {"Authorization": f"Token {token}", "Content-Type": "application/json"}
+        )
+
+    def __repr__(self) -> str:  # never the token
+        return f"ProlificClient({self.base_url!r})"
+
+    # --- transport -------------------------------------------------------------------
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: dict[str, Any] | None = None,
+        idempotent: bool = True,
+    ) -> Any:
+        """Send one call, retrying what is safe to retry; the decoded JSON (or None).
+
+        4xx other than 429 raise ``PermanentProviderError``. Retries exhausted, or an
+        unsafe-to-retry failure of a non-idempotent call, raise ``TransientProviderError``.
+        """
+        url = f"{self.base_url}{path}"
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._session.request(
+                    method, url, json=json, params=params, timeout=self.timeout
+                )
+            except requests.ConnectTimeout as exc:
+                # Never connected: nothing reached Prolific, safe for any call.
+                error = TransientProviderError(
+                    f"Prolific unreachable: {type(exc).__name__}", unprocessed=True
+                )
+                delay = None
+            except requests.RequestException as exc:
+                error = TransientProviderError(f"Prolific call failed: {type(exc).__name__}")
+                if not idempotent:
+                    raise error from exc
+                delay = None
+            else:
+                if response.status_code < 400:
+                    if not response.content:
+                        return None
+                    try:
+                        return response.json()
+                    except ValueError:
+                        return response.text
+                if response.status_code not in RETRY_STATUSES:
+                    raise PermanentProviderError(_error_message(response))
+                delay = _retry_after(response)
+                error = TransientProviderError(
+                    _error_message(response),
+                    retry_after=delay,
+                    unprocessed=response.status_code == 429,
+                )
+                # A 5xx may come after the platform acted: only 429 is surely unprocessed.
+                if response.status_code != 429 and not idempotent:
+                    raise error
+            if attempt > self.max_retries:
+                raise error
+            wait = delay if delay is not None else self.backoff_base * 2 ** (attempt - 1)
+            wait = min(wait, self.backoff_max)
+            logger.warning(
+                "prolific %s %s: %s; retry %d in %.1fs", method, path, error, attempt, wait
+            )
+            self._sleep(wait)
+
+    def paginate(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[Any]:
+        """Every result of a listed endpoint, following ``_links.next.href`` or ``page``."""
+        query = dict(params or {})
+        page = 1
+        while True:
+            body = self.request("GET", path, params={**query, "page": page})
+            results = body.get("results", []) if isinstance(body, dict) else []
+            yield from results
+            links = body.get("_links", {}) if isinstance(body, dict) else {}
+            nxt = (links.get("next") or {}).get("href") if isinstance(links, dict) else None
+            if not nxt or not results:
+                return
+            page += 1
+
+    # --- studies ---------------------------------------------------------------------
+
+    def study_create(self, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/studies/ — a draft study. Not idempotent: look up before retrying."""
+        return dict(self.request("POST", "/api/v1/studies/", json=body, idempotent=False))
+
+    def study_get(self, study_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/api/v1/studies/{study_id}/"))
+
+    def studies_list(self) -> Iterator[dict[str, Any]]:
+        return self.paginate("/api/v1/studies/")
+
+    def study_update(self, study_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.request("PATCH", f"/api/v1/studies/{study_id}/", json=body))
+
+    def study_transition(self, study_id: str, action: str) -> dict[str, Any]:
+        """POST /api/v1/studies/{id}/transition/: ``PUBLISH``, ``PAUSE``, ``START``, ``STOP``."""
+        return dict(
+            self.request("POST", f"/api/v1/studies/{study_id}/transition/", json={"action": action})
+            or {}
+        )
+
+    def study_submissions(self, study_id: str) -> Iterator[dict[str, Any]]:
+        """GET /api/v1/studies/{id}/submissions/ (all pages)."""
+        return self.paginate(f"/api/v1/studies/{study_id}/submissions/")
+
+    # --- submissions -----------------------------------------------------------------
+
+    def submission_get(self, submission_id: str) -> dict[str, Any]:
+        return dict(self.request("GET", f"/api/v1/submissions/{submission_id}/"))
+
+    def submission_transition(self, submission_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST /api/v1/submissions/{id}/transition/ (idempotent on Prolific's side)."""
+        return dict(
+            self.request("POST", f"/api/v1/submissions/{submission_id}/transition/", json=body)
+            or {}
+        )
+
+    def submissions_bulk_approve(self, submission_ids: list[str]) -> Any:
+        """POST /api/v1/submissions/bulk-approve/ with ``submission_ids``."""
+        return self.request(
+            "POST", "/api/v1/submissions/bulk-approve/", json={"submission_ids": submission_ids}
+        )
+
+    # --- bonuses ---------------------------------------------------------------------
+
+    def bonus_setup(self, *, study_id: str, csv_bonuses: str) -> dict[str, Any]:
+        """POST /api/v1/submissions/bonus-payments/ — sets up, pays nothing."""
+        return dict(
+            self.request(
+                "POST",
+                "/api/v1/submissions/bonus-payments/",
+                json={"study_id": study_id, "csv_bonuses": csv_bonuses},
+                idempotent=False,
+            )
+        )
+
+    def bonus_pay(self, bulk_id: str) -> Any:
+        """POST /api/v1/bulk-bonus-payments/{id}/pay/ — NOT idempotent: pays every time."""
+        return self.request("POST", f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/", idempotent=False)
+
+    # --- messages, participant groups ------------------------------------------------
+
+    def message_bulk(self, *, participant_ids: list[str], body: str, study_id: str) -> Any:
+        """POST /api/v1/messages/bulk/ with ``ids``, ``body``, ``study_id``."""
+        return self.request(
+            "POST",
+            "/api/v1/messages/bulk/",
+            json={"ids": participant_ids, "body": body, "study_id": study_id},
+            idempotent=False,
+        )
+
+    def participant_groups(self, *, workspace_id: str) -> Iterator[dict[str, Any]]:
+        # The reference shows ``filter[workspace_id]``; older examples ``workspace_id``.
+        return self.paginate(
+            "/api/v1/participant-groups/",
+            params={"filter[workspace_id]": workspace_id, "workspace_id": workspace_id},
+        )
+
+    def participant_group_create(self, *, workspace_id: str, name: str) -> dict[str, Any]:
+        return dict(
+            self.request(
+                "POST",
+                "/api/v1/participant-groups/",
+                json={"workspace_id": workspace_id, "name": name},
+                idempotent=False,
+            )
+        )
+
+    def participant_group_add(self, group_id: str, participant_ids: list[str]) -> Any:
+        """POST …/participants/ — members already in the group are ignored (idempotent)."""
+        return self.request(
+            "POST",
+            f"/api/v1/participant-groups/{group_id}/participants/",
+            json={"participant_ids": participant_ids},
+        )
+
+    def participant_group_remove(self, group_id: str, participant_ids: list[str]) -> Any:
+        return self.request(
+            "DELETE",
+            f"/api/v1/participant-groups/{group_id}/participants/",
+            json={"participant_ids": participant_ids},
+        )

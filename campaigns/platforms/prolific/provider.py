@@ -1,0 +1,483 @@
+"""Prolific behind the provider interface: studies, submissions, bonuses, groups.
+
+Mapping (docs/providers.md has the whole of it):
+- a publication of a stage's HITs is one *study*; its places are the HITs' places
+  (HITs x assignments), its external URL is qaportal's Prolific entry page;
+- an assignment is a *submission*: Prolific passes the submission id as
+  ``SESSION_ID``, which becomes ``Assignment.provider_assignment_id``;
+- qualifications and blocks are *participant groups* (allow-list / block-list
+  filters on studies published later).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any, ClassVar
+
+from django.conf import settings
+
+from campaigns.platforms.base import (
+    OperationCall,
+    PermanentProviderError,
+    Provider,
+    SubmissionRecord,
+    TransientProviderError,
+)
+from campaigns.platforms.fees import ProlificFees
+from campaigns.platforms.prolific.client import DEFAULT_API_URL, ProlificClient
+
+logger = logging.getLogger(__name__)
+
+COMPLETION_URL = "https://app.prolific.com/submissions/complete?cc={code}"
+# The placeholders Prolific replaces in external_study_url (the study object's docs).
+ENTRY_QUERY = "PROLIFIC_PID={{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID={{%SESSION_ID%}}"
+REJECTION_CATEGORIES = frozenset(
+    {
+        "TOO_QUICKLY",
+        "TOO_SLOWLY",
+        "FAILED_INSTRUCTIONS",
+        "INCOMP_LONGITUDINAL",
+        "FAILED_CHECK",
+        "LOW_EFFORT",
+        "MALINGERING",
+        "NO_CODE",
+        "BAD_CODE",
+        "NO_DATA",
+        "UNSUPP_DEVICE",
+        "OTHER",
+    }
+)
+REJECTION_MESSAGE_MIN = 100  # Prolific refuses shorter rejection messages.
+# Submission statuses meaning the participant has finished (or the researcher decided).
+DONE_STATUSES = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED"})
+# Study statuses each study transition leads to, and those past which nothing moves.
+STUDY_FINISHED = frozenset({"AWAITING REVIEW", "COMPLETED"})
+STUDY_TARGETS: dict[str, frozenset[str]] = {
+    "PAUSE": frozenset({"PAUSED"}),
+    "START": frozenset({"ACTIVE"}),
+    "STOP": STUDY_FINISHED,
+}
+
+
+def short_id(participant_id: str) -> str:
+    """A participant id fit for logs: personal data, so never in full."""
+    return f"{participant_id[:4]}…" if participant_id else "?"
+
+
+def pence(amount: Decimal | str) -> int:
+    """Money in the study currency's minor unit (Prolific rewards are in pence / cents)."""
+    return int((Decimal(str(amount)) * 100).to_integral_value())
+
+
+def study_filters(
+    requirements: Iterable[Mapping[str, Any]],
+    *,
+    allow_groups: Iterable[str] = (),
+    block_groups: Iterable[str] = (),
+) -> list[dict[str, Any]]:
+    """Prolific ``filters`` from a stage's ``qualification_requirements``.
+
+    Understood requirement shapes (others are ignored, with a warning):
+    ``{"kind": "approval_rate", "min": 95}`` → ``approval_rate`` range;
+    ``{"kind": "approved_count", "min": 100}`` → ``approval_numbers`` range;
+    ``{"kind": "locale", "countries": [...]}`` → ``current-country-of-residence``
+    (values are Prolific's choice ids for the filter: pass them as Prolific lists
+    them, ``GET /api/v1/filters/``). Allow- and block-list participant groups become
+    ``participant_group_allowlist`` / ``participant_group_blocklist``.
+    """
+    filters: list[dict[str, Any]] = []
+    for req in requirements:
+        kind = req.get("kind")
+        if kind == "approval_rate":
+            lower = int(req.get("min", 0))
+            filters.append(
+                {"filter_id": "approval_rate", "selected_range": {"lower": lower, "upper": 100}}
+            )
+        elif kind == "approved_count":
+            filters.append(
+                {
+                    "filter_id": "approval_numbers",
+                    "selected_range": {"lower": int(req.get("min", 0)), "upper": None},
+                }
+            )
+        elif kind in ("locale", "country"):
+            values = [str(v) for v in req.get("countries", req.get("values", []))]
+            if values:
+                filters.append(
+                    {"filter_id": "current-country-of-residence", "selected_values": values}
+                )
+        elif kind in ("quiz", "round", "gold_accuracy", "manual") or (
+            req.get("qualification_type_id") is not None
+        ):
+            continue  # custom qualifications: participant groups, passed in allow_groups
+        else:
+            logger.warning("prolific: requirement kind %r has no Prolific filter", kind)
+    allow = sorted(set(allow_groups))
+    block = sorted(set(block_groups))
+    if allow:
+        filters.append({"filter_id": "participant_group_allowlist", "selected_values": allow})
+    if block:
+        filters.append({"filter_id": "participant_group_blocklist", "selected_values": block})
+    return filters
+
+
+def study_body(
+    *,
+    key: str,
+    name: str,
+    description: str,
+    stage_id: int,
+    places: int,
+    reward: Decimal,
+    duration_minutes: int,
+    estimated_minutes: int | None,
+    codes: Mapping[str, str],
+    filters: list[dict[str, Any]],
+    site_url: str,
+) -> dict[str, Any]:
+    """The JSON of ``POST /api/v1/studies/`` for one publication of a stage.
+
+    ``internal_name`` carries the operation's key: after a crash the study is found
+    again by it rather than created twice. ``codes``: ``completed``, ``failed_check``
+    and ``screened_out`` completion codes (participants are paid only after review).
+    """
+    estimated = estimated_minutes or max(1, math.ceil(duration_minutes / 4))
+    return {
+        "name": name[:120],
+        "internal_name": f"qaportal:{key}"[:255],
+        "description": description or name,
+        "external_study_url": (
+            f"{site_url.rstrip('/')}/work/prolific/?{ENTRY_QUERY}&qa_stage={stage_id}"
+        ),
+        "prolific_id_option": "url_parameters",
+        "completion_codes": [
+            {
+                "code": codes["completed"],
+                "code_type": "COMPLETED",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            },
+            {
+                "code": codes["failed_check"],
+                "code_type": "FAILED_ATTENTION_CHECK",
+                "actions": [{"action": "MANUALLY_REVIEW"}],
+            },
+            {
+                "code": codes["screened_out"],
+                "code_type": "OTHER",
+                "actions": [{"action": "REQUEST_RETURN"}],
+            },
+        ],
+        "total_available_places": places,
+        "estimated_completion_time": estimated,
+        "maximum_allowed_time": max(duration_minutes, estimated),
+        "reward": pence(reward),
+        "device_compatibility": ["desktop"],
+        "peripheral_requirements": [],
+        "filters": filters,
+    }
+
+
+class ProlificProvider(Provider):
+    """Prolific's API through ``ProlificClient``; see the module docstring for the mapping."""
+
+    name = "prolific"
+    currency: ClassVar[str] = "GBP"
+    fee_model = ProlificFees(Decimal("0.333"))
+
+    def __init__(self, client: ProlificClient, *, workspace_id: str = "") -> None:
+        self.client = client
+        self.workspace_id = workspace_id
+        self.fee_model = ProlificFees(  # type: ignore[misc]
+            Decimal(str(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
+        )
+
+    @classmethod
+    def from_settings(cls) -> ProlificProvider:
+        token = getattr(settings, "PROLIFIC_API_TOKEN", "")
+        if not token:
+            raise PermanentProviderError("PROLIFIC_API_TOKEN is not set.")
+        return cls.from_credentials(
+            api_token=token, workspace_id=getattr(settings, "PROLIFIC_WORKSPACE_ID", "")
+        )
+
+    @classmethod
+    def from_credentials(cls, *, api_token: str, workspace_id: str = "") -> ProlificProvider:
+        """A provider acting with these credentials (a campaign's own, or the environment's);
+        the other client settings come from the environment."""
+        client = ProlificClient(
+            token=api_token,
+            base_url=getattr(settings, "PROLIFIC_API_URL", DEFAULT_API_URL),
+            timeout=float(getattr(settings, "PROLIFIC_TIMEOUT", 20)),
+            max_retries=int(getattr(settings, "PROLIFIC_MAX_RETRIES", 4)),
+            backoff_base=float(getattr(settings, "PROLIFIC_BACKOFF_BASE", 1)),
+            backoff_max=float(getattr(settings, "PROLIFIC_BACKOFF_MAX", 30)),
+        )
+        return cls(client, workspace_id=workspace_id)
+
+    # --- studies ---------------------------------------------------------------------
+
+    def _study_find(self, internal_name: str) -> str | None:
+        for study in self.client.studies_list():
+            if study.get("internal_name") == internal_name:
+                return str(study["id"])
+        return None
+
+    def publish_hits(self, call: OperationCall) -> dict[str, Any]:
+        """Create the study (once: found again by ``internal_name``), then publish it."""
+        body = call.payload["study"]
+        study_id = call.result.get("study_id")
+        if not study_id and (call.recovering or call.attempts > 1):
+            study_id = self._study_find(body["internal_name"])
+        if not study_id:
+            study_id = str(self.client.study_create(body)["id"])
+            call.checkpoint(study_id=study_id)
+        elif "study_id" not in call.result:
+            call.checkpoint(study_id=study_id)
+        if call.payload.get("publish", True) and not call.result.get("published"):
+            status = self.client.study_get(study_id).get("status")
+            if status == "UNPUBLISHED":
+                self.client.study_transition(study_id, "PUBLISH")
+            call.checkpoint(published=True)
+        hits = {
+            str(h): {"provider_hit_id": f"{study_id}:{h}", "group_id": study_id}
+            for h in call.payload.get("hit_ids", [])
+        }
+        return {"study_id": study_id, "published": bool(call.result.get("published")), "hits": hits}
+
+    def add_assignments(self, call: OperationCall) -> dict[str, Any]:
+        """Raise the study's places to an absolute target, fixed at the first attempt."""
+        study_id = call.payload["study_id"]
+        target = call.result.get("target_places")
+        if target is None:
+            current = int(self.client.study_get(study_id).get("total_available_places", 0))
+            target = current + int(call.payload.get("count", 1))
+            call.checkpoint(target_places=target)
+        self.client.study_update(study_id, {"total_available_places": target})
+        return {"added": int(call.payload.get("count", 1)), "target_places": target}
+
+    def study_transition(self, call: OperationCall) -> dict[str, Any]:
+        """``PAUSE``, ``START`` (resume) or ``STOP`` the study; being there already is done.
+
+        Prolific's study transition is safe to repeat once the study is in the target
+        state, so the status is read first (and again after a refusal: a retry whose
+        first answer was lost). A study that has already finished (all places taken, or
+        stopped) is left as it is: pausing or resuming it is done with ``skipped``.
+        """
+        study_id = call.payload["study_id"]
+        action = call.payload["action"]
+        if action not in STUDY_TARGETS:
+            raise PermanentProviderError(f"Unknown study transition {action!r}.")
+        wanted = STUDY_TARGETS[action]
+        status = self.client.study_get(study_id).get("status")
+        if status in wanted:
+            return {"study_id": study_id, "action": action, "status": status}
+        if status in STUDY_FINISHED:
+            return {"study_id": study_id, "action": action, "status": status, "skipped": True}
+        try:
+            answer = self.client.study_transition(study_id, action)
+        except PermanentProviderError:
+            status = self.client.study_get(study_id).get("status")
+            if status in wanted:
+                return {"study_id": study_id, "action": action, "status": status}
+            raise
+        return {"study_id": study_id, "action": action, "status": answer.get("status", "")}
+
+    def expire(self, call: OperationCall) -> dict[str, Any]:
+        """Pause (``mode`` "pause") or stop the study (``study_transition``)."""
+        action = "PAUSE" if call.payload.get("mode") == "pause" else "STOP"
+        return self.study_transition(
+            OperationCall(
+                operation_id=call.operation_id,
+                kind=call.kind,
+                key=call.key,
+                payload={**call.payload, "action": action},
+                result=call.result,
+                attempts=call.attempts,
+                recovering=call.recovering,
+            )
+        )
+
+    # --- submissions -----------------------------------------------------------------
+
+    def _transition(self, submission_id: str, body: dict[str, Any], status: str) -> dict[str, Any]:
+        try:
+            answer = self.client.submission_transition(submission_id, body)
+        except PermanentProviderError:
+            # Already there (a retry after a lost answer): done; anything else is the error.
+            if self.client.submission_get(submission_id).get("status") == status:
+                return {"submission_id": submission_id, "status": status}
+            raise
+        return {"submission_id": submission_id, "status": answer.get("status", status)}
+
+    def approve(self, call: OperationCall) -> dict[str, Any]:
+        """One submission (``submission_id``) or many at once (``submission_ids``)."""
+        if "submission_ids" in call.payload:
+            return self._bulk_approve(call)
+        return self._transition(call.payload["submission_id"], {"action": "APPROVE"}, "APPROVED")
+
+    def _bulk_approve(self, call: OperationCall) -> dict[str, Any]:
+        """``POST /api/v1/submissions/bulk-approve/`` with the submission ids.
+
+        Approving is idempotent on Prolific's side, so a retry repeats the call. A
+        refusal (say, one submission already approved by hand) is done when every
+        submission turns out to be approved; otherwise it is the error.
+        """
+        ids = sorted(str(i) for i in call.payload["submission_ids"])
+        if not ids:
+            return {"approved": 0}
+        try:
+            self.client.submissions_bulk_approve(ids)
+        except PermanentProviderError:
+            statuses = {i: self.client.submission_get(i).get("status") for i in ids}
+            if set(statuses.values()) != {"APPROVED"}:
+                raise
+        return {"approved": len(ids), "submission_ids": ids}
+
+    def reject(self, call: OperationCall) -> dict[str, Any]:
+        category = call.payload.get("rejection_category", "OTHER")
+        message = call.payload.get("message", "")
+        if category not in REJECTION_CATEGORIES:
+            raise PermanentProviderError(f"Unknown Prolific rejection category {category!r}.")
+        if len(message) < REJECTION_MESSAGE_MIN:
+            raise PermanentProviderError(
+                f"Prolific needs a rejection message of {REJECTION_MESSAGE_MIN}+ characters."
+            )
+        body = {"action": "REJECT", "message": message, "rejection_category": category}
+        return self._transition(call.payload["submission_id"], body, "REJECTED")
+
+    def _bonus_count(self, submission_id: str, amount_pence: int) -> int:
+        payments = self.client.submission_get(submission_id).get("bonus_payments") or []
+        return sum(1 for p in payments if round(float(p)) == amount_pence)
+
+    def bonus(self, call: OperationCall) -> dict[str, Any]:
+        """Set up a bulk bonus for one submission, then pay it exactly once.
+
+        Prolific's pay call is not idempotent, so: the bulk bonus id is checkpointed
+        after set-up; before paying, the number of equal bonuses already on the
+        submission and ``pay_requested`` are checkpointed. A later attempt that finds
+        ``pay_requested`` never pays again: it waits (transient) until the submission
+        shows one more such bonus, and the executor gives up after its bounded
+        attempts, leaving the operation failed for a person to check.
+        """
+        submission_id = call.payload["submission_id"]
+        amount = Decimal(call.payload["amount"])
+        amount_pence = pence(amount)
+        if call.result.get("paid"):
+            return dict(call.result)
+        if call.result.get("pay_requested"):
+            if self._bonus_count(submission_id, amount_pence) > int(call.result["before"]):
+                call.checkpoint(paid=True, confirmed_by="submission.bonus_payments")
+                return dict(call.result)
+            raise TransientProviderError(
+                "Bonus payment requested; waiting for Prolific to show it on the submission."
+            )
+        bulk_id = call.result.get("bulk_bonus_id")
+        if not bulk_id:
+            setup = self.client.bonus_setup(
+                study_id=call.payload["study_id"], csv_bonuses=f"{submission_id},{amount:.2f}"
+            )
+            bulk_id = str(setup["id"])
+            call.checkpoint(
+                bulk_bonus_id=bulk_id,
+                setup_amount=setup.get("amount"),
+                setup_fees=setup.get("fees"),
+            )
+        before = self._bonus_count(submission_id, amount_pence)
+        call.checkpoint(pay_requested=True, before=before)
+        self.client.bonus_pay(bulk_id)
+        call.checkpoint(paid=True)
+        return dict(call.result)
+
+    def notify(self, call: OperationCall) -> dict[str, Any]:
+        """Send one message to the participants, at most once.
+
+        ``POST /api/v1/messages/bulk/`` is not idempotent and Prolific offers no look-up
+        of what a bulk message reached, so ``send_requested`` is checkpointed first: a
+        later attempt that finds it (the answer was lost, or the worker crashed) never
+        sends again and fails the operation for a person to check (a second copy of a
+        message is worse than asking). A 429 was surely not processed: the client
+        retries it itself.
+        """
+        if call.result.get("sent") is not None:
+            return dict(call.result)
+        if call.result.get("send_requested"):
+            raise PermanentProviderError(
+                "The message may have been sent (Prolific's answer was lost); not sending "
+                "it twice. Check the participants' messages on Prolific."
+            )
+        ids = list(call.payload.get("participant_ids", []))
+        subject = call.payload.get("subject", "")
+        body = f"{subject}\n\n{call.payload.get('body', '')}" if subject else call.payload["body"]
+        call.checkpoint(send_requested=True)
+        try:
+            self.client.message_bulk(
+                participant_ids=ids, body=body, study_id=call.payload["study_id"]
+            )
+        except TransientProviderError as exc:
+            if exc.unprocessed:  # throttled to the end of the client's retries: not sent
+                call.checkpoint(send_requested=False)
+            raise
+        call.checkpoint(sent=len(ids))
+        return dict(call.result)
+
+    # --- participant groups ----------------------------------------------------------
+
+    def _group(self, call: OperationCall) -> str:
+        group_id = call.payload.get("group_id") or call.result.get("group_id")
+        if group_id:
+            return str(group_id)
+        name = call.payload["group_name"]
+        if not self.workspace_id:
+            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for participant groups.")
+        for group in self.client.participant_groups(workspace_id=self.workspace_id):
+            if group.get("name") == name and not group.get("is_deleted"):
+                group_id = str(group["id"])
+                break
+        else:
+            group_id = str(
+                self.client.participant_group_create(workspace_id=self.workspace_id, name=name)[
+                    "id"
+                ]
+            )
+        call.checkpoint(group_id=group_id)
+        return group_id
+
+    def _group_change(self, call: OperationCall, *, add: bool) -> dict[str, Any]:
+        group_id = self._group(call)
+        ids = [call.payload["participant_id"]]
+        if add:
+            self.client.participant_group_add(group_id, ids)
+        else:
+            self.client.participant_group_remove(group_id, ids)
+        return {"group_id": group_id, "member": add}
+
+    def grant_qualification(self, call: OperationCall) -> dict[str, Any]:
+        return self._group_change(call, add=True)
+
+    def revoke_qualification(self, call: OperationCall) -> dict[str, Any]:
+        return self._group_change(call, add=False)
+
+    def block(self, call: OperationCall) -> dict[str, Any]:
+        return self._group_change(call, add=True)
+
+    def unblock(self, call: OperationCall) -> dict[str, Any]:
+        return self._group_change(call, add=False)
+
+    # --- reads -----------------------------------------------------------------------
+
+    def sync_submissions(self, *, study_id: str) -> list[SubmissionRecord]:
+        return [
+            SubmissionRecord(
+                provider_assignment_id=str(s["id"]),
+                participant_id=str(s.get("participant_id") or s.get("participant") or ""),
+                status=str(s.get("status", "")),
+                started_at=s.get("started_at"),
+                completed_at=s.get("completed_at"),
+                entered_code=s.get("study_code") or s.get("entered_code"),
+                bonus_payments=tuple(round(float(p)) for p in s.get("bonus_payments") or []),
+            )
+            for s in self.client.study_submissions(study_id)
+        ]

@@ -1,0 +1,461 @@
+"""Review and money on paid providers: approve (one or many), reject, bonus, and the
+campaign's budget. Messages, blocks and qualifications are in ``provider_workers``.
+
+Each decision is asked for as a ``ProviderOperation`` (``operation_request``) with
+its ledger entries ``committed`` in the same transaction; the executor marks them
+``paid`` (or ``cancelled``) and records the decision on the assignment when the
+platform has done it (``assignment_decision_record``). Money is paid only to a
+worker the platform confirmed (``review_details["identity"]["status"] ==
+"confirmed"``, written by ``provider_sync``): a page submission with a forged or
+unconfirmed participant id is never paid.
+
+Locking: the assignment row (``select_for_update``) for approve / reject / bonus,
+so two reviewers cannot request conflicting decisions; then the operation and
+ledger rows, created in the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from decimal import Decimal
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import DecimalField, F, Sum, Value
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    ProviderOperation,
+    Worker,
+)
+from campaigns.platforms import currency_for, fee_model_for, requires_masters
+from campaigns.platforms.operations import operation_request
+from qaportal.errors import DomainError
+
+REJECTION_MESSAGE_MIN = 100
+_MONEY = DecimalField(max_digits=14, decimal_places=2)
+
+
+class BudgetExceededError(DomainError):
+    """The operation would take the campaign's committed spending past its budget cap."""
+
+    code = "budget_exceeded"
+
+
+class IdentityUnconfirmedError(DomainError):
+    """The platform has not confirmed that this worker made this submission."""
+
+    code = "identity_unconfirmed"
+
+
+# --- Budget ----------------------------------------------------------------------------
+
+
+def campaign_spending(*, campaign: Campaign) -> Decimal:
+    """Committed and paid ledger amounts, plus the cost of places still open or undecided.
+
+    Open places (``places_left`` of published HITs) and accepted / submitted
+    assignments without ledger entries yet are counted at reward + platform fee: the
+    platform holds that money (Prolific charges a study's places when it is published).
+    """
+    ledger = LedgerEntry.objects.filter(
+        campaign=campaign, status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID]
+    ).aggregate(total=Coalesce(Sum("amount"), Value(Decimal("0")), output_field=_MONEY))["total"]
+    open_places = HIT.objects.filter(
+        stage__campaign=campaign, status=HITStatus.PUBLISHED
+    ).aggregate(
+        total=Coalesce(
+            Sum(F("places_left") * F("reward"), output_field=_MONEY),
+            Value(Decimal("0")),
+            output_field=_MONEY,
+        )
+    )["total"]
+    undecided = Assignment.objects.filter(
+        hit__stage__campaign=campaign,
+        status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
+        ledger__isnull=True,
+    ).aggregate(total=Coalesce(Sum("hit__reward"), Value(Decimal("0")), output_field=_MONEY))[
+        "total"
+    ]
+    rewards = Decimal(open_places) + Decimal(undecided)
+    fees = fee_model_for(campaign.provider).assignment_fee(reward=rewards, max_assignments=1)
+    return Decimal(ledger) + rewards + fees
+
+
+def campaign_budget_check(*, campaign: Campaign, extra: Decimal, what: str) -> None:
+    """Refuse (``BudgetExceededError``) when ``extra`` would pass ``campaign.budget_cap``."""
+    if campaign.budget_cap is None:
+        return
+    spending = campaign_spending(campaign=campaign)
+    if spending + extra > campaign.budget_cap:
+        raise BudgetExceededError(
+            f"{what} would cost {extra} {campaign.currency}; the campaign has "
+            f"{spending} committed of its {campaign.budget_cap} budget.",
+            errors={"budget_cap": [str(campaign.budget_cap)], "needed": [str(extra)]},
+        )
+
+
+# --- Review decisions ------------------------------------------------------------------
+
+
+def _paid_assignment(assignment_id: int) -> Assignment:
+    """Lock and load an assignment of a paid provider."""
+    locked = (
+        Assignment.objects.select_for_update(of=("self",))
+        .select_related("hit__stage__campaign", "worker")
+        .get(pk=assignment_id)
+    )
+    if locked.provider == Provider.LOCAL:
+        raise DomainError(
+            "Local assignments are reviewed by campaigns.services.work.",
+            errors={"provider": [locked.provider]},
+        )
+    return locked
+
+
+def _check_identity(assignment: Assignment) -> None:
+    identity = (assignment.review_details or {}).get("identity") or {}
+    if identity.get("status") != "confirmed":
+        raise IdentityUnconfirmedError(
+            "The platform has not confirmed this worker's submission "
+            f"({identity.get('status', 'not synced yet')}); it cannot be paid.",
+            errors={"identity": [identity.get("status", "unsynced")]},
+        )
+
+
+def _approval_requested(assignment: Assignment) -> ProviderOperation | None:
+    """The live operation that approves ``assignment`` (alone or in a bulk approval).
+
+    Found through its reward ledger entry, which every approval commits with it.
+    """
+    entry = (
+        LedgerEntry.objects.filter(
+            key=f"{LedgerKind.REWARD}:assignment:{assignment.pk}",
+            status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID],
+        )
+        .select_related("operation")
+        .first()
+    )
+    return entry.operation if entry is not None else None
+
+
+def _decision_pending(assignment: Assignment, kind: str) -> ProviderOperation | None:
+    """The other decision's live operation, if one was requested."""
+    if kind == OperationKind.REJECT:
+        return _approval_requested(assignment)
+    return (
+        ProviderOperation.objects.filter(
+            provider=assignment.provider,
+            idempotency_key=f"{OperationKind.REJECT}:assignment:{assignment.pk}",
+        )
+        .exclude(state=OperationState.FAILED)
+        .first()
+    )
+
+
+def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> None:
+    """Commit the reward and platform fee of approving ``assignment`` (once per assignment)."""
+    hit = assignment.hit
+    masters = requires_masters(hit.stage.qualification_requirements)
+    fee = fee_model_for(assignment.provider, masters=masters).assignment_fee(
+        reward=hit.reward, max_assignments=hit.max_assignments
+    )
+    # A quiz's pay is its own kind; the key stays ``reward:assignment:<id>`` (how an
+    # approval is found again, ``_approval_requested``).
+    pay_kind = LedgerKind.QUIZ_PAYMENT if hit.stage.task_type == "quiz" else LedgerKind.REWARD
+    for kind, amount in ((LedgerKind.REWARD, hit.reward), (LedgerKind.PLATFORM_FEE, fee)):
+        LedgerEntry.objects.get_or_create(
+            key=f"{kind}:assignment:{assignment.pk}",
+            defaults={
+                "campaign": hit.stage.campaign,
+                "stage": hit.stage,
+                "kind": pay_kind if kind == LedgerKind.REWARD else kind,
+                "status": LedgerStatus.COMMITTED,
+                "amount": amount,
+                "currency": currency_for(assignment.provider),
+                "assignment": assignment,
+                "worker": assignment.worker,
+                "operation": operation,
+            },
+        )
+
+
+def _check_approvable(locked: Assignment) -> None:
+    if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED):
+        raise DomainError(
+            f"Only a submitted assignment can be approved; this one is {locked.status!r}.",
+            errors={"status": [locked.status]},
+        )
+    _check_identity(locked)
+    if _decision_pending(locked, OperationKind.APPROVE):
+        raise DomainError("A rejection of this assignment was already requested.")
+
+
+def paid_assignment_approve(
+    *,
+    assignment: Assignment,
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+) -> ProviderOperation:
+    """Ask the platform to approve (and pay) a submitted assignment, once.
+
+    Idempotency key ``approve:assignment:<id>``; ledger entries ``reward:assignment:<id>``
+    and ``platform_fee:assignment:<id>`` are committed with it. The assignment becomes
+    ``approved`` when the operation is done. Refuses an unconfirmed identity. An
+    approval already requested (alone or in a bulk approval) is returned as it is.
+    """
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        _check_approvable(locked)
+        earlier = _approval_requested(locked)
+        if earlier is not None:
+            return earlier
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.APPROVE,
+            key=f"approve:assignment:{locked.pk}",
+            payload={
+                "assignment_id": locked.pk,
+                "submission_id": locked.provider_assignment_id,
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+            },
+            campaign=locked.hit.stage.campaign,
+        )
+        _approval_ledger(locked, op)
+    return op
+
+
+def paid_assignments_approve(
+    *,
+    assignments: Iterable[Assignment],
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+) -> ProviderOperation | None:
+    """Ask the platform to approve (and pay) many submitted assignments in one operation.
+
+    Prolific: one bulk approval of the submissions. Assignments already approved or
+    whose approval was already requested are left out; the others must all be
+    submitted, of one paid campaign, with a confirmed identity (else ``DomainError`` /
+    ``IdentityUnconfirmedError`` and nothing is requested). Idempotency key
+    ``approve:bulk:<count>:<sha256 of the sorted assignment ids>``; each assignment's
+    ledger entries are the same as for a single approval (``reward:assignment:<id>``,
+    ``platform_fee:assignment:<id>``), committed with the operation and paid when it
+    is done. Asked again for assignments one operation already approves, that
+    operation; None when there is nothing left to approve.
+
+    Locking: the assignment rows in id order, then the operation and ledger rows.
+    """
+    ids = sorted({a.pk for a in assignments})
+    if not ids:
+        return None
+    with transaction.atomic():
+        locked = [_paid_assignment(pk) for pk in ids]
+        campaigns = {a.hit.stage.campaign_id for a in locked}
+        providers = {a.provider for a in locked}
+        if len(campaigns) > 1 or len(providers) > 1:
+            raise DomainError(
+                "A bulk approval takes the assignments of one campaign.",
+                errors={"assignments": [str(c) for c in sorted(campaigns)]},
+            )
+        wanted = []
+        for a in locked:
+            _check_approvable(a)
+            if a.status == AssignmentStatus.SUBMITTED and _approval_requested(a) is None:
+                wanted.append(a)
+        if not wanted:
+            earlier = {_approval_requested(a) for a in locked} - {None}
+            return earlier.pop() if len(earlier) == 1 else None
+        wanted_ids = [a.pk for a in wanted]
+        digest = hashlib.sha256(",".join(map(str, wanted_ids)).encode()).hexdigest()[:40]
+        op, _ = operation_request(
+            provider=wanted[0].provider,
+            kind=OperationKind.APPROVE,
+            key=f"approve:bulk:{len(wanted_ids)}:{digest}",
+            payload={
+                "assignment_ids": wanted_ids,
+                "submission_ids": [a.provider_assignment_id for a in wanted],
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+            },
+            campaign=wanted[0].hit.stage.campaign,
+        )
+        for a in wanted:
+            _approval_ledger(a, op)
+    return op
+
+
+def paid_assignment_reject(
+    *,
+    assignment: Assignment,
+    decided_by: AbstractBaseUser | None,
+    source: str,
+    reason: str,
+    feedback: str = "",
+    rejection_category: str = "OTHER",
+) -> ProviderOperation:
+    """Ask the platform to reject a submitted assignment, once (key ``reject:assignment:<id>``).
+
+    ``feedback`` (or ``reason``) is the message the worker gets; Prolific needs at
+    least 100 characters and one of its rejection categories.
+    """
+    message = (feedback or reason).strip()
+    if not reason.strip():
+        raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
+    if len(message) < REJECTION_MESSAGE_MIN:
+        raise DomainError(
+            f"The message to the worker needs at least {REJECTION_MESSAGE_MIN} characters.",
+            errors={"feedback": [f"min {REJECTION_MESSAGE_MIN} characters"]},
+        )
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        if locked.status not in (AssignmentStatus.SUBMITTED, AssignmentStatus.REJECTED):
+            raise DomainError(
+                f"Only a submitted assignment can be rejected; this one is {locked.status!r}.",
+                errors={"status": [locked.status]},
+            )
+        if _decision_pending(locked, OperationKind.REJECT):
+            raise DomainError("An approval of this assignment was already requested.")
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.REJECT,
+            key=f"reject:assignment:{locked.pk}",
+            payload={
+                "assignment_id": locked.pk,
+                "submission_id": locked.provider_assignment_id,
+                "rejection_category": rejection_category,
+                "message": message,
+                "decided_by_id": decided_by.pk if decided_by is not None else None,
+                "source": source[:80],
+                "reason": reason,
+                "feedback": feedback,
+            },
+            campaign=locked.hit.stage.campaign,
+        )
+    return op
+
+
+def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignment]:
+    """Effects of a done approve / reject operation: the decisions, counters, ledger.
+
+    One assignment (``assignment_id``) or a bulk approval (``assignment_ids``). Called
+    by the executor inside its transaction; idempotent (a decided assignment is left
+    as it is). Locking: the assignment rows, in id order.
+    """
+    payload = operation.payload or {}
+    status = (
+        AssignmentStatus.APPROVED
+        if operation.kind == OperationKind.APPROVE
+        else AssignmentStatus.REJECTED
+    )
+    ids = payload.get("assignment_ids") or [payload.get("assignment_id") or 0]
+    locked = list(
+        Assignment.objects.select_for_update().filter(pk__in=[int(i) for i in ids]).order_by("pk")
+    )
+    now = timezone.now()
+    for assignment in locked:
+        if assignment.status != AssignmentStatus.SUBMITTED:
+            continue
+        assignment.status = status
+        assignment.decided_at = now
+        assignment.decided_by_id = payload.get("decided_by_id")
+        assignment.decision_source = str(payload.get("source", ""))[:80]
+        assignment.decision_reason = str(payload.get("reason", ""))
+        assignment.feedback = str(payload.get("feedback", ""))
+        assignment.save(
+            update_fields=[
+                "status",
+                "decided_at",
+                "decided_by",
+                "decision_source",
+                "decision_reason",
+                "feedback",
+            ]
+        )
+        counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
+        Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
+        if status == AssignmentStatus.APPROVED:
+            from campaigns.tasks import handoff_run_task
+
+            handoff_run_task.delay_on_commit(assignment.pk)
+    new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
+    LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
+        status=new, updated_at=now
+    )
+    return locked
+
+
+# --- Bonuses ---------------------------------------------------------------------------
+
+
+def paid_bonus_pay(
+    *,
+    assignment: Assignment,
+    amount: Decimal,
+    reason: str,
+    key: str,
+) -> ProviderOperation:
+    """Pay ``amount`` to the worker of ``assignment`` once per ``key`` (say ``rule:agree:42``).
+
+    Idempotency key ``bonus:<key>``; ledger entries ``bonus:<key>`` and
+    ``bonus_fee:<key>`` committed with it, paid when the platform has paid. Refuses an
+    unconfirmed identity and anything past the campaign's budget cap.
+    """
+    if amount <= 0:
+        raise DomainError("A bonus must be positive.", errors={"amount": ["must be > 0"]})
+    with transaction.atomic():
+        locked = _paid_assignment(assignment.pk)
+        _check_identity(locked)
+        campaign = Campaign.objects.select_for_update().get(pk=locked.hit.stage.campaign_id)
+        existing = ProviderOperation.objects.filter(
+            provider=locked.provider, idempotency_key=f"bonus:{key}"
+        ).first()
+        if existing is not None:
+            return existing
+        fee = fee_model_for(locked.provider).bonus_fee(amount=amount)
+        campaign_budget_check(campaign=campaign, extra=amount + fee, what="This bonus")
+        op, _ = operation_request(
+            provider=locked.provider,
+            kind=OperationKind.BONUS,
+            key=f"bonus:{key}",
+            payload={
+                "assignment_id": locked.pk,
+                "study_id": locked.hit.provider_group_id,
+                "submission_id": locked.provider_assignment_id,
+                "amount": f"{amount:.2f}",
+                "reason": reason,
+            },
+            campaign=campaign,
+        )
+        for kind, value in ((LedgerKind.BONUS, amount), (LedgerKind.BONUS_FEE, fee)):
+            LedgerEntry.objects.create(
+                key=f"{kind}:{key}",
+                campaign=campaign,
+                stage=locked.hit.stage,
+                kind=kind,
+                status=LedgerStatus.COMMITTED,
+                amount=value,
+                currency=currency_for(locked.provider),
+                assignment=locked,
+                worker=locked.worker,
+                operation=op,
+                memo=reason[:300],
+            )
+    return op

@@ -1,0 +1,556 @@
+"""Paid providers and qaportal's own records: publishing stages, allocating platform
+sessions to assignments, and syncing submissions back.
+
+- ``stage_provider_publish``: a stage's pending HITs become one Prolific study,
+  asked for as a ``create_study`` operation (budget checked first).
+- ``prolific_assignment_accept``: a participant arriving from a study (PID, study,
+  session) gets an assignment; the session id (Prolific's submission id) becomes
+  its ``provider_assignment_id``.
+- ``prolific_studies_sync``: reads each study's submissions and records, per
+  assignment, what Prolific says (status, times, code) and whether the participant
+  matches the worker who submitted on our page (``review_details["identity"]``).
+  Identity from the URL is a claim; only ``confirmed`` assignments are ever paid.
+  Stages with ``{"rule": "auto_approve"}`` then approve what Prolific confirmed.
+- ``campaign_provider_pause`` / ``_resume`` / ``_stop``: the campaign's studies
+  follow the campaign (Prolific study transitions PAUSE / START / STOP).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Mapping
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F, Min, Sum
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    CampaignState,
+    HITStatus,
+    OperationKind,
+    OperationState,
+    Provider,
+    ProviderOperation,
+    QualificationType,
+    Stage,
+    Worker,
+)
+from campaigns.platforms import fee_model_for, provider_for
+from campaigns.platforms.base import ProviderError, SubmissionRecord
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.prolific.provider import short_id, study_body, study_filters
+from campaigns.platforms.review import (
+    campaign_budget_check,
+    paid_assignments_approve,
+)
+from campaigns.platforms.workers import block_group_name
+from campaigns.tasktypes import task_type_get
+from campaigns.work.allocation import (
+    NoWorkAvailableError,
+    WorkerNotAllowedError,
+    hit_take_allowed,
+)
+from campaigns.work.publishing import stage_publish
+from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.workforce.quizzes import stage_requirements
+from qaportal.errors import DomainError
+
+logger = logging.getLogger(__name__)
+
+STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+
+
+# --- Publishing --------------------------------------------------------------------------
+
+
+def _allow_groups(stage: Stage) -> list[str]:
+    ids = [r.get("qualification_type_id") for r in stage_requirements(stage=stage)]
+    wanted = [int(i) for i in ids if i is not None]
+    if not wanted:
+        return []
+    groups = dict(
+        QualificationType.objects.filter(pk__in=wanted).values_list(
+            "pk", "provider_qualification_id"
+        )
+    )
+    missing = [i for i in wanted if not groups.get(i)]
+    if missing:
+        raise DomainError(
+            "Some qualifications have no Prolific participant group yet (grant them first).",
+            errors={"qualification_requirements": [str(i) for i in missing]},
+        )
+    return [str(groups[i]) for i in wanted]
+
+
+def _block_groups(owner_id: int) -> list[str]:
+    done = ProviderOperation.objects.filter(
+        provider=Provider.PROLIFIC,
+        kind=OperationKind.BLOCK,
+        state=OperationState.DONE,
+        payload__group_name=block_group_name(owner_id),
+    ).values_list("result", flat=True)
+    return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
+
+
+def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
+    """Publish the stage's pending items on its paid provider (Prolific: one study).
+
+    Puts pending items into HITs (``stage_publish``, which leaves paid HITs pending),
+    checks the budget for every place, and asks for a ``create_study`` operation
+    keyed ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are
+    published once; after a failed attempt, the next request gets a new key).
+    The HITs become ``published`` when the operation is done. None if nothing is pending.
+    """
+    campaign = stage.campaign
+    if campaign.provider == Provider.MTURK:
+        from campaigns.platforms.mturk.publish import mturk_stage_publish
+
+        return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
+    if campaign.provider != Provider.PROLIFIC:
+        raise DomainError("stage_provider_publish handles Prolific and MTurk campaigns.")
+    stage_publish(stage=stage, allow_partial=allow_partial)
+    with transaction.atomic():
+        stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
+        campaign = stage.campaign
+        hits = [
+            h
+            for h in HIT.objects.filter(
+                stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
+            ).order_by("pk")
+            if h.pk not in _hits_being_published(stage=stage)
+        ]
+        if not hits:
+            return None
+        hit_ids = [h.pk for h in hits]
+        base_key = f"publish:stage:{stage.pk}:hits:{hit_ids[0]}-{hit_ids[-1]}:{len(hit_ids)}"
+        earlier = ProviderOperation.objects.filter(
+            provider=campaign.provider, idempotency_key__startswith=base_key
+        )
+        live = earlier.exclude(state=OperationState.FAILED).first()
+        if live is not None:
+            return live
+        key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
+        places = sum(h.max_assignments for h in hits)
+        fee = fee_model_for(campaign.provider).assignment_fee(
+            reward=stage.reward, max_assignments=stage.assignments_per_hit
+        )
+        campaign_budget_check(
+            campaign=campaign, extra=(stage.reward + fee) * places, what="Publishing this stage"
+        )
+        codes = {
+            "completed": secrets.token_hex(4).upper(),
+            "failed_check": secrets.token_hex(4).upper(),
+            "screened_out": secrets.token_hex(4).upper(),
+        }
+        body = study_body(
+            key=key,
+            name=f"{campaign.name}: {stage.name}",
+            description=stage.instructions,
+            stage_id=stage.pk,
+            places=places,
+            reward=Decimal(stage.reward),
+            duration_minutes=max(1, int(stage.assignment_duration.total_seconds() // 60)),
+            estimated_minutes=(stage.config or {}).get("estimated_minutes"),
+            codes=codes,
+            filters=study_filters(
+                stage_requirements(stage=stage),
+                allow_groups=_allow_groups(stage),
+                block_groups=_block_groups(campaign.owner_id),
+            ),
+            site_url=getattr(settings, "SITE_URL", "http://127.0.0.1:8000"),
+        )
+        op, _ = operation_request(
+            provider=campaign.provider,
+            kind=OperationKind.CREATE_STUDY,
+            key=key,
+            payload={"stage_id": stage.pk, "hit_ids": hit_ids, "codes": codes, "study": body},
+            campaign=campaign,
+        )
+    return op
+
+
+def _hits_being_published(*, stage: Stage) -> set[int]:
+    """HITs of ``stage`` in a study whose create operation has not ended: they wait for
+    it, and must not go into a second study."""
+    payloads = ProviderOperation.objects.filter(
+        kind__in=[OperationKind.CREATE_STUDY, OperationKind.CREATE_HIT],
+        payload__stage_id=stage.pk,
+        state__in=[OperationState.PENDING, OperationState.RUNNING],
+    ).values_list("payload__hit_ids", flat=True)
+    return {int(h) for ids in payloads for h in (ids or [])}
+
+
+def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperation | None:
+    """Publish the HITs a hand-off put into ``stage`` on its paid platform, in batches.
+
+    Hand-off items arrive one approval at a time; a study per approval would scatter
+    the work over many tiny studies. So the pending HITs of a fed stage are published
+    together once they hold ``PAID_HANDOFF_BATCH_PLACES`` places, or the oldest has
+    waited ``PAID_HANDOFF_MAX_WAIT_SECONDS``, or ``force`` (the source stage is drained:
+    nothing more will come). Called after each hand-off and by beat
+    (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
+    """
+    campaign = stage.campaign
+    paid = (Provider.PROLIFIC, Provider.MTURK)
+    if campaign.provider not in paid or campaign.state not in WORKABLE_STATES:
+        return None
+    waiting = HIT.objects.filter(
+        stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
+    ).exclude(pk__in=_hits_being_published(stage=stage))
+    summary = waiting.aggregate(places=Sum("max_assignments"), oldest=Min("created_at"))
+    if not summary["places"]:
+        return None
+    max_wait = timedelta(seconds=int(getattr(settings, "PAID_HANDOFF_MAX_WAIT_SECONDS", 900)))
+    due = (
+        force
+        or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
+        or summary["oldest"] <= timezone.now() - max_wait
+    )
+    return stage_provider_publish(stage=stage, allow_partial=force) if due else None
+
+
+def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:
+    """The completion codes of a study qaportal created (from its create operation)."""
+    op = (
+        ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC, kind=OperationKind.CREATE_STUDY, result__study_id=study_id
+        )
+        .only("payload")
+        .first()
+    )
+    return dict(op.payload.get("codes", {})) if op is not None else None
+
+
+def prolific_study_stage(*, study_id: str, stage_id: int | None = None) -> Stage | None:
+    """The stage whose HITs make up study ``study_id`` (``stage_id`` from the URL, checked)."""
+    hits = HIT.objects.filter(provider=Provider.PROLIFIC, provider_group_id=study_id)
+    if stage_id is not None:
+        hits = hits.filter(stage_id=stage_id)
+    hit = hits.select_related("stage__campaign").first()
+    return hit.stage if hit is not None else None
+
+
+# --- Allocation -----------------------------------------------------------------------
+
+
+def prolific_assignment_accept(
+    *, stage: Stage, worker: Worker, study_id: str, session_id: str
+) -> Assignment:
+    """Give the participant of Prolific session ``session_id`` a place on the study's HITs.
+
+    Returns the assignment already made for this session (a reload, a second tab).
+    A session id held by another worker is refused: URL parameters are claims, and
+    one Prolific submission belongs to one participant. Honours blocks, exclusive keys
+    and the campaign state as ``assignment_accept`` does; allocation is restricted
+    to the HITs of this study.
+
+    Locking: the worker row, then one HIT row (``hit_take_allowed``), as
+    ``assignment_accept``.
+    """
+    if worker.provider != Provider.PROLIFIC:
+        raise WorkerNotAllowedError("Not a Prolific participant.")
+    now = timezone.now()
+    with transaction.atomic():
+        Worker.objects.select_for_update().get(pk=worker.pk)
+        existing = (
+            Assignment.objects.filter(provider=Provider.PROLIFIC, provider_assignment_id=session_id)
+            .select_related("hit")
+            .first()
+        )
+        if existing is not None:
+            if existing.worker_id != worker.pk or existing.hit.provider_group_id != study_id:
+                raise WorkerNotAllowedError("This Prolific session belongs to someone else.")
+            return existing
+        campaign = stage.campaign
+        if campaign.state not in WORKABLE_STATES:
+            raise NoWorkAvailableError("This campaign is not taking work at the moment.")
+        if worker.blocks.filter(requester_id=campaign.owner_id, lifted_at__isnull=True).exists():
+            raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
+        task_type = task_type_get(stage.task_type)
+        taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        if taken is None:
+            raise NoWorkAvailableError("There is no task left in this study. Thank you!")
+        hit_id, provider = taken
+        try:
+            with transaction.atomic():
+                assignment = Assignment.objects.create(
+                    hit_id=hit_id,
+                    worker_id=worker.pk,
+                    provider=provider,
+                    provider_assignment_id=session_id,
+                    status=AssignmentStatus.ACCEPTED,
+                    accepted_at=now,
+                    deadline=now + stage.assignment_duration,
+                )
+        except IntegrityError:
+            raise WorkerNotAllowedError("This Prolific session is already in use.") from None
+    logger.info(
+        "prolific: participant %s took assignment %s (study %s)",
+        short_id(worker.external_id),
+        assignment.pk,
+        study_id,
+    )
+    return assignment
+
+
+# --- Sync -------------------------------------------------------------------------------
+
+
+def _identity(assignment: Assignment, record: SubmissionRecord | None) -> dict[str, Any]:
+    if record is None:
+        return {"status": "unconfirmed", "reason": "Prolific has no submission for this session."}
+    if record.participant_id != assignment.worker.external_id:
+        return {
+            "status": "mismatch",
+            "reason": "The Prolific submission belongs to another participant.",
+        }
+    return {"status": "confirmed"}
+
+
+def stage_auto_approves(stage: Stage) -> bool:
+    """True when the stage's review rules hold ``{"rule": "auto_approve"}``."""
+    return any(
+        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
+        for rule in stage.review_rules or []
+    )
+
+
+def submissions_apply(*, study_id: str, records: list[SubmissionRecord]) -> int:
+    """Record Prolific's view of study ``study_id`` on its assignments; the rows changed.
+
+    Idempotent. An accepted assignment whose submission Prolific reports returned or
+    timed out is closed (``returned`` / ``expired``) and its place goes back to the HIT.
+    Then ``study_auto_approve`` asks for the approval of what sync confirmed, on
+    stages with an auto_approve rule.
+    Locking: the study's assignment rows, in id order (one transaction).
+    """
+    by_session = {r.provider_assignment_id: r for r in records}
+    now = timezone.now()
+    changed = 0
+    with transaction.atomic():
+        assignments = list(
+            Assignment.objects.select_for_update(of=("self",))
+            .filter(provider=Provider.PROLIFIC, hit__provider_group_id=study_id)
+            .select_related("worker")
+            .order_by("pk")
+        )
+        freed: dict[int, int] = {}
+        for a in assignments:
+            record = by_session.get(a.provider_assignment_id or "")
+            details = dict(a.review_details or {})
+            identity = _identity(a, record)
+            before = (details.get("identity"), (details.get("prolific") or {}).get("status"))
+            details["identity"] = identity
+            if record is not None:
+                details["prolific"] = {
+                    "status": record.status,
+                    "started_at": record.started_at,
+                    "completed_at": record.completed_at,
+                    "entered_code": record.entered_code,
+                    "synced_at": now.isoformat(),
+                }
+            status = a.status
+            if a.status == AssignmentStatus.ACCEPTED and record is not None:
+                if record.status == "RETURNED":
+                    status = AssignmentStatus.RETURNED
+                elif record.status == "TIMED-OUT":
+                    status = AssignmentStatus.EXPIRED
+            after = (identity, (details.get("prolific") or {}).get("status"))
+            if before == after and status == a.status:
+                continue
+            if status != a.status:
+                freed[a.hit_id] = freed.get(a.hit_id, 0) + 1
+            if identity["status"] != "confirmed" and a.status in STORED:
+                logger.warning("prolific: assignment %s flagged (%s)", a.pk, identity["status"])
+            Assignment.objects.filter(pk=a.pk).update(review_details=details, status=status)
+            changed += 1
+        for hit_id, count in freed.items():
+            HIT.objects.filter(pk=hit_id).update(places_left=F("places_left") + count)
+    study_auto_approve(study_id=study_id)
+    return changed
+
+
+def study_auto_approve(*, study_id: str) -> ProviderOperation | None:
+    """Approve (one bulk approval operation) the submissions of study ``study_id`` that
+    stages with an auto_approve rule may pay: submitted here, ``confirmed`` by the
+    last sync, and waiting for review on Prolific. A mismatch or an unconfirmed
+    identity is never approved. Idempotent: assignments whose approval was already
+    requested are left out (``paid_assignments_approve``). None when there is nothing
+    to approve.
+    """
+    candidates = [
+        a
+        for a in Assignment.objects.filter(
+            provider=Provider.PROLIFIC,
+            hit__provider_group_id=study_id,
+            status=AssignmentStatus.SUBMITTED,
+            review_details__identity__status="confirmed",
+            review_details__prolific__status="AWAITING REVIEW",
+        )
+        .select_related("hit__stage")
+        .order_by("pk")
+        if stage_auto_approves(a.hit.stage)
+    ]
+    rejecting = set(
+        ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC,
+            kind=OperationKind.REJECT,
+            payload__assignment_id__in=[a.pk for a in candidates],
+        )
+        .exclude(state=OperationState.FAILED)
+        .values_list("payload__assignment_id", flat=True)
+    )
+    candidates = [a for a in candidates if a.pk not in rejecting]
+    if not candidates:
+        return None
+    try:
+        return paid_assignments_approve(
+            assignments=candidates, source="rule:auto_approve", reason="auto_approve rule"
+        )
+    except DomainError as exc:  # a decision raced the sync: the next sync tries again
+        logger.warning("prolific: auto-approval in study %s refused: %s", study_id, exc)
+        return None
+
+
+def prolific_studies_sync(*, study_id: str | None = None) -> int:
+    """Sync one study's submissions, or every published Prolific study's; rows changed.
+
+    A transient error on one study is logged and the others still sync.
+    """
+    # Each study is read with its campaign's credentials (its own, or the environment's).
+    published = HIT.objects.filter(provider=Provider.PROLIFIC).exclude(provider_group_id="")
+    if study_id is not None:
+        published = published.filter(provider_group_id=study_id)
+    else:
+        published = published.filter(status=HITStatus.PUBLISHED)
+    studies: list[tuple[str, int | None]] = sorted(
+        set(published.values_list("provider_group_id", "stage__campaign_id"))
+    )
+    if study_id is not None and not studies:
+        studies = [(study_id, None)]
+    changed = 0
+    providers: dict[int | None, Any] = {}
+    for sid, campaign_id in studies:
+        try:
+            if campaign_id not in providers:
+                providers[campaign_id] = provider_for(Provider.PROLIFIC, campaign_id=campaign_id)
+            records = providers[campaign_id].sync_submissions(study_id=sid)
+        except ProviderError as exc:
+            logger.warning("prolific sync of study %s failed: %s", sid, exc)
+            continue
+        changed += submissions_apply(study_id=sid, records=records)
+    return changed
+
+
+# --- Pause, resume, stop ---------------------------------------------------------------
+
+# Campaign-level action → Prolific study transition and the operation kind that asks for it.
+_STUDY_ACTIONS: dict[str, tuple[str, str]] = {
+    "pause": ("PAUSE", OperationKind.PAUSE_STUDY),
+    "resume": ("START", OperationKind.PUBLISH_STUDY),
+    "stop": ("STOP", OperationKind.STOP_STUDY),
+}
+_STUDY_KINDS = [kind for _, kind in _STUDY_ACTIONS.values()]
+
+
+def campaign_studies(*, campaign: Campaign) -> list[str]:
+    """The ids of the Prolific studies that hold the campaign's published HITs."""
+    return sorted(
+        set(
+            HIT.objects.filter(provider=Provider.PROLIFIC, stage__campaign=campaign)
+            .exclude(provider_group_id="")
+            .values_list("provider_group_id", flat=True)
+        )
+    )
+
+
+def _campaign_studies_transition(*, campaign: Campaign, action: str) -> list[ProviderOperation]:
+    """One study transition operation per study of ``campaign`` (see the public services).
+
+    Pauses and resumes of a study alternate, so each change gets its own key:
+    ``<action>:study:<study id>:<n>``, ``n`` the number of earlier transition
+    operations of the study. Asking again for what the study's latest transition
+    asked for returns that operation (no second platform call); a stop is final.
+    Locking: the campaign row (already held when called from ``campaign_start``).
+    """
+    if campaign.provider != Provider.PROLIFIC:
+        return []
+    transition, kind = _STUDY_ACTIONS[action]
+    ops = []
+    with transaction.atomic():
+        Campaign.objects.select_for_update().filter(pk=campaign.pk).first()
+        for study_id in campaign_studies(campaign=campaign):
+            earlier = ProviderOperation.objects.filter(
+                provider=Provider.PROLIFIC, kind__in=_STUDY_KINDS, payload__study_id=study_id
+            )
+            latest = earlier.exclude(state=OperationState.FAILED).order_by("-pk").first()
+            if latest is not None and (
+                latest.kind == kind or latest.kind == OperationKind.STOP_STUDY
+            ):
+                ops.append(latest)
+                continue
+            op, _ = operation_request(
+                provider=Provider.PROLIFIC,
+                kind=kind,
+                key=f"{action}:study:{study_id}:{earlier.count()}",
+                payload={"study_id": study_id, "action": transition},
+                campaign=campaign,
+            )
+            ops.append(op)
+    return ops
+
+
+def campaign_provider_pause(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Pause every Prolific study of ``campaign`` (study transition ``PAUSE``).
+
+    Changes the platform's state: one operation per study, key
+    ``pause:study:<study id>:<n>`` (``_campaign_studies_transition``). Studies that
+    already finished are left as they are. Call it when the campaign leaves
+    pilot / live for paused; [] for campaigns not on Prolific.
+    Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="pause")
+
+
+def campaign_studies_follow(*, campaign_id: int) -> list[ProviderOperation]:
+    """Bring the campaign's studies to its state after one was created: a study whose
+    create operation was still running when the campaign was paused (or completed)
+    missed that transition, so it is paused (or stopped) now. Idempotent (the
+    transition keys); [] while the campaign is in pilot or live."""
+    campaign = Campaign.objects.get(pk=campaign_id)
+    if campaign.state == CampaignState.PAUSED:
+        return campaign_provider_pause(campaign=campaign)
+    if campaign.state == CampaignState.COMPLETED:
+        return campaign_provider_stop(campaign=campaign)
+    return []
+
+
+def campaign_provider_resume(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Re-start every paused Prolific study of ``campaign`` (study transition ``START``).
+
+    Changes the platform's state: one operation per study, key
+    ``resume:study:<study id>:<n>``. Call it when a paused campaign goes live again;
+    [] for campaigns not on Prolific. Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="resume")
+
+
+def campaign_provider_stop(*, campaign: Campaign) -> list[ProviderOperation]:
+    """Stop every Prolific study of ``campaign`` for good (study transition ``STOP``).
+
+    Changes the platform's state: one operation per study, key
+    ``stop:study:<study id>:<n>``; once asked for, a stop is what every later
+    transition request of the study returns. Submissions already made can still be
+    reviewed and paid. Call it when the campaign is completed; [] for campaigns not
+    on Prolific. Locking: the campaign row.
+    """
+    return _campaign_studies_transition(campaign=campaign, action="stop")

@@ -1,0 +1,1 @@
+"""HITs and assignments: publish, allocate, submit, expire, decide."""

@@ -1,0 +1,278 @@
+"""Accepting work: a worker takes a place on an open HIT (``assignment_accept``).
+
+Part of the local-workforce work services; ``campaigns.services.work`` re-exports
+these and describes the locking order they take part in.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITStatus,
+    Provider,
+    Stage,
+    Worker,
+)
+from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
+from campaigns.tasktypes import TaskType, task_type_get
+from campaigns.work.selectors import (
+    WORKABLE_STATES,
+    hits_conflicting,
+    hits_open,
+    stage_excludes_own_work,
+    worker_exclusive_keys,
+)
+from campaigns.workforce.quizzes import stage_refusal
+from qaportal.errors import DomainError
+
+# How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
+# exclusive keys the worker already holds.
+_CANDIDATE_BATCH = 100
+
+
+class NoWorkAvailableError(DomainError):
+    """Nothing this worker may take in this stage right now."""
+
+    code = "no_work"
+
+
+class WorkerNotAllowedError(DomainError):
+    """The worker may not work on this stage (no access, or blocked)."""
+
+    code = "not_allowed"
+
+
+class WorkerNoAccessError(WorkerNotAllowedError):
+    """The worker has no access to the stage (no grant, no covering invite)."""
+
+
+# --- Accepting work ----------------------------------------------------------------
+
+
+# The statements every accept runs, in SQL: the ORM takes longer to build them than
+# PostgreSQL takes to run them (bench/README.md). Tables are the models' db_table.
+# Parameters: stage id, "published", now, worker id, the 4 holding states.
+_HIT_TAKE_SQL = """
+UPDATE campaigns_hit SET places_left = places_left - 1 WHERE id = (
+  SELECT h.id FROM campaigns_hit h
+  WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+    AND (h.expires_at IS NULL OR h.expires_at > %s)
+    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
+                    WHERE a.hit_id = h.id AND a.worker_id = %s
+                      AND a.status IN (%s, %s, %s, %s))
+  ORDER BY h.id LIMIT 1 FOR UPDATE SKIP LOCKED
+) RETURNING id, provider
+"""
+_HIT_TAKE_WAITING_SQL = _HIT_TAKE_SQL.replace("SKIP LOCKED", "")
+# Other databases (SQLite serialises writers): pick, then update.
+_HIT_PICK_SQL = """
+SELECT h.id, h.provider FROM campaigns_hit h
+WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+  AND (h.expires_at IS NULL OR h.expires_at > %s)
+  AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
+                  WHERE a.hit_id = h.id AND a.worker_id = %s
+                    AND a.status IN (%s, %s, %s, %s))
+ORDER BY h.id LIMIT 1
+"""
+# Parameters: campaign id; "local", campaign id, campaign id, stage id, the stage's arm,
+# campaign id, the stage's arm (access, as ``worker_has_stage_access``); the campaign
+# owner's id (blocks); stage id, "accepted", now (current assignment); worker id.
+_ACCEPT_CHECKS_SQL = """
+SELECT
+  (SELECT c.state FROM campaigns_campaign c WHERE c.id = %s),
+  (w.provider = %s AND (
+     EXISTS (SELECT 1 FROM campaigns_localgrant g
+             WHERE g.campaign_id = %s AND g.user_id = w.user_id)
+     OR EXISTS (SELECT 1 FROM campaigns_invitelink l
+                INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
+                WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
+                  AND (l.stage_id IS NULL OR l.stage_id = %s)))
+   AND (%s = '' OR EXISTS (SELECT 1 FROM campaigns_campaignworker cw
+                           WHERE cw.campaign_id = %s AND cw.worker_id = w.id
+                             AND cw.arm = %s))),
+  EXISTS (SELECT 1 FROM campaigns_workerblock b
+          WHERE b.requester_id = %s AND b.worker_id = w.id AND b.lifted_at IS NULL),
+  (SELECT a.id FROM campaigns_assignment a INNER JOIN campaigns_hit h ON h.id = a.hit_id
+   WHERE h.stage_id = %s AND a.worker_id = w.id AND a.status = %s
+     AND (a.deadline IS NULL OR a.deadline > %s)
+   ORDER BY a.accepted_at, a.id LIMIT 1)
+FROM campaigns_worker w WHERE w.id = %s
+"""
+assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
+
+
+def _hit_take(*, stage: Stage, worker_id: int, now: datetime, wait: bool) -> tuple[int, str] | None:
+    """Take a place on the first open HIT of ``stage`` that ``worker_id`` may take:
+    its (id, provider), or None. Call inside the allocation's transaction.
+
+    One statement on PostgreSQL: ``UPDATE … SET places_left = places_left - 1
+    WHERE id = (SELECT … ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING …``,
+    through the partial index ``hit_open_places``. Without ``wait``, HITs other
+    allocations have locked are skipped; with it, the statement waits for the first
+    of them, and PostgreSQL re-checks the row (``places_left > 0``) once it is
+    released, moving on to the next when it is full.
+    """
+    params: list[Any] = [
+        stage.pk,
+        HITStatus.PUBLISHED,
+        connection.ops.adapt_datetimefield_value(now),
+        worker_id,
+        *ASSIGNMENT_HOLDING_STATES,
+    ]
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL, params)
+            row = cursor.fetchone()
+        else:
+            cursor.execute(_HIT_PICK_SQL, params)
+            row = cursor.fetchone()
+            if row is not None:
+                HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
+    return (row[0], row[1]) if row else None
+
+
+def _hit_take_among(
+    *, stage: Stage, worker_id: int, now: datetime, wait: bool, among: list[int]
+) -> tuple[int, str] | None:
+    """``_hit_take`` restricted to the HITs ``among`` (exclusive keys; not the hot path)."""
+    skip_locked = not wait and connection.features.has_select_for_update_skip_locked
+    row = (
+        hits_open(stage=stage, worker=worker_id, now=now)
+        .filter(pk__in=among)
+        .select_for_update(skip_locked=skip_locked)
+        .values_list("pk", "provider")
+        .first()
+    )
+    if row is not None:
+        HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
+    return row
+
+
+def hit_take_allowed(
+    *, stage: Stage, worker: Worker, task_type: TaskType, now: datetime
+) -> tuple[int, str] | None:
+    """``_hit_take`` honouring exclusive keys: leaves out HITs holding an item whose
+    key ``worker`` already holds in the stage, and, where the stage judges earlier
+    work (``stage_excludes_own_work``), HITs holding an item ``worker`` produced.
+    Waits only when every allowed HIT was locked by another allocation."""
+    can_skip = connection.features.has_select_for_update_skip_locked
+    taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
+    own = stage_excludes_own_work(stage=stage)
+    if not taken and not own:
+        hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=False)
+        if hit is None and can_skip:
+            hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=True)
+        return hit
+    allowed: list[int] = []
+    last_id = 0
+    while True:
+        candidates = hits_open(stage=stage, worker=worker.pk, now=now).filter(pk__gt=last_id)
+        if own:
+            candidates = candidates.exclude(items__source_assignment__worker_id=worker.pk)
+        batch = list(candidates.values_list("pk", flat=True)[:_CANDIDATE_BATCH])
+        conflicting = hits_conflicting(hit_ids=batch, task_type=task_type, taken=taken)
+        free = [pk for pk in batch if pk not in conflicting]
+        if free:
+            hit = _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=False, among=free)
+            if hit is not None:
+                return hit
+            allowed += free
+        if len(batch) < _CANDIDATE_BATCH:
+            break
+        last_id = batch[-1]
+    if allowed and can_skip:
+        return _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=True, among=allowed)
+    return None
+
+
+def _accept_checks(
+    *, stage: Stage, worker_id: int, now: datetime
+) -> tuple[str | None, bool, bool, int | None]:
+    """Lock the worker row and read, in the same statement: the campaign state, whether
+    the worker has access to the stage (as ``worker_has_stage_access``), whether the
+    campaign's owner blocks them, and their current assignment in the stage."""
+    campaign = stage.campaign
+    arm = str((stage.config or {}).get("arm") or "")
+    params: list[Any] = [
+        stage.campaign_id,
+        Provider.LOCAL,
+        stage.campaign_id,
+        stage.campaign_id,
+        stage.pk,
+        arm,
+        stage.campaign_id,
+        arm,
+        campaign.owner_id,
+        stage.pk,
+        AssignmentStatus.ACCEPTED,
+        connection.ops.adapt_datetimefield_value(now),
+        worker_id,
+    ]
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    with connection.cursor() as cursor:
+        cursor.execute(_ACCEPT_CHECKS_SQL + lock, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise Worker.DoesNotExist("No such worker.")
+    has_access = campaign.provider == Provider.LOCAL and bool(row[1])
+    return row[0], has_access, bool(row[2]), row[3]
+
+
+def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
+    """Give ``worker`` a place on the first open HIT of ``stage`` they may take.
+
+    Returns the worker's current (accepted, unexpired) assignment in the stage if
+    there is one. Honours the task type's exclusive keys (at most one HIT per key
+    per worker in the stage), requester blocks and the campaign state. Raises
+    ``NoWorkAvailableError`` or ``WorkerNotAllowedError`` with a message for the worker.
+
+    Locking: the worker row (a worker's own concurrent accepts are serialised, so
+    exclusive keys and "one current assignment" hold); the same statement reads
+    the campaign state, the worker's access, blocks and current assignment. Then
+    one HIT row: the first open one with SKIP LOCKED, and only when every open HIT
+    is locked by another allocation, the first of those, waiting (so nobody is told
+    "no work" while a place is still free). The place is taken by
+    ``places_left - 1`` on that row in the same statement; the constraints
+    ``hit_places_left_non_negative`` and ``assignment_one_per_worker_per_hit``
+    back it all.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        state, has_access, blocked, current_id = _accept_checks(
+            stage=stage, worker_id=worker.pk, now=now
+        )
+        # Access first: someone without it learns nothing about the campaign's state
+        # (and the worker pages show them no stage page).
+        if not has_access:
+            raise WorkerNoAccessError("You have no access to this task.")
+        if state not in WORKABLE_STATES:
+            raise NoWorkAvailableError("This campaign is not taking work at the moment.")
+        if blocked:
+            raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
+        if current_id is not None:
+            return Assignment.objects.get(pk=current_id)
+        refusal = stage_refusal(stage=stage, worker=worker, now=now)
+        if refusal is not None:
+            raise WorkerNotAllowedError(refusal)
+        task_type = task_type_get(stage.task_type)
+        taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        if taken is not None:
+            hit_id, provider = taken
+            return Assignment.objects.create(
+                hit_id=hit_id,
+                worker_id=worker.pk,
+                provider=provider,
+                status=AssignmentStatus.ACCEPTED,
+                accepted_at=now,
+                deadline=now + stage.assignment_duration,
+            )
+    raise NoWorkAvailableError("There is no task left for you in this stage. Thank you!")

@@ -1,0 +1,400 @@
+"""Reads for the worker pages: access, available HITs, an assignment's items.
+
+The few reads every worker cycle runs (the assignment with its HIT, stage and
+campaign; the stage with its campaign; a HIT's items) are hand-written SQL: the
+ORM spent more CPU building them than PostgreSQL spent running them
+(bench/README.md). Their rows become model instances through the fields' own
+converters, and a model that gains a field makes them fail loudly until its
+column is added to the statement.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+from django.db.models import Exists, Model, OuterRef, Q, QuerySet
+from django.utils import timezone
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    CampaignState,
+    CampaignWorker,
+    HITItem,
+    HITStatus,
+    InviteLink,
+    LocalGrant,
+    Provider,
+    QualificationGrant,
+    Stage,
+    Worker,
+)
+from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
+from campaigns.tasktypes import TaskType, task_type_get
+
+WORKABLE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
+
+
+@dataclass(frozen=True)
+class RequestWorkers:
+    """The workers one request speaks for: the invited workers whose ids its session
+    holds, then the logged-in account's local worker (``user_id``).
+
+    Lets the pages filter on worker ids without loading the ``Worker`` rows.
+    """
+
+    worker_ids: tuple[int, ...] = ()
+    user_id: int | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.worker_ids) or self.user_id is not None
+
+
+# Run twice per worker cycle (page, submit): in SQL, which the ORM takes longer to
+# build than the database to run. The backends hand JSON columns over as text (as
+# Django configures them); ``Item.data`` has no custom decoder.
+_HIT_ITEMS_SQL = """
+SELECT hi.item_id, i.external_id, i.data
+FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE hi.hit_id = %s ORDER BY hi.position
+"""
+
+
+def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
+    """The HIT's items in order, as task types see them: ``{"id", "external_id", "data"}``."""
+    with connection.cursor() as cursor:
+        cursor.execute(_HIT_ITEMS_SQL, [hit.pk])
+        rows = cursor.fetchall()
+    return [
+        {
+            "id": item_id,
+            "external_id": external_id,
+            "data": json.loads(data) if isinstance(data, str | bytes) else data,
+        }
+        for item_id, external_id, data in rows
+    ]
+
+
+def worker_stage_access_q(*, stage: Stage) -> Q:
+    """``worker_has_stage_access`` as a filter on ``Worker`` rows (one query, any number of
+    workers). Matches nothing when the campaign is not local."""
+    if stage.campaign.provider != Provider.LOCAL:
+        return Q(pk__in=[])
+    grant = LocalGrant.objects.filter(campaign_id=stage.campaign_id, user_id=OuterRef("user_id"))
+    invite = InviteLink.objects.filter(
+        Q(stage__isnull=True) | Q(stage_id=stage.pk),
+        campaign_id=stage.campaign_id,
+        revoked_at__isnull=True,
+        redemptions__worker_id=OuterRef("pk"),
+    )
+    access = Q(provider=Provider.LOCAL) & (Q(Exists(grant)) | Q(Exists(invite)))
+    arm = (stage.config or {}).get("arm")
+    if arm:  # an arm's stage: only its arm's workers (campaigns.workforce.arms)
+        placed = CampaignWorker.objects.filter(
+            campaign_id=stage.campaign_id, worker_id=OuterRef("pk"), arm=str(arm)
+        )
+        access &= Q(Exists(placed))
+    for requirement in required_qualification_ids(stage=stage):
+        held = QualificationGrant.objects.filter(
+            qualification_type_id=requirement, worker_id=OuterRef("pk"), revoked_at__isnull=True
+        )
+        access &= Q(Exists(held))
+    return access
+
+
+def required_qualification_ids(*, stage: Stage) -> list[int]:
+    """The qualification types ``stage`` requires (``campaigns.workforce.quizzes``)."""
+    from campaigns.workforce.quizzes import stage_required_qualifications
+
+    return stage_required_qualifications(stage=stage)
+
+
+def worker_has_stage_access(*, worker: Worker, stage: Stage) -> bool:
+    """Whether a local ``worker`` may see ``stage``'s work pages.
+
+    A logged-in annotator needs a ``LocalGrant`` for the campaign; an invited
+    worker needs the invite they joined through to be unrevoked and to cover the
+    stage (an invite to one stage covers that stage only). ``assignment_accept``
+    checks the same in SQL, in its locking statement.
+    """
+    if stage.campaign.provider != Provider.LOCAL or worker.provider != Provider.LOCAL:
+        return False
+    return Worker.objects.filter(worker_stage_access_q(stage=stage), pk=worker.pk).exists()
+
+
+def request_workers_get(*, workers: RequestWorkers) -> list[Worker]:
+    """The local ``Worker`` rows of ``workers``: session order, then the account's."""
+    if not workers:
+        return []
+    who = Q(pk__in=workers.worker_ids)
+    if workers.user_id is not None:
+        who |= Q(user_id=workers.user_id)
+    found = list(Worker.objects.filter(who, provider=Provider.LOCAL))
+    order = {pk: n for n, pk in enumerate(workers.worker_ids)}
+    found.sort(key=lambda w: order.get(w.pk, len(order)))
+    return found
+
+
+def stage_worker(*, stage: Stage, workers: RequestWorkers) -> Worker | None:
+    """The first of ``workers`` (session order, then the account's) with access to
+    ``stage``, or None; one query, none when the request speaks for nobody."""
+    if not workers or stage.campaign.provider != Provider.LOCAL:
+        return None
+    who = Q(pk__in=workers.worker_ids)
+    if workers.user_id is not None:
+        who |= Q(user_id=workers.user_id)
+    found = list(Worker.objects.filter(who).filter(worker_stage_access_q(stage=stage)))
+    order = {pk: n for n, pk in enumerate(workers.worker_ids)}
+    found.sort(key=lambda w: order.get(w.pk, len(order)))
+    return found[0] if found else None
+
+
+def stage_entry_for_invite(
+    *, invite: InviteLink, worker_ids: list[int] | None = None
+) -> Stage | None:
+    """Where an invite sends its workers: its stage, or the campaign's first stage that
+    the worker's protocol arm includes (a shared stage, or one of their arm)."""
+    if invite.stage_id is not None:
+        return invite.stage
+    arm = (
+        CampaignWorker.objects.filter(
+            campaign_id=invite.campaign_id, worker_id__in=worker_ids or []
+        )
+        .exclude(arm="")
+        .values_list("arm", flat=True)
+        .first()
+    )
+    for stage in invite.campaign.stages.order_by("position"):
+        stage_arm = (stage.config or {}).get("arm")
+        if not stage_arm or stage_arm == arm:
+            return stage
+    return None
+
+
+def hits_open(*, stage: Stage, worker: Worker | int, now: datetime | None = None) -> QuerySet[HIT]:
+    """Published, unexpired HITs of ``stage`` with a free place ``worker`` does not hold,
+    in id order.
+
+    Reads the ``places_left`` counter through the partial index ``hit_open_places``,
+    so its cost does not grow with the stage. Does not apply exclusive keys (they
+    need the task type); see ``hits_conflicting``.
+    """
+    worker_id = worker if isinstance(worker, int) else worker.pk
+    now = now or timezone.now()
+    held = Assignment.objects.filter(
+        hit_id=OuterRef("pk"), worker_id=worker_id, status__in=ASSIGNMENT_HOLDING_STATES
+    )
+    return (
+        HIT.objects.filter(stage_id=stage.pk, status=HITStatus.PUBLISHED, places_left__gt=0)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        .filter(~Exists(held))
+        .order_by("id")
+    )
+
+
+def task_type_has_exclusive_keys(task_type: TaskType) -> bool:
+    """Whether ``task_type`` overrides ``exclusive_key`` (the base class declares none)."""
+    return type(task_type).exclusive_key is not TaskType.exclusive_key
+
+
+def worker_exclusive_keys(*, stage: Stage, worker: Worker, task_type: TaskType) -> set[str]:
+    """Exclusive keys of the items ``worker`` holds (or held to the end) in ``stage``.
+
+    No query for task types without exclusive keys.
+    """
+    if not task_type_has_exclusive_keys(task_type):
+        return set()
+    data = HITItem.objects.filter(
+        hit__stage=stage,
+        hit__assignments__worker=worker,
+        hit__assignments__status__in=ASSIGNMENT_HOLDING_STATES,
+    ).values_list("item__data", flat=True)
+    keys = {task_type.exclusive_key(item=d) for d in data}
+    keys.discard(None)
+    return keys  # type: ignore[return-value]
+
+
+# Task types that judge earlier workers' output: nobody is given their own to judge.
+JUDGING_TASK_TYPES = frozenset({"rubric_evaluation", "mc_validation"})
+
+
+def stage_excludes_own_work(*, stage: Stage) -> bool:
+    """Whether a worker is kept from HITs holding items they produced themselves:
+    stage config ``exclude_own_work``, by default on for the judging task types."""
+    flag = (stage.config or {}).get("exclude_own_work")
+    return bool(flag) if flag is not None else stage.task_type in JUDGING_TASK_TYPES
+
+
+def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]) -> set[int]:
+    """Those of ``hit_ids`` holding an item whose exclusive key is in ``taken`` (one query)."""
+    if not taken or not hit_ids:
+        return set()
+    rows = HITItem.objects.filter(hit_id__in=hit_ids).values_list("hit_id", "item__data")
+    return {hit_id for hit_id, data in rows if task_type.exclusive_key(item=data) in taken}
+
+
+def hit_next_available(*, stage: Stage, worker: Worker) -> HIT | None:
+    """The HIT ``assignment_accept`` would most likely give ``worker`` now (for previews)."""
+    if stage.campaign.state not in WORKABLE_STATES:
+        return None
+    task_type = task_type_get(stage.task_type)
+    taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
+    open_hits = hits_open(stage=stage, worker=worker)
+    if stage_excludes_own_work(stage=stage):
+        open_hits = open_hits.exclude(items__source_assignment__worker_id=worker.pk)
+    if not taken:
+        return open_hits.first()
+    candidates = list(open_hits[:200])
+    conflicting = hits_conflicting(
+        hit_ids=[h.pk for h in candidates], task_type=task_type, taken=taken
+    )
+    return next((h for h in candidates if h.pk not in conflicting), None)
+
+
+def assignment_current(*, stage: Stage, worker: Worker | int) -> Assignment | None:
+    """``worker``'s accepted, unsubmitted and unexpired assignment in ``stage``, if any."""
+    return (
+        Assignment.objects.filter(
+            hit__stage_id=stage.pk, worker=worker, status=AssignmentStatus.ACCEPTED
+        )
+        .filter(Q(deadline__isnull=True) | Q(deadline__gt=timezone.now()))
+        .order_by("accepted_at", "id")
+        .first()
+    )
+
+
+def assignment_is_current(assignment: Assignment, *, now: datetime | None = None) -> bool:
+    """Whether ``assignment`` (as loaded) is accepted and within its deadline."""
+    now = now or timezone.now()
+    return assignment.status == AssignmentStatus.ACCEPTED and (
+        assignment.deadline is None or assignment.deadline > now
+    )
+
+
+# The assignment with its HIT, stage and campaign, as the work page and the submission
+# load it on every cycle. Hand-written: the ORM took 1 ms of CPU to build this join
+# each time. Columns in each model's field order (``_from_row`` checks the counts);
+# then the holder's user id and provider, for the ownership check.
+_ASSIGNMENT_FULL_SQL = """
+SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.status,
+  a.answers, a.accepted_at, a.deadline, a.submitted_at, a.work_seconds, a.telemetry,
+  a.decided_at, a.decided_by_id, a.decision_source, a.decision_reason, a.feedback,
+  a.review_details,
+  h.id, h.stage_id, h.provider, h.provider_hit_id, h.provider_group_id,
+  h.max_assignments, h.places_left, h.reward, h.status, h.created_at, h.published_at,
+  h.expires_at,
+  s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
+  s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
+  s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
+  s.next_stage_id, s.handoff, s.created_at,
+  c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
+  w.user_id, w.provider
+FROM campaigns_assignment a
+INNER JOIN campaigns_hit h ON h.id = a.hit_id
+INNER JOIN campaigns_stage s ON s.id = h.stage_id
+INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
+INNER JOIN campaigns_worker w ON w.id = a.worker_id
+WHERE a.id = %s
+"""
+_FULL_MODELS: tuple[type[Model], ...] = (Assignment, HIT, Stage, Campaign)
+
+
+@functools.cache
+def _field_converters(model: type[Model], vendor: str) -> list[tuple[Any, list[Any]]]:
+    """(column expression, converters) per concrete field, as the ORM applies them."""
+    out = []
+    for f in model._meta.concrete_fields:
+        col = f.get_col(model._meta.db_table)
+        out.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
+    return out
+
+
+def _from_row(model: type[Model], values: Sequence[Any]) -> Any:
+    fields = _field_converters(model, connection.vendor)
+    converted = []
+    for (col, converters), value in zip(fields, values, strict=True):
+        for convert in converters:
+            value = convert(value, col, connection)
+        converted.append(value)
+    return model.from_db(
+        connection.alias, [f.attname for f in model._meta.concrete_fields], converted
+    )
+
+
+_STAGE_FULL_SQL = """
+SELECT s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
+  s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
+  s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
+  s.next_stage_id, s.handoff, s.created_at,
+  c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at
+FROM campaigns_stage s INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
+WHERE s.id = %s
+"""
+
+
+def stage_load(*, stage_id: int) -> Stage:
+    """The stage with its campaign (one query, as ``assignment_load``); ``Stage.DoesNotExist``."""
+    with connection.cursor() as cursor:
+        cursor.execute(_STAGE_FULL_SQL, [stage_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Stage.DoesNotExist("No such stage.")
+    split = len(Stage._meta.concrete_fields)
+    stage = _from_row(Stage, row[:split])
+    stage.campaign = _from_row(Campaign, row[split:])
+    return stage
+
+
+def assignment_load(
+    *, assignment_id: int, workers: RequestWorkers, lock: bool = False
+) -> Assignment:
+    """The assignment with its HIT, stage and campaign if one of ``workers`` holds it;
+    ``Assignment.DoesNotExist`` otherwise. One query; ``lock``: ``FOR UPDATE`` of the
+    assignment row (inside a transaction)."""
+    suffix = " FOR UPDATE OF a" if lock and connection.features.has_select_for_update_of else ""
+    with connection.cursor() as cursor:
+        cursor.execute(_ASSIGNMENT_FULL_SQL + suffix, [assignment_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Assignment.DoesNotExist("No such assignment.")
+    parts, start = [], 0
+    for model in _FULL_MODELS:
+        end = start + len(model._meta.concrete_fields)
+        parts.append(_from_row(model, row[start:end]))
+        start = end
+    user_id, provider = row[start:]
+    assignment, hit, stage, campaign = parts
+    owned = assignment.worker_id in workers.worker_ids or (
+        workers.user_id is not None and user_id == workers.user_id and provider == Provider.LOCAL
+    )
+    if not owned:
+        raise Assignment.DoesNotExist("No such assignment.")
+    stage.campaign = campaign
+    hit.stage = stage
+    assignment.hit = hit
+    return assignment
+
+
+def assignment_get_for_workers(
+    *, assignment_id: int, workers: RequestWorkers | Collection[Worker]
+) -> Assignment:
+    """The assignment (with its HIT, stage and campaign) if one of ``workers`` holds it;
+    ``Assignment.DoesNotExist`` otherwise. One query."""
+    if not isinstance(workers, RequestWorkers):
+        workers = RequestWorkers(worker_ids=tuple(w.pk for w in workers))
+    return assignment_load(assignment_id=assignment_id, workers=workers)
+
+
+def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:
+    """The campaign's invite links, newest first."""
+    return campaign.invite_links.select_related("stage", "created_by").order_by("-created_at")

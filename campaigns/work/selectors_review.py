@@ -1,0 +1,135 @@
+"""Reads for the requester's side of the local workforce: review queue, grants, telemetry.
+
+Visibility follows ``campaigns.design.selectors``: what belongs to a campaign the user
+may not see is filtered out, so callers answer 404 for it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Count, F, QuerySet
+
+from campaigns.design.selectors import campaign_list_visible
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HITItem,
+    InviteLink,
+    LocalGrant,
+    Stage,
+)
+
+
+def assignment_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Assignment]:
+    """Assignments of the campaigns ``user`` may see."""
+    return Assignment.objects.filter(hit__stage__campaign__in=campaign_list_visible(user=user))
+
+
+def invite_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[InviteLink]:
+    """Invite links of the campaigns ``user`` may see."""
+    return InviteLink.objects.filter(campaign__in=campaign_list_visible(user=user))
+
+
+def assignment_list_for_campaign(
+    *, campaign: Campaign, status: str | None = None, stage: Stage | None = None
+) -> QuerySet[Assignment]:
+    """The campaign's assignments (optionally one status, one stage), oldest submission first.
+
+    Unsubmitted ones come last, in id order. Worker, stage and decider are joined in.
+    """
+    qs = Assignment.objects.filter(hit__stage__campaign=campaign)
+    if status:
+        qs = qs.filter(status=status)
+    if stage is not None:
+        qs = qs.filter(hit__stage=stage)
+    return qs.select_related("worker", "hit__stage", "decided_by").order_by(
+        F("submitted_at").asc(nulls_last=True), "id"
+    )
+
+
+def assignment_review_queue(
+    *, campaign: Campaign, stage: Stage | None = None
+) -> QuerySet[Assignment]:
+    """Submitted assignments awaiting a decision, oldest submission first."""
+    return assignment_list_for_campaign(
+        campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage
+    )
+
+
+def hit_items_by_hit(*, hit_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
+    """The items of several HITs in one query: ``{hit_id: [{"id", "external_id", "data"}]}``.
+
+    The shape is that of ``selectors_work.hit_items``, for a page of assignments.
+    """
+    rows = (
+        HITItem.objects.filter(hit_id__in=set(hit_ids))
+        .order_by("hit_id", "position")
+        .values("hit_id", "item_id", "item__external_id", "item__data")
+    )
+    out: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        out[r["hit_id"]].append(
+            {"id": r["item_id"], "external_id": r["item__external_id"], "data": r["item__data"]}
+        )
+    return dict(out)
+
+
+def worker_history_in_campaign(
+    *, campaign: Campaign, worker_ids: Iterable[int]
+) -> dict[int, dict[str, int]]:
+    """Each worker's assignments in ``campaign`` counted by status, in one query:
+    ``{worker_id: {"submitted": 3, "approved": 10, ...}}`` (what the review queue shows
+    beside each submission)."""
+    rows = (
+        Assignment.objects.filter(hit__stage__campaign=campaign, worker_id__in=set(worker_ids))
+        .order_by()
+        .values("worker_id", "status")
+        .annotate(n=Count("pk"))
+    )
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for r in rows:
+        out[r["worker_id"]][r["status"]] = r["n"]
+    return dict(out)
+
+
+def local_grant_list(*, campaign: Campaign) -> QuerySet[LocalGrant]:
+    """The campaign's grants to logged-in annotators, by username."""
+    return campaign.local_grants.select_related("user", "granted_by").order_by("user__username")
+
+
+def telemetry_summary(telemetry: Any) -> dict[str, int | None]:
+    """The page telemetry a reviewer looks at first, from a stored (sanitised) record.
+
+    ``keystrokes``, ``paste_count``, ``pasted_chars`` (total length pasted),
+    ``focus_losses``, ``visibility_changes``; None where the page sent nothing
+    (no JavaScript, or an older page).
+    """
+    data: Mapping[str, Any] = telemetry if isinstance(telemetry, Mapping) else {}
+
+    def number(key: str) -> int | None:
+        value = data.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    pastes = data.get("pastes")
+    pasted_chars: int | None = None
+    if isinstance(pastes, list):
+        pasted_chars = sum(
+            p["length"]
+            for p in pastes
+            if isinstance(p, Mapping) and isinstance(p.get("length"), int)
+        )
+    paste_count = number("paste_count")
+    if paste_count is None and isinstance(pastes, list):
+        paste_count = len(pastes)
+    return {
+        "keystrokes": number("keystrokes"),
+        "paste_count": paste_count,
+        "pasted_chars": pasted_chars,
+        "focus_losses": number("focus_losses"),
+        "visibility_changes": number("visibility_changes"),
+    }

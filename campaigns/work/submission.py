@@ -1,0 +1,233 @@
+"""Submitting: page telemetry, storing a worker's answer exactly once.
+
+Part of the local-workforce work services; ``campaigns.services.work`` re-exports
+these and describes the locking order they take part in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from campaigns.models import (
+    Assignment,
+    AssignmentStatus,
+    DetachedAnswer,
+    Provider,
+    Stage,
+    Worker,
+)
+from campaigns.tasktypes import FieldError, task_type_get
+from campaigns.work.decisions import assignment_approve
+from campaigns.work.lifecycle import AssignmentClosedError, _places_free
+from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items
+from campaigns.workforce.quizzes import QUIZ_TASK_TYPE, quiz_submission_grade
+from linking import hooks as linking_hooks
+from validation.triggers import needs_review_after_submit
+
+DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
+STORED_STATES = (AssignmentStatus.SUBMITTED, *DECIDED_STATES)
+
+
+# --- Submitting ----------------------------------------------------------------------
+
+TELEMETRY_MAX_PASTES = 100
+TELEMETRY_MAX_COUNT = 1_000_000
+TELEMETRY_MAX_MS = 7 * 24 * 3600 * 1000
+
+
+def _clamp_int(value: Any, *, high: int) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return max(0, min(int(value), high))
+
+
+def telemetry_sanitise(raw: Any) -> dict[str, Any]:
+    """Keep only the known page telemetry, as bounded numbers: what a browser sends is a claim.
+
+    Fields: ``keystrokes``, ``pastes`` (list of ``{"field", "length"}``),
+    ``focus_losses``, ``visibility_changes``, ``first_input_ms``, ``page_ms``.
+    """
+    if not isinstance(raw, Mapping):
+        return {}
+    out: dict[str, Any] = {}
+    for key in ("keystrokes", "focus_losses", "visibility_changes"):
+        value = _clamp_int(raw.get(key), high=TELEMETRY_MAX_COUNT)
+        if value is not None:
+            out[key] = value
+    for key in ("first_input_ms", "page_ms"):
+        value = _clamp_int(raw.get(key), high=TELEMETRY_MAX_MS)
+        if value is not None:
+            out[key] = value
+    pastes = raw.get("pastes")
+    if isinstance(pastes, list):
+        kept = []
+        for paste in pastes[:TELEMETRY_MAX_PASTES]:
+            if not isinstance(paste, Mapping):
+                continue
+            length = _clamp_int(paste.get("length"), high=TELEMETRY_MAX_COUNT)
+            name = paste.get("field")
+            kept.append(
+                {
+                    "field": name[:100] if isinstance(name, str) else "",
+                    "length": length or 0,
+                }
+            )
+        out["pastes"] = kept
+        out["paste_count"] = min(len(pastes), TELEMETRY_MAX_COUNT)
+    return out
+
+
+@dataclass
+class SubmitResult:
+    """What became of a submission.
+
+    ``stored``: the assignment holds a submission (this one, or an earlier one
+    when ``replay``). When not stored, ``errors`` ({path: message}) and the
+    parsed ``answer`` let the page come back with the worker's text.
+    """
+
+    assignment: Assignment
+    stored: bool
+    replay: bool = False
+    answer: dict[str, Any] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def _errors_by_path(errors: list[FieldError]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for error in errors:
+        out[error.path] = (
+            f"{out[error.path]} {error.message}" if error.path in out else error.message
+        )
+    return out
+
+
+def assignment_submit(
+    *, assignment_id: int, worker: Worker, form: Mapping[str, Any], telemetry: Any
+) -> SubmitResult:
+    """Store ``worker``'s answer to the assignment, exactly once.
+
+    A second submission (double click, resent POST, a second tab) gets the stored
+    result and writes nothing. An invalid answer stores nothing and comes back
+    with its errors. A returned or expired assignment raises ``AssignmentClosedError``;
+    one past its deadline is expired here (its place goes back to the HIT).
+    ``Assignment.DoesNotExist`` if the worker does not hold it. Work time is
+    measured on the server, accept to submit. Stages whose review rules hold
+    ``{"rule": "auto_approve"}`` approve at once.
+
+    Locking: the assignment row, for the whole check-and-store.
+    """
+    return _submission_store(
+        assignment_id=assignment_id,
+        workers=RequestWorkers(worker_ids=(worker.pk,)),
+        form=form,
+        telemetry=telemetry,
+    )
+
+
+def assignment_submit_for_workers(
+    *, assignment_id: int, workers: RequestWorkers, form: Mapping[str, Any], telemetry: Any
+) -> SubmitResult:
+    """``assignment_submit`` for a request that speaks for several workers (the local
+    worker pages: the session's invited workers and the account's worker), without
+    loading them: ``Assignment.DoesNotExist`` unless one of them holds it.
+
+    One locked SELECT both checks who holds the assignment and locks it.
+    """
+    return _submission_store(
+        assignment_id=assignment_id, workers=workers, form=form, telemetry=telemetry
+    )
+
+
+def _closed(assignment: Assignment) -> AssignmentClosedError:
+    messages: dict[str, str] = {
+        AssignmentStatus.EXPIRED: "The time for this task ran out; it has gone back to the pool.",
+        AssignmentStatus.RETURNED: "You returned this task; it can no longer be submitted.",
+    }
+    error = AssignmentClosedError(
+        messages.get(assignment.status, "This task can no longer be submitted."),
+        errors={"status": [assignment.status]},
+    )
+    error.assignment = assignment
+    return error
+
+
+def _submission_store(
+    *, assignment_id: int, workers: RequestWorkers, form: Mapping[str, Any], telemetry: Any
+) -> SubmitResult:
+    closed: Assignment | None = None
+    with transaction.atomic():
+        assignment = assignment_load(assignment_id=assignment_id, workers=workers, lock=True)
+        if assignment.status in STORED_STATES:
+            return SubmitResult(
+                assignment=assignment, stored=True, replay=True, answer=assignment.answers
+            )
+        now = timezone.now()
+        if assignment.status == AssignmentStatus.ACCEPTED and (
+            assignment.deadline is not None and assignment.deadline <= now
+        ):
+            assignment.status = AssignmentStatus.EXPIRED
+            assignment.save(update_fields=["status"])
+            _places_free({assignment.hit_id: 1})
+        if assignment.status != AssignmentStatus.ACCEPTED:
+            closed = assignment
+        else:
+            stage = assignment.hit.stage
+            task_type = task_type_get(stage.task_type)
+            items = hit_items(hit=assignment.hit)
+            answer = task_type.parse_form(form=form, items=items, config=stage.config)
+            problems = task_type.validate_answer(answer=answer, items=items, config=stage.config)
+            if problems:
+                return SubmitResult(
+                    assignment=assignment,
+                    stored=False,
+                    answer=answer,
+                    errors=_errors_by_path(problems),
+                )
+            if task_type.detaches_answers(config=stage.config):
+                DetachedAnswer.objects.create(stage=stage, answers=answer, submitted_on=now.date())
+                answer = {"detached": True}
+            stored = {
+                "answers": answer,
+                "status": AssignmentStatus.SUBMITTED,
+                "submitted_at": now,
+                "work_seconds": max(0, int((now - assignment.accepted_at).total_seconds())),
+                "telemetry": telemetry_sanitise(telemetry),
+            }
+            # An UPDATE of the locked row (cheaper to build than Model.save; no signals
+            # are used on assignments).
+            Assignment.objects.filter(pk=assignment.pk).update(**stored)
+            for name, value in stored.items():
+                setattr(assignment, name, value)
+            Worker.objects.filter(pk=assignment.worker_id).update(
+                submitted_count=F("submitted_count") + 1
+            )
+            if stage.task_type == QUIZ_TASK_TYPE:
+                quiz_submission_grade(assignment=assignment, stage=stage)
+            if _auto_approves(stage) and assignment.provider == Provider.LOCAL:
+                assignment = assignment_approve(
+                    assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
+                )
+            if needs_review_after_submit(stage.review_rules, stage.escalation_rule):
+                # Imported here: validation's tasks import these services.
+                from validation.tasks import review_submission_task
+
+                review_submission_task.delay_on_commit(assignment.pk)
+            linking_hooks.answer_stored(stage=stage, hit_id=assignment.hit_id)
+            return SubmitResult(assignment=assignment, stored=True, answer=answer)
+    # Raised outside the transaction: the expiry above is kept.
+    assert closed is not None
+    raise _closed(closed)
+
+
+def _auto_approves(stage: Stage) -> bool:
+    return any(
+        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
+        for rule in stage.review_rules or []
+    )

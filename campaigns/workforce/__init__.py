@@ -1,0 +1,1 @@
+"""Workers, qualifications, quizzes, protocol arms and rounds."""
