@@ -124,8 +124,8 @@ def bench_suggest_endpoint(args: argparse.Namespace) -> None:
     from campaigns.design.items import items_upload
     from campaigns.design.services import campaign_create, stage_add
     from campaigns.models import Assignment
+    from campaigns.platforms.publishing import campaign_start
     from campaigns.work.invites import invite_create, invite_token
-    from campaigns.work.publishing import campaign_start
     from linking.selectors import suggestions_search
     from tests.factories import UserFactory
 

@@ -101,7 +101,7 @@ def make_stage(hits: int):
 def publish(stage, fake, throttle: float) -> None:
     from campaigns.models import HIT, HITStatus, OperationState, ProviderOperation
     from campaigns.platforms.operations import operation_execute
-    from campaigns.platforms.sync import stage_provider_publish
+    from campaigns.platforms.publishing import stage_provider_publish
 
     fake.rates = {"throttle": throttle}
     fake.state.calls.clear()

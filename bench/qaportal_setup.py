@@ -34,9 +34,9 @@ from django.contrib.auth import get_user_model  # noqa: E402
 
 from campaigns.design.items import items_upload  # noqa: E402
 from campaigns.design.services import campaign_create, stage_add  # noqa: E402
+from campaigns.platforms.publishing import campaign_start  # noqa: E402
 from campaigns.tasktypes import task_type_names  # noqa: E402
 from campaigns.work.invites import invite_create, invite_token  # noqa: E402
-from campaigns.work.publishing import campaign_start  # noqa: E402
 
 
 def _task_type(preferred: str) -> str:

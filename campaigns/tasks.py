@@ -101,7 +101,7 @@ def prolific_sync_task(study_id: str | None = None) -> int:
     Idempotent (a sync writes what the platform says). Retries nothing: transient
     errors are logged and the next beat tick or webhook syncs again.
     """
-    from campaigns.platforms.sync import prolific_studies_sync
+    from campaigns.platforms.prolific.studies import prolific_studies_sync
 
     return prolific_studies_sync(study_id=study_id)
 

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class LinkingConfig(AppConfig):
     name = "linking"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from linking.hooks import subscribe
+
+        subscribe()

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from linking.offline import BUNDLED_INDEX, OfflineIndex
 from linking.types import CandidateSource
+from linking.wikidata import WikidataClient
 
 _offline: dict[str, OfflineIndex] = {}
 _offline_lock = threading.Lock()
@@ -20,8 +21,6 @@ def candidate_source(*, background: bool = False) -> CandidateSource:
     live calls send ``maxlag`` (Celery tasks, not as-you-type search)."""
     if getattr(settings, "WIKIDATA_OFFLINE", False):
         return offline_index(getattr(settings, "WIKIDATA_OFFLINE_INDEX", "") or BUNDLED_INDEX)
-    from linking.wikidata import WikidataClient
-
     return WikidataClient(background=background)
 
 

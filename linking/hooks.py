@@ -1,36 +1,57 @@
-"""The two calls the campaign services make into linking, cheap for every other stage:
-they look at the stage row they already hold and enqueue a task after commit.
+"""What linking does when the work room announces something (subscribed in
+``LinkingConfig.ready()``); cheap for every other stage: a look at the stage row
+the announcement carries, then a task queued through the outbox, after commit.
 
-- ``stage_published(stage=...)``: at the end of ``stage_publish`` (HITs made),
-  prepares the linking stage (``linking.prefetch_stage``).
-- ``answer_stored(stage=..., hit_id=...)``: at the end of a successful submit,
-  judges entity agreement on the HIT (``linking.entity_agreement_check``).
+- ``stage_published``: a linking stage gets spans and Wikidata candidates ready
+  (``linking.prefetch_stage``) before workers arrive.
+- ``answer_stored``: entity agreement is judged on the HIT
+  (``linking.entity_agreement_check``) when the stage has an ``entity_agreement``
+  escalation rule.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.entity_linking import redirect_resolver_register
+from campaigns.work.events import answer_stored, stage_published
+from linking import agreement
 from linking.agreement import EscalationRule
+from linking.selectors import entries_resolve_redirects
+from qaportal.outbox import task_after_commit
 
 if TYPE_CHECKING:
-    from campaigns.models import Stage
-
-LINKING_TASK_TYPES = frozenset({"answer_entity_linking", "question_entity_linking"})
+    from campaigns.models import Assignment, Stage
 
 
-def stage_published(*, stage: Stage) -> None:
-    """Enqueue ``linking.prefetch_stage`` after commit when ``stage`` is a linking stage."""
-    if stage.task_type in LINKING_TASK_TYPES:
-        from linking.tasks import prefetch_stage_task
-
-        prefetch_stage_task.delay_on_commit(stage.pk)
+def on_stage_published(*, stage: Stage, **_: Any) -> None:
+    """Queue ``linking.prefetch_stage`` after commit when ``stage`` links entities."""
+    if task_type_get(stage.task_type).links_entities:
+        task_after_commit("linking.prefetch_stage", stage.pk)
 
 
-def answer_stored(*, stage: Stage, hit_id: int) -> None:
-    """Enqueue ``linking.entity_agreement_check`` after commit when ``stage`` is a
-    linking stage with an ``entity_agreement`` escalation rule."""
-    if stage.task_type in LINKING_TASK_TYPES and EscalationRule.from_json(stage.escalation_rule):
-        from linking.tasks import entity_agreement_check_task
+def on_answer_stored(*, assignment: Assignment, stage: Stage, task_type: Any, **_: Any) -> None:
+    """Queue ``linking.entity_agreement_check`` after commit for a linking stage with
+    an ``entity_agreement`` escalation rule."""
+    if task_type.links_entities and EscalationRule.from_json(stage.escalation_rule):
+        task_after_commit("linking.entity_agreement_check", assignment.hit_id)
 
-        entity_agreement_check_task.delay_on_commit(hit_id)
+
+RULE_CHECKS = RuleChecks(
+    owner="linking",
+    bonus_rules=frozenset({agreement.BONUS_RULE}),
+    escalation_rules=frozenset({agreement.ESCALATION_RULE}),
+    bonus_rules_validate=agreement.bonus_rules_validate,
+    escalation_rule_validate=agreement.escalation_rule_validate,
+)
+
+
+def subscribe() -> None:
+    """Listen to the work room's events and check linking's rules in stage settings
+    (from ``LinkingConfig.ready()``)."""
+    stage_published.subscribe(on_stage_published)
+    answer_stored.subscribe(on_answer_stored)
+    stage_rule_checks_register(RULE_CHECKS)
+    redirect_resolver_register(entries_resolve_redirects)

@@ -197,3 +197,15 @@ def links_resolve_redirects(
             link = {**link, "qid": targets[qid], "redirected_from": qid}
         out.append(link)
     return out
+
+
+def entries_resolve_redirects(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Link entries with redirected ids replaced by their targets (one batched lookup);
+    registered with the entity-linking task types at start-up."""
+    qids = [str(link["qid"]) for e in entries for link in e["links"] if link.get("qid")]
+    if not qids:
+        return entries
+    targets = qid_targets(qids=qids)
+    if not targets:
+        return entries
+    return [{**e, "links": links_resolve_redirects(e["links"], targets=targets)} for e in entries]

@@ -27,7 +27,7 @@ from campaigns.models import (
     LedgerStatus,
     Stage,
 )
-from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
 from campaigns.work.lifecycle import hit_add_assignments
@@ -44,7 +44,6 @@ from linking.agreement import (
     links_from_set,
 )
 from linking.client import candidate_source
-from linking.hooks import LINKING_TASK_TYPES
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
 from linking.selectors import (
     ANSWERED,
@@ -60,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 def escalation_rule_get(stage: Stage) -> EscalationRule | None:
     """The stage's entity-agreement rule, or None (not a linking stage, or no such rule)."""
-    if stage.task_type not in LINKING_TASK_TYPES:
+    if not task_type_get(stage.task_type).links_entities:
         return None
     return EscalationRule.from_json(stage.escalation_rule)
 
@@ -114,11 +113,11 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
     """
     result = PrefetchResult()
     stage = Stage.objects.select_related("campaign").get(pk=stage_id)
-    if stage.task_type not in LINKING_TASK_TYPES:
+    if not task_type_get(stage.task_type).links_entities:
         return result
     task_type = cast(EntityLinkingTaskType, task_type_get(stage.task_type))
     items = list(Item.objects.filter(stage=stage).exclude(status=ItemStatus.DROPPED))
-    answer_linking = stage.task_type == "answer_entity_linking"
+    answer_linking = task_type.text_key == "answer"
 
     need_spans = [i for i in items if "proposed_spans" not in i.data]
     texts = [str(i.data.get("answer" if answer_linking else "question", "")) for i in need_spans]
@@ -408,7 +407,7 @@ def entity_agreement_sweep(*, stage_id: int | None = None) -> int:
     """Check every HIT of entity-agreement stages that has answers and an item not yet
     resolved or decided (a safety net for beat: a check lost with its worker); the
     number of HITs checked. Idempotent (see ``hit_entity_agreement_check``)."""
-    stages = Stage.objects.filter(task_type__in=LINKING_TASK_TYPES)
+    stages = Stage.objects.filter(task_type__in=task_type_names(links_entities=True))
     if stage_id is not None:
         stages = stages.filter(pk=stage_id)
     checked = 0

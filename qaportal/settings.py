@@ -71,6 +71,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "qaportal",
     "campaigns",
     "linking",
     "validation",
@@ -166,6 +167,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BEAT_SCHEDULE = {
+    "qaportal-outbox-redispatch": {
+        "task": "qaportal.outbox_redispatch",
+        "schedule": 30.0,
+        "options": {"expires": 25},
+    },
     "campaigns-expire-assignments": {
         "task": "campaigns.expire_assignments",
         "schedule": 60.0,

@@ -13,9 +13,9 @@ from django.contrib.auth.models import User
 
 from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.models import Assignment, Campaign, CampaignState, Item, ItemSource, Stage
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.publishing import campaign_start
 from campaigns.work.submission import assignment_submit
 
 TELEMETRY = {

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Item, ItemStatus
+from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Item, ItemStatus, Stage
 from campaigns.work.lifecycle import hit_add_assignments
 from campaigns.work.selectors import hit_items
 from validation.projections import entries_by_item, is_no_answer
@@ -100,8 +100,6 @@ def hit_early_stop(*, hit: HIT) -> str:
 def stage_early_stop(*, stage_id: int) -> dict[str, int]:
     """``hit_early_stop`` on every published HIT of the stage still short of
     ``extend_to``; counts per outcome (for the stage review task)."""
-    from campaigns.models import Stage
-
     stage = Stage.objects.get(pk=stage_id)
     rule = early_stop_rule(stage.escalation_rule)
     counts: dict[str, int] = {}

@@ -17,17 +17,11 @@ or the links.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from validation.projections import (
-    ENTITY_LINKING_TYPES,
-    SENTENCE_TYPES,
-    categorical_label,
-    link_set,
-    sentence_set,
-)
+from campaigns.tasktypes import task_type_shape
+from validation.projections import categorical_label, link_set, sentence_set
 from validation.text import sentence_overlap
 
 DEFAULT_SENTENCE_THRESHOLD = 0.5
@@ -71,9 +65,10 @@ def gold_correct(
     (no entry, no gold, or an answer shape with no gold comparison)."""
     if gold is None or not isinstance(entry, Mapping):
         return None
-    if task_type in SENTENCE_TYPES:
+    shape = task_type_shape(task_type)
+    if shape == "sentences":
         return gold_match_sentences(entry, gold, threshold=sentence_threshold)
-    if task_type in ENTITY_LINKING_TYPES:
+    if shape == "links":
         return gold_match_links(entry, gold)
     label = categorical_label(task_type, entry, dimension=dimension)
     if label is None and not any(k in entry for k in ("choice", "label", "verdict", dimension)):
@@ -100,33 +95,3 @@ def gold_bonus_blocks(outcomes: Sequence[bool], *, block: int = 4, correct: int 
         for n in range(len(outcomes) // block)
         if sum(outcomes[n * block : (n + 1) * block]) >= correct
     ]
-
-
-def gold_mix_order(
-    regular: Sequence[int], gold: Sequence[int], *, ratio: float, seed: int = 0
-) -> list[int]:
-    """Item ids in publishing order with gold spread through the regular items.
-
-    About ``ratio`` of every stretch is gold, at seeded random places inside each
-    stretch (a worker cannot tell by position); gold items are reused in turn
-    when there are too few for the ratio, left out when there are too many.
-    ``ratio`` 0 or no gold: the regular items unchanged.
-    """
-    if not 0 <= ratio < 1:
-        raise ValueError("ratio must be in [0, 1)")
-    if ratio == 0 or not gold or not regular:
-        return list(regular)
-    rng = random.Random(seed)
-    wanted = max(1, round(len(regular) * ratio / (1 - ratio)))
-    golds = [gold[n % len(gold)] for n in range(wanted)]
-    stretch = len(regular) / wanted
-    out: list[int] = []
-    start = 0
-    for n, gold_id in enumerate(golds):
-        end = round((n + 1) * stretch)
-        chunk = list(regular[start:end])
-        chunk.insert(rng.randint(0, len(chunk)), gold_id)
-        out += chunk
-        start = end
-    out += regular[start:]
-    return out

@@ -21,12 +21,11 @@ import json
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
+from campaigns.tasktypes import task_type_shape
 from campaigns.tasktypes.base import answer_for_item
 
 NO_ANSWER = "no_answer"
 ANSWERED = "answered"
-ENTITY_LINKING_TYPES = frozenset({"answer_entity_linking", "question_entity_linking"})
-SENTENCE_TYPES = frozenset({"sentence_selection_answer"})
 # Keys holding free text written by the worker (strings, lists of strings, or lists
 # of dicts with such keys). Span texts of entity links are copies, not writing.
 DEFAULT_TEXT_FIELDS = (
@@ -69,13 +68,14 @@ def categorical_label(
     """The categorical value of ``entry`` compared by agreement and consensus (see module)."""
     if not isinstance(entry, Mapping):
         return None
-    if task_type in SENTENCE_TYPES:
+    shape = task_type_shape(task_type)
+    if shape == "sentences":
         return NO_ANSWER if entry.get("no_answer") else ANSWERED
-    if task_type in ENTITY_LINKING_TYPES:
+    if shape == "links":
         return json.dumps(sorted(link_set(entry), key=str))
-    if task_type == "rubric_evaluation":
+    if shape == "rubric":
         value = entry.get(dimension)
-    elif task_type == "entity_link_validation":
+    elif shape == "verdict":
         value = entry.get("verdict")
     else:
         value = next(
@@ -88,7 +88,7 @@ def categorical_label(
 
 def is_no_answer(task_type: str, entry: Mapping[str, Any] | None) -> bool | None:
     """True/False for answers that can say "no answer" (sentence selection); None otherwise."""
-    if task_type not in SENTENCE_TYPES or not isinstance(entry, Mapping):
+    if task_type_shape(task_type) != "sentences" or not isinstance(entry, Mapping):
         return None
     return bool(entry.get("no_answer"))
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Q
 
-from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, Stage
+from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, Stage, Worker
 from validation.aggregation import MajorityVote, majority_vote
 from validation.agreement import krippendorff_alpha, percent_agreement
 from validation.labels import LabelTable
@@ -269,8 +269,6 @@ def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> 
     """Dashboard numbers of a stage, overall and per worker: agreement, gold accuracy,
     approval rate, median work time, effective hourly wage (reward over the median
     work time) flagged under ``wage_floor`` (default $15/h)."""
-    from campaigns.models import Worker
-
     submissions = stage_submissions(stage=stage)
     gold_threshold = float(
         next(

@@ -36,6 +36,7 @@ from django.db.models import Case, F, IntegerField, Q, Value, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -44,7 +45,6 @@ from campaigns.models import (
     LedgerStatus,
     OperationKind,
     OperationState,
-    Provider,
     ProviderOperation,
     QualificationGrant,
     Stage,
@@ -52,6 +52,7 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.events import assignment_decided
 from qaportal.errors import DomainError
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
@@ -195,7 +196,7 @@ def _batch_apply(
         rejected: Counter[int] = Counter()
         for pk, worker_id, provider, old in rows:
             result = by_id[pk]
-            local = provider == Provider.LOCAL
+            local = not platform_for(provider).pays_workers
             applies = local and result.decision in (APPROVE, REJECT)
             details = _details(old, result, applied=applies, now=now)
             summary.reviewed += 1
@@ -215,11 +216,9 @@ def _batch_apply(
         if approved or rejected:
             _worker_counters_add(approved=approved, rejected=rejected)
         if approved and stage.next_stage_id is not None:
-            from campaigns.tasks import handoff_run_task
-
             for row in decided:
                 if row.status == AssignmentStatus.APPROVED:
-                    handoff_run_task.delay_on_commit(row.pk)
+                    assignment_decided.announce(assignment_id=row.pk, approved=True)
 
 
 # Constant statements: PostgreSQL unpacks the arrays (one parameter per column).
@@ -354,7 +353,7 @@ def _apply_one(*, assignment_id: int, result: Review) -> None:
         row = Assignment.objects.select_for_update().get(pk=assignment_id)
         if row.status != AssignmentStatus.SUBMITTED:
             return
-        applies = row.provider == Provider.LOCAL and result.decision in (APPROVE, REJECT)
+        applies = not platform_for(row).pays_workers and result.decision in (APPROVE, REJECT)
         details = _details(row.review_details, result, applied=applies, now=now)
         if applies and result.decision == APPROVE:
             row = assignment_approve(assignment=row, source=result.source, reason=result.reason)
@@ -397,7 +396,7 @@ def assignment_override(
     now = timezone.now()
     with transaction.atomic():
         row = Assignment.objects.select_for_update().get(pk=assignment.pk)
-        if row.provider != Provider.LOCAL:
+        if platform_for(row).pays_workers:
             raise DomainError(
                 "Assignments on paid providers are decided through their provider.",
                 errors={"provider": [row.provider]},
@@ -465,9 +464,7 @@ def assignment_override(
                     **{up: F(up) + 1, down: Greatest(F(down) - 1, Value(0))}
                 )
                 if target == AssignmentStatus.APPROVED:
-                    from campaigns.tasks import handoff_run_task
-
-                    handoff_run_task.delay_on_commit(row.pk)
+                    assignment_decided.announce(assignment_id=row.pk, approved=True)
         Assignment.objects.filter(pk=row.pk).update(review_details=details)
         row.review_details = details
     return row
@@ -492,7 +489,7 @@ def gold_actions_apply(
     """
     done: Counter[str] = Counter()
     campaign = stage.campaign
-    paid = campaign.provider != Provider.LOCAL
+    paid = platform_for(campaign).pays_workers
     now = timezone.now()
     for rule in _rules(stage):
         if rule["rule"] != "gold_disqualify":
@@ -613,7 +610,7 @@ def _gold_bonus(
     if not wanted:
         return 0
     operation_ids: dict[str, int] = {}
-    if campaign.provider != Provider.LOCAL:
+    if platform_for(campaign).pays_workers:
         _operations(
             campaign=campaign,
             kind=OperationKind.BONUS,

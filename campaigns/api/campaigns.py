@@ -20,9 +20,9 @@ from campaigns.design.access import campaign_delete, campaign_update
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign, CampaignState, Provider
 from campaigns.payments.costs import campaign_cost_estimate
+from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes import recipe_names
 from campaigns.recipes.services import campaign_create_with_recipe
-from campaigns.work.publishing import campaign_start
 
 ERROR_RESPONSES: dict[int, OpenApiResponse] = {
     400: OpenApiResponse(description="Invalid input; field names map to messages."),

@@ -28,8 +28,8 @@ from campaigns.api.common import (
 from campaigns.api.review import ItemBriefSerializer
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Assignment, HITItem, Item
+from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.base import answer_for_item
-from linking.hooks import LINKING_TASK_TYPES
 from linking.models import EntityLinkResolution
 from linking.selectors import link_review_queue
 from linking.services import entity_link_decide
@@ -154,7 +154,7 @@ class LinkReviewDecideApi(APIView):
             Item.objects.filter(
                 pk=item_id,
                 stage__campaign__in=campaign_list_visible(user=request.user),
-                stage__task_type__in=LINKING_TASK_TYPES,
+                stage__task_type__in=task_type_names(links_entities=True),
             )
             .select_related("stage")
             .first()

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from campaigns.api.common import money_field, stage_or_404
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Item
-from linking.hooks import LINKING_TASK_TYPES
+from campaigns.tasktypes import task_type_get
 from linking.selectors import stage_entity_agreement
 from validation.selectors import stage_agreement_series, stage_final_labels, stage_quality
 from validation.tasks import review_stage_task
@@ -103,7 +103,9 @@ class StageQualityApi(APIView):
         stage = stage_or_404(request=request, stage_id=stage_id)
         quality = stage_quality(stage=stage)
         entity = (
-            stage_entity_agreement(stage=stage) if stage.task_type in LINKING_TASK_TYPES else None
+            stage_entity_agreement(stage=stage)
+            if task_type_get(stage.task_type).links_entities
+            else None
         )
         body = StageQualityOutputSerializer(quality).data
         body["entity_agreement"] = (

@@ -12,9 +12,9 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from campaigns.design.platform import platform_for
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Campaign, CampaignState, Item, Provider, Stage
-from campaigns.platforms import currency_for
 from campaigns.tasktypes import UnknownTaskType, task_type_get
 from qaportal.errors import DomainError, IllegalTransition, StateConflict
 
@@ -70,7 +70,7 @@ def campaign_create(
                 provider=provider,
                 sandbox=sandbox,
                 budget_cap=budget_cap,
-                currency=currency_for(provider),
+                currency=platform_for(provider).currency,
                 recipe=recipe,
             )
     except IntegrityError as exc:

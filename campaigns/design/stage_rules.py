@@ -1,53 +1,83 @@
-"""Checks of a stage's rule settings, each by the app that runs the rule.
+"""Checks of a stage's rule settings, each by the room that runs the rule.
 
-``review_rules`` and ``early_stop`` belong to validation/, ``entity_agreement``
-and ``per_agreed_entity`` to linking/, ``gold_bonus`` to validation/.
+The rooms that run rules (validation: review rules, early stopping, gold bonuses;
+linking: entity agreement, bonus per agreed entity) register a ``RuleChecks`` in
+their ``AppConfig.ready()``; design asks them all, never importing them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from linking import agreement as linking_rules
+Check = Callable[[Any], list[str]]
 
-LINKING_BONUS_RULES = frozenset({linking_rules.BONUS_RULE})
-ESCALATION_RULES = frozenset({"early_stop", linking_rules.ESCALATION_RULE})
+
+@dataclass(frozen=True)
+class RuleChecks:
+    """What one room checks. ``bonus_rules`` names the bonus rules it owns (None: all
+    the others); ``escalation_rules`` the escalation rules it runs."""
+
+    owner: str
+    bonus_rules: frozenset[str] | None
+    escalation_rules: frozenset[str]
+    review_rules_validate: Check | None = None
+    bonus_rules_validate: Check | None = None
+    escalation_rule_validate: Check | None = None
+
+
+_CHECKS: dict[str, RuleChecks] = {}
+
+
+def stage_rule_checks_register(checks: RuleChecks) -> None:
+    """Register (or replace) ``checks.owner``'s rule checks (at start-up)."""
+    _CHECKS[checks.owner] = checks
 
 
 def stage_rules_problems(
     *, review_rules: Any, bonus_rules: Any, escalation_rule: Any
 ) -> dict[str, list[str]]:
     """Problems by field (only fields with problems appear)."""
-    # Imported here: validation.rules loads ROUGE and NLTK (seconds), needed only now.
-    from validation import rules as validation_rules
-
     problems: dict[str, list[str]] = {}
-    review = validation_rules.review_rules_validate(review_rules)
+    review = [
+        p
+        for c in _CHECKS.values()
+        if c.review_rules_validate is not None
+        for p in c.review_rules_validate(review_rules)
+    ]
     if review:
         problems["review_rules"] = review
     if not isinstance(bonus_rules, list):
         problems["bonus_rules"] = ["bonus_rules must be a list of {'rule': name, ...} objects"]
     else:
-        ours = [
-            r for r in bonus_rules if isinstance(r, dict) and r.get("rule") in LINKING_BONUS_RULES
-        ]
-        theirs = [r for r in bonus_rules if r not in ours]
-        bonus = linking_rules.bonus_rules_validate(bonus_rules)
-        bonus += validation_rules.bonus_rules_validate(theirs) if theirs else []
+        named = frozenset(n for c in _CHECKS.values() for n in c.bonus_rules or ())
+        bonus: list[str] = []
+        for c in _CHECKS.values():
+            if c.bonus_rules_validate is None:
+                continue
+            if c.bonus_rules is None:  # the rest
+                rest = [
+                    r for r in bonus_rules if not (isinstance(r, dict) and r.get("rule") in named)
+                ]
+                bonus += c.bonus_rules_validate(rest) if rest else []
+            else:
+                bonus += c.bonus_rules_validate(bonus_rules)
         if bonus:
             problems["bonus_rules"] = bonus
     if escalation_rule:
-        if (
-            not isinstance(escalation_rule, dict)
-            or escalation_rule.get("rule") not in ESCALATION_RULES
-        ):
+        known = frozenset(n for c in _CHECKS.values() for n in c.escalation_rules)
+        if not isinstance(escalation_rule, dict) or escalation_rule.get("rule") not in known:
             problems["escalation_rule"] = [
-                "escalation_rule must be {} or a rule named one of: "
-                + ", ".join(sorted(ESCALATION_RULES))
+                "escalation_rule must be {} or a rule named one of: " + ", ".join(sorted(known))
             ]
         else:
-            escalation = validation_rules.escalation_rule_validate(escalation_rule)
-            escalation += linking_rules.escalation_rule_validate(escalation_rule)
+            escalation = [
+                p
+                for c in _CHECKS.values()
+                if c.escalation_rule_validate is not None
+                for p in c.escalation_rule_validate(escalation_rule)
+            ]
             if escalation:
                 problems["escalation_rule"] = escalation
     return problems

@@ -22,6 +22,7 @@ from campaigns.exports.provenance import (
     csv_stream,
     jsonl_stream,
 )
+from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
 Stream = Callable[..., Iterator[str]]
 
@@ -32,8 +33,6 @@ def mturk_csv_stream(
     """MTurk's batch results layout (``campaigns.platforms.mturk.csv.selectors``), as text."""
     import csv
     import io
-
-    from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
     tally = tally or Tally()
     buffer = io.StringIO()

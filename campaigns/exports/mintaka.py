@@ -18,8 +18,9 @@ from typing import Any
 
 from campaigns.exports.common import Tally, keyset_rows
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem
+from campaigns.tasktypes.answer_types import AnswerType, detect_answer_type
 from campaigns.tasktypes.base import derived_external_id
-from linking.answer_types import AnswerType, detect_answer_type
+from linking.client import candidate_source
 from linking.models import EntityLinkResolution, ResolutionStatus
 
 SPLITS = ("train", "dev", "test")
@@ -103,8 +104,6 @@ def _labels(qids: set[str]) -> dict[str, str]:
     or the cached Wikidata client); an id it cannot name keeps its mention."""
     if not qids:
         return {}
-    from linking.client import candidate_source
-
     try:
         entities = candidate_source(background=True).get_entities(sorted(qids))
     except Exception:  # labels are a courtesy: without them the export goes on

@@ -23,7 +23,8 @@ from campaigns.models import (
     LedgerKind,
     LedgerStatus,
 )
-from campaigns.workforce.arms import stage_arm
+from campaigns.workforce.selectors import stage_arm
+from validation.selectors import stage_agreement
 
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 SPENT_KINDS = (
@@ -52,8 +53,6 @@ class ArmRow:
 
 def campaign_arm_comparison(*, campaign: Campaign, with_agreement: bool = True) -> list[ArmRow]:
     """One row per arm of ``campaign`` (none when it has no arms), in arm order."""
-    from validation.selectors import stage_agreement
-
     stages = [s for s in campaign.stages.order_by("position") if stage_arm(s)]
     if not stages:
         return []

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
+from campaigns.design.platform import FeeModel
 from campaigns.models import (
     HIT,
     Assignment,
@@ -48,8 +49,8 @@ from campaigns.models import (
 )
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.platforms import fee_model_for
-from campaigns.platforms.base import CENT, FeeModel
 from campaigns.workforce.stats import grouped_with_median
+from qaportal.money import CENT
 from validation.selectors import hourly_wage
 
 ZERO = Decimal("0.00")

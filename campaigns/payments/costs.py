@@ -1,7 +1,7 @@
 """Cost estimates: what a campaign's items would cost in rewards and platform fees.
 
 Reads only; nothing here writes or locks. The fee rules are the provider's own
-(``campaigns.platforms.fee_model_for``), so estimates and the ledger agree.
+(``Platform.fee_model``), so estimates and the ledger agree.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from decimal import Decimal, InvalidOperation
 
 from django.db.models import Count
 
+from campaigns.design.platform import FeeModel, platform_for
 from campaigns.models import Campaign, Item, Stage
-from campaigns.platforms import fee_model_for, requires_masters
-from campaigns.platforms.base import CENT, FeeModel
 from qaportal.errors import DomainError
+from qaportal.money import CENT
 
 # Stage config key: how many items of the next stage one accepted assignment yields.
 EXPECTED_OUTPUTS_KEY = "expected_outputs_per_assignment"
@@ -148,7 +148,7 @@ def stage_plan_cost(
         assignments_per_hit=assignments_per_hit,
         items_per_hit=items_per_hit,
     )
-    return _stage_cost(stage=plan, items=items, fee_model=fee_model_for(provider))
+    return _stage_cost(stage=plan, items=items, fee_model=platform_for(provider).fee_model())
 
 
 def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
@@ -172,9 +172,7 @@ def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
     if items is not None and items < 0:
         raise DomainError("The number of items cannot be negative.", errors={"items": [items]})
     campaign = stage.campaign
-    fee_model = fee_model_for(
-        campaign.provider, masters=requires_masters(stage.qualification_requirements)
-    )
+    fee_model = platform_for(campaign).fee_model(requirements=stage.qualification_requirements)
     if items is None:
         stages = [s for s in campaign.stages.all() if s.pk != stage.pk] + [stage]
         items = _ItemCounts(stages).of(stage)
@@ -195,9 +193,7 @@ def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
         _stage_cost(
             stage=s,
             items=counts.of(s),
-            fee_model=fee_model_for(
-                campaign.provider, masters=requires_masters(s.qualification_requirements)
-            ),
+            fee_model=platform_for(campaign).fee_model(requirements=s.qualification_requirements),
         )
         for s in stages
     ]
@@ -227,4 +223,4 @@ def bonus_cost(*, provider: str, amount: Decimal) -> tuple[Decimal, Decimal]:
             f"A bonus is a non-negative amount in whole cents, not {amount}.",
             errors={"amount": [str(amount)]},
         )
-    return amount.quantize(CENT), fee_model_for(provider).bonus_fee(amount=amount)
+    return amount.quantize(CENT), platform_for(provider).fee_model().bonus_fee(amount=amount)

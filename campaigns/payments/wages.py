@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Sum
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -19,9 +20,7 @@ from campaigns.models import (
     LedgerStatus,
     Stage,
 )
-from campaigns.platforms.worker_actions import assignment_bonus_pay
-
-CENT = Decimal("0.01")
+from qaportal.money import CENT
 
 
 def wage_floor_rule(*, stage: Stage) -> dict[str, object] | None:
@@ -73,8 +72,9 @@ def stage_wage_topup_pay(*, stage: Stage) -> list[TopUp]:
     ``wage-topup:<assignment>``; asking again pays nothing more). Budget checks apply
     as for any bonus."""
     topups = stage_wage_topups(stage=stage)
+    platform = platform_for(stage.campaign)
     for t in topups:
-        assignment_bonus_pay(
+        platform.bonus_pay(
             assignment=Assignment.objects.get(pk=t.assignment_id),
             amount=t.amount,
             reason="Top-up to the hourly wage floor for the time this task took.",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from campaigns.platforms.base import FeeModel, NoFees, PermanentProviderError, Provider
-from campaigns.platforms.fees import MTurkFees, ProlificFees
+from campaigns.design.platform import FeeModel, platform_for
+from campaigns.platforms.base import PermanentProviderError, Provider
+from campaigns.platforms.local.provider import LocalProvider
 
 
 def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
@@ -19,19 +18,13 @@ def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
 
 
 def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
-    """The fee model of ``provider`` (``local``, ``mturk`` or ``prolific``); ``masters``:
-    for a stage that requires MTurk Masters (``requires_masters``), which costs more."""
-    if provider == "mturk":
-        return MTurkFees(masters=masters)
-    if provider == "prolific":
-        return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
-    if provider == "local":
-        return NoFees()
-    raise ValueError(f"Unknown provider {provider!r}")
+    """The fee model of ``provider``; ``masters``: for a stage that requires MTurk
+    Masters (``requires_masters``), which costs more there."""
+    return platform_for(provider).fee_model(requirements=[{"kind": "masters"}] if masters else None)
 
 
 def currency_for(provider: str) -> str:
-    return "GBP" if provider == "prolific" else "USD"
+    return platform_for(provider).currency
 
 
 def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
@@ -44,8 +37,6 @@ def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
     deployment without ``requests`` or ``boto3`` still runs the local workforce).
     """
     if name == "local":
-        from campaigns.platforms.local import LocalProvider
-
         return LocalProvider()
     from campaigns.platforms.credentials import campaign_credentials_for
 
@@ -54,13 +45,13 @@ def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
     except ImproperlyConfigured as exc:  # unreadable stored credentials: say so, act with none
         raise PermanentProviderError(str(exc)) from exc
     if name == "prolific":
-        from campaigns.platforms.prolific import ProlificProvider
+        from campaigns.platforms.prolific.provider import ProlificProvider
 
         if own is not None:
             return ProlificProvider.from_credentials(**own)
         return ProlificProvider.from_settings()
     if name == "mturk":
-        from campaigns.platforms.mturk import MTurkProvider
+        from campaigns.platforms.mturk.provider import MTurkProvider
 
         if own is not None:
             return MTurkProvider.from_credentials(**own)

@@ -6,30 +6,13 @@ owns its fee model, so cost estimates and the ledger agree with the platform.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any, ClassVar
 
-CENT = Decimal("0.01")
-
-
-def to_cents(amount: Decimal) -> Decimal:
-    """Round a money amount to whole cents, half up (the platforms' rule)."""
-    return amount.quantize(CENT, rounding=ROUND_HALF_UP)
-
-
-class FeeModel(ABC):
-    """What the platform charges on top of what workers receive."""
-
-    @abstractmethod
-    def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
-        """Fee for one assignment paying ``reward`` on a HIT with ``max_assignments``."""
-
-    @abstractmethod
-    def bonus_fee(self, *, amount: Decimal) -> Decimal:
-        """Fee for one bonus payment of ``amount``."""
+from campaigns.design.platform import FeeModel
 
 
 class NoFees(FeeModel):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from campaigns.platforms.base import CENT, FeeModel, to_cents
+from campaigns.design.platform import FeeModel
+from qaportal.money import CENT, to_cents
 
 
 class MTurkFees(FeeModel):

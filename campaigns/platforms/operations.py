@@ -22,6 +22,8 @@ in flight; effects then lock the rows they change (HIT, assignment, ledger entri
 from __future__ import annotations
 
 import logging
+from collections import defaultdict
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,16 +33,13 @@ from django.db.models import Q
 from django.utils import timezone
 
 from campaigns.models import (
-    HIT,
     Campaign,
-    HITStatus,
     LedgerEntry,
     LedgerStatus,
     OperationKind,
     OperationState,
     Provider,
     ProviderOperation,
-    QualificationType,
 )
 from campaigns.platforms import provider_for
 from campaigns.platforms.base import (
@@ -49,6 +48,8 @@ from campaigns.platforms.base import (
     ProviderError,
     TransientProviderError,
 )
+from campaigns.platforms.operation_payloads import operation_payload_complete
+from qaportal.outbox import task_after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +77,9 @@ def _backoff(attempts: int, retry_after: float | None) -> float:
 
 
 def _enqueue(operation_id: int, *, recover: bool = False) -> None:
-    # Imported here: the task module imports the services.
-    from campaigns.tasks import execute_operation_task
-
-    execute_operation_task.delay_on_commit(operation_id, recover)
+    """Execute the operation after commit, through the outbox (a broker outage delays
+    it; ``operations_reconcile`` is the second net for rows left pending or running)."""
+    task_after_commit("campaigns.execute_operation", operation_id, recover)
 
 
 # --- Requesting ------------------------------------------------------------------------
@@ -155,8 +155,6 @@ def operation_execute(*, operation_id: int, recover: bool = False) -> ProviderOp
     op, recovering = claimed
     payload = dict(op.payload or {})
     if op.provider == Provider.MTURK:
-        from campaigns.platforms.operation_payloads import operation_payload_complete
-
         payload = operation_payload_complete(payload=payload)
     call = OperationCall(
         operation_id=op.pk,
@@ -231,52 +229,31 @@ def _finish(operation_id: int, result: dict[str, Any]) -> ProviderOperation:
     return op
 
 
+Effect = Callable[[ProviderOperation], None]
+_EFFECTS: dict[tuple[str, str | None], list[Effect]] = defaultdict(list)
+
+
+def operation_effect(*kinds: str, provider: str | None = None) -> Callable[[Effect], Effect]:
+    """Register ``fn(operation)`` as what a done operation of ``kinds`` changes in the
+    database (for every provider, or only ``provider``'s). The module that owns each
+    kind registers its effect; effects run in the transaction that marks the operation
+    done, those for every provider first, so they happen exactly once."""
+
+    def register(fn: Effect) -> Effect:
+        for kind in kinds:
+            if fn not in _EFFECTS[(kind, provider)]:
+                _EFFECTS[(kind, provider)].append(fn)
+        return fn
+
+    return register
+
+
 def _apply_effects(op: ProviderOperation) -> None:
-    """What a done operation changes in the database, by kind."""
-    result = op.result or {}
-    payload = op.payload or {}
-    now = timezone.now()
-    if op.kind in PUBLISH_KINDS:
-        if not result.get("published", True):
-            return
-        for hit_id, info in (result.get("hits") or {}).items():
-            HIT.objects.filter(pk=int(hit_id), status=HITStatus.PENDING).update(
-                status=HITStatus.PUBLISHED,
-                provider_hit_id=info.get("provider_hit_id"),
-                provider_group_id=info.get("group_id", ""),
-                published_at=now,
-            )
-        if op.campaign_id is not None and op.provider == Provider.PROLIFIC:
-            # A study created while its campaign was being paused or completed catches up.
-            from campaigns.platforms.sync import campaign_studies_follow
-
-            campaign_studies_follow(campaign_id=op.campaign_id)
-    elif op.kind == OperationKind.ADD_ASSIGNMENTS:
-        from campaigns.work.lifecycle import hit_places_add
-
-        hit_places_add(hit_id=int(payload["hit_id"]), count=int(payload.get("count", 1)))
-        if op.provider == Provider.MTURK:  # the HIT takes work again: sync it again
-            from campaigns.platforms.mturk.records import mturk_cursors_unsettle
-
-            mturk_cursors_unsettle(hit_pks=[int(payload["hit_id"])])
-    elif op.kind == OperationKind.EXPIRE and op.provider == Provider.MTURK:
-        if payload.get("mode") == "resume":
-            from campaigns.platforms.mturk.records import mturk_cursors_unsettle
-
-            mturk_cursors_unsettle(provider_hit_ids=list(result.get("updated") or []))
-    elif op.kind in (OperationKind.APPROVE, OperationKind.REJECT):
-        from campaigns.platforms.review import assignment_decision_record
-
-        assignment_decision_record(operation=op)
-    elif op.kind == OperationKind.BONUS:
-        LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
-            status=LedgerStatus.PAID, updated_at=now
-        )
-    elif op.kind in QUALIFYING_KINDS and result.get("group_id"):
-        QualificationType.objects.filter(
-            pk=int(payload.get("qualification_type_id") or 0),
-            provider_qualification_id__isnull=True,
-        ).update(provider=op.provider, provider_qualification_id=result["group_id"])
+    """What a done operation changes in the database: its kind's registered effects."""
+    for fn in _EFFECTS.get((op.kind, None), ()):
+        fn(op)
+    for fn in _EFFECTS.get((op.kind, op.provider), ()):
+        fn(op)
 
 
 # --- Reconciling -----------------------------------------------------------------------
@@ -313,4 +290,11 @@ def operations_reconcile(*, now: Any = None) -> dict[str, int]:
     return {"retry": len(due), "recover": len(stuck)}
 
 
-__all__ = ["operation_execute", "operation_request", "operations_reconcile"]
+__all__ = [
+    "PUBLISH_KINDS",
+    "QUALIFYING_KINDS",
+    "operation_effect",
+    "operation_execute",
+    "operation_request",
+    "operations_reconcile",
+]

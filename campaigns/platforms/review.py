@@ -43,6 +43,8 @@ from campaigns.models import (
 )
 from campaigns.platforms import currency_for, fee_model_for, requires_masters
 from campaigns.platforms.operations import operation_request
+from campaigns.tasktypes import task_type_get
+from campaigns.work.events import assignment_decided
 from qaportal.errors import DomainError
 
 REJECTION_MESSAGE_MIN = 100
@@ -175,7 +177,9 @@ def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> No
     )
     # A quiz's pay is its own kind; the key stays ``reward:assignment:<id>`` (how an
     # approval is found again, ``_approval_requested``).
-    pay_kind = LedgerKind.QUIZ_PAYMENT if hit.stage.task_type == "quiz" else LedgerKind.REWARD
+    pay_kind = (
+        LedgerKind.QUIZ_PAYMENT if task_type_get(hit.stage.task_type).is_quiz else LedgerKind.REWARD
+    )
     for kind, amount in ((LedgerKind.REWARD, hit.reward), (LedgerKind.PLATFORM_FEE, fee)):
         LedgerEntry.objects.get_or_create(
             key=f"{kind}:assignment:{assignment.pk}",
@@ -391,10 +395,9 @@ def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignme
         )
         counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
         Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
-        if status == AssignmentStatus.APPROVED:
-            from campaigns.tasks import handoff_run_task
-
-            handoff_run_task.delay_on_commit(assignment.pk)
+        assignment_decided.announce(
+            assignment_id=assignment.pk, approved=status == AssignmentStatus.APPROVED
+        )
     new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
     LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
         status=new, updated_at=now

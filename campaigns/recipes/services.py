@@ -28,7 +28,7 @@ from campaigns.models import (
 from campaigns.payments.costs import EXPECTED_OUTPUTS_KEY, StageCost, stage_plan_cost
 from campaigns.platforms import currency_for
 from campaigns.recipes import Recipe, recipe_get
-from campaigns.workforce.quizzes import quiz_qualification_type
+from campaigns.workforce.qualification_types import quiz_qualification_type
 from qaportal.errors import DomainError, StateConflict
 
 

@@ -9,9 +9,9 @@ from campaigns.simulate.crowd import (
     SimulationError,
     parse_profiles,
     profile_mix,
-    simulate_crowd,
 )
 from campaigns.simulate.prolific import ProlificHooks, ProlificSession
+from campaigns.simulate.run import simulate_crowd
 from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 

@@ -26,24 +26,20 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import connections
 from django.urls import reverse
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, Provider, Stage
+from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.simulate.browser import Browser, Page
-from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
-from campaigns.tasktypes.base import SIMULATION_PROFILES, TaskType
+from campaigns.tasktypes.base import SIMULATION_PROFILES
 from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
-from campaigns.work.selectors import WORKABLE_STATES, hit_items
+from campaigns.work.selectors import hit_items
 from qaportal.errors import DomainError
-
-if TYPE_CHECKING:
-    from campaigns.simulate.prolific import ProlificHooks
 
 DEFAULT_PROFILES: dict[str, float] = {"good": 0.6, "sloppy": 0.25, "spammer": 0.15}
 # A worker gives up on a stage after returning this many of its tasks.
@@ -414,105 +410,4 @@ class CrowdSimulation:
             f"worker {worker.number} ({worker.profile}): {kind} {page.status} on "
             f"{page.method} {page.requested} ({what}; ended at {page.url})"
             + (f": {page.text[:200]}" if page.status == 0 else "")
-        )
-
-
-def simulate_crowd(
-    *,
-    campaign: Campaign,
-    workers: int,
-    seed: int,
-    shares: dict[str, float] | None = None,
-    base_url: str | None = None,
-    approve_all: bool = False,
-    max_seconds: float | None = None,
-    concurrency: int = 1,
-    entry: str = "auto",
-    prolific_hooks: ProlificHooks | None = None,
-    requester: Callable[[Campaign], bool] | None = None,
-) -> SimulationResult:
-    """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
-
-    ``campaign`` must be in pilot or live. ``entry`` says how workers arrive:
-    ``"invite"`` (local campaigns): a campaign-wide invite link is made for the run and
-    revoked at its end; ``"prolific"`` (Prolific campaigns, whose studies must be
-    published): each worker is a participant entering every study through its URL
-    parameters and sent back to Prolific's completion URL (``campaigns.simulate.prolific``;
-    ``prolific_hooks`` tells a fake Prolific about the sessions); ``"auto"``: by the
-    campaign's provider. Without ``base_url`` the real WSGI app is served in-process
-    on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
-    assignment is approved after each round (``assignment_approve``, source
-    "simulator") so that approved answers hand off to the next stage; otherwise only
-    stages with an auto_approve rule flow. ``requester`` (invite entry) is the
-    requester's side between rounds: called whenever the crowd has run out of work, it
-    may act on the campaign (close a graded round, grant a qualification) and returns
-    True when it did, so the workers look again; the run ends when it returns False.
-    Raises ``SimulationError`` when the run cannot start.
-    """
-    campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
-    if entry == "auto":
-        entry = "prolific" if campaign.provider == Provider.PROLIFIC else "invite"
-    if entry not in ("invite", "prolific"):
-        raise SimulationError(f"Unknown entry {entry!r}; use invite, prolific or auto.")
-    if campaign.state not in WORKABLE_STATES:
-        raise SimulationError(
-            f"Campaign {campaign.slug!r} is {campaign.state!r}; the simulator works on a "
-            "pilot or live campaign (start it first)."
-        )
-    if entry == "invite" and campaign.provider != Provider.LOCAL:
-        raise SimulationError(
-            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the simulator joins "
-            "through invite links, which only the local workforce has."
-        )
-    if entry == "prolific":
-        _check_prolific(campaign=campaign, approve_all=approve_all)
-    if workers < 1:
-        raise SimulationError("Simulate at least one worker.")
-    if not Stage.objects.filter(campaign=campaign).exists():
-        raise SimulationError(f"Campaign {campaign.slug!r} has no stages.")
-    for stage in campaign.stages.all():
-        if type(task_type_get(stage.task_type)).simulate_form is TaskType.simulate_form:
-            raise SimulationError(
-                f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
-            )
-
-    def run(url: str) -> SimulationResult:
-        options: dict[str, Any] = {
-            "campaign": campaign,
-            "base_url": url,
-            "workers": workers,
-            "seed": seed,
-            "shares": shares or DEFAULT_PROFILES,
-            "approve_all": approve_all,
-            "max_seconds": max_seconds,
-            "concurrency": concurrency,
-        }
-        if entry == "prolific":
-            from campaigns.simulate.prolific import ProlificSimulation
-
-            return ProlificSimulation(hooks=prolific_hooks, **options).run()
-        return CrowdSimulation(requester=requester, **options).run()
-
-    if base_url:
-        return run(base_url)
-    with LocalServer() as url:
-        return run(url)
-
-
-def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:
-    if campaign.provider != Provider.PROLIFIC:
-        raise SimulationError(
-            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the Prolific entry "
-            "needs a Prolific campaign."
-        )
-    if approve_all:
-        raise SimulationError(
-            "--approve-all is for the local workforce; on Prolific, sync the studies and "
-            "approve confirmed submissions (or give the stage an auto_approve rule)."
-        )
-    studies = HIT.objects.filter(stage__campaign=campaign, provider=Provider.PROLIFIC)
-    if not studies.exclude(provider_group_id="").exists():
-        raise SimulationError(
-            f"Campaign {campaign.slug!r} has no published Prolific study yet (its publish "
-            "operations have not run)."
         )

@@ -25,7 +25,7 @@ from typing import Any
 
 from django.urls import reverse
 
-from campaigns.models import HIT, HITStatus, Provider
+from campaigns.models import HIT, HITStatus
 from campaigns.simulate.browser import Page
 from campaigns.simulate.crowd import MAX_RETURNS_PER_STAGE, CrowdSimulation, SimulatedWorker
 from campaigns.simulate.crowd import _Stage as Stage
@@ -69,9 +69,7 @@ def stage_studies(*, stage_id: int) -> list[str]:
     """The Prolific studies holding the stage's published HITs."""
     return sorted(
         set(
-            HIT.objects.filter(
-                stage_id=stage_id, provider=Provider.PROLIFIC, status=HITStatus.PUBLISHED
-            )
+            HIT.objects.filter(stage_id=stage_id, status=HITStatus.PUBLISHED)
             .exclude(provider_group_id="")
             .values_list("provider_group_id", flat=True)
         )

@@ -53,8 +53,21 @@ def task_type_get(name: str) -> TaskType:
         ) from None
 
 
-def task_type_names() -> list[str]:
-    return sorted(_REGISTRY)
+def task_type_names(**having: object) -> list[str]:
+    """Names of the registered task types, or of those whose attributes match
+    ``having`` (``task_type_names(links_entities=True)``), for queries by type."""
+    return sorted(
+        name
+        for name, t in _REGISTRY.items()
+        if all(getattr(t, attr) == value for attr, value in having.items())
+    )
+
+
+def task_type_shape(name: str) -> str:
+    """How agreement reads an answer of task type ``name`` (``TaskType.answer_shape``);
+    "choice" for a name not registered (plain data from elsewhere)."""
+    found = _REGISTRY.get(name)
+    return found.answer_shape if found is not None else "choice"
 
 
 __all__ = [
@@ -66,4 +79,5 @@ __all__ = [
     "score_quiz",
     "task_type_get",
     "task_type_names",
+    "task_type_shape",
 ]

@@ -481,6 +481,20 @@ class TaskType:
     # Templates get their precomputed fields from ``view`` via ``{% tasktype_view %}``.
     template_name: ClassVar[str] = ""
 
+    # What other rooms need to know of a task type (they never compare its name):
+    # how agreement and gold read one answer entry (``validation.projections``):
+    # "sentences" (sentence ids or no answer), "links" (entity links), "rubric"
+    # (one rubric dimension), "verdict", or "choice" (choice / label / verdict).
+    answer_shape: ClassVar[str] = "choice"
+    # Spans linked to Wikidata: candidates prefetched, agreement on link sets (linking).
+    links_entities: ClassVar[bool] = False
+    # A quiz scored against its key when stored, gating stages; paid as a quiz.
+    is_quiz: ClassVar[bool] = False
+    # Workers judge others' work: by default never allocated work holding their own.
+    judges_others_work: ClassVar[bool] = False
+    # Takes canonical questions generated from a knowledge base (GraphQuestions).
+    takes_generated_questions: ClassVar[bool] = False
+
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""
         return schema_errors(self.input_schema, data)

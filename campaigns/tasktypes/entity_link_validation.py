@@ -61,6 +61,7 @@ def linked_text(data: Mapping[str, Any]) -> str:
 
 class EntityLinkValidation(TaskType):
     name = "entity_link_validation"
+    answer_shape = "verdict"
     label = "Check entity links"
     description = "Say whether a phrase was linked to the right Wikidata item."
     template_name = "tasktypes/entity_link_validation.html"

@@ -38,7 +38,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from itertools import combinations
 from typing import Any, ClassVar
 
@@ -81,18 +81,24 @@ def normalise_qid(text: str) -> str:
     return text.strip()
 
 
+# Replaces redirected Wikidata ids (merged items) in link entries by their targets.
+# Linking registers it at start-up (``linking.hooks.subscribe``): the task type may
+# not import linking, which sits above it.
+RedirectResolver = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+_redirect_resolvers: list[RedirectResolver] = []
+
+
+def redirect_resolver_register(resolver: RedirectResolver) -> None:
+    """Make ``resolver`` resolve redirected ids in stored answers (once)."""
+    if resolver not in _redirect_resolvers:
+        _redirect_resolvers.append(resolver)
+
+
 def _redirects_resolved(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``entries`` with redirected ids replaced by their targets (one batched lookup)."""
-    # Imported here: linking's selectors import the task-type base module.
-    from linking.selectors import links_resolve_redirects, qid_targets
-
-    qids = [str(link["qid"]) for e in entries for link in e["links"] if link.get("qid")]
-    if not qids:
-        return entries
-    targets = qid_targets(qids=qids)
-    if not targets:
-        return entries
-    return [{**e, "links": links_resolve_redirects(e["links"], targets=targets)} for e in entries]
+    for resolver in _redirect_resolvers:
+        entries = resolver(entries)
+    return entries
 
 
 def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
@@ -101,6 +107,9 @@ def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
 
 class _EntityLinking(TaskType):
     """Shared behaviour; subclasses say which text is linked."""
+
+    answer_shape = "links"
+    links_entities = True
 
     text_key: ClassVar[str]
     config_schema: ClassVar[dict] = {

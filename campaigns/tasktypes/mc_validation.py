@@ -38,6 +38,7 @@ INVALID = "invalid"
 
 class MCValidation(TaskType):
     name = "mc_validation"
+    judges_others_work = True
     label = "Validate a multiple-choice question"
     description = "Answer a multiple-choice question, or flag it as invalid."
     template_name = "tasktypes/mc_validation.html"

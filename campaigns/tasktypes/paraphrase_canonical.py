@@ -55,6 +55,7 @@ def mentions(text: str, forms: list[str]) -> bool:
 
 class ParaphraseCanonical(TaskType):
     name = "paraphrase_canonical"
+    takes_generated_questions = True
     label = "Paraphrase a canonical question"
     description = "Rewrite a machine-generated question as a person would ask it."
     template_name = "tasktypes/paraphrase_canonical.html"

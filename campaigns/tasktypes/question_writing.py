@@ -21,6 +21,8 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
+from campaigns.tasktypes.answer_types import AnswerType
+from campaigns.tasktypes.answer_types import detect_answer_type as linking_answer_type
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
     SIM_NOISE_WORDS,
@@ -36,8 +38,6 @@ from campaigns.tasktypes.base import (
     simulation_profile_check,
     text_errors,
 )
-from linking.answer_types import AnswerType
-from linking.answer_types import detect_answer_type as linking_answer_type
 
 COMPLEXITY_TYPES = [
     "count",
@@ -146,7 +146,7 @@ def yes_no_value(text: str) -> bool | None:
 
 def detect_answer_type(*, question: str, answer: str, complexity_type: str) -> str:
     """The answer's type: entity, boolean, numeric, date or string
-    (``linking.answer_types.detect_answer_type``), with what the cell says: the
+    (``campaigns.tasktypes.answer_types.detect_answer_type``), with what the cell says: the
     answer to a count question is a number, and a quoted answer is a string."""
     if yes_no_value(answer) is not None:
         return AnswerType.BOOLEAN.value

@@ -206,6 +206,7 @@ def _question_view(
 
 class Quiz(TaskType):
     name = "quiz"
+    is_quiz = True
     label = "Qualification quiz"
     description = "Questions with an answer key and a scoring rule; grants a qualification."
     template_name = "tasktypes/quiz.html"

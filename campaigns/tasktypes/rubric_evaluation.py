@@ -85,6 +85,8 @@ def rubric_score(dimension: str, code: str) -> int | None:
 
 class RubricEvaluation(TaskType):
     name = "rubric_evaluation"
+    answer_shape = "rubric"
+    judges_others_work = True
     label = "Grade an example with the rubric"
     description = "Grade another worker's multiple-choice question on four criteria."
     template_name = "tasktypes/rubric_evaluation.html"

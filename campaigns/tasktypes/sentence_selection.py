@@ -44,6 +44,7 @@ from campaigns.tasktypes.base import (
 
 class SentenceSelectionAnswer(TaskType):
     name = "sentence_selection_answer"
+    answer_shape = "sentences"
     label = "Answer by selecting sentences"
     description = "Select the sentences of an article that answer a question, or 'no answer'."
     template_name = "tasktypes/sentence_selection_answer.html"

@@ -13,6 +13,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -31,7 +32,7 @@ from campaigns.work.selectors import (
     stage_excludes_own_work,
     worker_exclusive_keys,
 )
-from campaigns.workforce.quizzes import stage_refusal
+from campaigns.workforce.requirements import stage_refusal
 from qaportal.errors import DomainError
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
@@ -223,7 +224,7 @@ def _accept_checks(
         row = cursor.fetchone()
     if row is None:
         raise Worker.DoesNotExist("No such worker.")
-    has_access = campaign.provider == Provider.LOCAL and bool(row[1])
+    has_access = platform_for(campaign).hosts_workforce and bool(row[1])
     return row[0], has_access, bool(row[2]), row[3]
 
 

@@ -1,8 +1,11 @@
-"""Review decisions on local assignments (approve, reject); paid providers' go
-through ``campaigns.platforms.review``.
+"""Review decisions: the one entry point, ``assignment_decide``.
 
-Part of the local-workforce work services; ``campaigns.services.work`` re-exports
-these and describes the locking order they take part in.
+The API, the HTML review pages, review rules and platform sync all decide through
+here (rules in bulk through ``validation.services``, which announce the same event).
+On the local workforce a decision takes effect at once; on a paid platform it is a
+platform operation (``Platform.decision_request``) and the assignment turns approved
+or rejected when the platform has done it (``campaigns.platforms.review``). Either
+way ``assignment_decided`` is announced once, and approved work is handed off.
 """
 
 from __future__ import annotations
@@ -12,14 +15,14 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from campaigns.models import Assignment, AssignmentStatus, Provider, Worker
+from campaigns.design.platform import platform_for
+from campaigns.models import Assignment, AssignmentStatus, Worker
+from campaigns.work.events import assignment_decided
 from qaportal.errors import DomainError
-
-# --- Review decisions (local provider: no money moves) -------------------------------
 
 
 def _check_local_review(assignment: Assignment) -> None:
-    if assignment.provider != Provider.LOCAL:
+    if platform_for(assignment).pays_workers:
         raise DomainError(
             f"Assignments on {assignment.provider!r} are reviewed through their provider, "
             "which pays the worker; this service decides local assignments only.",
@@ -67,6 +70,53 @@ def _decide(
     return locked, True
 
 
+def assignment_decide(
+    *,
+    assignment: Assignment,
+    approve: bool,
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+    feedback: str = "",
+) -> Assignment:
+    """Approve or reject a submitted assignment; the assignment as it now stands.
+
+    ``source`` says what decided ("requester", "rule:auto_approve", …); a rejection
+    needs a ``reason``, and ``feedback`` is what the worker hears. Idempotent:
+    deciding twice changes nothing and hands off once. Local workforce: the decision
+    is recorded at once and ``assignment_decided`` announced (the hand-off runs after
+    commit, through the outbox). Paid platforms: ``Platform.decision_request`` asks
+    for the approval (and payment) or rejection as a platform operation.
+    Locking: the assignment row.
+    """
+    if not approve and not reason.strip():
+        raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
+    platform = platform_for(assignment)
+    if platform.pays_workers:
+        platform.decision_request(
+            assignment=assignment,
+            approve=approve,
+            decided_by=decided_by,
+            source=source,
+            reason=reason,
+            feedback=feedback,
+        )
+        assignment.refresh_from_db()
+        return assignment
+    with transaction.atomic():
+        decided, changed = _decide(
+            assignment=assignment,
+            status=AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED,
+            decided_by=decided_by,
+            source=source,
+            reason=reason,
+            feedback=feedback,
+        )
+        if changed:
+            assignment_decided.announce(assignment_id=decided.pk, approved=approve)
+    return decided
+
+
 def assignment_approve(
     *,
     assignment: Assignment,
@@ -74,38 +124,10 @@ def assignment_approve(
     source: str,
     reason: str = "",
 ) -> Assignment:
-    """Approve a submitted assignment and hand its answer on to the next stage.
-
-    ``source`` says what decided ("requester", "rule:auto_approve", …). Idempotent:
-    approving twice changes nothing and hands off once. The hand-off runs in the
-    Celery task ``campaigns.handoff_run``, enqueued after commit. On a paid
-    provider the approval (and payment) is a provider operation
-    (``paid_assignment_approve``): the assignment turns approved, and hands off,
-    when the platform has done it.
-    Locking: the assignment row.
-    """
-    if assignment.provider != Provider.LOCAL:
-        from campaigns.platforms.review import paid_assignment_approve
-
-        paid_assignment_approve(
-            assignment=assignment, decided_by=decided_by, source=source, reason=reason
-        )
-        assignment.refresh_from_db()
-        return assignment
-    with transaction.atomic():
-        decided, changed = _decide(
-            assignment=assignment,
-            status=AssignmentStatus.APPROVED,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-        )
-        if changed:
-            # Imported here: the task module imports the services.
-            from campaigns.tasks import handoff_run_task
-
-            handoff_run_task.delay_on_commit(decided.pk)
-    return decided
+    """Approve ``assignment`` (``assignment_decide`` with ``approve=True``)."""
+    return assignment_decide(
+        assignment=assignment, approve=True, decided_by=decided_by, source=source, reason=reason
+    )
 
 
 def assignment_reject(
@@ -116,30 +138,12 @@ def assignment_reject(
     reason: str,
     feedback: str = "",
 ) -> Assignment:
-    """Reject a submitted local assignment, saying why (``reason``) and, optionally,
-    what the worker should hear (``feedback``). Idempotent. Locking: the assignment row.
-    """
-    if not reason.strip():
-        raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    if assignment.provider != Provider.LOCAL:
-        from campaigns.platforms.review import paid_assignment_reject
-
-        paid_assignment_reject(
-            assignment=assignment,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-            feedback=feedback,
-        )
-        assignment.refresh_from_db()
-        return assignment
-    with transaction.atomic():
-        decided, _ = _decide(
-            assignment=assignment,
-            status=AssignmentStatus.REJECTED,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-            feedback=feedback,
-        )
-    return decided
+    """Reject ``assignment``, saying why (``assignment_decide`` with ``approve=False``)."""
+    return assignment_decide(
+        assignment=assignment,
+        approve=False,
+        decided_by=decided_by,
+        source=source,
+        reason=reason,
+        feedback=feedback,
+    )

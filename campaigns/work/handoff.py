@@ -9,6 +9,7 @@ import logging
 
 from django.db import transaction
 
+from campaigns.design.platform import platform_for, platform_names
 from campaigns.models import (
     HIT,
     Assignment,
@@ -17,7 +18,6 @@ from campaigns.models import (
     Item,
     ItemSource,
     ItemStatus,
-    Provider,
     Stage,
 )
 from campaigns.tasktypes import task_type_get
@@ -82,11 +82,8 @@ def handoff_run(*, assignment: Assignment) -> int:
     if stage.campaign.state in WORKABLE_STATES:
         drained = stage_drained(stage=stage)
         stage_publish(stage=next_stage, allow_partial=drained)
-        if stage.campaign.provider != Provider.LOCAL:
-            # Paid HITs stay pending until their platform publishes them, in batches.
-            from campaigns.platforms.sync import paid_handoff_publish
-
-            paid_handoff_publish(stage=next_stage, force=drained)
+        # Paid HITs stay pending until their platform publishes them, in batches.
+        platform_for(stage.campaign).hits_publish_due(stage=next_stage, force=drained)
     logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
     return created
 
@@ -127,14 +124,13 @@ def handoff_flush() -> int:
 def _paid_handoff_flush() -> None:
     """Publish on their platform the hand-off HITs of paid campaigns that are due
     (a full batch, waited long enough, or a drained source stage)."""
-    from campaigns.platforms.sync import paid_handoff_publish
-
     waiting = Stage.objects.filter(
         campaign__state__in=WORKABLE_STATES,
+        campaign__provider__in=platform_names(pays_workers=True),
         hits__status=HITStatus.PENDING,
         hits__provider_hit_id__isnull=True,
-    ).exclude(campaign__provider=Provider.LOCAL)
+    )
     for stage in waiting.distinct().select_related("campaign"):
         sources = Stage.objects.filter(next_stage=stage)
         drained = all(stage_drained(stage=source) for source in sources)
-        paid_handoff_publish(stage=stage, force=drained)
+        platform_for(stage.campaign).hits_publish_due(stage=stage, force=drained)

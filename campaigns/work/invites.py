@@ -19,6 +19,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Campaign,
     InviteLink,
@@ -42,7 +43,7 @@ class InviteInvalidError(DomainError):
 
 
 def _check_local(campaign: Campaign) -> None:
-    if campaign.provider != Provider.LOCAL:
+    if not platform_for(campaign).hosts_workforce:
         raise DomainError(
             f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; invite links and "
             "grants are for the local workforce only.",

@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -23,7 +24,6 @@ from campaigns.models import (
     HITStatus,
     OperationKind,
     OperationState,
-    Provider,
     ProviderOperation,
     Worker,
 )
@@ -72,23 +72,9 @@ def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> H
         raise DomainError("Add at least one assignment.", errors={"count": ["must be >= 1"]})
     with transaction.atomic():
         locked = HIT.objects.select_for_update().select_related("stage").get(pk=hit.pk)
-        local = locked.provider == Provider.LOCAL
-        if not local:
-            # Imported here: operations imports this module's neighbours.
-            from campaigns.platforms.operations import operation_request
-
-            operation_request(
-                provider=locked.provider,
-                kind=OperationKind.ADD_ASSIGNMENTS,
-                key=key,
-                payload={
-                    "hit_id": locked.pk,
-                    "count": count,
-                    "reason": reason,
-                    "study_id": locked.provider_group_id,
-                },
-                campaign=locked.stage.campaign,
-            )
+        platform = platform_for(locked)
+        if platform.pays_workers:
+            platform.places_add(hit=locked, count=count, reason=reason, key=key)
             return locked
         operation, created = ProviderOperation.objects.get_or_create(
             provider=locked.provider,

@@ -1,7 +1,7 @@
-"""Publishing: pending items into HITs (``stage_publish``), campaign start.
+"""Publishing: pending items into HITs (``stage_publish``, ``campaign_publish``).
 
-Part of the local-workforce work services; ``campaigns.services.work`` re-exports
-these and describes the locking order they take part in.
+HITs of a local campaign open at once; a paid platform publishes them later
+(``Platform.stage_publish``, ``campaigns.platforms.publishing.campaign_start``).
 """
 
 from __future__ import annotations
@@ -14,21 +14,18 @@ from django.db.models import BooleanField, CharField, ExpressionWrapper, Q, Valu
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from campaigns.design.services import campaign_transition
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     HIT,
     Campaign,
-    CampaignState,
     HITItem,
     HITStatus,
     Item,
     ItemStatus,
-    Provider,
     Stage,
 )
-from campaigns.work.selectors import WORKABLE_STATES
-from linking import hooks as linking_hooks
-from validation.gold import gold_mix_order
+from campaigns.work.events import stage_published
+from campaigns.work.gold_mix import gold_mix_order
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +41,7 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
     returns the HITs made.
 
     Gold items (``Item.gold`` set) are spread through the regular ones by
-    ``validation.gold.gold_mix_order`` at ``stage.gold_ratio`` (seeded by the
+    ``campaigns.work.gold_mix.gold_mix_order`` at ``stage.gold_ratio`` (seeded by the
     campaign, the stage's position and its first pending item's external id, so the
     same upload is mixed alike): a worker cannot tell gold by its position. Gold
     reused to reach the ratio appears at most once per HIT; gold beyond the ratio
@@ -83,7 +80,7 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
         if not groups:
             return 0
         now = timezone.now()
-        local = campaign.provider == Provider.LOCAL
+        local = not platform_for(campaign).pays_workers
         hits = HIT.objects.bulk_create(
             [
                 HIT(
@@ -116,8 +113,8 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
         Item.objects.filter(pk__in=[i for group in groups for i in group]).update(
             status=ItemStatus.PUBLISHED
         )
-    # Linking stages get spans and Wikidata candidates ready before workers arrive.
-    linking_hooks.stage_published(stage=stage)
+        # Linking stages get spans and Wikidata candidates ready before workers arrive.
+        stage_published.announce(stage=stage)
     logger.info("stage %s: published %d HITs", stage.pk, len(groups))
     return len(groups)
 
@@ -161,62 +158,3 @@ def campaign_publish(*, campaign: Campaign) -> int:
     for stage in stages.order_by("position"):
         total += stage_publish(stage=stage)
     return total
-
-
-def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
-    """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
-
-    Local campaigns publish at once; Prolific campaigns ask for one study per stage
-    with pending items, MTurk campaigns one ``create_hit`` operation per stage
-    (``stage_provider_publish``, which checks the budget); Prolific studies are
-    paused, resumed and stopped with the campaign. The transition locks the campaign
-    row (``campaign_transition``); publishing happens in the same transaction, so a
-    refusal (budget) leaves the campaign where it was.
-    """
-    with transaction.atomic():
-        previous = (
-            Campaign.objects.select_for_update().values_list("state", flat=True).get(pk=campaign.pk)
-        )
-        campaign = campaign_transition(campaign=campaign, to_state=to_state)
-        if campaign.provider == Provider.PROLIFIC:
-            _prolific_follow(campaign=campaign, previous=previous, to_state=to_state)
-        elif campaign.provider == Provider.MTURK:
-            _mturk_follow(campaign=campaign, previous=previous, to_state=to_state)
-        if to_state in WORKABLE_STATES:
-            if campaign.provider == Provider.LOCAL:
-                campaign_publish(campaign=campaign)
-            elif campaign.provider in (Provider.PROLIFIC, Provider.MTURK):
-                # Imported here: provider_sync imports this module.
-                from campaigns.platforms.sync import stage_provider_publish
-
-                for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
-                    stage_provider_publish(stage=stage)
-    return campaign
-
-
-def _mturk_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:
-    """The campaign's MTurk HITs follow its state: expired, re-opened (operations)."""
-    from campaigns.platforms.mturk.follow import mturk_campaign_follow
-
-    if to_state == CampaignState.PAUSED:
-        mturk_campaign_follow(campaign=campaign, mode="pause")
-    elif to_state == CampaignState.COMPLETED:
-        mturk_campaign_follow(campaign=campaign, mode="stop")
-    elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
-        mturk_campaign_follow(campaign=campaign, mode="resume")
-
-
-def _prolific_follow(*, campaign: Campaign, previous: str, to_state: str) -> None:
-    """The campaign's studies follow its state: paused, resumed, stopped (operations)."""
-    from campaigns.platforms.sync import (
-        campaign_provider_pause,
-        campaign_provider_resume,
-        campaign_provider_stop,
-    )
-
-    if to_state == CampaignState.PAUSED:
-        campaign_provider_pause(campaign=campaign)
-    elif to_state == CampaignState.COMPLETED:
-        campaign_provider_stop(campaign=campaign)
-    elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
-        campaign_provider_resume(campaign=campaign)

@@ -21,6 +21,7 @@ from django.db import connection
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -39,6 +40,7 @@ from campaigns.models import (
 )
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.tasktypes import TaskType, task_type_get
+from campaigns.workforce.requirements import stage_required_qualifications
 
 WORKABLE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
 
@@ -86,7 +88,7 @@ def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
 def worker_stage_access_q(*, stage: Stage) -> Q:
     """``worker_has_stage_access`` as a filter on ``Worker`` rows (one query, any number of
     workers). Matches nothing when the campaign is not local."""
-    if stage.campaign.provider != Provider.LOCAL:
+    if not platform_for(stage.campaign).hosts_workforce:
         return Q(pk__in=[])
     grant = LocalGrant.objects.filter(campaign_id=stage.campaign_id, user_id=OuterRef("user_id"))
     invite = InviteLink.objects.filter(
@@ -112,8 +114,6 @@ def worker_stage_access_q(*, stage: Stage) -> Q:
 
 def required_qualification_ids(*, stage: Stage) -> list[int]:
     """The qualification types ``stage`` requires (``campaigns.workforce.quizzes``)."""
-    from campaigns.workforce.quizzes import stage_required_qualifications
-
     return stage_required_qualifications(stage=stage)
 
 
@@ -125,7 +125,7 @@ def worker_has_stage_access(*, worker: Worker, stage: Stage) -> bool:
     stage (an invite to one stage covers that stage only). ``assignment_accept``
     checks the same in SQL, in its locking statement.
     """
-    if stage.campaign.provider != Provider.LOCAL or worker.provider != Provider.LOCAL:
+    if not (platform_for(stage.campaign).hosts_workforce and platform_for(worker).hosts_workforce):
         return False
     return Worker.objects.filter(worker_stage_access_q(stage=stage), pk=worker.pk).exists()
 
@@ -146,7 +146,7 @@ def request_workers_get(*, workers: RequestWorkers) -> list[Worker]:
 def stage_worker(*, stage: Stage, workers: RequestWorkers) -> Worker | None:
     """The first of ``workers`` (session order, then the account's) with access to
     ``stage``, or None; one query, none when the request speaks for nobody."""
-    if not workers or stage.campaign.provider != Provider.LOCAL:
+    if not workers or not platform_for(stage.campaign).hosts_workforce:
         return None
     who = Q(pk__in=workers.worker_ids)
     if workers.user_id is not None:
@@ -223,14 +223,13 @@ def worker_exclusive_keys(*, stage: Stage, worker: Worker, task_type: TaskType) 
 
 
 # Task types that judge earlier workers' output: nobody is given their own to judge.
-JUDGING_TASK_TYPES = frozenset({"rubric_evaluation", "mc_validation"})
 
 
 def stage_excludes_own_work(*, stage: Stage) -> bool:
     """Whether a worker is kept from HITs holding items they produced themselves:
     stage config ``exclude_own_work``, by default on for the judging task types."""
     flag = (stage.config or {}).get("exclude_own_work")
-    return bool(flag) if flag is not None else stage.task_type in JUDGING_TASK_TYPES
+    return bool(flag) if flag is not None else task_type_get(stage.task_type).judges_others_work
 
 
 def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]) -> set[int]:
@@ -375,7 +374,9 @@ def assignment_load(
     user_id, provider = row[start:]
     assignment, hit, stage, campaign = parts
     owned = assignment.worker_id in workers.worker_ids or (
-        workers.user_id is not None and user_id == workers.user_id and provider == Provider.LOCAL
+        workers.user_id is not None
+        and user_id == workers.user_id
+        and platform_for(provider).hosts_workforce
     )
     if not owned:
         raise Assignment.DoesNotExist("No such assignment.")

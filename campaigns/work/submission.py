@@ -14,21 +14,19 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
     DetachedAnswer,
-    Provider,
     Stage,
     Worker,
 )
 from campaigns.tasktypes import FieldError, task_type_get
 from campaigns.work.decisions import assignment_approve
+from campaigns.work.events import answer_stored
 from campaigns.work.lifecycle import AssignmentClosedError, _places_free
 from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items
-from campaigns.workforce.quizzes import QUIZ_TASK_TYPE, quiz_submission_grade
-from linking import hooks as linking_hooks
-from validation.triggers import needs_review_after_submit
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 STORED_STATES = (AssignmentStatus.SUBMITTED, *DECIDED_STATES)
@@ -208,18 +206,13 @@ def _submission_store(
             Worker.objects.filter(pk=assignment.worker_id).update(
                 submitted_count=F("submitted_count") + 1
             )
-            if stage.task_type == QUIZ_TASK_TYPE:
-                quiz_submission_grade(assignment=assignment, stage=stage)
-            if _auto_approves(stage) and assignment.provider == Provider.LOCAL:
+            # Quizzes are scored now (in this transaction); review rules and entity
+            # agreement are queued through the outbox, after commit.
+            answer_stored.announce(assignment=assignment, stage=stage, task_type=task_type)
+            if _auto_approves(stage) and not platform_for(assignment).pays_workers:
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )
-            if needs_review_after_submit(stage.review_rules, stage.escalation_rule):
-                # Imported here: validation's tasks import these services.
-                from validation.tasks import review_submission_task
-
-                review_submission_task.delay_on_commit(assignment.pk)
-            linking_hooks.answer_stored(stage=stage, hit_id=assignment.hit_id)
             return SubmitResult(assignment=assignment, stored=True, answer=answer)
     # Raised outside the transaction: the expiry above is kept.
     assert closed is not None

@@ -23,47 +23,25 @@ id, "round": n}`` (promoted to grade after round n).
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
-    QualificationGrant,
-    QualificationKind,
-    QualificationType,
     Stage,
-    Worker,
 )
-from campaigns.platforms.workers import paid_qualification_grant
 from campaigns.tasktypes import QuizScore, score_quiz
+from campaigns.workforce.qualification_types import quiz_qualification_type
 from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
 
-QUIZ_TASK_TYPE = "quiz"
 # A quiz try counts once it is submitted, whatever the review made of it.
 TRIED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
-
-
-def quiz_qualification_type(*, stage: Stage) -> QualificationType:
-    """The qualification a pass of ``stage`` grants: ``config["grants"]`` names it,
-    else ``Quiz passed: <campaign>/<stage>``; one of the campaign owner's types."""
-    campaign = stage.campaign
-    name = str((stage.config or {}).get("grants") or f"Quiz passed: {campaign.slug}/{stage.name}")
-    qt, _ = QualificationType.objects.get_or_create(
-        owner_id=campaign.owner_id,
-        name=name[:120],
-        defaults={
-            "kind": QualificationKind.QUIZ,
-            "description": f"Passed the quiz of stage “{stage.name}” of {campaign.slug}.",
-            "config": {"stage": stage.pk},
-        },
-    )
-    return qt
 
 
 def quiz_submission_grade(*, assignment: Assignment, stage: Stage) -> QuizScore:
@@ -87,7 +65,7 @@ def quiz_submission_grade(*, assignment: Assignment, stage: Stage) -> QuizScore:
     Assignment.objects.filter(pk=assignment.pk).update(review_details=details)
     assignment.review_details = details
     if score.passed:
-        paid_qualification_grant(
+        platform_for(stage.campaign).qualification_grant(
             qualification_type=quiz_qualification_type(stage=stage),
             worker=assignment.worker,
             source=f"quiz:{stage.pk}",
@@ -118,12 +96,10 @@ def _pass_bonus(*, assignment: Assignment, stage: Stage) -> None:
     raw = (stage.config or {}).get("pass_bonus")
     if not raw:
         return
-    from campaigns.platforms.worker_actions import assignment_bonus_pay
-
     try:
         amount = Decimal(str(raw))
         with transaction.atomic():
-            assignment_bonus_pay(
+            platform_for(stage.campaign).bonus_pay(
                 assignment=assignment,
                 amount=amount,
                 reason=f"Passed the quiz “{stage.name}”.",
@@ -137,106 +113,7 @@ def _pass_bonus(*, assignment: Assignment, stage: Stage) -> None:
         assignment.review_details = details
 
 
-def quiz_retake_refusal(*, stage: Stage, worker: Worker, now: datetime) -> str | None:
-    """Why ``worker`` may not take the quiz of ``stage`` now (None: they may).
-
-    Passed already; or every try used (``retake.max_tries``, default 1); or the last
-    failed try is less than ``retake.delay_minutes`` old."""
-    retake = (stage.config or {}).get("retake") or {}
-    max_tries = int(retake.get("max_tries", 1))
-    delay = timedelta(minutes=float(retake.get("delay_minutes", 0)))
-    tries = list(
-        Assignment.objects.filter(hit__stage=stage, worker=worker, status__in=TRIED)
-        .order_by("-submitted_at", "-pk")
-        .values_list("submitted_at", "review_details")
-    )
-    if any(((d or {}).get("quiz") or {}).get("passed") for _, d in tries):
-        return "You passed this quiz already."
-    if len(tries) >= max_tries:
-        return (
-            "You have used your try at this quiz."
-            if max_tries == 1
-            else f"You have used all {max_tries} tries at this quiz."
-        )
-    last = tries[0][0] if tries else None
-    if last is not None and now < last + delay:
-        when = (last + delay).strftime("%Y-%m-%d %H:%M UTC")
-        return f"You can try this quiz again after {when}."
-    return None
-
-
-STAGE_REFERENCES = ("quiz_stage", "round_stage", "graders_stage")
-
-
-def _referenced_type(*, stage: Stage, req: dict[str, Any]) -> QualificationType | None:
-    """The qualification type a stage-naming requirement stands for (None: no such
-    stage in the campaign)."""
-    from campaigns.workforce.rounds import round_graders_type, round_qualification_type
-
-    key = next(k for k in STAGE_REFERENCES if req.get(k) is not None)
-    other = Stage.objects.filter(pk=int(req[key]), campaign_id=stage.campaign_id).first()
-    if other is None:
-        return None
-    if key == "quiz_stage":
-        return quiz_qualification_type(stage=other)
-    number = int(req.get("round") or 1)
-    if key == "round_stage":
-        return round_qualification_type(stage=other, round_number=number)
-    return round_graders_type(stage=other, round_number=number)
-
-
-def stage_requirements(*, stage: Stage) -> list[dict[str, Any]]:
-    """``stage``'s requirements with those naming a stage (quiz passed, round
-    qualified, promoted grader) replaced by ``{"qualification_type_id": id}``, the shape
-    the providers translate. A reference to a stage not in the campaign is refused."""
-    out: list[dict[str, Any]] = []
-    for req in stage.qualification_requirements or []:
-        if not isinstance(req, dict):
-            continue
-        if not any(req.get(k) is not None for k in STAGE_REFERENCES):
-            out.append(req)
-            continue
-        qt = _referenced_type(stage=stage, req=req)
-        if qt is None:
-            raise DomainError(
-                f"Stage “{stage.name}” requires a stage that is not in this campaign.",
-                errors={"qualification_requirements": [str(req)]},
-            )
-        out.append({"qualification_type_id": qt.pk})
-    return out
-
-
-def stage_required_qualifications(*, stage: Stage) -> list[int]:
-    """Ids of the qualification types ``stage`` requires of its workers."""
-    return [
-        int(r["qualification_type_id"])
-        for r in stage_requirements(stage=stage)
-        if r.get("qualification_type_id") is not None
-    ]
-
-
-def worker_qualified(*, stage: Stage, worker: Worker) -> bool:
-    """Whether ``worker`` holds every qualification ``stage`` requires (unrevoked)."""
-    wanted = set(stage_required_qualifications(stage=stage))
-    if not wanted:
-        return True
-    held = set(
-        QualificationGrant.objects.filter(
-            worker=worker, qualification_type_id__in=wanted, revoked_at__isnull=True
-        ).values_list("qualification_type_id", flat=True)
-    )
-    return wanted <= held
-
-
-NOT_QUALIFIED = "This task needs a qualification you do not hold yet (pass its quiz first)."
-
-
-def stage_refusal(*, stage: Stage, worker: Worker, now: datetime) -> str | None:
-    """Why ``worker`` may not take work in ``stage`` for want of a qualification or by
-    the quiz's retake policy (None: nothing in the way). Access, blocks and the
-    campaign state are checked by the allocation itself."""
-    if not worker_qualified(stage=stage, worker=worker):
-        return NOT_QUALIFIED
-    if stage.task_type == QUIZ_TASK_TYPE:
-        return quiz_retake_refusal(stage=stage, worker=worker, now=now)
-    return None
+def quiz_answer_stored(*, assignment: Assignment, stage: Stage, task_type: Any, **_: Any) -> None:
+    """``answer_stored`` subscriber: a quiz is scored in the transaction that stores it."""
+    if task_type.is_quiz:
+        quiz_submission_grade(assignment=assignment, stage=stage)

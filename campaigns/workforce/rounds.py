@@ -31,19 +31,20 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
     Item,
-    QualificationKind,
-    QualificationType,
     Stage,
     Worker,
 )
-from campaigns.platforms.worker_actions import assignment_bonus_pay, workers_message
-from campaigns.platforms.workers import paid_qualification_grant
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.rubric_evaluation import ORDINAL, rubric_score
+from campaigns.workforce.qualification_types import (
+    round_graders_type,
+    round_qualification_type,
+)
 from qaportal.errors import DomainError
 
 GRADED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
@@ -224,29 +225,6 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
 
-def _round_type(*, stage: Stage, round_number: int, what: str) -> QualificationType:
-    campaign = stage.campaign
-    config: dict[str, Any] = {"stage": stage.pk, "round": round_number}
-    if what == "graders":
-        config["graders"] = True
-    qt, _ = QualificationType.objects.get_or_create(
-        owner_id=campaign.owner_id,
-        name=f"Round {round_number} {what}: {campaign.slug}/{stage.name}"[:120],
-        defaults={"kind": QualificationKind.ROUND, "config": config},
-    )
-    return qt
-
-
-def round_qualification_type(*, stage: Stage, round_number: int) -> QualificationType:
-    """The qualification the round's qualifiers get (the next round's stage requires it)."""
-    return _round_type(stage=stage, round_number=round_number, what="qualified")
-
-
-def round_graders_type(*, stage: Stage, round_number: int) -> QualificationType:
-    """The qualification of the writers promoted to grade after ``round_number``."""
-    return _round_type(stage=stage, round_number=round_number, what="graders")
-
-
 def round_close(
     *,
     stage: Stage,
@@ -279,6 +257,7 @@ def round_close(
     qt = round_qualification_type(stage=stage, round_number=round_number)
     graders_qt = round_graders_type(stage=stage, round_number=round_number)
     workers = {w.pk: w for w in Worker.objects.filter(pk__in=[o.worker_id for o in outcomes])}
+    platform = platform_for(campaign)
     with transaction.atomic():
         for o in outcomes:
             for a in Assignment.objects.select_for_update().filter(pk__in=o.assignment_ids):
@@ -293,27 +272,27 @@ def round_close(
                 Assignment.objects.filter(pk=a.pk).update(review_details=details)
             worker = workers[o.worker_id]
             if o.qualified:
-                paid_qualification_grant(
+                platform.qualification_grant(
                     qualification_type=qt,
                     worker=worker,
                     source=f"round:{stage.pk}:{round_number}",
                     value=o.rank,
                 )
                 if bonus is not None and bonus > 0 and o.assignment_ids:
-                    assignment_bonus_pay(
+                    platform.bonus_pay(
                         assignment=Assignment.objects.get(pk=o.assignment_ids[-1]),
                         amount=bonus,
                         reason=f"Qualified after round {round_number} of “{stage.name}”.",
                         key=f"round:{stage.pk}:{round_number}:{worker.pk}",
                     )
             if o.grader:
-                paid_qualification_grant(
+                platform.qualification_grant(
                     qualification_type=graders_qt,
                     worker=worker,
                     source=f"round-graders:{stage.pk}:{round_number}",
                     value=o.rank,
                 )
-            workers_message(
+            platform.workers_message(
                 campaign=campaign,
                 actor=actor,
                 workers=[worker],
@@ -325,7 +304,7 @@ def round_close(
             for grading in _round_grading(
                 stage=stage, grading_stage=grading_stage, outcomes=outcomes
             ):
-                assignment_bonus_pay(
+                platform.bonus_pay(
                     assignment=grading,
                     amount=grading_bonus,
                     reason=f"Graded round {round_number} of “{stage.name}”.",

@@ -14,14 +14,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.progress import campaign_progress
-from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import campaign_create_with_recipe
-from campaigns.work.publishing import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
@@ -137,7 +138,7 @@ def _render_detail(
         "upload_stage": upload_stage,
         "upload_form": upload_form,
         "rejection": rejection,
-        "is_local": campaign.provider == Provider.LOCAL,
+        "is_local": platform_for(campaign).hosts_workforce,
         "awaiting_review": sum(p.assignments.get("submitted", 0) for p in progress.stages),
         "progress": progress,
         "live": campaign.state in LIVE_STATES,

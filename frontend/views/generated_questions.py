@@ -13,9 +13,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import Campaign
+from campaigns.tasktypes import task_type_names
 from frontend.views.common import campaign_or_404, request_user
 from linking.graphquestions.services import (
-    PARAPHRASE_TASK_TYPE,
     generated_question_edit,
     generated_questions_decide,
     generated_questions_send,
@@ -47,7 +47,9 @@ def generated_questions_view(request: HttpRequest, slug: str) -> HttpResponse:
         "questions": page.object_list,
         "status": status,
         "statuses": GeneratedQuestionStatus.choices,
-        "stages": campaign.stages.filter(task_type=PARAPHRASE_TASK_TYPE).order_by("position"),
+        "stages": campaign.stages.filter(
+            task_type__in=task_type_names(takes_generated_questions=True)
+        ).order_by("position"),
         "accepted": campaign.generated_questions.filter(
             status=GeneratedQuestionStatus.ACCEPTED
         ).count(),

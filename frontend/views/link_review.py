@@ -15,9 +15,9 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from campaigns.models import Assignment, Campaign, HITItem, Item, Stage
+from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from frontend.views.common import campaign_or_404, request_user
-from linking.hooks import LINKING_TASK_TYPES
 from linking.models import WikidataCacheEntry
 from linking.selectors import link_review_queue
 from linking.services import entity_link_decide
@@ -46,7 +46,7 @@ def cached_labels(qids: set[str]) -> dict[str, str]:
 def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[str, Any]]:
     """The review queue of ``linking.selectors.link_review_queue`` with each link's
     cached label, and the annotators' link sets as JSON (to start a hand edit from)."""
-    if stage is not None and stage.task_type not in LINKING_TASK_TYPES:
+    if stage is not None and not task_type_get(stage.task_type).links_entities:
         return []
     queue = link_review_queue(campaign=campaign, stage=stage)
     qids = {
@@ -103,7 +103,9 @@ def linking_item_or_404(*, campaign: Campaign, item_id: int) -> Item:
     """An item of one of the campaign's linking stages; 404 otherwise."""
     item = (
         Item.objects.filter(
-            pk=item_id, stage__campaign=campaign, stage__task_type__in=LINKING_TASK_TYPES
+            pk=item_id,
+            stage__campaign=campaign,
+            stage__task_type__in=task_type_names(links_entities=True),
         )
         .select_related("stage")
         .first()

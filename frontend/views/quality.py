@@ -23,8 +23,8 @@ from campaigns.design.selectors import stage_list_with_counts
 from campaigns.insights.arms import campaign_arm_comparison
 from campaigns.insights.workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
 from campaigns.models import Stage
+from campaigns.tasktypes import task_type_get
 from frontend.views.common import campaign_or_404, stage_or_404
-from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
 from validation.selectors import AgreementPoint, stage_agreement_series, stage_quality
 
@@ -54,7 +54,9 @@ def stage_quality_rows(
         if not quality.assignments:
             continue
         entity = (
-            stage_entity_agreement(stage=stage) if stage.task_type in LINKING_TASK_TYPES else None
+            stage_entity_agreement(stage=stage)
+            if task_type_get(stage.task_type).links_entities
+            else None
         )
         if key is not None:
             cache.set(key, {"quality": quality, "entity": entity}, QUALITY_CACHE_SECONDS)

@@ -30,7 +30,8 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.access import campaign_can_manage
-from campaigns.models import Assignment, AssignmentStatus, Campaign, Provider
+from campaigns.design.platform import platform_for
+from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
 from campaigns.work.decisions import assignment_approve, assignment_reject
@@ -242,7 +243,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
                 "overrides": _overrides(a.review_details),
             }
         )
-    can_decide = campaign.provider == Provider.LOCAL
+    can_decide = not platform_for(campaign).pays_workers
     context = {
         "campaign": campaign,
         "stages": stages,

@@ -18,7 +18,8 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.access import campaign_can_manage
-from campaigns.models import Campaign, InviteLink, Provider
+from campaigns.design.platform import platform_for
+from campaigns.models import Campaign, InviteLink
 from campaigns.platforms.credentials import campaign_credentials_summary
 from campaigns.work.invites import (
     invite_create,
@@ -69,7 +70,7 @@ def render_workforce(
     credentials_form: CredentialsForm | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    is_local = campaign.provider == Provider.LOCAL
+    is_local = platform_for(campaign).hosts_workforce
     context: dict[str, Any] = {"campaign": campaign, "is_local": is_local}
     if not is_local:
         context.update(

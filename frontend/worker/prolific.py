@@ -33,10 +33,12 @@ from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from campaigns.models import Assignment, Provider, Worker
+from campaigns.models import Assignment
 from campaigns.platforms.prolific.provider import COMPLETION_URL, short_id
-from campaigns.platforms.sync import (
+from campaigns.platforms.prolific.studies import (
     prolific_assignment_accept,
+    prolific_assignment_of,
+    prolific_participant,
     prolific_study_codes,
     prolific_study_stage,
 )
@@ -45,6 +47,7 @@ from campaigns.work.lifecycle import AssignmentClosedError
 from campaigns.work.selectors import RequestWorkers, assignment_is_current
 from campaigns.work.submission import STORED_STATES, SubmitResult
 from frontend.worker.pages import render_assignment, submit_assignment
+from qaportal.outbox import task_after_commit
 
 logger = logging.getLogger(__name__)
 
@@ -85,9 +88,9 @@ def entry(request: HttpRequest) -> HttpResponse:
     stage = prolific_study_stage(
         study_id=study_id, stage_id=int(stage_param) if stage_param.isdigit() else None
     )
-    if stage is None or stage.campaign.provider != Provider.PROLIFIC:
+    if stage is None:
         raise Http404("No such study.")
-    worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=pid)
+    worker = prolific_participant(pid=pid)
     try:
         assignment = prolific_assignment_accept(
             stage=stage, worker=worker, study_id=study_id, session_id=session_id
@@ -146,11 +149,7 @@ def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
             )
         except Assignment.DoesNotExist:
             raise Http404("No such task.") from None
-    found = (
-        Assignment.objects.filter(pk=assignment_id, worker_id=worker_id, provider=Provider.PROLIFIC)
-        .select_related("hit__stage__campaign")
-        .first()
-    )
+    found = prolific_assignment_of(assignment_id=assignment_id, worker_id=worker_id)
     if found is None:
         raise Http404("No such task.")
     if found.status in STORED_STATES:
@@ -211,7 +210,5 @@ def hooks(request: HttpRequest) -> HttpResponse:
             candidate = event.get("resource_id")
         if isinstance(candidate, str) and _ID.match(candidate):
             study_id = candidate
-    from campaigns.tasks import prolific_sync_task
-
-    prolific_sync_task.delay_on_commit(study_id)
+    task_after_commit("campaigns.prolific_sync", study_id)
     return JsonResponse({"accepted": True, "study_id": study_id})

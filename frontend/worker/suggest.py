@@ -11,8 +11,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from campaigns.models import Assignment, AssignmentStatus
+from campaigns.tasktypes import task_type_get
 from campaigns.work.selectors import RequestWorkers, assignment_load
-from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import SUGGESTION_LIMIT, suggestion_cache_key, suggestions_search
 from linking.wikidata import WikidataError
 
@@ -85,7 +85,7 @@ def suggest(request: HttpRequest) -> JsonResponse:
             return _error("Open the task first.", 403)
         if (
             assignment.status != AssignmentStatus.ACCEPTED
-            or assignment.hit.stage.task_type not in LINKING_TASK_TYPES
+            or not task_type_get(assignment.hit.stage.task_type).links_entities
         ):
             return _error("Suggestions are for an open linking task.", 403)
         worker_id = assignment.worker_id

@@ -35,7 +35,7 @@ from campaigns.work.selectors import (
     stage_worker,
 )
 from campaigns.work.submission import STORED_STATES, SubmitResult
-from campaigns.workforce.quizzes import stage_refusal
+from campaigns.workforce.requirements import stage_refusal
 from frontend.worker.pages import render_assignment, submit_assignment, task_context
 from qaportal.errors import DomainError
 

@@ -25,8 +25,6 @@ from linking.graphquestions.kb import (
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
 from qaportal.errors import DomainError
 
-PARAPHRASE_TASK_TYPE = "paraphrase_canonical"
-
 
 def knowledge_base_open(
     *, rdf: str | Path | None = None, endpoint: str | None = None
@@ -135,9 +133,9 @@ def generated_questions_send(*, campaign: Campaign, stage: Stage) -> int:
         raise DomainError(
             "The stage is not one of this campaign's.", errors={"stage": ["other campaign"]}
         )
-    if stage.task_type != PARAPHRASE_TASK_TYPE:
+    if not task_type_get(stage.task_type).takes_generated_questions:
         raise DomainError(
-            f"Generated questions go to a {PARAPHRASE_TASK_TYPE} stage, not {stage.task_type!r}.",
+            f"Generated questions go to a paraphrasing stage, not {stage.task_type!r}.",
             errors={"stage": ["wrong task type"]},
         )
     task_type = task_type_get(stage.task_type)

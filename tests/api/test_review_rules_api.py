@@ -22,7 +22,8 @@ from campaigns.models import (
     ItemSource,
     Worker,
 )
-from campaigns.work.publishing import campaign_start, stage_publish
+from campaigns.platforms.publishing import campaign_start
+from campaigns.work.publishing import stage_publish
 from linking.models import AgreedLink, EntityLinkResolution
 from tests.api.review_builders import (
     RULES,

@@ -16,8 +16,8 @@ from django.urls import reverse
 from campaigns.design.items import items_upload
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, AssignmentStatus
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.invites import invite_create, invite_token
-from campaigns.work.publishing import campaign_start
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

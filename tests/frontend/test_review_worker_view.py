@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, Item, ItemSource
-from campaigns.work.publishing import campaign_start
+from campaigns.platforms.publishing import campaign_start
 from tests.factories import WorkerFactory
 from tests.tasktypes.test_whyqa import entry, sel_items
 

@@ -16,7 +16,8 @@ from campaigns.models import (
     OperationKind,
     ProviderOperation,
 )
-from campaigns.work.publishing import campaign_start, stage_publish
+from campaigns.platforms.publishing import campaign_start
+from campaigns.work.publishing import stage_publish
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
 from linking.selectors import link_review_queue, stage_entity_agreement
 from linking.services import bonus_key, entity_agreement_sweep, entity_link_decide

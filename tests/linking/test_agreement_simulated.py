@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, OperationKind, ProviderOperation
+from campaigns.platforms.publishing import campaign_start
 from campaigns.simulate import simulate_crowd
-from campaigns.work.publishing import campaign_start
 from linking.models import EntityLinkResolution, ResolutionStatus
 from linking.selectors import stage_entity_agreement
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from linking.answer_types import (
+from campaigns.tasktypes.answer_types import (
     MINTAKA_ANSWER_TYPES,
     AnswerType,
     detect_answer_type,

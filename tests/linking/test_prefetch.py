@@ -9,7 +9,7 @@ import pytest
 from django.urls import reverse
 
 from campaigns.models import Item
-from campaigns.work.publishing import campaign_start
+from campaigns.platforms.publishing import campaign_start
 from linking.hooks import answer_stored, stage_published
 from linking.models import WikidataCacheEntry
 from linking.tasks import prefetch_stage_task

@@ -7,7 +7,7 @@ from django.core.cache import cache
 from django.test import Client
 from django.urls import reverse
 
-from campaigns.work.publishing import campaign_start
+from campaigns.platforms.publishing import campaign_start
 from linking.selectors import suggestion_cache_key
 from linking.wikidata import WikidataUnavailable
 from tests.linking.conftest import accept, joined_client, link_form

@@ -28,7 +28,8 @@ from campaigns.platforms import provider_for
 from campaigns.platforms.base import OperationCall, PermanentProviderError
 from campaigns.platforms.mturk.sync import mturk_hits_sync
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
 from campaigns.work.submission import assignment_submit

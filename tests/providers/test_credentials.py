@@ -18,7 +18,8 @@ from campaigns.platforms.credentials import (
     credentials_decrypt,
     credentials_encrypt,
 )
-from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from qaportal.errors import DomainError
 from tests.factories import UserFactory
 from tests.providers.conftest import make_campaign, run_operations

@@ -16,15 +16,14 @@ from campaigns.models import (
     OperationState,
     ProviderSyncCursor,
 )
-from campaigns.platforms.mturk import answers_parse
 from campaigns.platforms.mturk.checks import deployment_tag
 from campaigns.platforms.mturk.sync import mturk_hits_sync
-from campaigns.platforms.mturk.xml import APPROVAL_RATE, LOCALE
+from campaigns.platforms.mturk.xml import APPROVAL_RATE, LOCALE, answers_parse
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.review import (
     IdentityUnconfirmedError,
     paid_assignment_approve,
 )
-from campaigns.platforms.sync import stage_provider_publish
 from campaigns.platforms.worker_actions import assignment_bonus_pay
 from tests.providers.conftest import execute, make_campaign, run_operations
 from tests.providers.mturk_helpers import page_submit

@@ -15,12 +15,12 @@ from campaigns.platforms.base import (
     TransientProviderError,
 )
 from campaigns.platforms.credentials import campaign_credentials_set
-from campaigns.platforms.mturk import MTurkProvider, qualification_requirements
 from campaigns.platforms.mturk.checks import check_money, check_text, request_token
+from campaigns.platforms.mturk.provider import MTurkProvider
 from campaigns.platforms.mturk.sync import mturk_hits_sync
-from campaigns.platforms.mturk.xml import MASTERS
+from campaigns.platforms.mturk.xml import MASTERS, qualification_requirements
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.sync import stage_provider_publish
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.worker_actions import assignment_bonus_pay
 from campaigns.platforms.workers import (
     paid_qualification_grant,
@@ -291,7 +291,7 @@ def test_campaign_credentials_are_used_and_never_shown(requester, mturk):
 
 def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
     from campaigns.models import CampaignState, ProviderOperation
-    from campaigns.work.publishing import campaign_start
+    from campaigns.platforms.publishing import campaign_start
 
     campaign, stage = make_campaign(requester, provider="mturk", slug="mturk-follow", items=2)
     op = stage_provider_publish(stage=stage)
@@ -324,7 +324,7 @@ def test_hits_follow_the_campaign_pause_resume_and_stop(requester, mturk):
 
 
 def test_two_sites_sharing_an_account_do_not_take_each_others_hits(provider, mturk, settings):
-    from campaigns.platforms.mturk import publish_payload
+    from campaigns.platforms.mturk.payloads import publish_payload
 
     payload = publish_payload(
         stage_id=1,

@@ -26,8 +26,8 @@ from campaigns.models import (
 )
 from campaigns.platforms import operations
 from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.review import paid_assignment_approve
-from campaigns.platforms.sync import stage_provider_publish
 from campaigns.platforms.worker_actions import assignment_bonus_pay
 from tests.providers.conftest import execute, make_campaign
 from tests.providers.mturk_helpers import page_submit

@@ -24,6 +24,8 @@ from campaigns.models import (
 )
 from campaigns.platforms.operations import operations_reconcile
 from campaigns.platforms.prolific.client import ProlificClient
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.review import (
     BudgetExceededError,
     IdentityUnconfirmedError,
@@ -31,7 +33,6 @@ from campaigns.platforms.review import (
     paid_assignment_reject,
     paid_bonus_pay,
 )
-from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
 from campaigns.platforms.workers import paid_worker_block
 from tests.providers.conftest import FORM, WEBHOOK_SECRET, execute, make_campaign, run_operations
 

@@ -18,10 +18,10 @@ from campaigns.models import (
     ProviderOperation,
     Stage,
 )
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import campaign_start, stage_provider_publish
 from campaigns.platforms.review import paid_assignment_approve
-from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
 from campaigns.work.handoff import handoff_flush
-from campaigns.work.publishing import campaign_start
 from tests.providers.conftest import make_campaign, run_operations
 from tests.providers.test_prolific_flow import publish, work
 

@@ -20,17 +20,17 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.platforms.prolific.studies import (
+    campaign_provider_pause,
+    campaign_provider_resume,
+    campaign_provider_stop,
+    prolific_studies_sync,
+)
 from campaigns.platforms.review import (
     IdentityUnconfirmedError,
     paid_assignment_approve,
     paid_assignment_reject,
     paid_assignments_approve,
-)
-from campaigns.platforms.sync import (
-    campaign_provider_pause,
-    campaign_provider_resume,
-    campaign_provider_stop,
-    prolific_studies_sync,
 )
 from campaigns.platforms.workers import (
     paid_qualification_grant,
@@ -417,7 +417,7 @@ def test_unblock_removes_from_the_block_list_once(requester, fake):
 def test_campaign_state_changes_move_its_studies(prolific_stage, fake):
     """Going live publishes the study; pausing, resuming and completing the campaign
     (the requester's buttons and the API call ``campaign_start``) move it along."""
-    from campaigns.work.publishing import campaign_start
+    from campaigns.platforms.publishing import campaign_start
 
     campaign, _stage = prolific_stage
     campaign = campaign_start(campaign=campaign, to_state="live")

@@ -33,12 +33,12 @@ from campaigns.models import (
     QualificationType,
     Stage,
 )
+from campaigns.platforms.publishing import campaign_start
 from campaigns.platforms.workers import paid_qualification_grant
 from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS
 from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
-from campaigns.work.publishing import campaign_start
-from campaigns.workforce.rounds import round_qualification_type
+from campaigns.workforce.qualification_types import round_qualification_type
 from tests.factories import UserFactory
 from validation.selectors import stage_final_labels
 from validation.services import stage_review

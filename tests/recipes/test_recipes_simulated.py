@@ -14,9 +14,9 @@ import pytest
 from campaigns.design.items import items_upload
 from campaigns.design.services import campaign_create, stage_update
 from campaigns.models import Assignment, AssignmentStatus, Item
+from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
-from campaigns.work.publishing import campaign_start
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -210,7 +210,7 @@ def _submitted_work(fake: Any, tag: str, units: int, review_rules: list[dict[str
     """A published stage of ``units`` HITs, each with one assignment submitted on MTurk
     and stored by the page; returns (campaign, assignments)."""
     from campaigns.models import HIT
-    from campaigns.platforms.sync import stage_provider_publish
+    from campaigns.platforms.publishing import stage_provider_publish
     from tests.providers.mturk_helpers import page_submit
 
     campaign = _campaign(tag)
@@ -270,8 +270,8 @@ def batch_request(batch: Batch) -> None:
     """Ask for the batch: its operations are queued for the worker on commit (a sync
     batch queues ``campaigns.mturk_sync``, whose approvals become the operations)."""
     from campaigns.models import HIT, Assignment, Stage
+    from campaigns.platforms.publishing import stage_provider_publish
     from campaigns.platforms.review import paid_assignment_approve
-    from campaigns.platforms.sync import stage_provider_publish
     from campaigns.platforms.worker_actions import assignment_bonus_pay
     from campaigns.tasks import mturk_sync_task
 

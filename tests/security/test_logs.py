@@ -18,8 +18,8 @@ from django.test import Client
 
 from campaigns.models import Assignment
 from campaigns.platforms.credentials import campaign_credentials_set
+from campaigns.platforms.prolific.studies import prolific_studies_sync
 from campaigns.platforms.review import paid_assignment_approve, paid_bonus_pay
-from campaigns.platforms.sync import prolific_studies_sync
 from tests.providers.conftest import WEBHOOK_SECRET, make_campaign, run_operations
 from tests.providers.fake_prolific import FakeProlific
 from tests.providers.test_prolific_flow import publish, work

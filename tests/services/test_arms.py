@@ -13,11 +13,12 @@ from django.db import connection
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import CampaignWorker, Item, ItemSource
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.publishing import campaign_start
 from campaigns.work.selectors import stage_entry_for_invite
-from campaigns.workforce.arms import arm_for_position, campaign_arms, campaign_worker_join
+from campaigns.workforce.arms import campaign_worker_join
+from campaigns.workforce.selectors import arm_for_position, campaign_arms
 from qaportal.errors import DomainError
 from tests.factories import WorkerFactory
 

@@ -18,12 +18,12 @@ from campaigns.models import (
     ProviderOperation,
     QualificationGrant,
 )
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import WorkerNotAllowedError, assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.publishing import campaign_start
 from campaigns.work.selectors import worker_has_stage_access
 from campaigns.work.submission import assignment_submit
-from campaigns.workforce.quizzes import quiz_qualification_type
+from campaigns.workforce.qualification_types import quiz_qualification_type
 from tests.tasktypes.test_quiz_survey import WHYQA
 
 pytestmark = pytest.mark.django_db
@@ -143,7 +143,7 @@ def test_requirements_naming_stages_resolve_to_qualification_types(gated, reques
     qualification type (an MTurk custom type, a Prolific participant group); a stage
     of another campaign is refused, never dropped."""
     from campaigns.platforms.prolific.provider import study_filters
-    from campaigns.workforce.quizzes import stage_requirements
+    from campaigns.workforce.requirements import stage_requirements
     from qaportal.errors import DomainError
 
     _campaign, quiz, writing, _token = gated

@@ -14,10 +14,10 @@ from django.utils import timezone
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, Item, ItemSource, LedgerEntry
+from campaigns.platforms.publishing import campaign_start
 from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import WorkerNotAllowedError, assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.publishing import campaign_start
 from campaigns.work.submission import assignment_submit
 from tests.services.test_quiz_gate import ANSWERS_THE_UNANSWERABLE, PERFECT
 from tests.tasktypes.test_quiz_survey import WHYQA

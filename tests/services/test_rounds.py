@@ -24,7 +24,8 @@ from campaigns.models import (
     QualificationGrant,
 )
 from campaigns.work.selectors import worker_has_stage_access
-from campaigns.workforce.rounds import round_close, round_outcomes, round_qualification_type
+from campaigns.workforce.qualification_types import round_qualification_type
+from campaigns.workforce.rounds import round_close, round_outcomes
 from tests.factories import WorkerFactory
 
 pytestmark = pytest.mark.django_db
@@ -202,8 +203,8 @@ def test_the_top_share_is_promoted_to_grade_the_next_round_never_their_own(grade
         assignment_accept,
     )
     from campaigns.work.invites import invite_create
-    from campaigns.workforce.quizzes import stage_requirements
-    from campaigns.workforce.rounds import round_graders_type
+    from campaigns.workforce.qualification_types import round_graders_type
+    from campaigns.workforce.requirements import stage_requirements
 
     campaign, writing, grading, writers = graded
     outcomes = round_close(

@@ -12,9 +12,9 @@ from django.core.management.base import CommandError
 from django.db.models import Count
 
 from campaigns.models import Assignment, AssignmentStatus, Item, Worker
+from campaigns.platforms.publishing import campaign_start
 from campaigns.simulate import SimulationError, parse_profiles, profile_mix, simulate_crowd
 from campaigns.tasktypes.question_writing import yes_no_value
-from campaigns.work.publishing import campaign_start
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,8 +22,9 @@ from campaigns.models import (
     OperationState,
     ProviderOperation,
 )
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.review import paid_assignments_approve, paid_bonus_pay
-from campaigns.platforms.sync import prolific_studies_sync, stage_provider_publish
 from campaigns.simulate import ProlificHooks, ProlificSession, SimulationError, simulate_crowd
 from tests.providers.conftest import make_campaign, run_operations
 from tests.providers.fake_prolific import FakeProlific
@@ -165,7 +166,7 @@ def test_prolific_entry_refusals(requester, fake, mintaka_campaign):
     with pytest.raises(SimulationError, match="approve-all"):
         simulate_crowd(campaign=campaign, workers=1, seed=0, approve_all=True)
     local = mintaka_campaign(slug="sim-local-entry", stages=1)
-    from campaigns.work.publishing import campaign_start
+    from campaigns.platforms.publishing import campaign_start
 
     campaign_start(campaign=local, to_state="live")
     with pytest.raises(CommandError, match="needs a Prolific campaign"):

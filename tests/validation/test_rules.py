@@ -6,12 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from campaigns.work.gold_mix import gold_mix_order
 from validation.gold import (
     gold_bonus_blocks,
     gold_correct,
     gold_match_links,
     gold_match_sentences,
-    gold_mix_order,
 )
 from validation.projections import categorical_label, entry_texts
 from validation.rules import (

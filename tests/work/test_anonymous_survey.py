@@ -8,8 +8,8 @@ from django.http import QueryDict
 from campaigns.design.items import items_upload
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, AssignmentStatus, DetachedAnswer
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import assignment_accept
-from campaigns.work.publishing import campaign_start
 from campaigns.work.submission import assignment_submit
 from tests.factories import UserFactory
 

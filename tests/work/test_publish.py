@@ -9,7 +9,8 @@ import pytest
 from django.utils import timezone
 
 from campaigns.models import HIT, HITItem, Item, ItemStatus
-from campaigns.work.publishing import campaign_publish, campaign_start, stage_publish
+from campaigns.platforms.publishing import campaign_start
+from campaigns.work.publishing import campaign_publish, stage_publish
 
 pytestmark = pytest.mark.django_db
 

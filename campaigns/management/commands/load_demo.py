@@ -22,8 +22,8 @@ from rest_framework.authtoken.models import Token
 from campaigns.design.items import items_upload
 from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.models import Campaign, CampaignState, InviteLink, Provider, Stage
+from campaigns.platforms.publishing import campaign_start
 from campaigns.work.invites import invite_create, invite_url
-from campaigns.work.publishing import campaign_start
 
 DEMO_USERNAME = "demo"
 DEMO_PASSWORD = "demo-requester"

@@ -43,7 +43,7 @@ from campaigns.platforms.mturk.checks import (
 from campaigns.platforms.mturk.client import AlreadyProcessedError, MTurkClient
 from campaigns.platforms.mturk.review import ReviewMixin
 from campaigns.platforms.mturk.workers import WorkersMixin
-from campaigns.platforms.mturk.xml import MASTERS
+from campaigns.platforms.mturk.xml import MASTERS, answers_parse
 
 logger = logging.getLogger(__name__)
 
@@ -351,8 +351,6 @@ class MTurkProvider(ReviewMixin, WorkersMixin, Provider):
 
 def assignment_record(raw: dict[str, Any]) -> dict[str, Any]:
     """An MTurk Assignment as plain data: ids, status, times, work seconds, parsed answers."""
-    from campaigns.platforms.mturk.xml import answers_parse
-
     accept, submit = raw.get("AcceptTime"), raw.get("SubmitTime")
     work = None
     if isinstance(accept, datetime) and isinstance(submit, datetime):

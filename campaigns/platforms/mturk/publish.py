@@ -21,11 +21,13 @@ from campaigns.models import (
 )
 from campaigns.platforms import fee_model_for, requires_masters
 from campaigns.platforms.base import PermanentProviderError
-from campaigns.platforms.mturk import publish_payload, qualification_requirements
-from campaigns.platforms.operations import PUBLISH_KINDS, operation_request
+from campaigns.platforms.mturk.payloads import publish_payload
+from campaigns.platforms.mturk.xml import qualification_requirements
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.publishing import hits_being_published
 from campaigns.platforms.review import campaign_budget_check
 from campaigns.work.publishing import stage_publish
-from campaigns.workforce.quizzes import stage_requirements
+from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 
 
@@ -41,16 +43,6 @@ def _custom_qualifications(stage: Stage) -> dict[int, str]:
         )
         if qid
     }
-
-
-def hits_being_published(*, stage: Stage) -> set[int]:
-    """HITs of ``stage`` in a publish operation that has not ended (they wait for it)."""
-    payloads = ProviderOperation.objects.filter(
-        kind__in=PUBLISH_KINDS,
-        payload__stage_id=stage.pk,
-        state__in=[OperationState.PENDING, OperationState.RUNNING],
-    ).values_list("payload__hit_ids", flat=True)
-    return {int(h) for ids in payloads for h in (ids or [])}
 
 
 def mturk_stage_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:

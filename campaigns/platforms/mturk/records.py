@@ -18,8 +18,17 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, Provider, ProviderSyncCursor
-from campaigns.platforms.mturk import short_worker
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    OperationKind,
+    Provider,
+    ProviderOperation,
+    ProviderSyncCursor,
+)
+from campaigns.platforms.mturk.checks import short_worker
+from campaigns.platforms.operations import operation_effect
 
 logger = logging.getLogger(__name__)
 
@@ -206,3 +215,16 @@ def _record(a: Assignment, record: dict[str, Any] | None) -> bool:
     if record is not None and a.work_seconds is None and record["work_seconds"] is not None:
         a.work_seconds = record["work_seconds"]
     return True
+
+
+@operation_effect(OperationKind.ADD_ASSIGNMENTS, provider="mturk")
+def _places_added_resync(op: ProviderOperation) -> None:
+    """The HIT takes work again: the next syncs read it again."""
+    mturk_cursors_unsettle(hit_pks=[int((op.payload or {})["hit_id"])])
+
+
+@operation_effect(OperationKind.EXPIRE, provider="mturk")
+def _hits_resumed_resync(op: ProviderOperation) -> None:
+    """HITs re-opened after a pause are read again by the next syncs."""
+    if (op.payload or {}).get("mode") == "resume":
+        mturk_cursors_unsettle(provider_hit_ids=list((op.result or {}).get("updated") or []))

@@ -41,7 +41,7 @@ from campaigns.models import (
 )
 from campaigns.platforms import provider_for
 from campaigns.platforms.base import ProviderError
-from campaigns.platforms.mturk import MTurkProvider
+from campaigns.platforms.mturk.provider import MTurkProvider
 from campaigns.platforms.mturk.records import HITRead, SyncStats, sync_batch_apply
 from campaigns.platforms.review import paid_assignments_approve
 from qaportal.errors import DomainError

@@ -1,19 +1,2 @@
-"""The Prolific provider: ``ProlificClient`` (HTTP) and ``ProlificProvider`` (mapping)."""
-
-from campaigns.platforms.prolific.client import ProlificClient
-from campaigns.platforms.prolific.provider import (
-    COMPLETION_URL,
-    ProlificProvider,
-    short_id,
-    study_body,
-    study_filters,
-)
-
-__all__ = [
-    "COMPLETION_URL",
-    "ProlificClient",
-    "ProlificProvider",
-    "short_id",
-    "study_body",
-    "study_filters",
-]
+"""The Prolific platform: ``client`` (HTTP), ``provider`` (operations), ``platform`` (the
+Platform interface), ``studies`` (publishing, following the campaign, sync)."""

@@ -5,7 +5,8 @@ One row per stored assignment (submitted, approved, rejected), one row with empt
 assignment cells for a HIT without any. ``Input.*`` holds the HIT's first item
 (``Input.id`` its external id, then its data), ``Answer.*`` the answer's top-level
 fields (anything but text as JSON); ``Approve`` and ``Reject`` are left empty for
-the requester to fill and send back (``campaigns.platforms.mturk.csv.results.mturk_results_review``).
+the requester to fill and send back
+(``campaigns.platforms.mturk.csv.results.mturk_results_review``).
 Workers appear by pseudonym unless ``reveal_worker_ids``; every cell a spreadsheet
 would run as a formula gets a leading apostrophe (the import removes it again).
 """

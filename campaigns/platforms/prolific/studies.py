@@ -20,13 +20,12 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
-from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F, Min, Sum
+from django.db.models import F
 from django.utils import timezone
 
 from campaigns.models import (
@@ -48,6 +47,7 @@ from campaigns.platforms import fee_model_for, provider_for
 from campaigns.platforms.base import ProviderError, SubmissionRecord
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.prolific.provider import short_id, study_body, study_filters
+from campaigns.platforms.publishing import hits_being_published
 from campaigns.platforms.review import (
     campaign_budget_check,
     paid_assignments_approve,
@@ -61,7 +61,7 @@ from campaigns.work.allocation import (
 )
 from campaigns.work.publishing import stage_publish
 from campaigns.work.selectors import WORKABLE_STATES
-from campaigns.workforce.quizzes import stage_requirements
+from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -101,8 +101,8 @@ def _block_groups(owner_id: int) -> list[str]:
     return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
 
 
-def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
-    """Publish the stage's pending items on its paid provider (Prolific: one study).
+def prolific_stage_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
+    """Publish the stage's pending items on Prolific as one study.
 
     Puts pending items into HITs (``stage_publish``, which leaves paid HITs pending),
     checks the budget for every place, and asks for a ``create_study`` operation
@@ -110,13 +110,6 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
     published once; after a failed attempt, the next request gets a new key).
     The HITs become ``published`` when the operation is done. None if nothing is pending.
     """
-    campaign = stage.campaign
-    if campaign.provider == Provider.MTURK:
-        from campaigns.platforms.mturk.publish import mturk_stage_publish
-
-        return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
-    if campaign.provider != Provider.PROLIFIC:
-        raise DomainError("stage_provider_publish handles Prolific and MTurk campaigns.")
     stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -126,7 +119,7 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
             for h in HIT.objects.filter(
                 stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
             ).order_by("pk")
-            if h.pk not in _hits_being_published(stage=stage)
+            if h.pk not in hits_being_published(stage=stage)
         ]
         if not hits:
             return None
@@ -178,46 +171,6 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
     return op
 
 
-def _hits_being_published(*, stage: Stage) -> set[int]:
-    """HITs of ``stage`` in a study whose create operation has not ended: they wait for
-    it, and must not go into a second study."""
-    payloads = ProviderOperation.objects.filter(
-        kind__in=[OperationKind.CREATE_STUDY, OperationKind.CREATE_HIT],
-        payload__stage_id=stage.pk,
-        state__in=[OperationState.PENDING, OperationState.RUNNING],
-    ).values_list("payload__hit_ids", flat=True)
-    return {int(h) for ids in payloads for h in (ids or [])}
-
-
-def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperation | None:
-    """Publish the HITs a hand-off put into ``stage`` on its paid platform, in batches.
-
-    Hand-off items arrive one approval at a time; a study per approval would scatter
-    the work over many tiny studies. So the pending HITs of a fed stage are published
-    together once they hold ``PAID_HANDOFF_BATCH_PLACES`` places, or the oldest has
-    waited ``PAID_HANDOFF_MAX_WAIT_SECONDS``, or ``force`` (the source stage is drained:
-    nothing more will come). Called after each hand-off and by beat
-    (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
-    """
-    campaign = stage.campaign
-    paid = (Provider.PROLIFIC, Provider.MTURK)
-    if campaign.provider not in paid or campaign.state not in WORKABLE_STATES:
-        return None
-    waiting = HIT.objects.filter(
-        stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
-    ).exclude(pk__in=_hits_being_published(stage=stage))
-    summary = waiting.aggregate(places=Sum("max_assignments"), oldest=Min("created_at"))
-    if not summary["places"]:
-        return None
-    max_wait = timedelta(seconds=int(getattr(settings, "PAID_HANDOFF_MAX_WAIT_SECONDS", 900)))
-    due = (
-        force
-        or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
-        or summary["oldest"] <= timezone.now() - max_wait
-    )
-    return stage_provider_publish(stage=stage, allow_partial=force) if due else None
-
-
 def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:
     """The completion codes of a study qaportal created (from its create operation)."""
     op = (
@@ -236,7 +189,24 @@ def prolific_study_stage(*, study_id: str, stage_id: int | None = None) -> Stage
     if stage_id is not None:
         hits = hits.filter(stage_id=stage_id)
     hit = hits.select_related("stage__campaign").first()
-    return hit.stage if hit is not None else None
+    if hit is None or hit.stage.campaign.provider != Provider.PROLIFIC:
+        return None
+    return hit.stage
+
+
+def prolific_participant(*, pid: str) -> Worker:
+    """The worker a Prolific participant id stands for (made on first contact)."""
+    worker, _ = Worker.objects.get_or_create(provider=Provider.PROLIFIC, external_id=pid)
+    return worker
+
+
+def prolific_assignment_of(*, assignment_id: int, worker_id: int) -> Assignment | None:
+    """Prolific assignment ``assignment_id`` if it is worker ``worker_id``'s."""
+    return (
+        Assignment.objects.filter(pk=assignment_id, worker_id=worker_id, provider=Provider.PROLIFIC)
+        .select_related("hit__stage__campaign")
+        .first()
+    )
 
 
 # --- Allocation -----------------------------------------------------------------------

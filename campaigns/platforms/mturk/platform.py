@@ -1,0 +1,40 @@
+"""Mechanical Turk as a ``Platform``: a HIT type per stage, USD, MTurk's fees.
+
+MTurk closed to new work on 30 September 2026; campaigns on existing accounts,
+records and batch CSVs still go through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from campaigns.design.platform import FeeModel
+from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.platforms import requires_masters
+from campaigns.platforms.fees import MTurkFees
+from campaigns.platforms.mturk.follow import mturk_campaign_follow
+from campaigns.platforms.mturk.publish import mturk_stage_publish
+from campaigns.platforms.platform import PaidPlatform
+from campaigns.work.selectors import WORKABLE_STATES
+
+
+class MTurkPlatform(PaidPlatform):
+    name = "mturk"
+    currency = "USD"
+    worker_entry = "mturk"
+
+    def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
+        return MTurkFees(masters=requires_masters(requirements))
+
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
+        return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
+
+    def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
+        """The campaign's HITs follow its state: expired, re-opened (operations)."""
+        if to_state == CampaignState.PAUSED:
+            mturk_campaign_follow(campaign=campaign, mode="pause")
+        elif to_state == CampaignState.COMPLETED:
+            mturk_campaign_follow(campaign=campaign, mode="stop")
+        elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
+            mturk_campaign_follow(campaign=campaign, mode="resume")

@@ -1,0 +1,112 @@
+"""What every platform does alike: the shared half of the ``Platform`` interface.
+
+Bonuses, messages and qualification grants are provider operations whatever the
+platform (the local workforce records them and moves no money), so one
+implementation serves all; the paid platforms share decisions, extra places and
+hand-off batches, which are operations carried out later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from campaigns.design.platform import FeeModel, Platform
+from campaigns.models import (
+    HIT,
+    Assignment,
+    Campaign,
+    OperationKind,
+    QualificationType,
+    Stage,
+    Worker,
+)
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.publishing import paid_handoff_publish
+from campaigns.platforms.review import paid_assignment_approve, paid_assignment_reject
+from campaigns.platforms.worker_actions import assignment_bonus_pay, workers_message
+from campaigns.platforms.workers import paid_qualification_grant
+
+
+class CrowdPlatform(Platform):
+    """Bonuses, messages and grants, the same on every platform."""
+
+    def bonus_pay(self, *, assignment: Assignment, amount: Decimal, reason: str, key: str) -> Any:
+        return assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason, key=key)
+
+    def workers_message(
+        self,
+        *,
+        campaign: Campaign,
+        actor: AbstractBaseUser | None,
+        workers: list[Worker],
+        subject: str,
+        body: str,
+        key: str | None = None,
+    ) -> Any:
+        return workers_message(
+            campaign=campaign, actor=actor, workers=workers, subject=subject, body=body, key=key
+        )
+
+    def qualification_grant(
+        self, *, qualification_type: QualificationType, worker: Worker, source: str, value: int = 1
+    ) -> Any:
+        return paid_qualification_grant(
+            qualification_type=qualification_type, worker=worker, source=source, value=value
+        )
+
+
+class PaidPlatform(CrowdPlatform):
+    """A platform where HITs, decisions and payments are operations carried out later."""
+
+    pays_workers = True
+    hosts_workforce = False
+
+    def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
+        raise NotImplementedError
+
+    def hits_publish_due(self, *, stage: Stage, force: bool) -> None:
+        paid_handoff_publish(stage=stage, force=force)
+
+    def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
+        raise NotImplementedError
+
+    def places_add(self, *, hit: HIT, count: int, reason: str, key: str) -> None:
+        operation_request(
+            provider=self.name,
+            kind=OperationKind.ADD_ASSIGNMENTS,
+            key=key,
+            payload={
+                "hit_id": hit.pk,
+                "count": count,
+                "reason": reason,
+                "study_id": hit.provider_group_id,
+            },
+            campaign=hit.stage.campaign,
+        )
+
+    def decision_request(
+        self,
+        *,
+        assignment: Assignment,
+        approve: bool,
+        decided_by: AbstractBaseUser | None,
+        source: str,
+        reason: str,
+        feedback: str,
+    ) -> None:
+        if approve:
+            paid_assignment_approve(
+                assignment=assignment, decided_by=decided_by, source=source, reason=reason
+            )
+        else:
+            paid_assignment_reject(
+                assignment=assignment,
+                decided_by=decided_by,
+                source=source,
+                reason=reason,
+                feedback=feedback,
+            )

@@ -1,0 +1,51 @@
+"""Prolific as a ``Platform``: studies per stage, GBP, Prolific's service fee."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+
+from campaigns.design.platform import FeeModel
+from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOperation, Stage
+from campaigns.platforms.fees import ProlificFees
+from campaigns.platforms.operations import operation_effect
+from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.studies import (
+    campaign_provider_pause,
+    campaign_provider_resume,
+    campaign_provider_stop,
+    campaign_studies_follow,
+    prolific_stage_publish,
+)
+from campaigns.work.selectors import WORKABLE_STATES
+
+
+class ProlificPlatform(PaidPlatform):
+    name = "prolific"
+    currency = "GBP"
+    worker_entry = "prolific"
+
+    def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
+        return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
+
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
+        return prolific_stage_publish(stage=stage, allow_partial=allow_partial)
+
+    def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
+        """The campaign's studies follow its state: paused, resumed, stopped (operations)."""
+        if to_state == CampaignState.PAUSED:
+            campaign_provider_pause(campaign=campaign)
+        elif to_state == CampaignState.COMPLETED:
+            campaign_provider_stop(campaign=campaign)
+        elif previous == CampaignState.PAUSED and to_state in WORKABLE_STATES:
+            campaign_provider_resume(campaign=campaign)
+
+
+@operation_effect(OperationKind.CREATE_STUDY, OperationKind.CREATE_HIT, provider="prolific")
+def _study_catches_up(op: ProviderOperation) -> None:
+    """A study created while its campaign was being paused or completed catches up."""
+    if op.campaign_id is not None and (op.result or {}).get("published", True):
+        campaign_studies_follow(campaign_id=op.campaign_id)

@@ -1,0 +1,98 @@
+"""Publishing on a platform: a campaign starting, pausing, stopping; stages published;
+hand-off HITs published in batches on paid platforms."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Min, Sum
+from django.utils import timezone
+
+from campaigns.design.platform import platform_for
+from campaigns.design.services import campaign_transition
+from campaigns.models import (
+    HIT,
+    Campaign,
+    HITStatus,
+    ItemStatus,
+    OperationState,
+    ProviderOperation,
+    Stage,
+)
+from campaigns.platforms.operations import PUBLISH_KINDS
+from campaigns.work.selectors import WORKABLE_STATES
+from qaportal.errors import DomainError
+
+
+def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
+    """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
+
+    The platform follows the new state (``Platform.campaign_follow``: Prolific
+    studies paused, resumed, stopped; MTurk HITs expired or re-opened) and publishes
+    each stage with pending items (``Platform.stage_publish``: local HITs open at
+    once; a paid platform checks the budget and asks for an operation). The
+    transition locks the campaign row (``campaign_transition``); publishing happens
+    in the same transaction, so a refusal (budget) leaves the campaign where it was.
+    """
+    with transaction.atomic():
+        previous = (
+            Campaign.objects.select_for_update().values_list("state", flat=True).get(pk=campaign.pk)
+        )
+        campaign = campaign_transition(campaign=campaign, to_state=to_state)
+        platform = platform_for(campaign)
+        platform.campaign_follow(campaign=campaign, previous=previous, to_state=to_state)
+        if to_state in WORKABLE_STATES:
+            pending = campaign.stages.filter(items__status=ItemStatus.PENDING).distinct()
+            for stage in pending.order_by("position"):
+                platform.stage_publish(stage=stage)
+    return campaign
+
+
+def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
+    """Publish the stage's pending items on its paid platform (``Platform.stage_publish``:
+    a Prolific study, MTurk HITs); the operation asked for, None if nothing is pending."""
+    platform = platform_for(stage.campaign)
+    if not platform.pays_workers:
+        raise DomainError("stage_provider_publish handles campaigns on paid platforms.")
+    return platform.stage_publish(stage=stage, allow_partial=allow_partial)  # type: ignore[no-any-return]
+
+
+def hits_being_published(*, stage: Stage) -> set[int]:
+    """HITs of ``stage`` in a publish operation that has not ended (a Prolific study,
+    MTurk HITs): they wait for it, and must not be published a second time."""
+    payloads = ProviderOperation.objects.filter(
+        kind__in=PUBLISH_KINDS,
+        payload__stage_id=stage.pk,
+        state__in=[OperationState.PENDING, OperationState.RUNNING],
+    ).values_list("payload__hit_ids", flat=True)
+    return {int(h) for ids in payloads for h in (ids or [])}
+
+
+def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperation | None:
+    """Publish the HITs a hand-off put into ``stage`` on its paid platform, in batches.
+
+    Hand-off items arrive one approval at a time; a study per approval would scatter
+    the work over many tiny studies. So the pending HITs of a fed stage are published
+    together once they hold ``PAID_HANDOFF_BATCH_PLACES`` places, or the oldest has
+    waited ``PAID_HANDOFF_MAX_WAIT_SECONDS``, or ``force`` (the source stage is drained:
+    nothing more will come). Called after each hand-off and by beat
+    (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
+    """
+    campaign = stage.campaign
+    if not platform_for(campaign).pays_workers or campaign.state not in WORKABLE_STATES:
+        return None
+    waiting = HIT.objects.filter(
+        stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True
+    ).exclude(pk__in=hits_being_published(stage=stage))
+    summary = waiting.aggregate(places=Sum("max_assignments"), oldest=Min("created_at"))
+    if not summary["places"]:
+        return None
+    max_wait = timedelta(seconds=int(getattr(settings, "PAID_HANDOFF_MAX_WAIT_SECONDS", 900)))
+    due = (
+        force
+        or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
+        or summary["oldest"] <= timezone.now() - max_wait
+    )
+    return stage_provider_publish(stage=stage, allow_partial=force) if due else None

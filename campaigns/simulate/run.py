@@ -1,0 +1,121 @@
+"""``simulate_crowd``: which simulation a campaign gets, by how its workers enter.
+
+The local workforce's workers come through invite links (``crowd.py``); Prolific's
+through a study URL with their ids (``prolific.py``). The platform says which
+(``Platform.worker_entry``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from campaigns.design.platform import platform_for
+from campaigns.models import HIT, Campaign, Stage
+from campaigns.simulate.crowd import DEFAULT_PROFILES, CrowdSimulation, SimulationError
+from campaigns.simulate.prolific import ProlificHooks, ProlificSimulation
+from campaigns.simulate.server import LocalServer
+from campaigns.simulate.summary import SimulationResult
+from campaigns.tasktypes import TaskType, task_type_get
+from campaigns.work.selectors import WORKABLE_STATES
+
+ENTRIES = ("invite", "prolific")
+
+
+def simulate_crowd(
+    *,
+    campaign: Campaign,
+    workers: int,
+    seed: int,
+    shares: dict[str, float] | None = None,
+    base_url: str | None = None,
+    approve_all: bool = False,
+    max_seconds: float | None = None,
+    concurrency: int = 1,
+    entry: str = "auto",
+    prolific_hooks: ProlificHooks | None = None,
+    requester: Callable[[Campaign], bool] | None = None,
+) -> SimulationResult:
+    """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
+
+    ``campaign`` must be in pilot or live. ``entry`` says how workers arrive:
+    ``"invite"`` (local campaigns): a campaign-wide invite link is made for the run and
+    revoked at its end; ``"prolific"`` (Prolific campaigns, whose studies must be
+    published): each worker is a participant entering every study through its URL
+    parameters and sent back to Prolific's completion URL (``campaigns.simulate.prolific``;
+    ``prolific_hooks`` tells a fake Prolific about the sessions); ``"auto"``: by the
+    campaign's provider. Without ``base_url`` the real WSGI app is served in-process
+    on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
+    assignment is approved after each round (``assignment_approve``, source
+    "simulator") so that approved answers hand off to the next stage; otherwise only
+    stages with an auto_approve rule flow. ``requester`` (invite entry) is the
+    requester's side between rounds: called whenever the crowd has run out of work, it
+    may act on the campaign (close a graded round, grant a qualification) and returns
+    True when it did, so the workers look again; the run ends when it returns False.
+    Raises ``SimulationError`` when the run cannot start.
+    """
+    campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
+    if entry == "auto":
+        entry = platform_for(campaign).worker_entry
+    if entry not in ENTRIES:
+        raise SimulationError(f"Unknown entry {entry!r}; use invite, prolific or auto.")
+    if campaign.state not in WORKABLE_STATES:
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} is {campaign.state!r}; the simulator works on a "
+            "pilot or live campaign (start it first)."
+        )
+    if entry == "invite" and platform_for(campaign).worker_entry != "invite":
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the simulator joins "
+            "through invite links, which only the local workforce has."
+        )
+    if entry == "prolific":
+        _check_prolific(campaign=campaign, approve_all=approve_all)
+    if workers < 1:
+        raise SimulationError("Simulate at least one worker.")
+    if not Stage.objects.filter(campaign=campaign).exists():
+        raise SimulationError(f"Campaign {campaign.slug!r} has no stages.")
+    for stage in campaign.stages.all():
+        if type(task_type_get(stage.task_type)).simulate_form is TaskType.simulate_form:
+            raise SimulationError(
+                f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
+            )
+
+    def run(url: str) -> SimulationResult:
+        options: dict[str, Any] = {
+            "campaign": campaign,
+            "base_url": url,
+            "workers": workers,
+            "seed": seed,
+            "shares": shares or DEFAULT_PROFILES,
+            "approve_all": approve_all,
+            "max_seconds": max_seconds,
+            "concurrency": concurrency,
+        }
+        if entry == "prolific":
+            return ProlificSimulation(hooks=prolific_hooks, **options).run()
+        return CrowdSimulation(requester=requester, **options).run()
+
+    if base_url:
+        return run(base_url)
+    with LocalServer() as url:
+        return run(url)
+
+
+def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:
+    if platform_for(campaign).worker_entry != "prolific":
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the Prolific entry "
+            "needs a Prolific campaign."
+        )
+    if approve_all:
+        raise SimulationError(
+            "--approve-all is for the local workforce; on Prolific, sync the studies and "
+            "approve confirmed submissions (or give the stage an auto_approve rule)."
+        )
+    studies = HIT.objects.filter(stage__campaign=campaign, provider=campaign.provider)
+    if not studies.exclude(provider_group_id="").exists():
+        raise SimulationError(
+            f"Campaign {campaign.slug!r} has no published Prolific study yet (its publish "
+            "operations have not run)."
+        )

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class QaportalConfig(AppConfig):
+    name = "qaportal"
+    verbose_name = "qaportal (shared infrastructure)"
+    default_auto_field = "django.db.models.BigAutoField"

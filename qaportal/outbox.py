@@ -1,0 +1,152 @@
+"""The transactional outbox: work that must follow a commit is never lost.
+
+``task_after_commit(name, *args)`` writes an :class:`~qaportal.models.OutboxMessage`
+in the caller's transaction. When that transaction commits, the message is sent to
+Celery (``qaportal.outbox_run``), which runs task ``name``'s body with ``args`` and
+marks the message done. If the broker is down at commit, or the worker dies before
+the task finishes, the message stays undone and ``outbox_redispatch`` (Celery beat)
+sends it again, with a growing delay. The request that committed the change has
+succeeded either way: a broker outage delays the work, never loses it.
+
+Delivery is at least once: every task run through the outbox takes ids and is
+idempotent (the house rule for Celery tasks), so a second run changes nothing.
+With ``CELERY_TASK_ALWAYS_EAGER`` (the embedded default, and the tests) the message
+runs in-process at commit, by configuration, not as a fallback.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from qaportal.models import OutboxMessage
+
+logger = logging.getLogger(__name__)
+
+RUN_TASK = "qaportal.outbox_run"
+
+
+def _app() -> Any:
+    from qaportal.celery import app  # the Celery app imports Django settings: loaded on use
+
+    return app
+
+
+def task_after_commit(task: str, *args: Any) -> OutboxMessage:
+    """Run Celery task ``task`` with ``args`` once the current transaction commits.
+
+    The message row is part of the caller's transaction: rolled back with it, or
+    committed with it and then delivered at least once.
+    """
+    message = OutboxMessage.objects.create(task=task, args=list(args))
+    transaction.on_commit(lambda: outbox_dispatch(message_id=message.pk))
+    return message
+
+
+def outbox_dispatch(*, message_id: int) -> bool:
+    """Send message ``message_id`` to a worker (or run it, in eager mode); True if sent.
+
+    A broker that cannot be reached is logged and leaves the message for beat.
+    """
+    app = _app()
+    try:
+        if app.conf.task_always_eager:
+            outbox_run(message_id=message_id)
+        else:
+            app.send_task(
+                RUN_TASK,
+                args=[message_id],
+                retry=True,
+                retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
+            )
+    except Exception as exc:  # the broker, or (eager) the task itself
+        if app.conf.task_always_eager and settings.CELERY_TASK_EAGER_PROPAGATES:
+            raise
+        logger.warning("outbox message %s not dispatched (%s); beat will retry", message_id, exc)
+        return False
+    OutboxMessage.objects.filter(pk=message_id).update(
+        dispatched_at=timezone.now(), dispatches=F("dispatches") + 1
+    )
+    return True
+
+
+def outbox_run(*, message_id: int) -> Any:
+    """Run message ``message_id``'s task body here and mark it done; its result.
+
+    Skips a message already done. An error is recorded on the row and raised: the
+    message stays undone for ``outbox_redispatch``.
+    """
+    message = OutboxMessage.objects.filter(pk=message_id, done_at__isnull=True).first()
+    if message is None:
+        return None
+    app = _app()
+    if message.task not in app.tasks:
+        app.loader.import_default_modules()
+    task = app.tasks[message.task]
+    try:
+        result = task.run(*message.args)
+    except Exception as exc:
+        OutboxMessage.objects.filter(pk=message_id).update(last_error=repr(exc)[:2000])
+        raise
+    OutboxMessage.objects.filter(pk=message_id).update(done_at=timezone.now(), last_error="")
+    return result
+
+
+def _due(now: Any) -> Q:
+    """Undone messages whose last dispatch is older than its back-off."""
+    base = float(getattr(settings, "OUTBOX_REDISPATCH_SECONDS", 60))
+    never_sent = Q(dispatched_at__isnull=True, created_at__lte=now - timedelta(seconds=10))
+    waited = Q()
+    for dispatches in range(1, 8):
+        delay = timedelta(seconds=base * 2 ** (dispatches - 1))
+        waited |= Q(dispatches=dispatches, dispatched_at__lte=now - delay)
+    waited |= Q(dispatches__gte=8, dispatched_at__lte=now - timedelta(seconds=base * 2**7))
+    return never_sent | waited
+
+
+def outbox_redispatch(*, now: Any = None, limit: int = 1000) -> int:
+    """Send again the messages that were not done in time (Celery beat); how many."""
+    now = now or timezone.now()
+    ids = list(
+        OutboxMessage.objects.filter(done_at__isnull=True)
+        .filter(_due(now))
+        .order_by("created_at")
+        .values_list("pk", flat=True)[:limit]
+    )
+    sent = 0
+    for message_id in ids:
+        try:
+            sent += outbox_dispatch(message_id=message_id)
+        except Exception:  # eager mode: the task failed; recorded on the row
+            logger.exception("outbox message %s failed", message_id)
+    if ids:
+        logger.info("outbox: %d of %d waiting messages dispatched", sent, len(ids))
+    return sent
+
+
+def outbox_purge(*, older_than_days: int = 7) -> int:
+    """Delete done messages older than ``older_than_days``; how many."""
+    cutoff = timezone.now() - timedelta(days=older_than_days)
+    deleted, _ = OutboxMessage.objects.filter(done_at__lte=cutoff).delete()
+    return deleted
+
+
+def outbox_waiting() -> int:
+    """How many messages are not done yet (for /healthz and the admin)."""
+    return OutboxMessage.objects.filter(done_at__isnull=True).count()
+
+
+__all__ = [
+    "outbox_dispatch",
+    "outbox_purge",
+    "outbox_redispatch",
+    "outbox_run",
+    "outbox_waiting",
+    "task_after_commit",
+]
