@@ -67,10 +67,14 @@ test: $(DEV_STAMP)
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: lint, typecheck and pytest passed"
 
+# ruff, then the house's import rules: import-linter's contracts (.importlinter) and no
+# import cycle between modules (tools/import_cycles.py); see docs/architecture.md.
 lint: $(DEV_STAMP)
 	@rc=0; \
 	echo "$(BIN)/ruff check ."; $(BIN)/ruff check . || rc=1; \
 	echo "$(BIN)/ruff format --check ."; $(BIN)/ruff format --check . || rc=1; \
+	echo "$(BIN)/lint-imports"; $(BIN)/lint-imports --no-cache || rc=1; \
+	echo "$(BIN)/python tools/import_cycles.py"; $(BIN)/python tools/import_cycles.py || rc=1; \
 	exit $$rc
 
 typecheck: $(DEV_STAMP)

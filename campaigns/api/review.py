@@ -34,7 +34,7 @@ from campaigns.api.common import (
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
-from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors_review import (
     assignment_list_for_campaign,
     assignment_list_visible,
@@ -321,18 +321,14 @@ def _decide(
         )
     user = authenticated_user(request)
     try:
-        if decision == "approve":
-            assignment_approve(
-                assignment=assignment, decided_by=user, source="requester", reason=reason
-            )
-        else:
-            assignment_reject(
-                assignment=assignment,
-                decided_by=user,
-                source="requester",
-                reason=reason,
-                feedback=feedback,
-            )
+        assignment_decide(
+            assignment=assignment,
+            approve=decision == "approve",
+            decided_by=user,
+            source="requester",
+            reason=reason,
+            feedback=feedback if decision != "approve" else "",
+        )
     except DomainError as exc:
         # Decided by someone else between our read and the service's lock.
         if isinstance(exc.errors, dict) and "status" in exc.errors:

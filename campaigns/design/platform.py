@@ -49,8 +49,8 @@ class Platform(ABC):
     #: The currency rewards and bonuses are paid in.
     currency: str = "USD"
     #: How a worker reaches the work pages: "invite" (qaportal's invite links and
-    #: logins), "prolific" (a study URL with the participant's ids), "mturk" (an
-    #: ExternalQuestion frame). The simulator enters the same way.
+    #: logins), "study_url" (a study URL with the participant's ids, Prolific),
+    #: "external_question" (an MTurk frame). The simulator enters the same way.
     worker_entry: str = "invite"
 
     # --- money ------------------------------------------------------------------------

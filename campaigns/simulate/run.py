@@ -19,7 +19,10 @@ from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.selectors import WORKABLE_STATES
 
-ENTRIES = ("invite", "prolific")
+# How simulated workers arrive (``Platform.worker_entry``), and the names the
+# command line also takes for them.
+ENTRIES = ("invite", "study_url")
+ENTRY_NAMES = {"prolific": "study_url"}
 
 
 def simulate_crowd(
@@ -55,6 +58,7 @@ def simulate_crowd(
     Raises ``SimulationError`` when the run cannot start.
     """
     campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
+    entry = ENTRY_NAMES.get(entry, entry)
     if entry == "auto":
         entry = platform_for(campaign).worker_entry
     if entry not in ENTRIES:
@@ -69,7 +73,7 @@ def simulate_crowd(
             f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the simulator joins "
             "through invite links, which only the local workforce has."
         )
-    if entry == "prolific":
+    if entry == "study_url":
         _check_prolific(campaign=campaign, approve_all=approve_all)
     if workers < 1:
         raise SimulationError("Simulate at least one worker.")
@@ -92,7 +96,7 @@ def simulate_crowd(
             "max_seconds": max_seconds,
             "concurrency": concurrency,
         }
-        if entry == "prolific":
+        if entry == "study_url":
             return ProlificSimulation(hooks=prolific_hooks, **options).run()
         return CrowdSimulation(requester=requester, **options).run()
 
@@ -103,7 +107,7 @@ def simulate_crowd(
 
 
 def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:
-    if platform_for(campaign).worker_entry != "prolific":
+    if platform_for(campaign).worker_entry != "study_url":
         raise SimulationError(
             f"Campaign {campaign.slug!r} runs on {campaign.provider!r}; the Prolific entry "
             "needs a Prolific campaign."

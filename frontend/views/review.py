@@ -34,7 +34,7 @@ from campaigns.design.platform import platform_for
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
-from campaigns.work.decisions import assignment_approve, assignment_reject
+from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors_review import (
     assignment_list_for_campaign,
     assignment_review_queue,
@@ -295,18 +295,14 @@ def _review_decide(
             "there is nothing to decide."
         )
     try:
-        if decision == "approve":
-            assignment_approve(
-                assignment=assignment, decided_by=user, source="requester", reason=feedback
-            )
-        else:
-            assignment_reject(
-                assignment=assignment,
-                decided_by=user,
-                source="requester",
-                reason=feedback,
-                feedback=feedback,
-            )
+        assignment_decide(
+            assignment=assignment,
+            approve=decision == "approve",
+            decided_by=user,
+            source="requester",
+            reason=feedback,
+            feedback=feedback if decision != "approve" else "",
+        )
     except DomainError as exc:
         return "refused", f"Assignment #{assignment.pk}: {exc}"
     verb = "approved" if decision == "approve" else "rejected"

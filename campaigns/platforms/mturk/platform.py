@@ -22,7 +22,7 @@ from campaigns.work.selectors import WORKABLE_STATES
 class MTurkPlatform(PaidPlatform):
     name = "mturk"
     currency = "USD"
-    worker_entry = "mturk"
+    worker_entry = "external_question"
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return MTurkFees(masters=requires_masters(requirements))

@@ -26,7 +26,7 @@ from campaigns.work.selectors import WORKABLE_STATES
 class ProlificPlatform(PaidPlatform):
     name = "prolific"
     currency = "GBP"
-    worker_entry = "prolific"
+    worker_entry = "study_url"
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
