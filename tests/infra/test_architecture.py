@@ -93,7 +93,9 @@ def test_no_provider_name_is_compared_outside_the_platforms() -> None:
     assert found == [], "\n".join(found)
 
 
-TASK_TYPE_COMPARISON = re.compile(r"task_type\s*(==|!=|\bin\b|\bnot in\b)|(==|!=)\s*[^\n]*\.task_type\b")
+TASK_TYPE_COMPARISON = re.compile(
+    r"task_type\s*(==|!=|\bin\b|\bnot in\b)|(==|!=)\s*[^\n]*\.task_type\b"
+)
 
 
 def test_no_task_type_name_is_compared_outside_the_task_types() -> None:

@@ -1,0 +1,134 @@
+"""The transactional outbox: written with the change, run once after commit, sent
+again by beat when the broker or the worker failed, never when rolled back."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from celery import shared_task
+from django.db import transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from qaportal import outbox
+from qaportal.celery import app
+from qaportal.events import Event
+from qaportal.models import OutboxMessage
+
+RUNS: list[tuple[object, ...]] = []
+
+
+@shared_task(name="tests.outbox_probe")
+def outbox_probe(*args: object) -> int:
+    RUNS.append(args)
+    return len(RUNS)
+
+
+@shared_task(name="tests.outbox_fails")
+def outbox_fails(*args: object) -> None:
+    raise RuntimeError("the task failed")
+
+
+@pytest.fixture(autouse=True)
+def _clean_runs():
+    RUNS.clear()
+    yield
+    RUNS.clear()
+
+
+@pytest.fixture
+def eager():
+    """Set Celery's eager mode for a test (``eager(False)``), restored afterwards."""
+    before = app.conf.task_always_eager
+
+    def set_eager(value: bool) -> None:
+        app.conf.task_always_eager = value
+
+    yield set_eager
+    app.conf.task_always_eager = before
+
+
+@pytest.fixture
+def broker_down(monkeypatch, eager):
+    """Celery with a broker (not eager) that cannot be reached: every send fails."""
+    eager(False)
+
+    def refuse(*args, **kwargs):
+        raise OperationalError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
+
+    monkeypatch.setattr(app, "send_task", refuse)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_message_runs_once_after_commit():
+    with transaction.atomic():
+        message = outbox.task_after_commit("tests.outbox_probe", 7, "x")
+        assert RUNS == []  # not before the commit
+    assert RUNS == [(7, "x")]
+    message.refresh_from_db()
+    assert message.done_at is not None and message.dispatches == 1
+    assert outbox.outbox_redispatch(now=timezone.now() + timedelta(days=1)) == 0
+    assert RUNS == [(7, "x")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_change_sends_nothing():
+    with pytest.raises(ZeroDivisionError), transaction.atomic():
+        outbox.task_after_commit("tests.outbox_probe", 1)
+        _ = 1 / 0
+    assert RUNS == []
+    assert not OutboxMessage.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_broker_outage_delays_the_work_and_beat_sends_it_once(broker_down, eager):
+    with transaction.atomic():
+        message = outbox.task_after_commit("tests.outbox_probe", 42)
+    # The commit succeeded although the broker is down; nothing ran yet.
+    message.refresh_from_db()
+    assert RUNS == [] and message.done_at is None and message.dispatched_at is None
+    assert outbox.outbox_waiting() == 1
+    # Beat while the broker is still down: nothing sent, nothing lost.
+    assert outbox.outbox_redispatch(now=timezone.now() + timedelta(minutes=1)) == 0
+    # The broker is back (eager here, so the message runs in this process).
+    eager(True)
+    assert outbox.outbox_redispatch(now=timezone.now() + timedelta(minutes=1)) == 1
+    assert RUNS == [(42,)]
+    assert outbox.outbox_redispatch(now=timezone.now() + timedelta(days=1)) == 0
+    assert RUNS == [(42,)]
+    assert outbox.outbox_waiting() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_task_stays_waiting_with_its_error(monkeypatch):
+    monkeypatch.setattr("django.conf.settings.CELERY_TASK_EAGER_PROPAGATES", False)
+    with transaction.atomic():
+        message = outbox.task_after_commit("tests.outbox_fails")
+    message.refresh_from_db()
+    assert message.done_at is None
+    assert "the task failed" in message.last_error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_redispatch_waits_longer_after_each_try():
+    message = OutboxMessage.objects.create(task="tests.outbox_probe", args=[1])
+    now = timezone.now()
+    OutboxMessage.objects.filter(pk=message.pk).update(dispatched_at=now, dispatches=3)
+    # 60 s base: the third dispatch waits 240 s before the next.
+    assert outbox.outbox_redispatch(now=now + timedelta(seconds=200)) == 0
+    assert outbox.outbox_redispatch(now=now + timedelta(seconds=241)) == 1
+    assert RUNS == [(1,)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_event_calls_handlers_in_the_transaction_and_tasks_after_commit():
+    event = Event("probe_happened")
+    seen: list[int] = []
+    event.subscribe(lambda *, n, **_: seen.append(n))
+    event.subscribe_task("tests.outbox_probe", args=lambda *, n, **_: [n] if n > 1 else None)
+    with transaction.atomic():
+        event.announce(n=1)
+        event.announce(n=2)
+        assert seen == [1, 2] and RUNS == []
+    assert RUNS == [(2,)]
