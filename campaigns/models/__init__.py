@@ -15,7 +15,8 @@ from campaigns.models.choices import (
 )
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
-from campaigns.models.money import LedgerEntry, ProviderOperation, ProviderSyncCursor
+from campaigns.models.money import LedgerEntry
+from campaigns.models.operations import ProviderOperation, ProviderSyncCursor
 from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
 from campaigns.models.workers import (
     CampaignWorker,
