@@ -7,9 +7,12 @@ their ``AppConfig.ready()``; design asks them all, never importing them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from campaigns.models import Stage
 
 Check = Callable[[Any], list[str]]
 
@@ -81,3 +84,11 @@ def stage_rules_problems(
             if escalation:
                 problems["escalation_rule"] = escalation
     return problems
+
+
+def stage_auto_approves(stage: Stage) -> bool:
+    """True when the stage's review rules hold ``{"rule": "auto_approve"}``."""
+    return any(
+        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
+        for rule in stage.review_rules or []
+    )

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -111,6 +112,20 @@ def campaign_budget_check(*, campaign: Campaign, extra: Decimal, what: str) -> N
 
 
 # --- Review decisions ------------------------------------------------------------------
+
+
+def submission_identity(
+    *, assignment: Assignment, platform_worker_id: str | None, missing: str, other: str
+) -> dict[str, Any]:
+    """Whether the platform confirms the worker a page submission claims to be:
+    ``{"status": "confirmed"}``, or "unconfirmed" (the platform has no submission;
+    ``missing`` says so) or "mismatch" (it is another worker's; ``other``). Money moves
+    only for confirmed identities."""
+    if platform_worker_id is None:
+        return {"status": "unconfirmed", "reason": missing}
+    if platform_worker_id != assignment.worker.external_id:
+        return {"status": "mismatch", "reason": other}
+    return {"status": "confirmed"}
 
 
 def _paid_assignment(assignment_id: int) -> Assignment:

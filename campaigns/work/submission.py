@@ -15,11 +15,11 @@ from django.db.models import F
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
+from campaigns.design.stage_rules import stage_auto_approves
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
     DetachedAnswer,
-    Stage,
     Worker,
 )
 from campaigns.tasktypes import FieldError, task_type_get
@@ -209,7 +209,7 @@ def _submission_store(
             # Quizzes are scored now (in this transaction); review rules and entity
             # agreement are queued through the outbox, after commit.
             answer_stored.announce(assignment=assignment, stage=stage, task_type=task_type)
-            if _auto_approves(stage) and not platform_for(assignment).pays_workers:
+            if stage_auto_approves(stage) and not platform_for(assignment).pays_workers:
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )
@@ -217,10 +217,3 @@ def _submission_store(
     # Raised outside the transaction: the expiry above is kept.
     assert closed is not None
     raise _closed(closed)
-
-
-def _auto_approves(stage: Stage) -> bool:
-    return any(
-        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
-        for rule in stage.review_rules or []
-    )

@@ -29,6 +29,7 @@ from campaigns.models import (
 )
 from campaigns.platforms.mturk.checks import short_worker
 from campaigns.platforms.operations import operation_effect
+from campaigns.platforms.review import submission_identity
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +93,12 @@ def mturk_cursors_unsettle(
 
 
 def _identity(assignment: Assignment, record: dict[str, Any] | None) -> dict[str, Any]:
-    if record is None:
-        return {"status": "unconfirmed", "reason": "MTurk lists no submission for this id."}
-    if record["worker_id"] != assignment.worker.external_id:
-        return {"status": "mismatch", "reason": "The MTurk assignment belongs to another worker."}
-    return {"status": "confirmed"}
+    return submission_identity(
+        assignment=assignment,
+        platform_worker_id=record["worker_id"] if record is not None else None,
+        missing="MTurk lists no submission for this id.",
+        other="The MTurk assignment belongs to another worker.",
+    )
 
 
 def sync_batch_apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncStats) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -28,6 +27,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.stage_rules import stage_auto_approves
 from campaigns.models import (
     HIT,
     Assignment,
@@ -51,6 +51,7 @@ from campaigns.platforms.publishing import hits_being_published
 from campaigns.platforms.review import (
     campaign_budget_check,
     paid_assignments_approve,
+    submission_identity,
 )
 from campaigns.platforms.workers import block_group_name
 from campaigns.tasktypes import task_type_get
@@ -276,21 +277,11 @@ def prolific_assignment_accept(
 
 
 def _identity(assignment: Assignment, record: SubmissionRecord | None) -> dict[str, Any]:
-    if record is None:
-        return {"status": "unconfirmed", "reason": "Prolific has no submission for this session."}
-    if record.participant_id != assignment.worker.external_id:
-        return {
-            "status": "mismatch",
-            "reason": "The Prolific submission belongs to another participant.",
-        }
-    return {"status": "confirmed"}
-
-
-def stage_auto_approves(stage: Stage) -> bool:
-    """True when the stage's review rules hold ``{"rule": "auto_approve"}``."""
-    return any(
-        isinstance(rule, Mapping) and rule.get("rule") == "auto_approve"
-        for rule in stage.review_rules or []
+    return submission_identity(
+        assignment=assignment,
+        platform_worker_id=record.participant_id if record is not None else None,
+        missing="Prolific has no submission for this session.",
+        other="The Prolific submission belongs to another participant.",
     )
 
 
