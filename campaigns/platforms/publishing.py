@@ -70,6 +70,21 @@ def hits_being_published(*, stage: Stage) -> set[int]:
     return {int(h) for ids in payloads for h in (ids or [])}
 
 
+def publish_key(
+    *, provider: str, stage: Stage, hit_ids: list[int]
+) -> tuple[ProviderOperation | None, str]:
+    """(the live publish operation for these HITs, or None; the key for a new one).
+
+    Key ``publish:stage:<id>:hits:<first>-<last>:<count>``: the same HITs are published
+    once; after a failed attempt, the next request gets ``…:retry<n>``."""
+    base = f"publish:stage:{stage.pk}:hits:{hit_ids[0]}-{hit_ids[-1]}:{len(hit_ids)}"
+    earlier = ProviderOperation.objects.filter(provider=provider, idempotency_key__startswith=base)
+    live = earlier.exclude(state=OperationState.FAILED).first()
+    if live is not None:
+        return live, base
+    return None, base if not earlier.exists() else f"{base}:retry{earlier.count()}"
+
+
 def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperation | None:
     """Publish the HITs a hand-off put into ``stage`` on its paid platform, in batches.
 

@@ -13,7 +13,6 @@ from campaigns.models import (
     HIT,
     HITStatus,
     OperationKind,
-    OperationState,
     Provider,
     ProviderOperation,
     QualificationType,
@@ -24,7 +23,7 @@ from campaigns.platforms.base import PermanentProviderError
 from campaigns.platforms.mturk.payloads import publish_payload
 from campaigns.platforms.mturk.xml import qualification_requirements
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.publishing import hits_being_published
+from campaigns.platforms.publishing import hits_being_published, publish_key
 from campaigns.platforms.review import campaign_budget_check
 from campaigns.work.publishing import stage_publish
 from campaigns.workforce.requirements import stage_requirements
@@ -73,14 +72,9 @@ def mturk_stage_publish(*, stage: Stage, allow_partial: bool = True) -> Provider
         if not hits:
             return None
         hit_ids = [h.pk for h in hits]
-        base_key = f"publish:stage:{stage.pk}:hits:{hit_ids[0]}-{hit_ids[-1]}:{len(hit_ids)}"
-        earlier = ProviderOperation.objects.filter(
-            provider=Provider.MTURK, idempotency_key__startswith=base_key
-        )
-        live = earlier.exclude(state=OperationState.FAILED).first()
+        live, key = publish_key(provider=Provider.MTURK, stage=stage, hit_ids=hit_ids)
         if live is not None:
             return live
-        key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
         masters = requires_masters(stage.qualification_requirements)
         fee = fee_model_for(Provider.MTURK, masters=masters).assignment_fee(
             reward=stage.reward, max_assignments=stage.assignments_per_hit

@@ -47,7 +47,7 @@ from campaigns.platforms import fee_model_for, provider_for
 from campaigns.platforms.base import ProviderError, SubmissionRecord
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.prolific.provider import short_id, study_body, study_filters
-from campaigns.platforms.publishing import hits_being_published
+from campaigns.platforms.publishing import hits_being_published, publish_key
 from campaigns.platforms.review import (
     campaign_budget_check,
     paid_assignments_approve,
@@ -125,14 +125,9 @@ def prolific_stage_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
         if not hits:
             return None
         hit_ids = [h.pk for h in hits]
-        base_key = f"publish:stage:{stage.pk}:hits:{hit_ids[0]}-{hit_ids[-1]}:{len(hit_ids)}"
-        earlier = ProviderOperation.objects.filter(
-            provider=campaign.provider, idempotency_key__startswith=base_key
-        )
-        live = earlier.exclude(state=OperationState.FAILED).first()
+        live, key = publish_key(provider=campaign.provider, stage=stage, hit_ids=hit_ids)
         if live is not None:
             return live
-        key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
         places = sum(h.max_assignments for h in hits)
         fee = fee_model_for(campaign.provider).assignment_fee(
             reward=stage.reward, max_assignments=stage.assignments_per_hit
