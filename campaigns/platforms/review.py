@@ -40,12 +40,11 @@ from campaigns.models import (
     OperationState,
     Provider,
     ProviderOperation,
-    Worker,
 )
 from campaigns.platforms import currency_for, fee_model_for, requires_masters
 from campaigns.platforms.operations import operation_request
 from campaigns.tasktypes import task_type_get
-from campaigns.work.events import assignment_decided
+from campaigns.work.decisions import decision_write
 from qaportal.errors import DomainError
 
 REJECTION_MESSAGE_MIN = 100
@@ -392,26 +391,13 @@ def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignme
     for assignment in locked:
         if assignment.status != AssignmentStatus.SUBMITTED:
             continue
-        assignment.status = status
-        assignment.decided_at = now
-        assignment.decided_by_id = payload.get("decided_by_id")
-        assignment.decision_source = str(payload.get("source", ""))[:80]
-        assignment.decision_reason = str(payload.get("reason", ""))
-        assignment.feedback = str(payload.get("feedback", ""))
-        assignment.save(
-            update_fields=[
-                "status",
-                "decided_at",
-                "decided_by",
-                "decision_source",
-                "decision_reason",
-                "feedback",
-            ]
-        )
-        counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
-        Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
-        assignment_decided.announce(
-            assignment_id=assignment.pk, approved=status == AssignmentStatus.APPROVED
+        decision_write(
+            assignment=assignment,
+            status=status,
+            decided_by_id=payload.get("decided_by_id"),
+            source=str(payload.get("source", "")),
+            reason=str(payload.get("reason", "")),
+            feedback=str(payload.get("feedback", "")),
         )
     new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
     LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(

@@ -30,6 +30,43 @@ def _check_local_review(assignment: Assignment) -> None:
         )
 
 
+def decision_write(
+    *,
+    assignment: Assignment,
+    status: str,
+    decided_by_id: int | None,
+    source: str,
+    reason: str,
+    feedback: str,
+) -> None:
+    """Record a decision on a locked, submitted ``assignment`` and count it for its
+    worker, then announce ``assignment_decided`` (the hand-off follows after commit).
+    Shared by local decisions and decisions a platform carried out
+    (``campaigns.platforms.review.assignment_decision_record``). Call in the
+    transaction that holds the row lock."""
+    assignment.status = status
+    assignment.decided_at = timezone.now()
+    assignment.decided_by_id = decided_by_id
+    assignment.decision_source = source[:80]
+    assignment.decision_reason = reason
+    assignment.feedback = feedback
+    assignment.save(
+        update_fields=[
+            "status",
+            "decided_at",
+            "decided_by",
+            "decision_source",
+            "decision_reason",
+            "feedback",
+        ]
+    )
+    counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
+    Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
+    assignment_decided.announce(
+        assignment_id=assignment.pk, approved=status == AssignmentStatus.APPROVED
+    )
+
+
 def _decide(
     *,
     assignment: Assignment,
@@ -49,24 +86,14 @@ def _decide(
             f"Only a submitted assignment can be decided; this one is {locked.status!r}.",
             errors={"status": [locked.status]},
         )
-    locked.status = status
-    locked.decided_at = timezone.now()
-    locked.decided_by = decided_by  # type: ignore[assignment]
-    locked.decision_source = source[:80]
-    locked.decision_reason = reason
-    locked.feedback = feedback
-    locked.save(
-        update_fields=[
-            "status",
-            "decided_at",
-            "decided_by",
-            "decision_source",
-            "decision_reason",
-            "feedback",
-        ]
+    decision_write(
+        assignment=locked,
+        status=status,
+        decided_by_id=decided_by.pk if decided_by is not None else None,
+        source=source,
+        reason=reason,
+        feedback=feedback,
     )
-    counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
-    Worker.objects.filter(pk=locked.worker_id).update(**{counter: F(counter) + 1})
     return locked, True
 
 
@@ -104,7 +131,7 @@ def assignment_decide(
         assignment.refresh_from_db()
         return assignment
     with transaction.atomic():
-        decided, changed = _decide(
+        decided, _ = _decide(
             assignment=assignment,
             status=AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED,
             decided_by=decided_by,
@@ -112,8 +139,6 @@ def assignment_decide(
             reason=reason,
             feedback=feedback,
         )
-        if changed:
-            assignment_decided.announce(assignment_id=decided.pk, approved=approve)
     return decided
 
 
