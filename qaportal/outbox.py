@@ -49,6 +49,26 @@ def task_after_commit(task: str, *args: Any) -> OutboxMessage:
     return message
 
 
+def task_send(task: str, *args: Any) -> None:
+    """Send Celery task ``task`` with ``args`` now, by name (eager: run it here).
+
+    For work that keeps its own record and reconcile (background jobs); raises when
+    the broker cannot be reached, so the caller can say the work waits for beat.
+    """
+    app = _app()
+    if app.conf.task_always_eager:
+        if task not in app.tasks:
+            app.loader.import_default_modules()
+        app.tasks[task].apply(args=list(args), throw=True)
+    else:
+        app.send_task(
+            task,
+            args=list(args),
+            retry=True,
+            retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
+        )
+
+
 def outbox_dispatch(*, message_id: int) -> bool:
     """Send message ``message_id`` to a worker (or run it, in eager mode); True if sent.
 
@@ -149,4 +169,5 @@ __all__ = [
     "outbox_run",
     "outbox_waiting",
     "task_after_commit",
+    "task_send",
 ]

@@ -86,6 +86,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "qaportal.middleware.PrivateCacheMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -172,6 +173,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 30.0,
         "options": {"expires": 25},
     },
+    # A worker that runs it is seen by /healthz (qaportal/health.py).
+    "qaportal-worker-ping": {
+        "task": "qaportal.ping",
+        "schedule": 30.0,
+        "options": {"expires": 25},
+    },
     "campaigns-expire-assignments": {
         "task": "campaigns.expire_assignments",
         "schedule": 60.0,
@@ -196,6 +203,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "linking.entity_agreement_sweep",
         "schedule": 300.0,
         "options": {"expires": 290},
+    },
+    "campaigns-reconcile-jobs": {
+        "task": "campaigns.reconcile_jobs",
+        "schedule": 30.0,
+        "options": {"expires": 25},
     },
     "campaigns-purge-idempotency-records": {
         "task": "campaigns.purge_idempotency_records",
@@ -229,6 +241,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
+    # JSON bodies: DRF's parser behind a depth limit and a check for text jsonb refuses.
+    "DEFAULT_PARSER_CLASSES": [
+        "campaigns.api.json_parser.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["campaigns.api.throttling.TokenRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
@@ -257,8 +275,24 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 if "STATIC_ROOT" not in os.environ:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+# Export files and uploads waiting for a job: local files under MEDIA_ROOT, or an S3
+# bucket (django-storages) when AWS_STORAGE_BUCKET_NAME is set. AWS_S3_ENDPOINT_URL
+# points it at any S3-compatible service.
+AWS_STORAGE_BUCKET_NAME = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
+DEFAULT_STORAGE_BACKEND = (
+    "storages.backends.s3.S3Storage"
+    if AWS_STORAGE_BUCKET_NAME
+    else "django.core.files.storage.FileSystemStorage"
+)
+if AWS_STORAGE_BUCKET_NAME:
+    AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL") or None
+    AWS_S3_REGION_NAME = os.environ.get("AWS_S3_REGION_NAME") or None
+    AWS_DEFAULT_ACL = None
+    AWS_QUERYSTRING_AUTH = True
+    AWS_S3_FILE_OVERWRITE = False
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": DEFAULT_STORAGE_BACKEND},
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
@@ -276,6 +310,16 @@ X_FRAME_OPTIONS = "DENY"
 AUTHENTICATION_BACKENDS = ["qaportal.login_limit.RateLimitedModelBackend"]
 LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", "900"))
+# The first lock lasts this long; each further failure doubles it (at most the window).
+LOGIN_BACKOFF_BASE_SECONDS = float(os.environ.get("LOGIN_BACKOFF_BASE_SECONDS", "30"))
+# Failures of one account from any addresses before it is slowed down, and the
+# longest such lock (short: nobody can keep someone else's account locked for long).
+LOGIN_ACCOUNT_FAILURE_LIMIT = int(os.environ.get("LOGIN_ACCOUNT_FAILURE_LIMIT", "20"))
+LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS = int(os.environ.get("LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS", "300"))
+# Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For is believed: the
+# real client address for the login limits. Set it to the proxy's address when one
+# runs in front (docker-compose: the proxy's network).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES") or ["127.0.0.1/32", "::1/128"]
 # Scripts and styles only from qaportal itself; forms post here, or to MTurk's
 # externalSubmit from the MTurk worker page; no page may be framed (a page that must
 # be, the MTurk worker page, sets its own policy).
@@ -307,6 +351,26 @@ PSEUDONYM_KEY = os.environ.get("PSEUDONYM_KEY", SECRET_KEY)
 # Upload limits for item files.
 ITEM_UPLOAD_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_MAX_BYTES", str(50 * 1024 * 1024)))
 ITEM_UPLOAD_MAX_ROWS = int(os.environ.get("ITEM_UPLOAD_MAX_ROWS", "200000"))
+# Item files larger than this are uploaded by a background job (202 and a job to
+# follow) instead of within the request.
+ITEM_UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_INLINE_MAX_BYTES", str(256 * 1024)))
+# Streamed export downloads (GET …/export/<format>/) stop at this many rows: larger
+# exports are background jobs whose file names its row count and checksum.
+EXPORT_STREAM_MAX_ROWS = int(os.environ.get("EXPORT_STREAM_MAX_ROWS", "20000"))
+# /healthz calls the worker "down" when none has run a task for this long (beat
+# sends qaportal.ping every 30 s).
+HEALTH_WORKER_MAX_AGE_SECONDS = int(os.environ.get("HEALTH_WORKER_MAX_AGE_SECONDS", "120"))
+# A bonus asked without an Idempotency-Key is the same payment when asked again with
+# the same assignment, amount and reason within this many seconds.
+BONUS_NATURAL_KEY_SECONDS = int(os.environ.get("BONUS_NATURAL_KEY_SECONDS", "600"))
+# The largest single bonus of a campaign that sets no bonus_max of its own.
+BONUS_MAX_DEFAULT = os.environ.get("BONUS_MAX_DEFAULT", "100.00")
+# Background jobs (campaigns/jobs.py): a running job that has not reported for
+# JOB_STALE_SECONDS is restarted; a queued one is sent again after
+# JOB_REDISPATCH_SECONDS; after JOB_MAX_ATTEMPTS starts it fails.
+JOB_STALE_SECONDS = int(os.environ.get("JOB_STALE_SECONDS", "60"))
+JOB_REDISPATCH_SECONDS = int(os.environ.get("JOB_REDISPATCH_SECONDS", "60"))
+JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
 # Origins besides MTurk's own that an ExternalQuestion page may post its assignment back
 # to (turkSubmitTo) and be framed by: for tests against a local fake of MTurk.
 MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA")

@@ -16,8 +16,8 @@ from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Item
 from campaigns.tasktypes import task_type_get
 from linking.selectors import stage_entity_agreement
+from qaportal.outbox import task_after_commit
 from validation.selectors import stage_agreement_series, stage_final_labels, stage_quality
-from validation.tasks import review_stage_task
 
 
 class StageReviewQueuedSerializer(serializers.Serializer):
@@ -36,7 +36,7 @@ class StageReviewRunApi(APIView):
     )
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        review_stage_task.delay_on_commit(stage.pk)
+        task_after_commit("validation.review_stage", stage.pk)
         return Response({"stage": stage.pk, "queued": True}, status=status.HTTP_202_ACCEPTED)
 
 

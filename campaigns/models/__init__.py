@@ -14,6 +14,7 @@ from campaigns.models.choices import (
     QualificationKind,
 )
 from campaigns.models.credentials import ProviderCredential
+from campaigns.models.jobs import Job, JobKind, JobStatus
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry
 from campaigns.models.operations import ProviderOperation, ProviderSyncCursor
@@ -44,6 +45,9 @@ __all__ = [
     "Item",
     "ItemSource",
     "ItemStatus",
+    "Job",
+    "JobKind",
+    "JobStatus",
     "LedgerEntry",
     "LedgerKind",
     "LedgerStatus",

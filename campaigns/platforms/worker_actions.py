@@ -36,6 +36,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.payments.bonus_keys import bonus_ceiling_check
 from campaigns.payments.costs import bonus_cost
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.review import campaign_budget_check, paid_bonus_pay
@@ -191,6 +192,7 @@ def assignment_bonus_pay(
     bonus_cost(provider=assignment.provider, amount=amount)  # whole cents, or DomainError
     if not reason.strip():
         raise DomainError("A bonus needs a reason.", errors={"reason": ["required"]})
+    bonus_ceiling_check(campaign=assignment.hit.stage.campaign, amount=amount)
     if assignment.provider != Provider.LOCAL:
         return paid_bonus_pay(assignment=assignment, amount=amount, reason=reason, key=key)
     with transaction.atomic():

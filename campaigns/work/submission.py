@@ -27,6 +27,7 @@ from campaigns.work.decisions import assignment_approve
 from campaigns.work.events import answer_stored
 from campaigns.work.lifecycle import AssignmentClosedError, _places_free
 from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items
+from qaportal.jsonsafe import unstorable_path
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 STORED_STATES = (AssignmentStatus.SUBMITTED, *DECIDED_STATES)
@@ -181,6 +182,9 @@ def _submission_store(
             items = hit_items(hit=assignment.hit)
             answer = task_type.parse_form(form=form, items=items, config=stage.config)
             problems = task_type.validate_answer(answer=answer, items=items, config=stage.config)
+            unstorable = unstorable_path(answer)
+            if unstorable is not None:
+                problems = [*problems, FieldError(path=unstorable[0], message=unstorable[1])]
             if problems:
                 return SubmitResult(
                     assignment=assignment,

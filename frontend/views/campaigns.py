@@ -14,12 +14,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from campaigns.design.items import items_upload_check
 from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.progress import campaign_progress
+from campaigns.jobs import job_upload_start
 from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import campaign_create_with_recipe
@@ -203,6 +205,17 @@ def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRes
     if not form.is_valid():
         return _render_detail(request, campaign, upload_stage=stage, upload_form=form, status=400)
     upload = form.cleaned_data["file"]
+    if upload.size > settings.ITEM_UPLOAD_INLINE_MAX_BYTES:
+        # A large file is stored by a background job (still all or nothing).
+        try:
+            items_upload_check(stage=stage)
+        except DomainError as exc:
+            messages.error(request, str(exc))
+            return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+        job = job_upload_start(
+            stage=stage, content=upload.read(), filename=upload.name or "", actor=request.user
+        )
+        return redirect("frontend:job-detail", job_id=job.id)
     try:
         result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")
     except UploadRejected as exc:

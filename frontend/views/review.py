@@ -48,8 +48,8 @@ from frontend.views.common import campaign_or_404, detail_url, request_user, sta
 from frontend.views.link_review import link_review_rows
 from frontend.worker.pages import task_context_readonly
 from qaportal.errors import DomainError
+from qaportal.outbox import task_after_commit
 from validation.services import assignment_override
-from validation.tasks import review_stage_task
 
 REVIEWS_PER_PAGE = 25
 # Answers are JSON of any shape; past this depth the page shows the rest as text.
@@ -436,7 +436,7 @@ def stage_review_run_view(request: HttpRequest, slug: str, stage_id: int) -> Htt
     submitted assignments its rules can decide and applies the gold actions."""
     campaign = campaign_or_404(request, slug)
     stage = stage_or_404(campaign, stage_id)
-    review_stage_task.delay_on_commit(stage.pk)
+    task_after_commit("validation.review_stage", stage.pk)
     rules = len(stage.review_rules or [])
     messages.success(
         request,
