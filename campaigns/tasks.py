@@ -135,3 +135,28 @@ def purge_idempotency_records_task() -> int:
     from campaigns.services.idempotency import idempotency_records_purge
 
     return idempotency_records_purge()
+
+
+# --- Background jobs: exports and large uploads (campaigns/services/jobs.py) -----------
+
+
+@shared_task(name="campaigns.job_run", time_limit=3600, soft_time_limit=3540)
+def job_run_task(job_id: str) -> str:
+    """Run export or upload job ``job_id``; its status afterwards.
+
+    Idempotent: a finished job, or one another worker is running, is left alone. Acked
+    early: a worker killed mid-job is noticed by ``campaigns.reconcile_jobs`` (its
+    heartbeat stops) and the job restarts. Retries nothing itself.
+    """
+    from campaigns.services.jobs import job_run
+
+    return job_run(job_id=job_id)
+
+
+@shared_task(name="campaigns.reconcile_jobs")
+def reconcile_jobs_task() -> int:
+    """Send again queued jobs the broker may have lost and restart jobs whose worker
+    died (for beat). Idempotent; retries nothing (the next tick runs it again)."""
+    from campaigns.services.jobs import jobs_reconcile
+
+    return jobs_reconcile()

@@ -191,6 +191,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    "campaigns-reconcile-jobs": {
+        "task": "campaigns.reconcile_jobs",
+        "schedule": 30.0,
+        "options": {"expires": 25},
+    },
     "campaigns-purge-idempotency-records": {
         "task": "campaigns.purge_idempotency_records",
         "schedule": 3600.0,
@@ -251,8 +256,24 @@ STATIC_URL = "static/"
 STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 if "STATIC_ROOT" not in os.environ:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
+MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
+# Export files and uploads waiting for a job: local files under MEDIA_ROOT, or an S3
+# bucket (django-storages) when AWS_STORAGE_BUCKET_NAME is set. AWS_S3_ENDPOINT_URL
+# points it at any S3-compatible service.
+AWS_STORAGE_BUCKET_NAME = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
+DEFAULT_STORAGE_BACKEND = (
+    "storages.backends.s3.S3Storage"
+    if AWS_STORAGE_BUCKET_NAME
+    else "django.core.files.storage.FileSystemStorage"
+)
+if AWS_STORAGE_BUCKET_NAME:
+    AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL") or None
+    AWS_S3_REGION_NAME = os.environ.get("AWS_S3_REGION_NAME") or None
+    AWS_DEFAULT_ACL = None
+    AWS_QUERYSTRING_AUTH = True
+    AWS_S3_FILE_OVERWRITE = False
 STORAGES = {
-    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "default": {"BACKEND": DEFAULT_STORAGE_BACKEND},
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
@@ -301,6 +322,18 @@ PSEUDONYM_KEY = os.environ.get("PSEUDONYM_KEY", SECRET_KEY)
 # Upload limits for item files.
 ITEM_UPLOAD_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_MAX_BYTES", str(50 * 1024 * 1024)))
 ITEM_UPLOAD_MAX_ROWS = int(os.environ.get("ITEM_UPLOAD_MAX_ROWS", "200000"))
+# Item files larger than this are uploaded by a background job (202 and a job to
+# follow) instead of within the request.
+ITEM_UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_INLINE_MAX_BYTES", str(256 * 1024)))
+# Streamed export downloads (GET …/export/<format>/) stop at this many rows: larger
+# exports are background jobs whose file names its row count and checksum.
+EXPORT_STREAM_MAX_ROWS = int(os.environ.get("EXPORT_STREAM_MAX_ROWS", "20000"))
+# Background jobs (campaigns/services/jobs.py): a running job that has not reported for
+# JOB_STALE_SECONDS is restarted; a queued one is sent again after
+# JOB_REDISPATCH_SECONDS; after JOB_MAX_ATTEMPTS starts it fails.
+JOB_STALE_SECONDS = int(os.environ.get("JOB_STALE_SECONDS", "60"))
+JOB_REDISPATCH_SECONDS = int(os.environ.get("JOB_REDISPATCH_SECONDS", "60"))
+JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
 # Origins besides MTurk's own that an ExternalQuestion page may post its assignment back
 # to (turkSubmitTo) and be framed by: for tests against a local fake of MTurk.
 MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA")

@@ -6,23 +6,25 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.exceptions import PermissionDenied as DRFPermissionDenied
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
-from campaigns.exports import FORMATS, export_format_get
+from campaigns.exports import FORMATS, ExportFormat, export_format_get
 from campaigns.exports.mintaka import SPLITS, parse_ratios
 from campaigns.models import Campaign
 from campaigns.services.exports import export_reveal_check
+from campaigns.services.jobs import export_rows_estimate
 
 
 class ExportFormatSerializer(serializers.Serializer):
@@ -32,6 +34,7 @@ class ExportFormatSerializer(serializers.Serializer):
     content_type = serializers.CharField()
     description = serializers.CharField()
     url = serializers.CharField(help_text="Where to download this campaign's export.")
+    job_url = serializers.CharField(help_text="Where to POST to run it as a background job.")
 
 
 class CampaignExportListApi(APIView):
@@ -49,6 +52,11 @@ class CampaignExportListApi(APIView):
                 "description": f.description,
                 "url": reverse(
                     "api-campaign-export",
+                    kwargs={"slug": campaign.slug, "export_format": f.name},
+                    request=request,
+                ),
+                "job_url": reverse(
+                    "api-campaign-export-job",
                     kwargs={"slug": campaign.slug, "export_format": f.name},
                     request=request,
                 ),
@@ -86,6 +94,29 @@ def export_filename(*, campaign: Campaign, name: str, split: str) -> str:
     return f"{campaign.slug}-{name}{tail}.{export_format_get(name).extension}"
 
 
+class ExportTooLargeToStream(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_code = "export_too_large_to_stream"
+
+
+def export_stream_check(*, campaign: Campaign, fmt: ExportFormat, request: Request) -> None:
+    """Refuse to stream an export of more than ``EXPORT_STREAM_MAX_ROWS`` rows (a long
+    response is cut by the server's timeout and looks complete): those run as jobs."""
+    rows = export_rows_estimate(campaign=campaign, fmt=fmt)
+    limit: int = settings.EXPORT_STREAM_MAX_ROWS
+    if rows > limit:
+        url = reverse(
+            "api-campaign-export-job",
+            kwargs={"slug": campaign.slug, "export_format": fmt.name},
+            request=request,
+        )
+        raise ExportTooLargeToStream(
+            f"This export has about {rows} rows, more than the {limit} that are streamed; "
+            f"start it as a job with POST {url} and download the file when it is done "
+            "(its row count and checksum are named)."
+        )
+
+
 class CampaignExportApi(APIView):
     """One export of the campaign, streamed as a file download (flat memory whatever
     its size). ``mintaka`` takes ``split``, ``ratios`` and ``seed``; every format takes
@@ -99,6 +130,7 @@ class CampaignExportApi(APIView):
             400: OpenApiResponse(description="Invalid query; field names map to messages."),
             403: OpenApiResponse(description="Real worker ids asked by someone not the owner."),
             404: NOT_VISIBLE,
+            409: OpenApiResponse(description="Too large to stream: start it as a job."),
         },
     )
     def get(self, request: Request, slug: str, export_format: str) -> StreamingHttpResponse:
@@ -122,6 +154,7 @@ class CampaignExportApi(APIView):
             except DjangoPermissionDenied as exc:
                 raise DRFPermissionDenied(str(exc)) from None
         fmt = export_format_get(export_format)
+        export_stream_check(campaign=campaign, fmt=fmt, request=request)
         response = StreamingHttpResponse(
             fmt.stream(campaign=campaign, reveal=reveal, **options),
             content_type=f"{fmt.content_type}; charset=utf-8",

@@ -14,10 +14,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
+from campaigns.api.jobs import JobSerializer, job_as_dict
 from campaigns.api.parsers import RAW_FILE_PARSERS, upload_limit_exceeded
 from campaigns.models import Item
 from campaigns.selectors import item_list_visible
-from campaigns.services.items import items_upload
+from campaigns.services.items import items_upload, items_upload_check
+from campaigns.services.jobs import job_upload_start
 
 
 class ItemOutputSerializer(serializers.ModelSerializer):
@@ -84,6 +86,11 @@ class StageItemUploadApi(APIView):
         },
         responses={
             201: ItemUploadResultSerializer,
+            202: OpenApiResponse(
+                JobSerializer,
+                description="A file over ITEM_UPLOAD_INLINE_MAX_BYTES: stored by a background "
+                "job; follow its url (status, progress, then result or errors).",
+            ),
             400: OpenApiResponse(
                 description="Rejected upload; `errors` lists row, field, message."
             ),
@@ -96,6 +103,16 @@ class StageItemUploadApi(APIView):
         # Visibility before the body is parsed: a hidden stage is 404, whatever was sent.
         stage = stage_or_404(request=request, stage_id=stage_id)
         content, filename = _upload_payload(request)
+        if len(content) > settings.ITEM_UPLOAD_INLINE_MAX_BYTES:
+            # Large files are stored by a worker (all or nothing still): follow the job.
+            items_upload_check(stage=stage)
+            job = job_upload_start(
+                stage=stage, content=content, filename=filename, actor=request.user
+            )
+            job.refresh_from_db()
+            response = Response(JobSerializer(job_as_dict(job, request)).data, status=202)
+            response["Location"] = response.data["url"]
+            return response
         result = items_upload(stage=stage, content=content, filename=filename)
         return Response(ItemUploadResultSerializer(result).data, status=status.HTTP_201_CREATED)
 

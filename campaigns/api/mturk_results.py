@@ -16,19 +16,24 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import renderers, serializers, status
+from rest_framework.exceptions import PermissionDenied as DRFPermissionDenied
 from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
+from campaigns.api.exports import export_stream_check
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.api.parsers import CsvParser, upload_limit_exceeded
+from campaigns.exports import export_format_get
 from campaigns.selectors_mturk_csv import mturk_csv_rows
+from campaigns.services.exports import export_reveal_check
 from campaigns.services.mturk_csv import mturk_import_stage, mturk_results_import
 from campaigns.services.mturk_csv_review import mturk_results_review
 
@@ -123,12 +128,26 @@ class CampaignMTurkResultsApi(APIView):
                 description="Write MTurk WorkerIds instead of pseudonyms (personal data).",
             )
         ],
-        responses={(200, "text/csv"): OpenApiTypes.STR, 404: NOT_VISIBLE},
+        responses={
+            (200, "text/csv"): OpenApiTypes.STR,
+            403: OpenApiResponse(description="Real worker ids asked by someone not the owner."),
+            404: NOT_VISIBLE,
+            409: OpenApiResponse(description="Too large to stream: run mturk-csv as a job."),
+        },
     )
     def get(self, request: Request, slug: str) -> StreamingHttpResponse:
         """Stream the export: one row per stored assignment, Approve / Reject left empty."""
         campaign = campaign_or_404(request=request, slug=slug)
         reveal = request.query_params.get("reveal_worker_ids", "").lower() in ("1", "true", "yes")
+        if reveal:
+            # Real worker ids are the owner's alone (and audited), as on every export.
+            try:
+                export_reveal_check(
+                    campaign=campaign, actor=request.user, export_format="mturk-csv", via="api"
+                )
+            except DjangoPermissionDenied as exc:
+                raise DRFPermissionDenied(str(exc)) from None
+        export_stream_check(campaign=campaign, fmt=export_format_get("mturk-csv"), request=request)
         writer = csv.writer(_Echo())
         rows = mturk_csv_rows(campaign_id=campaign.pk, reveal_worker_ids=reveal)
         response = StreamingHttpResponse(

@@ -21,6 +21,7 @@ from campaigns.api.hits import (
     HITDetailApi,
 )
 from campaigns.api.items import StageItemListApi, StageItemUploadApi
+from campaigns.api.jobs import CampaignExportJobApi, JobApi, JobDownloadApi
 from campaigns.api.lineage import ItemHistoryApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
@@ -180,6 +181,13 @@ urlpatterns = [
         CampaignExportApi.as_view(),
         name="api-campaign-export",
     ),
+    path(
+        "campaigns/<slug:slug>/exports/<str:export_format>/jobs/",
+        CampaignExportJobApi.as_view(),
+        name="api-campaign-export-job",
+    ),
+    path("jobs/<uuid:job_id>/", JobApi.as_view(), name="api-job"),
+    path("jobs/<uuid:job_id>/download/", JobDownloadApi.as_view(), name="api-job-download"),
     path(
         "campaigns/<slug:slug>/generated-questions/",
         CampaignGeneratedQuestionListApi.as_view(),

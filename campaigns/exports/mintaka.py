@@ -42,6 +42,8 @@ def parse_ratios(text: str) -> tuple[Decimal, Decimal, Decimal]:
         ratios = tuple(Decimal(p) for p in parts)
     except ArithmeticError:
         raise ValueError("Ratios are three numbers such as 0.7,0.1,0.2.") from None
+    if not all(r.is_finite() for r in ratios):
+        raise ValueError("Ratios are finite numbers such as 0.7,0.1,0.2 (not NaN or Infinity).")
     if len(ratios) != 3 or any(r < 0 for r in ratios) or sum(ratios) != 1:
         raise ValueError("Give three non-negative ratios (train, dev, test) that sum to 1.")
     return ratios[0], ratios[1], ratios[2]
@@ -203,13 +205,16 @@ def mintaka_stream(
     *,
     campaign: Campaign,
     split: str = "all",
-    ratios: Sequence[Decimal] = DEFAULT_RATIOS,
+    ratios: Sequence[Decimal] | str = DEFAULT_RATIOS,
     seed: int = 0,
     tally: Tally | None = None,
     **_: Any,
 ) -> Iterator[str]:
     """A JSON array of the campaign's examples (``split`` "all") or of one split
-    ("train", "dev", "test" at ``ratios`` and ``seed``), yielded as it is read."""
+    ("train", "dev", "test" at ``ratios`` and ``seed``), yielded as it is read.
+    ``ratios`` may be given as text (``"0.7,0.1,0.2"``, as a background job keeps it)."""
+    if isinstance(ratios, str):
+        ratios = parse_ratios(ratios)
     if split not in ("all", *SPLITS):
         raise ValueError(f"Unknown split {split!r}; use all, train, dev or test.")
     tally = tally or Tally()

@@ -14,6 +14,7 @@ from campaigns.models.choices import (
     QualificationKind,
 )
 from campaigns.models.credentials import ProviderCredential
+from campaigns.models.jobs import Job, JobKind, JobStatus
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry, ProviderOperation, ProviderSyncCursor
 from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
@@ -39,6 +40,9 @@ __all__ = [
     "HITStatus",
     "IdempotencyRecord",
     "InviteLink",
+    "Job",
+    "JobKind",
+    "JobStatus",
     "InviteRedemption",
     "Item",
     "ItemSource",

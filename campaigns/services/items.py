@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, ItemStatus, Stage
@@ -325,13 +326,12 @@ def _existing_ids(*, stage: Stage, ids: list[str]) -> set[str]:
     found: set[str] = set()
     if connection.vendor == "postgresql":
         # One array parameter instead of thousands of IN parameters.
-        table = connection.ops.quote_name(Item._meta.db_table)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"SELECT external_id FROM {table} WHERE stage_id = %s AND external_id = ANY(%s)",
-                [stage.pk, ids],
+        wanted = RawSQL("SELECT unnest(%s::text[])", [ids])
+        return set(
+            Item.objects.filter(stage=stage, external_id__in=wanted).values_list(
+                "external_id", flat=True
             )
-            return {row[0] for row in cursor.fetchall()}
+        )
     for start in range(0, len(ids), ID_QUERY_CHUNK):
         chunk = ids[start : start + ID_QUERY_CHUNK]
         found.update(
@@ -350,6 +350,12 @@ def _check_state(campaign: Campaign) -> None:
             "only draft, pilot, live and paused campaigns take new items.",
             errors={"state": [state]},
         )
+
+
+def items_upload_check(*, stage: Stage) -> None:
+    """Refuse (``DomainError``) before a file is taken when ``stage``'s campaign takes
+    no items in its state: for an upload that will run as a background job."""
+    _check_state(stage.campaign)
 
 
 def items_upload(
@@ -434,9 +440,7 @@ def items_upload(
     )
     problems = _Problems()
     try:
-        rows = _parse(
-            text=text, fmt=fmt, task_type=task_type, problems=problems, progress=progress
-        )
+        rows = _parse(text=text, fmt=fmt, task_type=task_type, problems=problems, progress=progress)
     except _TooManyRowsError:
         limit = settings.ITEM_UPLOAD_MAX_ROWS
         raise _reject_one(

@@ -1,0 +1,210 @@
+"""Background jobs over the API: an export started as a job, a job's status and
+progress, and the finished file, which names its row count and SHA-256 checksum
+(``X-Row-Count``, ``X-Checksum-SHA256``, ``Repr-Digest``) so a cut download shows.
+
+``POST /campaigns/<slug>/exports/<format>/jobs/``  start an export (202 + the job)
+``GET  /jobs/<id>/``                              status, progress, rows, checksum
+``GET  /jobs/<id>/download/``                     the file, once the job is done
+
+A job is its creator's (or staff's): others get 404.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import FileResponse, Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied as DRFPermissionDenied
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
+from campaigns.api.exports import ExportQuerySerializer, export_filename
+from campaigns.exports import FORMATS
+from campaigns.models import Job, JobStatus
+from campaigns.services.jobs import job_export_start, job_file_open, job_live
+
+
+class JobSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    kind = serializers.CharField(help_text="export or upload")
+    status = serializers.CharField(help_text="queued, running, done or failed")
+    phase = serializers.CharField(help_text="What a running job is doing now.")
+    export_format = serializers.CharField()
+    rows_done = serializers.IntegerField(help_text="Rows handled so far.")
+    rows_total = serializers.IntegerField(allow_null=True, help_text="Expected rows (estimate).")
+    progress = serializers.FloatField(help_text="0 to 1.")
+    row_count = serializers.IntegerField(allow_null=True, help_text="Rows in the finished file.")
+    byte_count = serializers.IntegerField(allow_null=True)
+    checksum_sha256 = serializers.CharField(help_text="Of the file (export) or input (upload).")
+    result = serializers.DictField(help_text="Upload: created, batch.")
+    error = serializers.CharField()
+    errors = serializers.ListField(child=serializers.DictField())
+    attempt = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField()
+    download_url = serializers.CharField(allow_null=True)
+
+
+def job_as_dict(job: Job, request: Request | Any) -> dict[str, Any]:
+    """The job as the API and the job page show it, with live progress when running."""
+    live = job_live(job)
+    rows_done = int(live.get("rows", job.rows_done))
+    phase = str(live.get("phase", "")) or (
+        "waiting for a worker" if job.status == JobStatus.QUEUED else ""
+    )
+    total = job.rows_total or 0
+    if job.status == JobStatus.DONE:
+        progress = 1.0
+    elif total:
+        # An upload checks every row, then stores every row: two halves.
+        if phase == "storing":
+            progress = 0.5 + rows_done / total / 2
+        elif phase == "checking":
+            progress = rows_done / total / 2
+        else:
+            progress = rows_done / total
+        progress = min(progress, 0.99)
+    else:
+        progress = 0.0
+    done = job.status == JobStatus.DONE and bool(job.file_name)
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "phase": phase,
+        "export_format": job.export_format,
+        "rows_done": rows_done,
+        "rows_total": job.rows_total,
+        "progress": round(progress, 4),
+        "row_count": job.row_count,
+        "byte_count": job.byte_count,
+        "checksum_sha256": job.checksum,
+        "result": job.result,
+        "error": job.error,
+        "errors": job.errors,
+        "attempt": job.attempt,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "url": reverse("api-job", kwargs={"job_id": job.id}, request=request),
+        "download_url": reverse("api-job-download", kwargs={"job_id": job.id}, request=request)
+        if done
+        else None,
+    }
+
+
+def job_or_404(*, user: Any, job_id: Any) -> Job:
+    """The job if ``user`` started it (or is staff); 404 otherwise."""
+    jobs = Job.objects.select_related("campaign")
+    if not getattr(user, "is_staff", False):
+        jobs = jobs.filter(created_by_id=user.pk)
+    job = jobs.filter(pk=job_id).first()
+    if job is None:
+        raise Http404("No job with this id.")
+    return job
+
+
+def job_download_response(job: Job) -> FileResponse:
+    """The finished file, with its row count and checksum in the headers."""
+    if job.status != JobStatus.DONE or not job.file_name:
+        raise Http404("This job has no file (yet).")
+    response = FileResponse(
+        job_file_open(job),
+        as_attachment=True,
+        filename=job.download_name,
+        content_type=job.content_type or "application/octet-stream",
+    )
+    response["Content-Length"] = str(job.byte_count)
+    response["X-Row-Count"] = str(job.row_count)
+    response["X-Checksum-SHA256"] = job.checksum
+    digest = base64.b64encode(bytes.fromhex(job.checksum)).decode()
+    response["Repr-Digest"] = f"sha-256=:{digest}:"
+    response["Access-Control-Expose-Headers"] = "X-Row-Count, X-Checksum-SHA256, Repr-Digest"
+    return response
+
+
+class CampaignExportJobApi(APIView):
+    """Start an export as a background job: the file is written to storage by a worker,
+    then downloaded whole, its row count and checksum named. Takes the export's
+    options as query parameters or a JSON body."""
+
+    @extend_schema(
+        parameters=[ExportQuerySerializer],
+        request=None,
+        responses={
+            202: JobSerializer,
+            400: OpenApiResponse(description="Invalid options; field names map to messages."),
+            403: OpenApiResponse(description="Real worker ids asked by someone not the owner."),
+            404: NOT_VISIBLE,
+        },
+    )
+    def post(self, request: Request, slug: str, export_format: str) -> Response:
+        campaign = campaign_or_404(request=request, slug=slug)
+        if export_format not in FORMATS:
+            raise Http404(f"Unknown export format; use one of {', '.join(FORMATS)}.")
+        data = {**request.query_params.dict()}
+        if isinstance(request.data, dict):
+            data.update({k: v for k, v in request.data.items() if isinstance(k, str)})
+        query = ExportQuerySerializer(data=data)
+        query.is_valid(raise_exception=True)
+        options = dict(query.validated_data)
+        reveal = options.pop("reveal_worker_ids")
+        confirm = options.pop("confirm", "")
+        if reveal and confirm != campaign.slug:
+            raise ValidationError(
+                {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
+            )
+        split = options["split"]
+        ratios = options.pop("ratios")
+        try:
+            job = job_export_start(
+                campaign=campaign,
+                export_format=export_format,
+                actor=authenticated_user(request),
+                download_name=export_filename(campaign=campaign, name=export_format, split=split),
+                reveal=reveal,
+                ratios=",".join(str(r) for r in ratios),
+                **options,
+            )
+        except DjangoPermissionDenied as exc:
+            raise DRFPermissionDenied(str(exc)) from None
+        job.refresh_from_db()
+        response = Response(JobSerializer(job_as_dict(job, request)).data, status=202)
+        response["Location"] = reverse("api-job", kwargs={"job_id": job.id}, request=request)
+        return response
+
+
+class JobApi(APIView):
+    """A job's status and progress; ``download_url`` once an export is done."""
+
+    @extend_schema(responses={200: JobSerializer, 404: OpenApiResponse(description="No job.")})
+    def get(self, request: Request, job_id: str) -> Response:
+        job = job_or_404(user=authenticated_user(request), job_id=job_id)
+        return Response(JobSerializer(job_as_dict(job, request)).data)
+
+
+class JobDownloadApi(APIView):
+    """The finished export's file. ``X-Row-Count`` and ``X-Checksum-SHA256`` (also as
+    ``Repr-Digest``) name what a whole download holds; ``Content-Length`` its size."""
+
+    @extend_schema(
+        responses={
+            (200, "application/octet-stream"): OpenApiTypes.BINARY,
+            404: OpenApiResponse(description="No job, or it is not done."),
+        }
+    )
+    def get(self, request: Request, job_id: str) -> FileResponse:
+        job = job_or_404(user=authenticated_user(request), job_id=job_id)
+        return job_download_response(job)
+
+
+__all__ = ["CampaignExportJobApi", "JobApi", "JobDownloadApi", "job_as_dict", "status"]

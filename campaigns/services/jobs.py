@@ -1,0 +1,370 @@
+"""Background jobs: exports written to Django's storage and large item uploads, run
+by a Celery worker with their progress on record.
+
+A job is a row (``campaigns.models.Job``) committed before any work starts; the
+request that asks for it answers at once. Dispatch goes to Celery after commit; a
+broker that is down only delays it: ``jobs_reconcile`` (beat) dispatches queued jobs
+again and restarts running jobs whose worker stopped sending heartbeats (a killed
+worker), up to ``JOB_MAX_ATTEMPTS`` times.
+
+Exactly once: a worker claims a job by raising its ``attempt`` under the row lock and
+writes its outcome only while the attempt is still its own. An upload's items and its
+"done" are committed in one transaction that checks the attempt, so a restarted
+upload can never store its rows twice; an export's file is named by its attempt and
+only the attempt that finishes is kept.
+
+Live progress goes to the cache (Redis in production), not the database: an upload
+runs inside one transaction, so its progress must be visible from outside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import tempfile
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import IO, Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.core.cache import cache
+from django.core.files import File
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.db import transaction
+from django.utils import timezone
+
+from campaigns.exports import ExportFormat, export_format_get
+from campaigns.exports.common import Tally
+from campaigns.models import Assignment, Campaign, Job, JobKind, JobStatus, Stage
+from campaigns.services.errors import DomainError, UploadRejected
+from campaigns.services.exports import export_reveal_check
+from campaigns.services.items import items_upload
+
+logger = logging.getLogger(__name__)
+
+# How often a running job refreshes its progress and heartbeat (seconds).
+TICK_SECONDS = 0.5
+COPY_BLOCK = 1024 * 1024
+
+
+class JobSupersededError(Exception):
+    """This worker's attempt is no longer the job's: another worker took it over."""
+
+
+def _dispatch(job_id: uuid.UUID) -> None:
+    """Send the job to Celery; a broker that refuses leaves it queued for the reconcile."""
+    from campaigns.tasks import job_run_task  # task module imports services: lazy
+
+    try:
+        job_run_task.delay(str(job_id))
+    except Exception as exc:  # the broker is down: beat dispatches it again
+        logger.warning("job %s not dispatched (%s); the reconcile will", job_id, type(exc).__name__)
+
+
+def _dispatch_on_commit(job_id: uuid.UUID) -> None:
+    transaction.on_commit(lambda: _dispatch(job_id))
+
+
+def export_rows_estimate(*, campaign: Campaign, fmt: ExportFormat) -> int:
+    """About how many rows ``fmt``'s export of ``campaign`` has: the format's own
+    ``estimate`` if it has one, else the campaign's assignments (the progress bar's
+    scale, and what decides whether an export may still be streamed)."""
+    estimate = getattr(fmt, "estimate", None)
+    if estimate is not None:
+        return int(estimate(campaign=campaign))
+    return Assignment.objects.filter(hit__stage__campaign=campaign).count()
+
+
+def job_export_start(
+    *,
+    campaign: Campaign,
+    export_format: str,
+    actor: AbstractBaseUser | AnonymousUser | None,
+    download_name: str,
+    reveal: bool = False,
+    via: str = "api",
+    **options: Any,
+) -> Job:
+    """Record an export job of ``campaign`` in ``export_format`` and dispatch it after
+    commit. Real worker ids (``reveal``) are checked and audited now, by who asked."""
+    fmt = export_format_get(export_format)
+    if reveal:
+        export_reveal_check(campaign=campaign, actor=actor, export_format=export_format, via=via)
+    folder = getattr(fmt, "folder", None) is not None
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=JobKind.EXPORT,
+            campaign=campaign,
+            created_by=actor if isinstance(actor, AbstractBaseUser) else None,
+            export_format=fmt.name,
+            options={**options, "reveal": reveal},
+            rows_total=export_rows_estimate(campaign=campaign, fmt=fmt),
+            download_name=f"{download_name}.zip" if folder else download_name,
+            content_type="application/zip" if folder else fmt.content_type,
+        )
+        _dispatch_on_commit(job.id)
+    return job
+
+
+def job_upload_start(
+    *,
+    stage: Stage,
+    content: bytes,
+    filename: str,
+    actor: AbstractBaseUser | AnonymousUser | None,
+) -> Job:
+    """Keep an item file in storage and record a job that uploads it (all or nothing,
+    as ``items_upload``), dispatched after commit."""
+    job_id = uuid.uuid4()
+    name = default_storage.save(f"jobs/{job_id}/input", ContentFile(content))
+    with transaction.atomic():
+        job = Job.objects.create(
+            id=job_id,
+            kind=JobKind.UPLOAD,
+            campaign_id=stage.campaign_id,
+            stage=stage,
+            created_by=actor if isinstance(actor, AbstractBaseUser) else None,
+            input_name=name,
+            input_filename=filename[:200],
+            rows_total=content.count(b"\n") or 1,
+            byte_count=len(content),
+            checksum=hashlib.sha256(content).hexdigest(),
+        )
+        _dispatch_on_commit(job.id)
+    return job
+
+
+# --- Live progress --------------------------------------------------------------------
+
+
+def _live_key(job_id: uuid.UUID | str) -> str:
+    return f"qaportal:job:{job_id}:live"
+
+
+def job_live(job: Job) -> dict[str, Any]:
+    """What the job's worker last reported (``phase``, ``rows``, ``attempt``), or {}."""
+    if job.finished:
+        return {}
+    live: dict[str, Any] | None = cache.get(_live_key(job.id))
+    return live or {}
+
+
+class _Ticker:
+    """Reports progress at most every ``TICK_SECONDS``; each report is a heartbeat."""
+
+    def __init__(self, job: Job) -> None:
+        self.job_id, self.attempt = job.id, job.attempt
+        self.last = 0.0
+        self.report("starting", 0, force=True)
+
+    def report(self, phase: str, rows: int, *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < TICK_SECONDS:
+            return
+        self.last = now
+        cache.set(
+            _live_key(self.job_id),
+            {"phase": phase, "rows": rows, "attempt": self.attempt},
+            timeout=settings.JOB_STALE_SECONDS,
+        )
+
+
+# --- Running ----------------------------------------------------------------------------
+
+
+def _claim(job_id: uuid.UUID | str) -> Job | None:
+    """Take the job for this worker (``attempt`` + 1), or None when it is finished or
+    another worker is on it (its heartbeat is fresh)."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update().filter(pk=job_id).first()
+        if job is None or job.finished:
+            return None
+        if job.status == JobStatus.RUNNING and cache.get(_live_key(job.id)) is not None:
+            return None
+        if job.attempt >= settings.JOB_MAX_ATTEMPTS:
+            _fail(job, f"The job stopped {job.attempt} times without finishing; start it again.")
+            return None
+        job.attempt += 1
+        job.status = JobStatus.RUNNING
+        job.started_at = job.heartbeat_at = timezone.now()
+        job.save(update_fields=["attempt", "status", "started_at", "heartbeat_at"])
+    return job
+
+
+def _fail(job: Job, message: str, errors: list[Any] | None = None) -> None:
+    Job.objects.filter(pk=job.pk, attempt=job.attempt).update(
+        status=JobStatus.FAILED, error=message, errors=errors or [], finished_at=timezone.now()
+    )
+
+
+def job_run(*, job_id: uuid.UUID | str) -> str:
+    """Run the job if it is this worker's to run; its status afterwards.
+
+    Idempotent: a finished job, or one another worker is running, is left alone.
+    """
+    job = _claim(job_id)
+    if job is None:
+        current = Job.objects.filter(pk=job_id).values_list("status", flat=True).first()
+        return str(current or "missing")
+    try:
+        if job.kind == JobKind.EXPORT:
+            _run_export(job)
+        else:
+            _run_upload(job)
+    except JobSupersededError:
+        logger.info("job %s attempt %s superseded", job.id, job.attempt)
+    except UploadRejected as exc:
+        _fail(job, str(exc), exc.errors if isinstance(exc.errors, list) else [])
+    except DomainError as exc:
+        _fail(job, str(exc))
+    except Exception as exc:
+        logger.exception("job %s failed", job.id)
+        _fail(job, f"The job failed unexpectedly ({type(exc).__name__}); start it again.")
+    cache.delete(_live_key(job.id))
+    return str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
+
+
+class _HashingWriter:
+    """A binary file that counts and hashes what is written, in flat memory."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.sha = hashlib.sha256()
+        self.size = 0
+
+    def write_text(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self.out.write(data)
+        self.sha.update(data)
+        self.size += len(data)
+
+
+def _write_folder(fmt: ExportFormat, job: Job, ticker: _Ticker, out: IO[bytes]) -> int:
+    """A folder format (``fmt.folder(directory=…)``) written to a temporary directory,
+    then zipped into ``out``; rows as the format counts them."""
+    tally = Tally()
+    options = dict(job.options)
+    reveal = bool(options.pop("reveal", False))
+    with tempfile.TemporaryDirectory(prefix="qaportal-export-") as tmp:
+        folder: Callable[..., Any] = fmt.folder  # type: ignore[attr-defined]
+        folder(
+            campaign=job.campaign,
+            directory=Path(tmp),
+            reveal=reveal,
+            tally=tally,
+            progress=lambda rows: ticker.report("writing", rows),
+            **options,
+        )
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(Path(tmp).rglob("*")):
+                if path.is_file():
+                    archive.write(path, path.relative_to(tmp).as_posix())
+    return tally.rows
+
+
+def _run_export(job: Job) -> None:
+    fmt = export_format_get(job.export_format)
+    ticker = _Ticker(job)
+    options = dict(job.options)
+    reveal = bool(options.pop("reveal", False))
+    with tempfile.TemporaryFile() as raw:
+        if getattr(fmt, "folder", None) is not None:
+            rows = _write_folder(fmt, job, ticker, raw)
+        else:
+            writer = _HashingWriter(raw)
+            tally = Tally()
+            for text in fmt.stream(campaign=job.campaign, reveal=reveal, tally=tally, **options):
+                writer.write_text(text)
+                ticker.report("writing", tally.rows)
+            rows = tally.rows
+        # The digest of exactly the bytes stored (for a zip, of the zip file).
+        raw.seek(0)
+        sha, size = hashlib.sha256(), 0
+        while block := raw.read(COPY_BLOCK):
+            sha.update(block)
+            size += len(block)
+        raw.seek(0)
+        ticker.report("saving", rows, force=True)
+        name = default_storage.save(
+            f"jobs/{job.id}/{job.attempt}/{job.download_name}", File(raw, name=job.download_name)
+        )
+    with transaction.atomic():
+        updated = Job.objects.filter(
+            pk=job.pk, attempt=job.attempt, status=JobStatus.RUNNING
+        ).update(
+            status=JobStatus.DONE,
+            file_name=name,
+            row_count=rows,
+            rows_done=rows,
+            byte_count=size,
+            checksum=sha.hexdigest(),
+            finished_at=timezone.now(),
+        )
+    if not updated:
+        default_storage.delete(name)
+        raise JobSupersededError
+
+
+def _run_upload(job: Job) -> None:
+    ticker = _Ticker(job)
+    assert job.stage is not None
+    with default_storage.open(job.input_name, "rb") as handle:
+        content = handle.read()
+    with transaction.atomic():
+        result = items_upload(
+            stage=job.stage,
+            content=content,
+            filename=job.input_filename or "upload",
+            progress=ticker.report,
+        )
+        # The items and "done" commit together, and only for the attempt that holds
+        # the job: a restarted upload cannot store its rows twice.
+        locked = Job.objects.select_for_update().get(pk=job.pk)
+        if locked.attempt != job.attempt or locked.status != JobStatus.RUNNING:
+            transaction.set_rollback(True)
+            raise JobSupersededError
+        locked.status = JobStatus.DONE
+        locked.row_count = locked.rows_done = result.created
+        locked.result = {"created": result.created, "batch": str(result.batch)}
+        locked.finished_at = timezone.now()
+        locked.save(update_fields=["status", "row_count", "rows_done", "result", "finished_at"])
+    default_storage.delete(job.input_name)
+
+
+# --- Beat ---------------------------------------------------------------------------------
+
+
+def jobs_reconcile() -> int:
+    """Dispatch again what the broker may have lost: queued jobs older than
+    ``JOB_REDISPATCH_SECONDS``, and running jobs whose worker stopped reporting for
+    ``JOB_STALE_SECONDS`` (restarted from the start by the next worker). Jobs sent."""
+    now = timezone.now()
+    sent = 0
+    queued = Job.objects.filter(
+        status=JobStatus.QUEUED,
+        created_at__lt=now - timedelta(seconds=settings.JOB_REDISPATCH_SECONDS),
+    ).values_list("pk", flat=True)
+    running = Job.objects.filter(
+        status=JobStatus.RUNNING,
+        started_at__lt=now - timedelta(seconds=settings.JOB_STALE_SECONDS),
+    ).values_list("pk", flat=True)
+    for job_id in list(queued[:500]):
+        _dispatch(job_id)
+        sent += 1
+    for job_id in list(running[:500]):
+        if cache.get(_live_key(job_id)) is None:
+            _dispatch(job_id)
+            sent += 1
+    return sent
+
+
+def job_file_open(job: Job) -> IO[bytes]:
+    """The finished export's file, from storage."""
+    handle: IO[bytes] = default_storage.open(job.file_name, "rb")
+    return handle
