@@ -6,12 +6,12 @@ writes nothing; a folder format is zipped; a streamed export too large is refuse
 from __future__ import annotations
 
 import base64
-from datetime import timedelta
 import csv
 import hashlib
 import io
 import zipfile
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -108,7 +108,8 @@ def test_collaborator_cannot_start_a_job_with_real_worker_ids(worked, other_requ
     refused = _client(other_requester).post(f"{url}?reveal_worker_ids=true&confirm={worked.slug}")
     assert refused.status_code == 403
     assert "owner" in refused.json()["detail"]
-    assert not Job.objects.exists() and not ExportAudit.objects.exists()
+    assert not Job.objects.exists()
+    assert not ExportAudit.objects.exists()
 
 
 def test_bad_options_are_400_before_any_job(worked, requester):
@@ -143,7 +144,8 @@ def test_broker_down_leaves_the_job_queued_for_the_reconcile(
     settings.JOB_REDISPATCH_SECONDS = 0
     assert job_service.jobs_reconcile() == 1
     job.refresh_from_db()
-    assert job.status == JobStatus.DONE and job.attempt == 1
+    assert job.status == JobStatus.DONE
+    assert job.attempt == 1
     assert job_service.jobs_reconcile() == 0
 
 
@@ -153,18 +155,22 @@ def test_a_superseded_attempt_writes_nothing(worked, requester, monkeypatch, med
         campaign=worked, export_format="csv", actor=requester, download_name="x.csv"
     )
     first = job_service._claim(job.id)
-    assert first is not None and first.attempt == 1
+    assert first is not None
+    assert first.attempt == 1
     # The first worker's heartbeat lapses; another worker takes the job over.
     job_service.cache.delete(job_service._live_key(job.id))
     second = job_service._claim(job.id)
-    assert second is not None and second.attempt == 2
+    assert second is not None
+    assert second.attempt == 2
     with pytest.raises(job_service.JobSupersededError):
         job_service._run_export(first)
     job.refresh_from_db()
-    assert job.status == JobStatus.RUNNING and not job.file_name
+    assert job.status == JobStatus.RUNNING
+    assert not job.file_name
     job_service._run_export(second)
     job.refresh_from_db()
-    assert job.status == JobStatus.DONE and job.attempt == 2
+    assert job.status == JobStatus.DONE
+    assert job.attempt == 2
     stored = [p for p in media_root.rglob("*") if p.is_file()]
     assert [p.name for p in stored] == ["x.csv"]
 
