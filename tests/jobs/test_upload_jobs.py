@@ -48,7 +48,8 @@ def test_a_large_upload_is_a_job_that_stores_every_row(
     response = _post(client, stage, _csv(3000), django_capture_on_commit_callbacks)
     assert response.status_code == 202, response.content
     job = client.get(response["Location"]).json()
-    assert job["kind"] == "upload" and job["status"] == "done", job
+    assert job["kind"] == "upload"
+    assert job["status"] == "done", job
     assert job["row_count"] == 3000 == job["result"]["created"]
     assert Item.objects.filter(stage=stage).count() == 3000
     assert Item.objects.filter(stage=stage, upload_batch=job["result"]["batch"]).count() == 3000
