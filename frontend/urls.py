@@ -17,6 +17,12 @@ from frontend.views.generated_questions import (
     generated_questions_view,
 )
 from frontend.views.items import item_history_view
+from frontend.views.jobs import (
+    campaign_export_job_view,
+    job_detail_view,
+    job_download_view,
+    job_status_view,
+)
 from frontend.views.link_review import link_review_decide_view
 from frontend.views.money_workers import (
     campaign_costs_view,
@@ -130,6 +136,14 @@ urlpatterns = [
     ),
     path("campaigns/<slug:slug>/items/<int:item_id>/", item_history_view, name="item-history"),
     path("campaigns/<slug:slug>/export/<slug:name>/", campaign_export_view, name="campaign-export"),
+    path(
+        "campaigns/<slug:slug>/export/<slug:name>/job/",
+        campaign_export_job_view,
+        name="campaign-export-job",
+    ),
+    path("jobs/<uuid:job_id>/", job_detail_view, name="job-detail"),
+    path("jobs/<uuid:job_id>/status/", job_status_view, name="job-status"),
+    path("jobs/<uuid:job_id>/download/", job_download_view, name="job-download"),
     path(
         "campaigns/<slug:slug>/generated-questions/",
         generated_questions_view,

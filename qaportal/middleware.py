@@ -50,3 +50,23 @@ def policy_with(*, frame_ancestors: list[str], form_action: list[str]) -> str:
         out.append(" ".join(["form-action", "'self'", *form_action]))
     out.append(" ".join(["frame-ancestors", *frame_ancestors]))
     return "; ".join(out)
+
+
+class PrivateCacheMiddleware:
+    """``Cache-Control: private, no-store`` on every response to a signed-in user (or
+    to a request carrying credentials): a shared proxy or the browser's disk must not
+    keep a requester's pages, exports or worker ids. Django's ``never_cache`` pages
+    keep their own stricter header."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        signed_in = bool(user is not None and user.is_authenticated)
+        if (signed_in or "HTTP_AUTHORIZATION" in request.META) and "no-store" not in response.get(
+            "Cache-Control", ""
+        ):
+            response["Cache-Control"] = "private, no-store"
+        return response

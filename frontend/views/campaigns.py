@@ -21,6 +21,8 @@ from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_progress import campaign_progress
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.items import items_upload_check
+from campaigns.services.jobs import job_upload_start
 from campaigns.services.recipes import campaign_create_with_recipe
 from campaigns.services.work import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
@@ -203,6 +205,17 @@ def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRes
     if not form.is_valid():
         return _render_detail(request, campaign, upload_stage=stage, upload_form=form, status=400)
     upload = form.cleaned_data["file"]
+    if upload.size > settings.ITEM_UPLOAD_INLINE_MAX_BYTES:
+        # A large file is stored by a background job (still all or nothing).
+        try:
+            items_upload_check(stage=stage)
+        except DomainError as exc:
+            messages.error(request, str(exc))
+            return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+        job = job_upload_start(
+            stage=stage, content=upload.read(), filename=upload.name or "", actor=request.user
+        )
+        return redirect("frontend:job-detail", job_id=job.id)
     try:
         result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")
     except UploadRejected as exc:

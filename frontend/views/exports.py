@@ -3,24 +3,37 @@ worker ids as pseudonyms (real ids only through the API or the command, audited)
 
 from __future__ import annotations
 
+from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from campaigns.api.exports import export_filename
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.services.jobs import export_rows_estimate
 from frontend.views.common import campaign_or_404
 
 
 @login_required
 @require_GET
-def campaign_export_view(request: HttpRequest, slug: str, name: str) -> StreamingHttpResponse:
+def campaign_export_view(request: HttpRequest, slug: str, name: str) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     fmt = FORMATS.get(name)
     split = request.GET.get("split", "all")
     if fmt is None or split not in ("all", *SPLITS):
         raise Http404("No such export.")
+    rows = export_rows_estimate(campaign=campaign, fmt=fmt)
+    if rows > settings.EXPORT_STREAM_MAX_ROWS:
+        messages.error(
+            request,
+            f"{fmt.title} has about {rows} rows, too many for a direct download: "
+            "use its Export button (a background job).",
+        )
+        return redirect(reverse("frontend:campaign-detail", args=[campaign.slug]) + "#export")
     response = StreamingHttpResponse(
         fmt.stream(campaign=campaign, split=split),
         content_type=f"{fmt.content_type}; charset=utf-8",
