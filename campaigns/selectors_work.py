@@ -296,6 +296,7 @@ SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.stat
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
   s.next_stage_id, s.handoff, s.created_at,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.bonus_max,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
   w.user_id, w.provider
 FROM campaigns_assignment a
@@ -336,6 +337,7 @@ SELECT s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.c
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
   s.next_stage_id, s.handoff, s.created_at,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.bonus_max,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at
 FROM campaigns_stage s INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
 WHERE s.id = %s

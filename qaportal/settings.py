@@ -229,6 +229,12 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "campaigns.api.errors.exception_handler",
+    # JSON bodies: DRF's parser behind a depth limit and a check for text jsonb refuses.
+    "DEFAULT_PARSER_CLASSES": [
+        "campaigns.api.json_parser.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
     "DEFAULT_THROTTLE_CLASSES": ["campaigns.api.throttling.TokenRateThrottle"],
 }
 SPECTACULAR_SETTINGS = {
@@ -329,6 +335,11 @@ ITEM_UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_INLINE_MAX_BYTES"
 # Streamed export downloads (GET …/export/<format>/) stop at this many rows: larger
 # exports are background jobs whose file names its row count and checksum.
 EXPORT_STREAM_MAX_ROWS = int(os.environ.get("EXPORT_STREAM_MAX_ROWS", "20000"))
+# A bonus asked without an Idempotency-Key is the same payment when asked again with
+# the same assignment, amount and reason within this many seconds.
+BONUS_NATURAL_KEY_SECONDS = int(os.environ.get("BONUS_NATURAL_KEY_SECONDS", "600"))
+# The largest single bonus of a campaign that sets no bonus_max of its own.
+BONUS_MAX_DEFAULT = os.environ.get("BONUS_MAX_DEFAULT", "100.00")
 # Background jobs (campaigns/services/jobs.py): a running job that has not reported for
 # JOB_STALE_SECONDS is restarted; a queued one is sent again after
 # JOB_REDISPATCH_SECONDS; after JOB_MAX_ATTEMPTS starts it fails.

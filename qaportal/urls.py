@@ -33,3 +33,4 @@ urlpatterns = [
     path("work/", include("frontend.worker.urls")),
     path("", include("frontend.urls")),
 ]
+handler500 = "qaportal.errors.server_error"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -30,6 +31,10 @@ ERROR_RESPONSES: dict[int, OpenApiResponse] = {
 }
 
 
+# Longest campaign description taken (the page shows it whole).
+DESCRIPTION_MAX_LENGTH = 10_000
+
+
 class CampaignOutputSerializer(serializers.ModelSerializer):
     owner = serializers.CharField(source="owner.username", read_only=True)
     collaborators = serializers.ManyRelatedField(
@@ -38,6 +43,9 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
     )
     budget_cap = serializers.DecimalField(
         max_digits=12, decimal_places=2, coerce_to_string=True, allow_null=True, read_only=True
+    )
+    bonus_max = serializers.DecimalField(
+        max_digits=8, decimal_places=2, coerce_to_string=True, allow_null=True, read_only=True
     )
 
     class Meta:
@@ -51,6 +59,7 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
             "provider",
             "sandbox",
             "budget_cap",
+            "bonus_max",
             "currency",
             "state",
             "state_changed_at",
@@ -78,7 +87,9 @@ class CampaignListCreateApi(generics.ListAPIView):
         slug = serializers.SlugField(
             max_length=80, required=False, help_text="Derived from the name when left out."
         )
-        description = serializers.CharField(allow_blank=True, default="")
+        description = serializers.CharField(
+            allow_blank=True, default="", max_length=DESCRIPTION_MAX_LENGTH
+        )
         provider = serializers.ChoiceField(choices=Provider.choices, default=Provider.LOCAL)
         sandbox = serializers.BooleanField(default=True)
         budget_cap = serializers.DecimalField(
@@ -116,9 +127,19 @@ class CampaignDetailApi(APIView):
 
     class CampaignEditInputSerializer(StrictInputSerializer):
         name = serializers.CharField(max_length=200, required=False)
-        description = serializers.CharField(required=False, allow_blank=True)
+        description = serializers.CharField(
+            required=False, allow_blank=True, max_length=DESCRIPTION_MAX_LENGTH
+        )
         budget_cap = serializers.DecimalField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True
+        )
+        bonus_max = serializers.DecimalField(
+            max_digits=8,
+            decimal_places=2,
+            min_value=Decimal("0.01"),
+            required=False,
+            allow_null=True,
+            help_text="Largest single bonus; null: the server's default (BONUS_MAX_DEFAULT).",
         )
         sandbox = serializers.BooleanField(
             required=False, help_text="Can change only while the campaign is a draft."

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import DataError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -23,6 +24,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         conflict = isinstance(exc, CONFLICT_ERRORS)
         return Response(
             body, status=status.HTTP_409_CONFLICT if conflict else status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, DataError):
+        # A value the database cannot hold (an integer out of range, a too-long text
+        # a serializer did not bound): the request's fault, not the server's.
+        return Response(
+            {"detail": "A value is out of the range the database can store; nothing was saved."},
+            status=status.HTTP_400_BAD_REQUEST,
         )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(

@@ -5,7 +5,7 @@ Workers appear by pseudonym only."""
 from __future__ import annotations
 
 import hashlib
-import uuid
+import re
 from decimal import Decimal
 from typing import Any
 
@@ -30,6 +30,7 @@ from campaigns.api.review import AssignmentOutputSerializer, ItemBriefSerializer
 from campaigns.models import HIT, Assignment, HITStatus, LedgerEntry, LedgerKind
 from campaigns.selectors_hits import hit_list_for_campaign, hit_list_visible
 from campaigns.selectors_review import assignment_list_visible, hit_items_by_hit
+from campaigns.services.bonus_keys import bonus_natural_key
 from campaigns.services.worker_actions import assignment_bonus_pay
 
 BAD_INPUT = OpenApiResponse(description="Invalid input; field names map to messages.")
@@ -168,16 +169,35 @@ class BonusOutputSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="The operation's state when answered.")
 
 
+class StrictDecimalField(serializers.DecimalField):
+    """A decimal written plainly: ASCII digits with at most one point (``1_000``,
+    ``1e2`` and full-width digits, which ``Decimal`` would take, are refused)."""
+
+    PLAIN = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?", re.ASCII)
+
+    def to_internal_value(self, data: Any) -> Any:
+        text = data if isinstance(data, str) else str(data) if isinstance(data, int) else None
+        if text is None or not self.PLAIN.fullmatch(text.strip()):
+            raise serializers.ValidationError(
+                'Write the amount as plain decimal text, e.g. "0.50" or "12" '
+                "(no exponent, underscores, signs or non-ASCII digits)."
+            )
+        return super().to_internal_value(text.strip())
+
+
 class AssignmentBonusApi(APIView):
     """Pay the assignment's worker a bonus, budget checked.
 
     Send an ``Idempotency-Key``: the same key and body pay once and answer the same
     (and the key also names the payment itself, so the bonus is paid once even after
-    the key has expired). Without a key every request is a new bonus.
+    the key has expired). Without a key, the same bonus (assignment, amount, reason)
+    asked again within ``BONUS_NATURAL_KEY_SECONDS`` is the same payment: a retried
+    request never pays twice. ``amount`` is plain decimal text (``12``, ``0.50``): no
+    exponents, underscores or non-ASCII digits.
     """
 
     class BonusInputSerializer(StrictInputSerializer):
-        amount = serializers.DecimalField(
+        amount = StrictDecimalField(
             max_digits=8,
             decimal_places=2,
             min_value=Decimal("0.01"),
@@ -210,7 +230,13 @@ class AssignmentBonusApi(APIView):
         # The payment's own key: derived from the client's key, so it pays once even
         # after the idempotency record expired; a digest keeps it short.
         digest = hashlib.sha256(header.encode()).hexdigest()[:32]
-        key = f"api:{user.pk}:{digest}" if header else f"api:{uuid.uuid4().hex}"
+        key = (
+            f"api:{user.pk}:{digest}"
+            if header
+            else bonus_natural_key(
+                assignment_id=assignment.pk, amount=data["amount"], reason=data["reason"]
+            )
+        )
         op = assignment_bonus_pay(
             assignment=assignment, amount=data["amount"], reason=data["reason"], key=key
         )

@@ -124,6 +124,7 @@ class CampaignInviteListCreateApi(generics.ListAPIView):
         )
         max_uses = serializers.IntegerField(
             min_value=1,
+            max_value=1_000_000,
             allow_null=True,
             default=None,
             help_text="How many workers may join through it; null: no limit.",

@@ -39,6 +39,13 @@ class Campaign(models.Model):
         blank=True,
         help_text="Hard limit on committed spending, in the provider's currency.",
     )
+    bonus_max = models.DecimalField(
+        max_digits=8,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Largest single bonus; empty: the server's BONUS_MAX_DEFAULT.",
+    )
     currency = models.CharField(max_length=3, default="USD")
     state = models.CharField(
         max_length=16, choices=CampaignState.choices, default=CampaignState.DRAFT

@@ -18,7 +18,7 @@ CampaignStateConflictError = StateConflict
 
 
 CAMPAIGN_EDITABLE_FIELDS = frozenset(
-    {"name", "description", "budget_cap", "sandbox", "collaborators"}
+    {"name", "description", "budget_cap", "bonus_max", "sandbox", "collaborators"}
 )
 
 

@@ -28,6 +28,7 @@ from campaigns.services.quizzes import QUIZ_TASK_TYPE, quiz_submission_grade
 from campaigns.services.review_local import assignment_approve
 from campaigns.tasktypes import FieldError, task_type_get
 from linking import hooks as linking_hooks
+from qaportal.jsonsafe import unstorable_path
 from validation.triggers import needs_review_after_submit
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -183,6 +184,9 @@ def _submission_store(
             items = hit_items(hit=assignment.hit)
             answer = task_type.parse_form(form=form, items=items, config=stage.config)
             problems = task_type.validate_answer(answer=answer, items=items, config=stage.config)
+            unstorable = unstorable_path(answer)
+            if unstorable is not None:
+                problems = [*problems, FieldError(path=unstorable[0], message=unstorable[1])]
             if problems:
                 return SubmitResult(
                     assignment=assignment,

@@ -35,6 +35,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.services.bonus_keys import bonus_ceiling_check
 from campaigns.services.campaign_edit import campaign_can_manage
 from campaigns.services.costs import bonus_cost
 from campaigns.services.errors import DomainError
@@ -191,6 +192,7 @@ def assignment_bonus_pay(
     bonus_cost(provider=assignment.provider, amount=amount)  # whole cents, or DomainError
     if not reason.strip():
         raise DomainError("A bonus needs a reason.", errors={"reason": ["required"]})
+    bonus_ceiling_check(campaign=assignment.hit.stage.campaign, amount=amount)
     if assignment.provider != Provider.LOCAL:
         return paid_bonus_pay(assignment=assignment, amount=amount, reason=reason, key=key)
     with transaction.atomic():
