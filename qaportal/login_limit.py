@@ -1,17 +1,32 @@
-"""Login rate limiting: after ``LOGIN_FAILURE_LIMIT`` failed logins for one username
-from one address within ``LOGIN_FAILURE_WINDOW_SECONDS`` (or ten times as many from one
-address for any usernames, against password spraying), further attempts are refused
-until the window has passed, whether the password is right or not.
+"""Login rate limiting with backoff, keyed on the account and the real client address.
+
+Three counters, each over ``LOGIN_FAILURE_WINDOW_SECONDS``:
+
+- one account from one address: after ``LOGIN_FAILURE_LIMIT`` failures, that pair is
+  refused for ``LOGIN_BACKOFF_BASE_SECONDS``, doubled with every further failure (at
+  most the window), whether the password is right or not;
+- one address, any accounts (password spraying): the same at ten times the limit;
+- one account, any addresses (a botnet on one account): the same at
+  ``LOGIN_ACCOUNT_FAILURE_LIMIT``, its lock at most ``LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS``
+  so nobody can keep an account locked for long from afar.
+
+No counter is site-wide. The client address is ``REMOTE_ADDR``, unless that is one of
+``TRUSTED_PROXIES`` (the documented reverse proxy): then the last address of
+``X-Forwarded-For`` that is not a trusted proxy. Behind a proxy that is not listed,
+every client shares the proxy's address: set ``TRUSTED_PROXIES``.
 
 Enforced in the authentication backend, so the login page, the admin's login and any
-other ``authenticate()`` call are all covered; failures are counted from Django's
-``user_login_failed`` signal in the cache (Redis in production), a success clears the
-username's count. Only a digest of the username is used as a key; nothing is logged.
+other ``authenticate()`` call are covered; failures are counted from Django's
+``user_login_failed`` signal in the cache (Redis in production); a success clears the
+pair's and the account's counts. Only digests of usernames are used as keys; nothing
+is logged.
 """
 
 from __future__ import annotations
 
 import hashlib
+import ipaddress
+import time
 from typing import Any
 
 from django.conf import settings
@@ -23,44 +38,103 @@ from django.dispatch import receiver
 from django.http import HttpRequest
 
 SPRAY_FACTOR = 10
+PREFIX = "qaportal:login-fail"
 
 
-def _address(request: HttpRequest | None) -> str:
-    return str((request.META.get("REMOTE_ADDR") if request is not None else None) or "-")
+def _trusted(address: str) -> bool:
+    try:
+        ip = ipaddress.ip_address(address.strip())
+    except ValueError:
+        return False
+    for network in settings.TRUSTED_PROXIES:
+        try:
+            if ip in ipaddress.ip_network(network, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
 
 
-def _keys(request: HttpRequest | None, username: str | None) -> tuple[str, str]:
-    who = hashlib.sha256((username or "").strip().casefold().encode()).hexdigest()[:24]
-    address = _address(request)
-    return f"qaportal:login-fail:{address}:{who}", f"qaportal:login-fail:{address}"
+def client_address(request: HttpRequest | None) -> str:
+    """The real client address: ``REMOTE_ADDR``, or behind a trusted proxy the last
+    ``X-Forwarded-For`` entry that is not a trusted proxy (a client can prepend
+    anything; only what trusted proxies appended is believed)."""
+    if request is None:
+        return "-"
+    remote = str(request.META.get("REMOTE_ADDR") or "-")
+    if not _trusted(remote):
+        return remote
+    forwarded = [a.strip() for a in str(request.META.get("HTTP_X_FORWARDED_FOR", "")).split(",")]
+    for address in reversed([a for a in forwarded if a]):
+        if not _trusted(address):
+            try:
+                return str(ipaddress.ip_address(address))
+            except ValueError:
+                return remote  # garbage from the client's side of the proxy
+    return remote
+
+
+def _who(username: str | None) -> str:
+    return hashlib.sha256((username or "").strip().casefold().encode()).hexdigest()[:24]
+
+
+def _counters(request: HttpRequest | None, username: str | None) -> list[tuple[str, int, float]]:
+    """``(key, limit, longest lock in seconds)`` of each counter this attempt feeds."""
+    limit: int = settings.LOGIN_FAILURE_LIMIT
+    window = float(settings.LOGIN_FAILURE_WINDOW_SECONDS)
+    address, who = client_address(request), _who(username)
+    return [
+        (f"{PREFIX}:pair:{address}:{who}", limit, window),
+        (f"{PREFIX}:address:{address}", limit * SPRAY_FACTOR, window),
+        (
+            f"{PREFIX}:account:{who}",
+            settings.LOGIN_ACCOUNT_FAILURE_LIMIT,
+            float(settings.LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS),
+        ),
+    ]
+
+
+def login_retry_after(*, request: HttpRequest | None, username: str | None) -> float:
+    """Seconds until this address may try to log in as ``username`` again (0: now)."""
+    now = time.time()
+    waits = [
+        (cache.get(f"{key}:until") or 0) - now
+        for key, _limit, _longest in _counters(request, username)
+    ]
+    return max(0.0, *waits)
 
 
 def login_locked(*, request: HttpRequest | None, username: str | None) -> bool:
     """True while this address may not try to log in as ``username``."""
-    pair, address = _keys(request, username)
-    limit = settings.LOGIN_FAILURE_LIMIT
-    return (cache.get(pair) or 0) >= limit or (cache.get(address) or 0) >= limit * SPRAY_FACTOR
+    return login_retry_after(request=request, username=username) > 0
 
 
-def _count(key: str) -> None:
-    cache.add(key, 0, settings.LOGIN_FAILURE_WINDOW_SECONDS)
+def _count(key: str, limit: int, longest: float) -> None:
+    window: int = settings.LOGIN_FAILURE_WINDOW_SECONDS
+    cache.add(key, 0, window)
     try:
-        cache.incr(key)
+        failures = cache.incr(key)
     except ValueError:  # expired between add and incr: start again
-        cache.set(key, 1, settings.LOGIN_FAILURE_WINDOW_SECONDS)
+        cache.set(key, 1, window)
+        failures = 1
+    if failures >= limit:
+        base = float(settings.LOGIN_BACKOFF_BASE_SECONDS)
+        lock = min(longest, base * 2 ** min(failures - limit, 30))
+        cache.set(f"{key}:until", time.time() + lock, int(lock) + 1)
 
 
 @receiver(user_login_failed, dispatch_uid="qaportal-login-failed")
 def _failed(
     sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **_: Any
 ) -> None:
-    for key in _keys(request, credentials.get("username")):
-        _count(key)
+    for key, limit, longest in _counters(request, credentials.get("username")):
+        _count(key, limit, longest)
 
 
 @receiver(user_logged_in, dispatch_uid="qaportal-login-succeeded")
 def _succeeded(sender: Any, request: HttpRequest | None, user: Any, **_: Any) -> None:
-    cache.delete(_keys(request, user.get_username())[0])
+    pair, _address, account = _counters(request, user.get_username())
+    cache.delete_many([pair[0], f"{pair[0]}:until", account[0], f"{account[0]}:until"])
 
 
 class RateLimitedModelBackend(ModelBackend):

@@ -298,6 +298,16 @@ X_FRAME_OPTIONS = "DENY"
 AUTHENTICATION_BACKENDS = ["qaportal.login_limit.RateLimitedModelBackend"]
 LOGIN_FAILURE_LIMIT = int(os.environ.get("LOGIN_FAILURE_LIMIT", "5"))
 LOGIN_FAILURE_WINDOW_SECONDS = int(os.environ.get("LOGIN_FAILURE_WINDOW_SECONDS", "900"))
+# The first lock lasts this long; each further failure doubles it (at most the window).
+LOGIN_BACKOFF_BASE_SECONDS = float(os.environ.get("LOGIN_BACKOFF_BASE_SECONDS", "30"))
+# Failures of one account from any addresses before it is slowed down, and the
+# longest such lock (short: nobody can keep someone else's account locked for long).
+LOGIN_ACCOUNT_FAILURE_LIMIT = int(os.environ.get("LOGIN_ACCOUNT_FAILURE_LIMIT", "20"))
+LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS = int(os.environ.get("LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS", "300"))
+# Reverse proxies (addresses or CIDR networks) whose X-Forwarded-For is believed: the
+# real client address for the login limits. Set it to the proxy's address when one
+# runs in front (docker-compose: the proxy's network).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES") or ["127.0.0.1/32", "::1/128"]
 # Scripts and styles only from qaportal itself; forms post here, or to MTurk's
 # externalSubmit from the MTurk worker page; no page may be framed (a page that must
 # be, the MTurk worker page, sets its own policy).

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.forms.utils import ErrorDict
 from django.http import HttpRequest, HttpResponse
 
-from qaportal.login_limit import login_locked
+from qaportal.login_limit import login_retry_after
 
 
 class LoginView(auth_views.LoginView):
@@ -16,14 +17,19 @@ class LoginView(auth_views.LoginView):
     redirect_authenticated_user = True
 
     def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if login_locked(request=request, username=request.POST.get("username")):
+        wait = login_retry_after(request=request, username=request.POST.get("username"))
+        if wait > 0:
             form = self.get_form()
-            minutes = max(1, settings.LOGIN_FAILURE_WINDOW_SECONDS // 60)
-            form.errors.clear()
+            seconds = math.ceil(wait)
+            when = f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
+            # Not validated: validating would call authenticate(), itself a failed login.
+            form._errors, form.cleaned_data = ErrorDict(), {}
             form.add_error(
                 None,
-                f"Too many failed logins. Try again in {minutes} minutes, or ask your "
+                f"Too many failed logins. Try again in {when}, or ask your "
                 "administrator to reset your password.",
             )
-            return self.render_to_response(self.get_context_data(form=form), status=429)
+            response = self.render_to_response(self.get_context_data(form=form), status=429)
+            response["Retry-After"] = str(seconds)
+            return response
         return super().post(request, *args, **kwargs)

@@ -75,3 +75,79 @@ def test_password_spraying_from_one_address_is_stopped(settings):
         _login(client, f"user{n}", "guess")
     UserFactory.create(username="victim")
     assert _login(client, "victim", PASSWORD).status_code == 429
+
+
+# --- Behind the reverse proxy, with backoff, never site-wide ------------------------------
+
+PROXY = "10.0.0.2"
+
+
+def _via_proxy(client_ip: str) -> Client:
+    return Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=f"{client_ip}")
+
+
+def test_behind_a_trusted_proxy_each_client_is_counted_apart(settings):
+    settings.LOGIN_FAILURE_LIMIT = 5
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    UserFactory.create(username="alice")
+    UserFactory.create(username="carol")
+    attacker = _via_proxy("203.0.113.66")
+    # Fifty failures through the proxy, across many usernames.
+    for n in range(50):
+        _login(attacker, f"user{n}", "wrong")
+    assert _login(attacker, "alice", PASSWORD).status_code == 429  # the sprayer is stopped
+    # Everyone else behind the same proxy still logs in.
+    assert _login(_via_proxy("198.51.100.20"), "alice", PASSWORD).status_code == 302
+    assert _login(_via_proxy("198.51.100.21"), "carol", PASSWORD).status_code == 302
+
+
+def test_a_forged_forwarded_for_is_not_believed(settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    settings.TRUSTED_PROXIES = ["10.0.0.0/24"]
+    UserFactory.create(username="alice")
+    # The client prepends addresses of its own; only the proxy's entry (the last) counts.
+    for n in range(3):
+        forged = Client(REMOTE_ADDR=PROXY, HTTP_X_FORWARDED_FOR=f"192.0.2.{n}, 203.0.113.7")
+        _login(forged, "alice", "wrong")
+    assert _login(_via_proxy("203.0.113.7"), "alice", PASSWORD).status_code == 429
+    # Without a trusted proxy, X-Forwarded-For is ignored altogether.
+    settings.TRUSTED_PROXIES = []
+    direct = Client(REMOTE_ADDR="198.51.100.9", HTTP_X_FORWARDED_FOR="203.0.113.7")
+    assert _login(direct, "alice", PASSWORD).status_code == 302
+
+
+def test_locks_back_off_and_end(settings, monkeypatch):
+    from qaportal import login_limit
+
+    settings.LOGIN_FAILURE_LIMIT = 2
+    settings.LOGIN_BACKOFF_BASE_SECONDS = 10
+    UserFactory.create(username="alice")
+    client = Client(REMOTE_ADDR="203.0.113.5")
+    clock = [1_000_000.0]
+    monkeypatch.setattr(login_limit.time, "time", lambda: clock[0])
+    for _ in range(2):
+        _login(client, "alice", "wrong")
+    locked = _login(client, "alice", PASSWORD)
+    assert locked.status_code == 429
+    assert locked["Retry-After"] == "10"
+    assert "10 seconds" in locked.content.decode()
+    clock[0] += 11
+    _login(client, "alice", "wrong")  # the third failure: twice as long
+    assert _login(client, "alice", PASSWORD)["Retry-After"] == "20"
+    clock[0] += 21
+    assert _login(client, "alice", PASSWORD).status_code == 302
+
+
+def test_one_account_attacked_from_many_addresses_is_slowed_not_locked_for_long(settings):
+    settings.LOGIN_FAILURE_LIMIT = 5
+    settings.LOGIN_ACCOUNT_FAILURE_LIMIT = 20
+    settings.LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS = 60
+    UserFactory.create(username="alice")
+    for n in range(20):
+        _login(Client(REMOTE_ADDR=f"198.51.100.{n}"), "alice", "wrong")
+    refused = _login(Client(REMOTE_ADDR="203.0.113.200"), "alice", PASSWORD)
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) <= 60
+    # Other accounts are untouched.
+    UserFactory.create(username="bob")
+    assert _login(Client(REMOTE_ADDR="203.0.113.200"), "bob", PASSWORD).status_code == 302
