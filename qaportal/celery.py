@@ -8,10 +8,21 @@ from __future__ import annotations
 
 import os
 
-from celery import Celery
+from celery import Celery, signals
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 
 app = Celery("qaportal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@signals.worker_ready.connect
+@signals.task_postrun.connect
+def _worker_seen(**_: object) -> None:
+    """Note that a worker is alive (``/healthz`` reports it): when it starts and after
+    each task it runs; beat sends ``qaportal.ping`` every 30 s so an idle worker is
+    seen too."""
+    from qaportal.health import worker_seen_now
+
+    worker_seen_now()

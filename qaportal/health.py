@@ -1,8 +1,12 @@
-"""``/healthz``: the state of the database, the broker and the cache."""
+"""``/healthz``: the state of the database, the broker and the cache (required: 503
+when one is down), and whether a Celery worker has been seen lately (reported; the
+status is "degraded", still 200, so a load balancer keeps the web up while the
+worker is restarted)."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +57,32 @@ def _check_cache() -> str:
     return "ok"
 
 
+WORKER_SEEN_KEY = "qaportal:worker-seen"
+
+
+def worker_seen_now() -> None:
+    """Record that a worker is alive now (called from Celery's signals)."""
+    try:
+        cache.set(WORKER_SEEN_KEY, time.time(), timeout=None)
+    except Exception:  # the cache is down: /healthz says so on its own
+        logger.warning("could not record the worker heartbeat")
+
+
+def _check_worker() -> str:
+    """``eager`` when tasks run in-process; ``ok`` with the age of the last sign of a
+    worker; RuntimeError when none was seen within HEALTH_WORKER_MAX_AGE_SECONDS."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return "eager"
+    seen = cache.get(WORKER_SEEN_KEY)
+    limit: int = settings.HEALTH_WORKER_MAX_AGE_SECONDS
+    if seen is None:
+        raise RuntimeError("no Celery worker has been seen")
+    age = time.time() - float(seen)
+    if age > limit:
+        raise RuntimeError(f"no Celery worker seen for {int(age)} s")
+    return "ok"
+
+
 CHECKS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("database", _check_database),
     ("broker", _check_broker),
@@ -73,7 +103,14 @@ def healthz(request: HttpRequest) -> JsonResponse:
             logger.warning("healthz: %s is down: %s", name, exc.__class__.__name__)
             checks[name] = f"down: {exc.__class__.__name__}"
             healthy = False
-    return JsonResponse(
-        {"status": "ok" if healthy else "unavailable", "checks": checks},
-        status=200 if healthy else 503,
-    )
+    degraded = False
+    if healthy:
+        try:
+            checks["worker"] = _check_worker()
+        except Exception as exc:
+            checks["worker"] = f"down: {exc}"
+            degraded = True
+    else:
+        checks["worker"] = "unknown"
+    status = "unavailable" if not healthy else "degraded" if degraded else "ok"
+    return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)

@@ -167,6 +167,12 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_BEAT_SCHEDULE = {
+    # A worker that runs it is seen by /healthz (qaportal/health.py).
+    "qaportal-worker-ping": {
+        "task": "qaportal.ping",
+        "schedule": 30.0,
+        "options": {"expires": 25},
+    },
     "campaigns-expire-assignments": {
         "task": "campaigns.expire_assignments",
         "schedule": 60.0,
@@ -345,6 +351,9 @@ ITEM_UPLOAD_INLINE_MAX_BYTES = int(os.environ.get("ITEM_UPLOAD_INLINE_MAX_BYTES"
 # Streamed export downloads (GET …/export/<format>/) stop at this many rows: larger
 # exports are background jobs whose file names its row count and checksum.
 EXPORT_STREAM_MAX_ROWS = int(os.environ.get("EXPORT_STREAM_MAX_ROWS", "20000"))
+# /healthz calls the worker "down" when none has run a task for this long (beat
+# sends qaportal.ping every 30 s).
+HEALTH_WORKER_MAX_AGE_SECONDS = int(os.environ.get("HEALTH_WORKER_MAX_AGE_SECONDS", "120"))
 # A bonus asked without an Idempotency-Key is the same payment when asked again with
 # the same assignment, amount and reason within this many seconds.
 BONUS_NATURAL_KEY_SECONDS = int(os.environ.get("BONUS_NATURAL_KEY_SECONDS", "600"))

@@ -7,8 +7,10 @@ import time
 
 import pytest
 from django.conf import settings
+from django.core.cache import cache
 from django.test import Client, override_settings
 
+from qaportal.health import WORKER_SEEN_KEY, worker_seen_now
 from tests.infra.conftest import clean_env, run_python
 
 # Nothing listens on port 1: connections are refused at once.
@@ -26,13 +28,14 @@ def real_redis_configured() -> None:
 @pytest.mark.django_db
 @pytest.mark.usefixtures("real_redis_configured")
 def test_healthz_is_ok_with_database_broker_and_cache_up(client: Client) -> None:
+    worker_seen_now()
     with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
         response = client.get("/healthz")
 
     assert response.status_code == 200, response.content
     assert response.json() == {
         "status": "ok",
-        "checks": {"database": "ok", "broker": "ok", "cache": "ok"},
+        "checks": {"database": "ok", "broker": "ok", "cache": "ok", "worker": "ok"},
     }
     assert "no-cache" in response["Cache-Control"]
 
@@ -123,3 +126,29 @@ def test_the_test_database_connection_still_works() -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("real_redis_configured")
+def test_healthz_reports_a_worker_not_seen_lately(client: Client, settings) -> None:
+    settings.HEALTH_WORKER_MAX_AGE_SECONDS = 60
+    cache.delete(WORKER_SEEN_KEY)
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+        never = client.get("/healthz")
+        assert never.status_code == 200  # the web still serves: degraded, not down
+        assert never.json()["status"] == "degraded"
+        assert never.json()["checks"]["worker"] == "down: no Celery worker has been seen"
+        cache.set(WORKER_SEEN_KEY, time.time() - 300, timeout=None)
+        stale = client.get("/healthz").json()
+        assert stale["status"] == "degraded"
+        assert stale["checks"]["worker"].startswith("down: no Celery worker seen for 30")
+        worker_seen_now()
+        assert client.get("/healthz").json()["checks"]["worker"] == "ok"
+
+
+def test_a_task_run_by_a_worker_marks_it_seen() -> None:
+    from celery import signals
+
+    cache.delete(WORKER_SEEN_KEY)
+    signals.task_postrun.send(sender=None, task_id="t", task=None, args=(), kwargs={})
+    assert time.time() - cache.get(WORKER_SEEN_KEY) < 5
