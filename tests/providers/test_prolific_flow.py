@@ -360,6 +360,32 @@ def test_webhook_invalid_signature_or_stale_is_refused(fake, client, headers):
     assert response.status_code == 403
 
 
+@pytest.mark.parametrize("timestamp", ["NaN", "nan", "inf", "-Infinity", "1e400"])
+def test_webhook_non_finite_timestamps_are_refused(fake, client, timestamp):
+    body = b'{"event_type": "study.status.change", "resource_id": "abc123"}'
+    response = client.post(
+        "/work/prolific/hooks/",
+        body,
+        content_type="application/json",
+        **_signed(body, timestamp=timestamp),
+    )
+    assert response.status_code == 403
+    assert "timestamp" in response.json()["detail"]
+
+
+def test_webhook_deep_body_is_checked_after_the_signature(fake, client):
+    body = b"[" * 100_000
+    unsigned = client.post(
+        "/work/prolific/hooks/", body, content_type="application/json", **_signed(b"other")
+    )
+    assert unsigned.status_code == 403  # the signature is checked on the raw bytes first
+    signed = client.post(
+        "/work/prolific/hooks/", body, content_type="application/json", **_signed(body)
+    )
+    assert signed.status_code == 400
+    assert "invalid JSON" in signed.json()["detail"]
+
+
 def test_entry_rejects_incomplete_links_and_unknown_studies(fake, client, prolific_stage):
     assert client.get("/work/prolific/", {"PROLIFIC_PID": "x"}).status_code == 400
     response = client.get(
