@@ -36,4 +36,4 @@ EXPOSE 8000
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-c", "import os, sys, urllib.request as u; h = os.environ.get('ALLOWED_HOSTS', '').split(',')[0].strip().lstrip('.'); h = 'localhost' if h in ('', '*') else h; r = u.urlopen(u.Request('http://127.0.0.1:' + os.environ.get('PORT', '8000') + '/healthz', headers={'Host': h}), timeout=4); sys.exit(0 if r.status == 200 else 1)"]
 
-CMD ["sh", "-c", "exec gunicorn qaportal.wsgi --bind 0.0.0.0:${PORT} --workers ${WEB_CONCURRENCY:-3} --timeout 60 --access-logfile -"]
+CMD ["sh", "-c", "exec gunicorn qaportal.wsgi --bind 0.0.0.0:${PORT} --workers ${WEB_CONCURRENCY:-3} --timeout 60 --access-logfile - --logger-class qaportal.gunicorn_logging.RedactingLogger"]

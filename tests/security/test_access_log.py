@@ -1,0 +1,92 @@
+"""The access log the Dockerfile enables: a real gunicorn serving worker URLs logs no
+workerId, assignmentId or PROLIFIC_PID value (the request line and the Referer)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from qaportal.gunicorn_logging import redact
+from tests.infra.conftest import REPO_ROOT, clean_env
+
+DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
+COMPOSE = (REPO_ROOT / "docker-compose.yml").read_text()
+LOGGER = "--logger-class qaportal.gunicorn_logging.RedactingLogger"
+
+
+def test_the_image_and_compose_run_gunicorn_with_the_redacting_logger() -> None:
+    assert LOGGER in DOCKERFILE
+    assert LOGGER in COMPOSE
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        (
+            "GET /w/mturk/?assignmentId=3XYZ&hitId=H1&workerId=A1B2C3&turkSubmitTo=x HTTP/1.1",
+            "GET /w/mturk/?assignmentId=[redacted]&hitId=H1&workerId=[redacted]&turkSubmitTo=x"
+            " HTTP/1.1",
+        ),
+        (
+            "PROLIFIC_PID=5f1e2d3c4b5a69788796a5b4&STUDY_ID=s&SESSION_ID=x",
+            "PROLIFIC_PID=[redacted]&STUDY_ID=s&SESSION_ID=x",
+        ),
+        ("https://x/?WORKERID=abc", "https://x/?WORKERID=[redacted]"),
+        ("next=%2Fw%2F%3FworkerId%3DA1B2", "next=%2Fw%2F%3FworkerId%3D[redacted]"),
+        ("GET /campaigns/?page=2 HTTP/1.1", "GET /campaigns/?page=2 HTTP/1.1"),
+    ],
+)
+def test_redact(line: str, expected: str) -> None:
+    assert redact(line) == expected
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.slow
+def test_a_real_gunicorn_access_log_holds_no_worker_ids(tmp_path: Path) -> None:
+    port = _free_port()
+    env = clean_env(
+        DJANGO_SETTINGS_MODULE="qaportal.settings",
+        DEBUG="0",
+        SECRET_KEY="tests-only-secret-key",
+        ALLOWED_HOSTS="127.0.0.1",
+        SECURE_SSL_REDIRECT="0",
+        QAPORTAL_VAR_DIR=str(tmp_path / "var"),
+    )
+    log_path = tmp_path / "access.log"
+    command = [sys.executable, "-m", "gunicorn", "qaportal.wsgi", "--bind", f"127.0.0.1:{port}"]
+    command += ["--workers", "1", "--access-logfile", str(log_path), *LOGGER.split()]
+    process = subprocess.Popen(
+        command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        url = f"http://127.0.0.1:{port}/healthz?workerId=A1SECRETWORKER&assignmentId=ASSIGN42"
+        referer = "https://worker.example/?PROLIFIC_PID=5f1e2d3c4b5a69788796a5b4"
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                request = urllib.request.Request(url, headers={"Referer": referer})
+                urllib.request.urlopen(request, timeout=5).read()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.3)
+        time.sleep(0.5)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    log = log_path.read_text()
+    assert "/healthz?workerId=[redacted]&assignmentId=[redacted]" in log
+    for secret in ("A1SECRETWORKER", "ASSIGN42", "5f1e2d3c4b5a69788796a5b4"):
+        assert secret not in log
