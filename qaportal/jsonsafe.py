@@ -72,3 +72,19 @@ def json_depth_exceeds(text: str | bytes, limit: int = MAX_JSON_DEPTH) -> bool:
         elif char in "]}":
             depth -= 1
     return False
+
+
+# An error message quotes at most this much of a bad value, and is at most this long.
+QUOTE_PREFIX = 40
+MESSAGE_MAX = 300
+_QUOTED = re.compile(r"""(['"])((?:(?!\1).){41,}?)\1""", re.DOTALL)  # 41: QUOTE_PREFIX + 1
+
+
+def clip_message(message: str) -> str:
+    """``message`` with every quoted value longer than ``QUOTE_PREFIX`` characters cut to
+    its prefix (``'abc…'``), and the whole at most ``MESSAGE_MAX`` characters: an error
+    about a megabyte cell must not echo the megabyte (nor personal data in it)."""
+    clipped = _QUOTED.sub(lambda m: f"{m[1]}{m[2][:QUOTE_PREFIX]}…{m[1]}", message)
+    if len(clipped) > MESSAGE_MAX:
+        clipped = clipped[: MESSAGE_MAX - 1] + "…"
+    return clipped

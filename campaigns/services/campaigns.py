@@ -12,7 +12,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from campaigns.models import Campaign, CampaignState, Item, Provider, Stage
+from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
 from campaigns.providers import currency_for
 from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
 from campaigns.services.stage_rules import stage_rules_problems
@@ -152,6 +152,7 @@ def stage_add(
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         _check_editable(campaign)
+        _check_qualification_types(campaign=campaign, requirements=qualification_requirements)
         if campaign.stages.filter(name=name).exists():
             raise DomainError(
                 f"The campaign has a stage named {name!r} already.", errors={"name": ["taken"]}
@@ -178,6 +179,39 @@ def stage_add(
             review_rules=review_rules or [],
             bonus_rules=bonus_rules or [],
             **extra,
+        )
+
+
+def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None:
+    """Refuse a requirement naming a qualification type that does not exist or that
+    belongs to someone other than the campaign's owner (it would leak their grants and
+    let their quiz decide who works here)."""
+    wanted: list[Any] = [
+        req.get("qualification_type_id")
+        for req in (requirements or [])
+        if isinstance(req, dict) and req.get("qualification_type_id") is not None
+    ]
+    if not wanted:
+        return
+    bad = [w for w in wanted if not isinstance(w, int) or isinstance(w, bool)]
+    if bad:
+        raise DomainError(
+            "qualification_type_id is the id (an integer) of one of your qualification types.",
+            errors={"qualification_requirements": [str(b)[:40] for b in bad]},
+        )
+    own = set(
+        QualificationType.objects.filter(pk__in=wanted, owner_id=campaign.owner_id).values_list(
+            "pk", flat=True
+        )
+    )
+    missing = [w for w in wanted if w not in own]
+    if missing:
+        raise DomainError(
+            "No qualification type of the campaign's owner has the id "
+            f"{', '.join(str(m) for m in missing)}.",
+            errors={
+                "qualification_requirements": [f"unknown qualification type {m}" for m in missing]
+            },
         )
 
 
@@ -219,6 +253,10 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)
+        if "qualification_requirements" in changes:
+            _check_qualification_types(
+                campaign=campaign, requirements=changes["qualification_requirements"]
+            )
         new_name = changes.get("name")
         if (
             new_name is not None

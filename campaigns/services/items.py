@@ -18,6 +18,7 @@ from django.utils import timezone
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, ItemStatus, Stage
 from campaigns.services.errors import DomainError, UploadRejected
 from campaigns.tasktypes import TaskType, UnknownTaskType, task_type_get
+from qaportal.jsonsafe import clip_message
 
 # Items may be added while work can still be published; a completed campaign is final.
 UPLOAD_STATES = frozenset(
@@ -64,7 +65,9 @@ class _Problems:
     items: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, row: int | None, path: str, message: str) -> None:
-        self.items.append({"row": row, "field": path, "message": message})
+        self.items.append(
+            {"row": row, "field": clip_message(path), "message": clip_message(message)}
+        )
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -74,7 +77,7 @@ class _Problems:
         listed = ordered[:MAX_LISTED_ERRORS]
         rows = len({p["row"] for p in ordered})
         message = (
-            f"Nothing from {filename!r} was stored: {len(ordered)} problem(s) in "
+            f"Nothing from {clip_message(repr(filename))} was stored: {len(ordered)} problem(s) in "
             f"{rows} row(s). {numbering}"
         )
         if len(ordered) > len(listed):

@@ -17,6 +17,7 @@ from django.conf import settings
 
 from campaigns.mturk_csv_format import cell_restore
 from campaigns.services.errors import UploadRejected
+from qaportal.jsonsafe import clip_message
 
 MAX_LISTED_ERRORS = 100
 ID_QUERY_CHUNK = 5000
@@ -34,7 +35,9 @@ class CsvProblems:
     items: list[dict[str, Any]] = field(default_factory=list)
 
     def add(self, row: int | None, column: str, message: str) -> None:
-        self.items.append({"row": row, "field": column, "message": message})
+        self.items.append(
+            {"row": row, "field": clip_message(column), "message": clip_message(message)}
+        )
 
     def __bool__(self) -> bool:
         return bool(self.items)
@@ -47,7 +50,8 @@ class CsvProblems:
         if first["field"]:
             where += f", column {first['field']}"
         message = (
-            f"Nothing from {filename!r} was {what}: {len(ordered)} problem(s); first, at "
+            f"Nothing from {clip_message(repr(filename))} was {what}: "
+            f"{len(ordered)} problem(s); first, at "
             f"{where}: {first['message']}. {NUMBERING}"
         )
         if len(ordered) > len(listed):

@@ -168,3 +168,51 @@ def test_a_retry_just_past_a_window_still_pays_once(
         again = token_client.post(url, body, format="json")
     assert first.json()["operation"] == again.json()["operation"]
     assert LedgerEntry.objects.filter(kind="bonus").count() == 1
+
+
+def test_a_stage_may_name_only_its_owners_qualification_types(
+    client, stage, requester, other_requester
+):
+    from campaigns.models import QualificationType
+
+    mine = QualificationType.objects.create(owner=requester, name="Mine", kind="quiz")
+    theirs = QualificationType.objects.create(owner=other_requester, name="Bob's", kind="quiz")
+    url = f"/api/v1/stages/{stage.pk}/"
+    for bad, words in (
+        (theirs.pk, [str(theirs.pk)]),
+        (999_999, ["999999"]),
+        ("1", ["integer"]),
+    ):
+        response = client.patch(
+            url, {"qualification_requirements": [{"qualification_type_id": bad}]}, format="json"
+        )
+        _json_400(response, "qualification", *words)
+    stage.refresh_from_db()
+    assert stage.qualification_requirements == []
+    ok = client.patch(
+        url, {"qualification_requirements": [{"qualification_type_id": mine.pk}]}, format="json"
+    )
+    assert ok.status_code == 200, ok.content
+    added = client.post(
+        "/api/v1/campaigns/hostile/stages/",
+        {
+            "name": "Second",
+            "task_type": stage.task_type,
+            "qualification_requirements": [{"qualification_type_id": theirs.pk}],
+        },
+        format="json",
+    )
+    _json_400(added, str(theirs.pk))
+
+
+def test_upload_errors_quote_only_a_short_prefix_of_the_bad_value(client, stage):
+    huge = "Q" * 100_000
+    body = f"id,topic,complexity_type\n{'i' * 300},{huge},nonsense\n".encode()
+    response = client.post(
+        f"/api/v1/stages/{stage.pk}/items/upload/", body, content_type="text/csv"
+    )
+    body = _json_400(response)
+    assert len(response.content) < 5_000
+    for error in body["errors"]:
+        assert len(error["message"]) <= 300
+        assert "Q" * 41 not in error["message"]
