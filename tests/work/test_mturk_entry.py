@@ -240,3 +240,11 @@ def test_expired_hit_takes_no_new_assignment_but_keeps_the_old_one(client, hit):
     assert response.status_code == 409
     assert "This HIT has expired." in response.text
     assert Assignment.objects.count() == 1
+
+
+def test_a_nul_character_in_an_mturk_answer_is_400(client, hit):
+    fields = form_fields(entry(client).text)
+    response = client.post("/w/mturk/submit/", {**fields, "items/0/text": "A cat\x00 sits."})
+    assert response.status_code == 400
+    assert "NUL character" in response.text
+    assert Assignment.objects.get().status == AssignmentStatus.ACCEPTED

@@ -212,3 +212,16 @@ def test_accept_without_access_on_a_paused_campaign_is_refused(client, stage, ma
     response = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
     assert response.status_code == 403
     assert "Be kind." not in response.text
+
+
+def test_a_nul_character_in_an_answer_is_400_and_nothing_is_stored(client, stage):
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    form = {"items/0/text": "my care\x00ful words", "items/1/text": "and more", "telemetry": ""}
+    response = client.post(url, form)
+    assert response.status_code == 400
+    assert "NUL character" in response.text
+    assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.ACCEPTED
+    fixed = client.post(url, {**form, "items/0/text": "my careful words"})
+    assert fixed.status_code == 302
