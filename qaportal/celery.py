@@ -10,6 +10,8 @@ import os
 
 from celery import Celery, signals
 
+from qaportal.heartbeat import worker_seen_now
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 
 app = Celery("qaportal")
@@ -23,6 +25,4 @@ def _worker_seen(**_: object) -> None:
     """Note that a worker is alive (``/healthz`` reports it): when it starts and after
     each task it runs; beat sends ``qaportal.ping`` every 30 s so an idle worker is
     seen too."""
-    from qaportal.heartbeat import worker_seen_now  # Django's settings are loaded by now
-
     worker_seen_now()

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from campaigns.design.platform_rules import PlatformRules
+
 if TYPE_CHECKING:  # models only for annotations: the models layer is below this module
     from django.contrib.auth.models import AbstractBaseUser
 
@@ -34,6 +36,10 @@ class FeeModel(ABC):
     @abstractmethod
     def bonus_fee(self, *, amount: Decimal) -> Decimal: ...
 
+    def description(self) -> str:
+        """The fee rule in words, for estimates."""
+        return ""
+
 
 class Platform(ABC):
     """One crowd platform, as the rest of qaportal sees it."""
@@ -46,23 +52,32 @@ class Platform(ABC):
     #: Workers reach the work through qaportal's own invites, grants and logins
     #: (rather than arriving from the platform with an id to verify).
     hosts_workforce: bool = False
-    #: The currency rewards and bonuses are paid in.
-    currency: str = "USD"
     #: How a worker reaches the work pages: "invite" (qaportal's invite links and
     #: logins), "study_url" (a study URL with the participant's ids, Prolific),
     #: "external_question" (an MTurk frame). The simulator enters the same way.
     worker_entry: str = "invite"
 
-    # --- money ------------------------------------------------------------------------
+    # --- the platform's rules and money --------------------------------------------------
+    def rules(self) -> PlatformRules:
+        """What the platform demands of a stage: minimum pay, requirements it can express,
+        its currency, whether it has test participants (``design.platform_rules``)."""
+        return PlatformRules()
+
+    @property
+    def currency(self) -> str:
+        """The currency rewards and bonuses are paid in."""
+        return self.rules().currency
+
     @abstractmethod
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         """The platform's fees for a stage with these qualification requirements."""
 
     # --- publishing and following the campaign -------------------------------------------
     @abstractmethod
-    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
         """Publish ``stage``'s pending work on the platform; what was asked of it (an
-        operation) or None. ``allow_partial`` False keeps a last, smaller HIT back."""
+        operation) or None. ``allow_partial`` False keeps a last, smaller HIT back;
+        ``test``: to the platform's test participants only (``rules().test_participants``)."""
 
     @abstractmethod
     def hits_publish_due(self, *, stage: Stage, force: bool) -> None:

@@ -257,6 +257,9 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
             _check_qualification_types(
                 campaign=campaign, requirements=changes["qualification_requirements"]
             )
+            _requirements_check(
+                provider=campaign.provider, requirements=changes["qualification_requirements"]
+            )
         new_name = changes.get("name")
         if (
             new_name is not None
@@ -275,6 +278,21 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
             ) from exc
         stage.save()
     return stage
+
+
+def _requirements_check(*, provider: str, requirements: Any) -> None:
+    """Refuse (``DomainError``) requirements the platform cannot express, as the requester
+    sets them: refused with the platform's reason, never silently dropped."""
+    if not isinstance(requirements, list):
+        return
+    notes = (
+        platform_for(provider)
+        .rules()
+        .requirement_notes(r for r in requirements if isinstance(r, dict))
+    )
+    refused = [n.refused for n in notes if n.refused]
+    if refused:
+        raise DomainError(" ".join(refused), errors={"qualification_requirements": refused})
 
 
 def stage_link(

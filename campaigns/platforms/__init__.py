@@ -24,6 +24,7 @@ def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
 
 
 def currency_for(provider: str) -> str:
+    """The currency ``provider`` pays in (Prolific: the workspace's, ``PROLIFIC_CURRENCY``)."""
     return platform_for(provider).currency
 
 

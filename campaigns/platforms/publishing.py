@@ -3,7 +3,9 @@ hand-off HITs published in batches on paid platforms."""
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
@@ -11,10 +13,12 @@ from django.db.models import Min, Sum
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
+from campaigns.design.platform_rules import RequirementRefused
 from campaigns.design.services import campaign_transition
 from campaigns.models import (
     HIT,
     Campaign,
+    CampaignState,
     HITStatus,
     ItemStatus,
     OperationState,
@@ -23,11 +27,17 @@ from campaigns.models import (
 )
 from campaigns.platforms.operations import PUBLISH_KINDS
 from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 
+logger = logging.getLogger(__name__)
 
-def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
+
+def campaign_start(*, campaign: Campaign, to_state: str, test_study: bool = False) -> Campaign:
     """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
+
+    ``test_study`` (into pilot, on a platform with test participants): the pending work
+    goes to the platform's test participants only, at no cost (Prolific's test study).
 
     The platform follows the new state (``Platform.campaign_follow``: Prolific
     studies paused, resumed, stopped; MTurk HITs expired or re-opened) and publishes
@@ -36,6 +46,13 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     transition locks the campaign row (``campaign_transition``); publishing happens
     in the same transaction, so a refusal (budget) leaves the campaign where it was.
     """
+    if test_study and (
+        to_state != CampaignState.PILOT or not platform_for(campaign).rules().test_participants
+    ):
+        raise DomainError(
+            "A test study is published into the pilot, on a platform with test participants.",
+            errors={"test_study": [f"{campaign.provider} → {to_state}"]},
+        )
     with transaction.atomic():
         previous = (
             Campaign.objects.select_for_update().values_list("state", flat=True).get(pk=campaign.pk)
@@ -44,19 +61,48 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
         platform = platform_for(campaign)
         platform.campaign_follow(campaign=campaign, previous=previous, to_state=to_state)
         if to_state in WORKABLE_STATES:
+            # Every stage, fed ones too: a hand-off must not meet a refusal later.
+            for stage in campaign.stages.order_by("position"):
+                stage_rules_check(stage=stage)
             pending = campaign.stages.filter(items__status=ItemStatus.PENDING).distinct()
             for stage in pending.order_by("position"):
-                platform.stage_publish(stage=stage)
+                platform.stage_publish(stage=stage, test=test_study)
     return campaign
 
 
-def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
+def stage_rules_check(*, stage: Stage) -> None:
+    """Refuse (``DomainError``, a 4xx) what the stage's platform would refuse or silently
+    change: a requirement it cannot express, a reward under its minimum hourly rate.
+    Reads only."""
+    rules = platform_for(stage.campaign).rules()
+    try:
+        rules.requirements_check(stage_requirements(stage=stage))
+    except RequirementRefused as exc:
+        raise DomainError(
+            f"Stage “{stage.name}”: {exc}",
+            errors={"qualification_requirements": [str(exc.requirement)]},
+        ) from exc
+    pay = rules.pay_check(
+        reward=Decimal(stage.reward),
+        currency=stage.campaign.currency,
+        config=stage.config,
+        assignment_duration=stage.assignment_duration,
+    )
+    if pay.problem:
+        raise DomainError(f"Stage “{stage.name}”: {pay.problem}", errors={"reward": [pay.problem]})
+
+
+def stage_provider_publish(
+    *, stage: Stage, allow_partial: bool = True, test: bool = False
+) -> ProviderOperation | None:
     """Publish the stage's pending items on its paid platform (``Platform.stage_publish``:
     a Prolific study, MTurk HITs); the operation asked for, None if nothing is pending."""
     platform = platform_for(stage.campaign)
     if not platform.pays_workers:
         raise DomainError("stage_provider_publish handles campaigns on paid platforms.")
-    return platform.stage_publish(stage=stage, allow_partial=allow_partial)  # type: ignore[no-any-return]
+    return platform.stage_publish(  # type: ignore[no-any-return]
+        stage=stage, allow_partial=allow_partial, test=test
+    )
 
 
 def hits_being_published(*, stage: Stage) -> set[int]:
@@ -110,4 +156,10 @@ def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperat
         or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
         or summary["oldest"] <= timezone.now() - max_wait
     )
-    return stage_provider_publish(stage=stage, allow_partial=force) if due else None
+    if not due:
+        return None
+    try:
+        return stage_provider_publish(stage=stage, allow_partial=force)
+    except DomainError as exc:  # the stage was changed to break a platform rule: HITs wait
+        logger.warning("hand-off publication of stage %s refused: %s", stage.pk, exc)
+        return None

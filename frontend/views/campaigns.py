@@ -23,6 +23,7 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
 from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import campaign_create_with_recipe
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
@@ -120,6 +121,7 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
     if estimate_fn is not None:

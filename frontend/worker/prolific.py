@@ -40,6 +40,7 @@ from campaigns.platforms.prolific.studies import (
     prolific_assignment_of,
     prolific_participant,
     prolific_study_codes,
+    prolific_study_of_submission,
     prolific_study_stage,
 )
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
@@ -213,8 +214,17 @@ def hooks(request: HttpRequest) -> HttpResponse:
     study_id = None
     if isinstance(event, dict):
         candidate = event.get("study_id")
-        if candidate is None and str(event.get("event_type", "")).startswith("study."):
+        kind = str(event.get("event_type", ""))
+        if candidate is None and kind.startswith("study."):
             candidate = event.get("resource_id")
+        resource = event.get("resource_id")
+        if candidate is None and kind.startswith("submission.") and isinstance(resource, str):
+            # A submission event names the submission: sync its study only.
+            candidate = (
+                prolific_study_of_submission(submission_id=resource)
+                if _ID.match(resource)
+                else None
+            )
         if isinstance(candidate, str) and _ID.match(candidate):
             study_id = candidate
     task_after_commit("campaigns.prolific_sync", study_id)

@@ -25,13 +25,12 @@ class LocalPlatform(CrowdPlatform):
     name = "local"
     pays_workers = False
     hosts_workforce = True
-    currency = "USD"
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return NoFees()
 
-    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
-        return stage_publish(stage=stage, allow_partial=allow_partial)
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
+        return stage_publish(stage=stage, allow_partial=allow_partial)  # no test mode: free
 
     def hits_publish_due(self, *, stage: Stage, force: bool) -> None:
         """Local HITs are published when they are made: nothing waits."""

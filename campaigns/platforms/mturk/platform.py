@@ -17,17 +17,19 @@ from campaigns.platforms.mturk.follow import mturk_campaign_follow
 from campaigns.platforms.mturk.publish import mturk_stage_publish
 from campaigns.platforms.platform import PaidPlatform
 from campaigns.work.selectors import WORKABLE_STATES
+from qaportal.errors import DomainError
 
 
 class MTurkPlatform(PaidPlatform):
     name = "mturk"
-    currency = "USD"
     worker_entry = "external_question"
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return MTurkFees(masters=requires_masters(requirements))
 
-    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
+        if test:
+            raise DomainError("MTurk has no test participants: publish to the sandbox instead.")
         return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
 
     def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:

@@ -9,10 +9,12 @@ from typing import Any
 from django.conf import settings
 
 from campaigns.design.platform import FeeModel
+from campaigns.design.platform_rules import PlatformRules
 from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOperation, Stage
 from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.rules import ProlificRules
 from campaigns.platforms.prolific.studies import (
     campaign_provider_pause,
     campaign_provider_resume,
@@ -25,14 +27,16 @@ from campaigns.work.selectors import WORKABLE_STATES
 
 class ProlificPlatform(PaidPlatform):
     name = "prolific"
-    currency = "GBP"
     worker_entry = "study_url"
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
 
-    def stage_publish(self, *, stage: Stage, allow_partial: bool = True) -> Any:
-        return prolific_stage_publish(stage=stage, allow_partial=allow_partial)
+    def rules(self) -> PlatformRules:
+        return ProlificRules()
+
+    def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
+        return prolific_stage_publish(stage=stage, allow_partial=allow_partial, test=test)
 
     def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
         """The campaign's studies follow its state: paused, resumed, stopped (operations)."""
