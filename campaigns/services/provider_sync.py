@@ -47,6 +47,7 @@ from campaigns.models import (
 from campaigns.providers import fee_model_for, provider_for
 from campaigns.providers.base import ProviderError, SubmissionRecord
 from campaigns.providers.prolific.provider import short_id, study_body, study_filters
+from campaigns.providers.rules import RequirementRefused, rules_for
 from campaigns.selectors_work import WORKABLE_STATES
 from campaigns.services.errors import DomainError
 from campaigns.services.operations import operation_request
@@ -101,13 +102,65 @@ def _block_groups(owner_id: int) -> list[str]:
     return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
 
 
-def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> ProviderOperation | None:
-    """Publish the stage's pending items on its paid provider (Prolific: one study).
+def stage_rules_check(*, stage: Stage) -> None:
+    """Refuse (``DomainError``, a 4xx) what the stage's platform would refuse or silently
+    change: a requirement it cannot express, a reward under its minimum hourly rate.
+    Reads only."""
+    rules = rules_for(stage.campaign.provider)
+    try:
+        rules.requirements_check(stage_requirements(stage=stage))
+    except RequirementRefused as exc:
+        raise DomainError(
+            f"Stage “{stage.name}”: {exc}",
+            errors={"qualification_requirements": [str(exc.requirement)]},
+        ) from exc
+    pay = rules.pay_check(
+        reward=Decimal(stage.reward),
+        currency=stage.campaign.currency,
+        config=stage.config,
+        assignment_duration=stage.assignment_duration,
+    )
+    if pay.problem:
+        raise DomainError(f"Stage “{stage.name}”: {pay.problem}", errors={"reward": [pay.problem]})
+
+
+def _running_study(*, stage: Stage) -> ProviderOperation | None:
+    """The create operation of the stage's study that still recruits (created by qaportal,
+    not a test study, not stopped): new HITs of the stage become more places on it."""
+    ops = ProviderOperation.objects.filter(
+        provider=Provider.PROLIFIC,
+        kind=OperationKind.CREATE_STUDY,
+        state=OperationState.DONE,
+        payload__stage_id=stage.pk,
+    ).order_by("-pk")
+    for op in ops:
+        result = op.result or {}
+        study_id = result.get("study_id")
+        if not study_id or result.get("test") or (op.payload or {}).get("test"):
+            continue
+        stopped = ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC,
+            kind=OperationKind.STOP_STUDY,
+            payload__study_id=study_id,
+        ).exclude(state=OperationState.FAILED)
+        return None if stopped.exists() else op
+    return None
+
+
+def stage_provider_publish(
+    *, stage: Stage, allow_partial: bool = True, test: bool = False
+) -> ProviderOperation | None:
+    """Publish the stage's pending items on its paid provider (Prolific: the stage's study).
 
     Puts pending items into HITs (``stage_publish``, which leaves paid HITs pending),
-    checks the budget for every place, and asks for a ``create_study`` operation
-    keyed ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are
-    published once; after a failed attempt, the next request gets a new key).
+    checks the stage against the platform's rules (``stage_rules_check``) and the budget
+    for every place, and asks for a ``create_study`` operation keyed
+    ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are published once;
+    after a failed attempt, the next request gets a new key). When the stage already
+    has a study that still recruits, the operation raises that study's places instead of
+    creating another (``grow_study_id``; Prolific rate-limits many small studies), with
+    that study's completion codes. ``test`` (pilot only): the study is published to the
+    workspace's test participants (Prolific's test study), which costs no credits.
     The HITs become ``published`` when the operation is done. None if nothing is pending.
     """
     campaign = stage.campaign
@@ -117,6 +170,12 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
         return mturk_stage_publish(stage=stage, allow_partial=allow_partial)
     if campaign.provider != Provider.PROLIFIC:
         raise DomainError("stage_provider_publish handles Prolific and MTurk campaigns.")
+    if test and campaign.state != CampaignState.PILOT:
+        raise DomainError(
+            "A test study is for the pilot: move the campaign back to pilot first.",
+            errors={"state": [campaign.state]},
+        )
+    stage_rules_check(stage=stage)
     stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -140,17 +199,25 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
             return live
         key = base_key if not earlier.exists() else f"{base_key}:retry{earlier.count()}"
         places = sum(h.max_assignments for h in hits)
-        fee = fee_model_for(campaign.provider).assignment_fee(
-            reward=stage.reward, max_assignments=stage.assignments_per_hit
-        )
-        campaign_budget_check(
-            campaign=campaign, extra=(stage.reward + fee) * places, what="Publishing this stage"
-        )
-        codes = {
-            "completed": secrets.token_hex(4).upper(),
-            "failed_check": secrets.token_hex(4).upper(),
-            "screened_out": secrets.token_hex(4).upper(),
-        }
+        if not test:
+            fee = fee_model_for(campaign.provider).assignment_fee(
+                reward=stage.reward, max_assignments=stage.assignments_per_hit
+            )
+            campaign_budget_check(
+                campaign=campaign,
+                extra=(stage.reward + fee) * places,
+                what="Publishing this stage",
+            )
+        running = None if test else _running_study(stage=stage)
+        if running is not None:
+            codes = dict(running.payload.get("codes", {}))
+        else:
+            codes = {
+                "completed": secrets.token_hex(4).upper(),
+                "failed_check": secrets.token_hex(4).upper(),
+                "screened_out": secrets.token_hex(4).upper(),
+            }
+        config = stage.config or {}
         body = study_body(
             key=key,
             name=f"{campaign.name}: {stage.name}",
@@ -159,7 +226,7 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
             places=places,
             reward=Decimal(stage.reward),
             duration_minutes=max(1, int(stage.assignment_duration.total_seconds() // 60)),
-            estimated_minutes=(stage.config or {}).get("estimated_minutes"),
+            estimated_minutes=config.get("estimated_minutes"),
             codes=codes,
             filters=study_filters(
                 stage_requirements(stage=stage),
@@ -167,15 +234,34 @@ def stage_provider_publish(*, stage: Stage, allow_partial: bool = True) -> Provi
                 block_groups=_block_groups(campaign.owner_id),
             ),
             site_url=getattr(settings, "SITE_URL", "http://127.0.0.1:8000"),
+            max_per_participant=_max_per_participant(config),
         )
+        payload: dict[str, Any] = {
+            "stage_id": stage.pk,
+            "hit_ids": hit_ids,
+            "codes": codes,
+            "study": body,
+        }
+        if running is not None:
+            payload["grow_study_id"] = running.result["study_id"]
+        if test:
+            payload["test"] = True
         op, _ = operation_request(
             provider=campaign.provider,
             kind=OperationKind.CREATE_STUDY,
             key=key,
-            payload={"stage_id": stage.pk, "hit_ids": hit_ids, "codes": codes, "study": body},
+            payload=payload,
             campaign=campaign,
         )
     return op
+
+
+def _max_per_participant(config: Mapping[str, Any]) -> int:
+    raw = config.get("max_tasks_per_participant", 1)
+    try:
+        return max(1, int(raw)) if not isinstance(raw, bool) else 1
+    except (TypeError, ValueError):
+        return 1
 
 
 def _hits_being_published(*, stage: Stage) -> set[int]:

@@ -57,7 +57,8 @@ def make_campaign(owner, *, provider: str, slug: str, items: int = 2, budget=Non
         campaign=campaign,
         name="Write questions",
         task_type="question_writing",
-        config={"questions_per_hit": 1},
+        # £1.00 for 5 minutes: £12 an hour, above Prolific's minimum of £6.
+        config={"questions_per_hit": 1, "estimated_minutes": 5},
     )
     stage.reward = Decimal("1.00")
     stage.qualification_requirements = [

@@ -106,7 +106,7 @@ def test_waiting_hand_off_hits_go_out_after_the_max_wait(
     assert len(_studies_of(linking)) == 1
 
 
-def test_a_full_batch_goes_out_at_once_and_no_hit_is_in_two_studies(
+def test_later_batches_grow_the_stage_study_and_no_hit_is_in_two_studies(
     pipeline, fake, client, settings, django_capture_on_commit_callbacks
 ):
     settings.PAID_HANDOFF_BATCH_PLACES = 1
@@ -128,7 +128,42 @@ def test_a_full_batch_goes_out_at_once_and_no_hit_is_in_two_studies(
     )
     hit_ids = [h for op in ops for h in op.payload["hit_ids"]]
     assert len(hit_ids) == len(set(hit_ids)) == HIT.objects.filter(stage=linking).count()
-    assert len(_studies_of(linking)) == 2
+    # The second batch became more places on the stage's one study (PATCH), with its codes.
+    assert len(ops) == 2
+    (linking_study,) = _studies_of(linking)
+    second = ops.order_by("pk").last()
+    assert second.payload["grow_study_id"] == linking_study
+    assert second.payload["codes"] == ops.order_by("pk").first().payload["codes"]
+    assert second.result["grown"] is True
+    assert fake.state.studies[linking_study]["total_available_places"] == sum(
+        HIT.objects.filter(stage=linking).values_list("max_assignments", flat=True)
+    )
+    assert len(fake.calls("PATCH", rf"/api/v1/studies/{linking_study}/")) == 1
+    assert len(fake.state.studies) == 2  # writing's and linking's, nothing more
+
+
+def test_a_stopped_study_is_not_grown_a_new_one_is_made(
+    pipeline, fake, client, settings, django_capture_on_commit_callbacks
+):
+    settings.PAID_HANDOFF_BATCH_PLACES = 1
+    _campaign, writing, linking = pipeline
+    study_id, _ = publish(writing, fake)
+    _work_and_approve(client, fake, study_id, writing, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        run_operations()
+    (first,) = _studies_of(linking)
+    # All places taken and reviewed: Prolific moved the study on by itself.
+    fake.state.studies[first]["status"] = "AWAITING REVIEW"
+    _work_and_approve(client, fake, study_id, writing, django_capture_on_commit_callbacks)
+    with django_capture_on_commit_callbacks(execute=True):
+        run_operations()
+    studies = _studies_of(linking)
+    assert len(studies) == 2 and first in studies
+    last = ProviderOperation.objects.filter(
+        kind=OperationKind.CREATE_STUDY, payload__stage_id=linking.pk
+    ).latest("pk")
+    assert last.result["grow_refused"] == "AWAITING REVIEW" and last.result["created"]
+    assert not fake.calls("PATCH")
 
 
 def test_pause_reaches_a_study_whose_create_was_still_running(prolific_stage, fake):

@@ -94,11 +94,14 @@ class ProlificClient:
         json: Any = None,
         params: dict[str, Any] | None = None,
         idempotent: bool = True,
+        headers_out: dict[str, str] | None = None,
     ) -> Any:
         """Send one call, retrying what is safe to retry; the decoded JSON (or None).
 
         4xx other than 429 raise ``PermanentProviderError``. Retries exhausted, or an
         unsafe-to-retry failure of a non-idempotent call, raise ``TransientProviderError``.
+        ``headers_out``: filled with the successful answer's headers (a hook
+        subscription's ``X-Hook-Secret`` comes in one).
         """
         url = f"{self.base_url}{path}"
         attempt = 0
@@ -121,6 +124,8 @@ class ProlificClient:
                 delay = None
             else:
                 if response.status_code < 400:
+                    if headers_out is not None:
+                        headers_out.update(response.headers)
                     if not response.content:
                         return None
                     try:
@@ -234,11 +239,8 @@ class ProlificClient:
         )
 
     def participant_groups(self, *, workspace_id: str) -> Iterator[dict[str, Any]]:
-        # The reference shows ``filter[workspace_id]``; older examples ``workspace_id``.
-        return self.paginate(
-            "/api/v1/participant-groups/",
-            params={"filter[workspace_id]": workspace_id, "workspace_id": workspace_id},
-        )
+        """GET /api/v1/participant-groups/?workspace_id=… (or ``project_id``)."""
+        return self.paginate("/api/v1/participant-groups/", params={"workspace_id": workspace_id})
 
     def participant_group_create(self, *, workspace_id: str, name: str) -> dict[str, Any]:
         return dict(
@@ -263,4 +265,69 @@ class ProlificClient:
             "DELETE",
             f"/api/v1/participant-groups/{group_id}/participants/",
             json={"participant_ids": participant_ids},
+        )
+
+    # --- testing (api-reference/testing) ---------------------------------------------
+
+    def test_participant_create(self, *, email: str) -> dict[str, Any]:
+        """POST /api/v1/researchers/participants/ with ``email``: a test participant."""
+        return dict(
+            self.request(
+                "POST", "/api/v1/researchers/participants/", json={"email": email}, idempotent=False
+            )
+            or {}
+        )
+
+    def study_test(self, study_id: str) -> dict[str, Any]:
+        """POST /api/v1/studies/{id}/test-study: publish a draft to the test participants;
+        ``{"study_id", "study_url"}`` of the test study Prolific makes."""
+        return dict(
+            self.request("POST", f"/api/v1/studies/{study_id}/test-study", idempotent=False) or {}
+        )
+
+    # --- hooks (api-reference/webhooks) ----------------------------------------------
+
+    def hook_event_types(self) -> list[str]:
+        """GET /api/v1/hooks/event-types/: the event types one can subscribe to."""
+        body = self.request("GET", "/api/v1/hooks/event-types/")
+        rows = body.get("results", []) if isinstance(body, dict) else body or []
+        return [str(r.get("event_type", r)) if isinstance(r, dict) else str(r) for r in rows]
+
+    def hook_secret_create(self, *, workspace_id: str) -> dict[str, Any]:
+        """POST /api/v1/hooks/secrets/ — the workspace's signing secret (one active)."""
+        return dict(
+            self.request(
+                "POST",
+                "/api/v1/hooks/secrets/",
+                json={"workspace_id": workspace_id},
+                idempotent=False,
+            )
+        )
+
+    def hook_subscriptions(self, *, workspace_id: str) -> Iterator[dict[str, Any]]:
+        """GET /api/v1/hooks/subscriptions/?workspace_id=…"""
+        return self.paginate("/api/v1/hooks/subscriptions/", params={"workspace_id": workspace_id})
+
+    def hook_subscribe(
+        self, *, workspace_id: str, event_type: str, target_url: str
+    ) -> tuple[dict[str, Any], str]:
+        """POST /api/v1/hooks/subscriptions/; the subscription and its ``X-Hook-Secret``."""
+        headers: dict[str, str] = {}
+        body = self.request(
+            "POST",
+            "/api/v1/hooks/subscriptions/",
+            json={"workspace_id": workspace_id, "event_type": event_type, "target_url": target_url},
+            idempotent=False,
+            headers_out=headers,
+        )
+        secret = next((v for k, v in headers.items() if k.lower() == "x-hook-secret"), "")
+        return dict(body or {}), secret
+
+    def hook_confirm(self, subscription_id: str, *, secret: str) -> dict[str, Any]:
+        """POST /api/v1/hooks/subscriptions/{id}/ with the ``X-Hook-Secret``: confirms it."""
+        return dict(
+            self.request(
+                "POST", f"/api/v1/hooks/subscriptions/{subscription_id}/", json={"secret": secret}
+            )
+            or {}
         )

@@ -28,6 +28,7 @@ from campaigns.providers.base import (
 )
 from campaigns.providers.fees import ProlificFees
 from campaigns.providers.prolific.client import DEFAULT_API_URL, ProlificClient
+from campaigns.providers.prolific.rules import ProlificRules
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ REJECTION_MESSAGE_MIN = 100  # Prolific refuses shorter rejection messages.
 DONE_STATUSES = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED"})
 # Study statuses each study transition leads to, and those past which nothing moves.
 STUDY_FINISHED = frozenset({"AWAITING REVIEW", "COMPLETED"})
+# A study that still recruits (or will, once resumed) and so can take more places.
+STUDY_GROWABLE = frozenset({"ACTIVE", "PAUSED", "SCHEDULED", "PUBLISHING"})
 STUDY_TARGETS: dict[str, frozenset[str]] = {
     "PAUSE": frozenset({"PAUSED"}),
     "START": frozenset({"ACTIVE"}),
@@ -78,50 +81,12 @@ def study_filters(
     allow_groups: Iterable[str] = (),
     block_groups: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
-    """Prolific ``filters`` from a stage's ``qualification_requirements``.
-
-    Understood requirement shapes (others are ignored, with a warning):
-    ``{"kind": "approval_rate", "min": 95}`` → ``approval_rate`` range;
-    ``{"kind": "approved_count", "min": 100}`` → ``approval_numbers`` range;
-    ``{"kind": "locale", "countries": [...]}`` → ``current-country-of-residence``
-    (values are Prolific's choice ids for the filter: pass them as Prolific lists
-    them, ``GET /api/v1/filters/``). Allow- and block-list participant groups become
-    ``participant_group_allowlist`` / ``participant_group_blocklist``.
-    """
-    filters: list[dict[str, Any]] = []
-    for req in requirements:
-        kind = req.get("kind")
-        if kind == "approval_rate":
-            lower = int(req.get("min", 0))
-            filters.append(
-                {"filter_id": "approval_rate", "selected_range": {"lower": lower, "upper": 100}}
-            )
-        elif kind == "approved_count":
-            filters.append(
-                {
-                    "filter_id": "approval_numbers",
-                    "selected_range": {"lower": int(req.get("min", 0)), "upper": None},
-                }
-            )
-        elif kind in ("locale", "country"):
-            values = [str(v) for v in req.get("countries", req.get("values", []))]
-            if values:
-                filters.append(
-                    {"filter_id": "current-country-of-residence", "selected_values": values}
-                )
-        elif kind in ("quiz", "round", "gold_accuracy", "manual") or (
-            req.get("qualification_type_id") is not None
-        ):
-            continue  # custom qualifications: participant groups, passed in allow_groups
-        else:
-            logger.warning("prolific: requirement kind %r has no Prolific filter", kind)
-    allow = sorted(set(allow_groups))
-    block = sorted(set(block_groups))
-    if allow:
-        filters.append({"filter_id": "participant_group_allowlist", "selected_values": allow})
-    if block:
-        filters.append({"filter_id": "participant_group_blocklist", "selected_values": block})
-    return filters
+    """Prolific ``filters`` from a stage's ``qualification_requirements``
+    (``ProlificRules.study_filters``: ``RequirementRefused`` for one Prolific cannot
+    express, never dropped)."""
+    return ProlificRules().study_filters(
+        requirements, allow_groups=allow_groups, block_groups=block_groups
+    )
 
 
 def study_body(
@@ -137,15 +102,19 @@ def study_body(
     codes: Mapping[str, str],
     filters: list[dict[str, Any]],
     site_url: str,
+    max_per_participant: int = 1,
 ) -> dict[str, Any]:
     """The JSON of ``POST /api/v1/studies/`` for one publication of a stage.
 
     ``internal_name`` carries the operation's key: after a crash the study is found
     again by it rather than created twice. ``codes``: ``completed``, ``failed_check``
     and ``screened_out`` completion codes (participants are paid only after review).
+    ``max_per_participant`` > 1: a participant may take that many of the study's tasks
+    (``submissions_config.max_submissions_per_participant``; left out, Prolific's
+    default of one).
     """
     estimated = estimated_minutes or max(1, math.ceil(duration_minutes / 4))
-    return {
+    body: dict[str, Any] = {
         "name": name[:120],
         "internal_name": f"qaportal:{key}"[:255],
         "description": description or name,
@@ -178,6 +147,9 @@ def study_body(
         "peripheral_requirements": [],
         "filters": filters,
     }
+    if max_per_participant > 1:
+        body["submissions_config"] = {"max_submissions_per_participant": max_per_participant}
+    return body
 
 
 class ProlificProvider(Provider):
@@ -226,26 +198,103 @@ class ProlificProvider(Provider):
         return None
 
     def publish_hits(self, call: OperationCall) -> dict[str, Any]:
-        """Create the study (once: found again by ``internal_name``), then publish it."""
+        """Publish the HITs of ``call.payload["hit_ids"]`` on Prolific.
+
+        - ``grow_study_id`` in the payload (the stage's study already runs): raise that
+          study's places by the new HITs' (``PATCH total_available_places`` to a target
+          fixed at the first attempt, so a retry sets the same number). A study that
+          has finished or was stopped cannot take more: a new study is created instead.
+        - otherwise create the study (once: found again by ``internal_name``), then
+          publish it; with ``test`` in the payload, publish it to the workspace's test
+          participants only (``POST /api/v1/studies/{id}/test-study``), which costs no
+          credits, and the HITs belong to the test study Prolific makes.
+        """
+        hit_ids = call.payload.get("hit_ids", [])
+        grow = call.payload.get("grow_study_id")
+        if grow and not call.result.get("created"):
+            grown = self._study_grow(
+                call, str(grow), int(call.payload["study"]["total_available_places"])
+            )
+            if grown is not None:
+                return grown
         body = call.payload["study"]
-        study_id = call.result.get("study_id")
+        study_id = call.result.get("study_id") if call.result.get("created") else None
         if not study_id and (call.recovering or call.attempts > 1):
             study_id = self._study_find(body["internal_name"])
         if not study_id:
             study_id = str(self.client.study_create(body)["id"])
-            call.checkpoint(study_id=study_id)
-        elif "study_id" not in call.result:
-            call.checkpoint(study_id=study_id)
+        if not call.result.get("created"):
+            call.checkpoint(study_id=study_id, created=True)
+        if call.payload.get("test"):
+            return self._study_test(call, study_id, hit_ids)
         if call.payload.get("publish", True) and not call.result.get("published"):
             status = self.client.study_get(study_id).get("status")
             if status == "UNPUBLISHED":
                 self.client.study_transition(study_id, "PUBLISH")
             call.checkpoint(published=True)
-        hits = {
-            str(h): {"provider_hit_id": f"{study_id}:{h}", "group_id": study_id}
-            for h in call.payload.get("hit_ids", [])
+        return {
+            **call.result,
+            "study_id": study_id,
+            "published": bool(call.result.get("published")),
+            "hits": self._hit_map(study_id, hit_ids),
         }
-        return {"study_id": study_id, "published": bool(call.result.get("published")), "hits": hits}
+
+    @staticmethod
+    def _hit_map(study_id: str, hit_ids: Iterable[Any]) -> dict[str, dict[str, str]]:
+        return {
+            str(h): {"provider_hit_id": f"{study_id}:{h}", "group_id": study_id} for h in hit_ids
+        }
+
+    def _study_grow(self, call: OperationCall, study_id: str, places: int) -> dict[str, Any] | None:
+        """More places on a running study for the new HITs; None when it cannot take them."""
+        if call.result.get("grow_refused"):
+            return None
+        target = call.result.get("grow_target")
+        if target is None:
+            study = self.client.study_get(study_id)
+            if study.get("status") not in STUDY_GROWABLE:
+                call.checkpoint(grow_refused=str(study.get("status")))
+                return None
+            target = int(study.get("total_available_places") or 0) + places
+            call.checkpoint(grow_target=target)
+        self.client.study_update(study_id, {"total_available_places": int(target)})
+        call.checkpoint(study_id=study_id, published=True)
+        return {
+            **call.result,
+            "study_id": study_id,
+            "published": True,
+            "grown": True,
+            "target_places": int(target),
+            "hits": self._hit_map(study_id, call.payload.get("hit_ids", [])),
+        }
+
+    def _study_test(self, call: OperationCall, draft_id: str, hit_ids: list[Any]) -> dict[str, Any]:
+        """Publish the draft to the workspace's test participants (once, checkpointed)."""
+        test_id = call.result.get("test_study_id")
+        if not test_id:
+            answer = self.client.study_test(draft_id)
+            test_id = str(answer.get("study_id") or "")
+            if not test_id:
+                raise PermanentProviderError("Prolific made no test study (no study_id).")
+            call.checkpoint(test_study_id=test_id, test_study_url=answer.get("study_url"))
+        return {
+            **call.result,
+            "study_id": test_id,
+            "draft_study_id": draft_id,
+            "test": True,
+            "study_url": call.result.get("test_study_url"),
+            "published": True,
+            "hits": self._hit_map(test_id, hit_ids),
+        }
+
+    def test_participant_create(self, *, email: str) -> str:
+        """``POST /api/v1/researchers/participants/``: a test participant (no cash-out, no
+        fraud checks) in the workspace; its participant id. Enabled per workspace."""
+        answer = self.client.test_participant_create(email=email)
+        participant = answer.get("participant_id") or answer.get("id")
+        if not participant:
+            raise PermanentProviderError("Prolific returned no participant id.")
+        return str(participant)
 
     def add_assignments(self, call: OperationCall) -> dict[str, Any]:
         """Raise the study's places to an absolute target, fixed at the first attempt."""

@@ -1,0 +1,132 @@
+"""What a platform demands of a stage before money moves, readable without its API client.
+
+``rules_for(name)`` gives the platform's ``PlatformRules``: the minimum hourly reward
+it enforces, how a stage's requirements become its own filters (with what differs,
+said in words), and the currency its rewards are paid in. Cost estimates, the stage
+page and publishing ask these questions without naming a platform.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+CENT = Decimal("0.01")
+
+
+class RequirementRefused(ValueError):
+    """A stage requirement the platform cannot express. ``requirement`` is the one refused.
+
+    Refused rather than dropped: a requirement left out would open the work to everyone.
+    """
+
+    def __init__(self, message: str, *, requirement: Mapping[str, Any]) -> None:
+        super().__init__(message)
+        self.requirement = dict(requirement)
+
+
+@dataclass(frozen=True)
+class RequirementNote:
+    """One stage requirement as the platform will apply it."""
+
+    requirement: dict[str, Any]
+    platform_filter: str  # the platform's name for it ("" when nothing is sent)
+    note: str  # what differs from what the requester may expect, in words
+
+
+@dataclass(frozen=True)
+class PayCheck:
+    """A stage's reward against the platform's minimum hourly rate."""
+
+    currency: str
+    reward: Decimal
+    estimated_minutes: int
+    hourly_rate: Decimal | None  # None when the reward or the time is unknown
+    minimum_hourly: Decimal | None  # None: the platform sets no minimum
+    problem: str  # "" when the reward is fine
+
+    @property
+    def below_minimum(self) -> bool:
+        return bool(self.problem)
+
+
+def estimated_minutes(*, config: Mapping[str, Any] | None, assignment_duration: timedelta) -> int:
+    """Minutes one assignment is expected to take: ``config["estimated_minutes"]``, else a
+    quarter of the time allowed (at least 1)."""
+    raw = (config or {}).get("estimated_minutes")
+    try:
+        value = int(raw) if raw is not None and not isinstance(raw, bool) else 0
+    except (TypeError, ValueError):
+        value = 0
+    if value > 0:
+        return value
+    allowed = max(1, int(assignment_duration.total_seconds() // 60))
+    return max(1, math.ceil(allowed / 4))
+
+
+def hourly_rate(*, reward: Decimal, minutes: int) -> Decimal | None:
+    """``reward`` for ``minutes`` of work as a rate per hour, to the cent."""
+    if minutes <= 0:
+        return None
+    return (Decimal(reward) * 60 / minutes).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+class PlatformRules:
+    """A platform without rules of its own (the local workforce): no minimum, no filters."""
+
+    name = "local"
+    currency = "USD"
+
+    def minimum_hourly(self, currency: str) -> Decimal | None:
+        return None
+
+    def pay_check(
+        self,
+        *,
+        reward: Decimal,
+        currency: str,
+        config: Mapping[str, Any] | None,
+        assignment_duration: timedelta,
+    ) -> PayCheck:
+        """The stage's effective hourly rate against the platform's minimum for ``currency``."""
+        minutes = estimated_minutes(config=config, assignment_duration=assignment_duration)
+        rate = hourly_rate(reward=reward, minutes=minutes)
+        floor = self.minimum_hourly(currency)
+        problem = ""
+        if floor is not None and rate is not None and Decimal(reward) > 0 and rate < floor:
+            problem = (
+                f"{reward} {currency} for an estimated {minutes} min is {rate} {currency} an "
+                f"hour; {self.name.capitalize()} requires at least {floor} {currency} an hour. "
+                "Raise the reward or correct config.estimated_minutes."
+            )
+        return PayCheck(
+            currency=currency,
+            reward=Decimal(reward),
+            estimated_minutes=minutes,
+            hourly_rate=rate,
+            minimum_hourly=floor,
+            problem=problem,
+        )
+
+    def requirement_notes(self, requirements: Iterable[Mapping[str, Any]]) -> list[RequirementNote]:
+        """How each requirement is applied on the platform; ``RequirementRefused`` for one
+        it cannot express."""
+        return [RequirementNote(dict(r), "", "") for r in requirements]
+
+    def requirements_check(self, requirements: Iterable[Mapping[str, Any]]) -> None:
+        """Raise ``RequirementRefused`` for the first requirement the platform cannot express."""
+        self.requirement_notes(requirements)
+
+
+def rules_for(name: str) -> PlatformRules:
+    """The rules of platform ``name`` (``local``, ``mturk``, ``prolific``)."""
+    if name == "prolific":
+        # Lazily, as ``provider_for``: the package loads Prolific's HTTP client.
+        from campaigns.providers.prolific.rules import ProlificRules
+
+        return ProlificRules()
+    return PlatformRules()
