@@ -158,11 +158,13 @@ def test_a_stopped_study_is_not_grown_a_new_one_is_made(
     with django_capture_on_commit_callbacks(execute=True):
         run_operations()
     studies = _studies_of(linking)
-    assert len(studies) == 2 and first in studies
+    assert len(studies) == 2
+    assert first in studies
     last = ProviderOperation.objects.filter(
         kind=OperationKind.CREATE_STUDY, payload__stage_id=linking.pk
     ).latest("pk")
-    assert last.result["grow_refused"] == "AWAITING REVIEW" and last.result["created"]
+    assert last.result["grow_refused"] == "AWAITING REVIEW"
+    assert last.result["created"]
     assert not fake.calls("PATCH")
 
 
