@@ -80,6 +80,8 @@ class PlatformRules:
 
     name = "local"
     currency = "USD"
+    # A platform that pays through its own account needs a reward on every task.
+    requires_reward = False
 
     def minimum_hourly(self, currency: str) -> Decimal | None:
         return None
@@ -97,7 +99,14 @@ class PlatformRules:
         rate = hourly_rate(reward=reward, minutes=minutes)
         floor = self.minimum_hourly(currency)
         problem = ""
-        if floor is not None and rate is not None and Decimal(reward) > 0 and rate < floor:
+        if self.requires_reward and Decimal(reward) <= 0:
+            problem = (
+                f"{self.name.capitalize()} pays every task: set a reward "
+                f"(at least {floor} {currency} an hour)."
+                if floor is not None
+                else f"{self.name.capitalize()} pays every task: set a reward."
+            )
+        elif floor is not None and rate is not None and Decimal(reward) > 0 and rate < floor:
             problem = (
                 f"{reward} {currency} for an estimated {minutes} min is {rate} {currency} an "
                 f"hour; {self.name.capitalize()} requires at least {floor} {currency} an hour. "

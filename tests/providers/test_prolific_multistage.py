@@ -4,6 +4,7 @@ study, in batches; and a study created while its campaign was paused catches up.
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.utils import timezone
@@ -33,7 +34,13 @@ pytestmark = pytest.mark.django_db
 def pipeline(requester, fake):
     """Question writing (2 cells) → answer entity linking, on Prolific, in pilot."""
     campaign, writing = make_campaign(requester, provider="prolific", slug="prolific-two")
-    linking = stage_add(campaign=campaign, name="Link answers", task_type="answer_entity_linking")
+    linking = stage_add(
+        campaign=campaign,
+        name="Link answers",
+        task_type="answer_entity_linking",
+        reward=Decimal("0.20"),
+        config={"estimated_minutes": 1},  # £12 an hour
+    )
     stage_link(stage=writing, next_stage=linking, handoff={})
     return campaign, writing, linking
 

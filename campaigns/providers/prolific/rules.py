@@ -76,6 +76,7 @@ class ProlificRules(PlatformRules):
     """Prolific: minimum hourly reward by currency, requirement → filter mapping."""
 
     name = "prolific"
+    requires_reward = True  # a study's reward is 1 minor unit or more
 
     @property
     def currency(self) -> str:  # type: ignore[override]
