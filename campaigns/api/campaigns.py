@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -92,6 +93,17 @@ class CampaignListCreateApi(generics.ListAPIView):
         sample = serializers.BooleanField(
             default=True, help_text="With a recipe: load its sample items too."
         )
+        usd_rate = serializers.DecimalField(
+            max_digits=12,
+            decimal_places=6,
+            min_value=Decimal("0.000001"),
+            required=False,
+            help_text=(
+                "With a recipe on a platform paying in another currency than USD: units of "
+                "that currency per US dollar, to convert the recipe's USD prices (default: "
+                "the USD_EXCHANGE_RATES setting). Recorded as config.priced_in on each stage."
+            ),
+        )
 
     def get_queryset(self) -> Any:
         return campaign_list_visible(user=self.request.user).prefetch_related("collaborators")
@@ -169,6 +181,14 @@ class CampaignTransitionApi(APIView):
 
     class CampaignTransitionInputSerializer(StrictInputSerializer):
         state = serializers.ChoiceField(choices=CampaignState.choices)
+        test_study = serializers.BooleanField(
+            default=False,
+            help_text=(
+                "Into pilot on a platform with test participants (Prolific): publish the "
+                "pending work as a test study that only the workspace's test participants "
+                "see, at no cost. Refused elsewhere."
+            ),
+        )
 
     @extend_schema(
         request=CampaignTransitionInputSerializer,
@@ -182,7 +202,11 @@ class CampaignTransitionApi(APIView):
         campaign = campaign_or_404(request=request, slug=slug)
         serializer = self.CampaignTransitionInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        campaign = campaign_start(campaign=campaign, to_state=serializer.validated_data["state"])
+        campaign = campaign_start(
+            campaign=campaign,
+            to_state=serializer.validated_data["state"],
+            test_study=serializer.validated_data["test_study"],
+        )
         return Response(_campaign_out(campaign))
 
 
@@ -197,6 +221,12 @@ class StageCostSerializer(serializers.Serializer):
     rewards = money_field()
     fees = money_field()
     total = money_field()
+    estimated_minutes = serializers.IntegerField(allow_null=True)
+    hourly_rate = money_field(allow_null=True)
+    minimum_hourly = money_field(
+        allow_null=True, help_text="The platform's minimum reward per hour in this currency."
+    )
+    pay_warning = serializers.CharField(help_text="Empty when the reward meets the minimum.")
 
 
 class CostEstimateSerializer(serializers.Serializer):
@@ -208,6 +238,11 @@ class CostEstimateSerializer(serializers.Serializer):
     total = money_field()
     budget_cap = money_field(allow_null=True)
     within_budget = serializers.BooleanField()
+    fee_rate = serializers.DecimalField(max_digits=6, decimal_places=4, allow_null=True)
+    fee_note = serializers.CharField()
+    conversions = serializers.DictField(
+        child=serializers.DictField(), help_text="Stage name -> USD conversion applied."
+    )
 
 
 class CampaignCostEstimateApi(APIView):

@@ -20,6 +20,7 @@ from campaigns.api.common import (
 from campaigns.models import Stage
 from campaigns.selectors import stage_list_visible, stage_list_with_counts
 from campaigns.services import stage_add, stage_link, stage_update
+from campaigns.services.platform_rules import stage_platform_rules
 from campaigns.tasktypes import task_type_names
 
 STAGE_ERRORS: dict[int, OpenApiResponse] = {
@@ -52,6 +53,16 @@ class StageOutputSerializer(serializers.ModelSerializer):
     item_count = serializers.IntegerField(read_only=True)
     hit_count = serializers.IntegerField(read_only=True)
     assignment_count = serializers.IntegerField(read_only=True)
+    platform_rules = serializers.SerializerMethodField(
+        help_text=(
+            "The stage on its campaign's platform: each requirement as the platform applies "
+            "it (filter, note, refused), the reward per hour against the platform's minimum, "
+            "and the problems publishing would refuse."
+        )
+    )
+
+    def get_platform_rules(self, stage: Stage) -> dict[str, Any]:
+        return stage_platform_rules(stage=stage)
 
     class Meta:
         model = Stage
@@ -78,6 +89,7 @@ class StageOutputSerializer(serializers.ModelSerializer):
             "item_count",
             "hit_count",
             "assignment_count",
+            "platform_rules",
             "created_at",
         ]
         read_only_fields = fields

@@ -46,6 +46,7 @@ from campaigns.api.review import (
 )
 from campaigns.api.rounds import StageRoundApi, StageWageTopUpApi
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.testing import CampaignTestParticipantApi
 from campaigns.api.workers import (
     CampaignMessageApi,
     CampaignWorkerListApi,
@@ -165,6 +166,11 @@ urlpatterns = [
     ),
     # Money, workers, HITs, qualifications (docs/api.md).
     path("campaigns/<slug:slug>/costs/", CampaignCostsApi.as_view(), name="api-campaign-costs"),
+    path(
+        "campaigns/<slug:slug>/test-participants/",
+        CampaignTestParticipantApi.as_view(),
+        name="api-campaign-test-participants",
+    ),
     path(
         "campaigns/<slug:slug>/items/<int:item_id>/history/",
         ItemHistoryApi.as_view(),

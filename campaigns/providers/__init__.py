@@ -11,6 +11,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from campaigns.providers.base import FeeModel, NoFees, PermanentProviderError, Provider
 from campaigns.providers.fees import MTurkFees, ProlificFees
+from campaigns.providers.rules import rules_for
 
 
 def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
@@ -31,7 +32,8 @@ def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
 
 
 def currency_for(provider: str) -> str:
-    return "GBP" if provider == "prolific" else "USD"
+    """The currency ``provider`` pays in (Prolific: the workspace's, ``PROLIFIC_CURRENCY``)."""
+    return rules_for(provider).currency
 
 
 def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:

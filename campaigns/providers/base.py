@@ -31,6 +31,10 @@ class FeeModel(ABC):
     def bonus_fee(self, *, amount: Decimal) -> Decimal:
         """Fee for one bonus payment of ``amount``."""
 
+    def description(self) -> str:
+        """The fee rule in words, for estimates."""
+        return ""
+
 
 class NoFees(FeeModel):
     def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:

@@ -26,6 +26,12 @@ class MTurkFees(FeeModel):
     def __init__(self, *, masters: bool = False) -> None:
         self.masters = masters
 
+    def description(self) -> str:
+        return (
+            "MTurk: 20 % of rewards and bonuses, +20 % for HITs of 10 or more assignments, "
+            "+5 % with Masters; at least $0.01."
+        )
+
     def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
         rate = self.BASE
         if max_assignments >= self.LARGE_HIT_ASSIGNMENTS:
@@ -52,6 +58,13 @@ class ProlificFees(FeeModel):
 
     def __init__(self, rate: Decimal) -> None:
         self.rate = rate
+
+    def description(self) -> str:
+        percent = (self.rate * 100).quantize(Decimal("0.1"))
+        return (
+            f"Prolific's service fee: {percent} % of rewards and bonuses "
+            "(PROLIFIC_FEE_RATE; your account's rate and VAT may differ)."
+        )
 
     def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
         return to_cents(reward * self.rate)

@@ -36,6 +36,15 @@ class RequirementNote:
     requirement: dict[str, Any]
     platform_filter: str  # the platform's name for it ("" when nothing is sent)
     note: str  # what differs from what the requester may expect, in words
+    refused: str = ""  # why the platform cannot express it (publishing is refused)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "requirement": self.requirement,
+            "filter": self.platform_filter,
+            "note": self.note,
+            "refused": self.refused,
+        }
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,8 @@ class PlatformRules:
     currency = "USD"
     # A platform that pays through its own account needs a reward on every task.
     requires_reward = False
+    # The platform offers test participants and test publications (a pilot at no cost).
+    test_participants = False
 
     def minimum_hourly(self, currency: str) -> Decimal | None:
         return None
@@ -122,13 +133,15 @@ class PlatformRules:
         )
 
     def requirement_notes(self, requirements: Iterable[Mapping[str, Any]]) -> list[RequirementNote]:
-        """How each requirement is applied on the platform; ``RequirementRefused`` for one
-        it cannot express."""
+        """How each requirement is applied on the platform, and why one it cannot express
+        is refused (``RequirementNote.refused``)."""
         return [RequirementNote(dict(r), "", "") for r in requirements]
 
     def requirements_check(self, requirements: Iterable[Mapping[str, Any]]) -> None:
         """Raise ``RequirementRefused`` for the first requirement the platform cannot express."""
-        self.requirement_notes(requirements)
+        for note in self.requirement_notes(requirements):
+            if note.refused:
+                raise RequirementRefused(note.refused, requirement=note.requirement)
 
 
 def rules_for(name: str) -> PlatformRules:

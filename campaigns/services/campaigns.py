@@ -14,6 +14,7 @@ from django.utils.text import slugify
 
 from campaigns.models import Campaign, CampaignState, Item, Provider, Stage
 from campaigns.providers import currency_for
+from campaigns.providers.rules import rules_for
 from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
 from campaigns.services.stage_rules import stage_rules_problems
 from campaigns.tasktypes import UnknownTaskType, task_type_get
@@ -219,6 +220,10 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
         _check_editable(campaign)
+        if "qualification_requirements" in changes:
+            _requirements_check(
+                provider=campaign.provider, requirements=changes["qualification_requirements"]
+            )
         new_name = changes.get("name")
         if (
             new_name is not None
@@ -237,6 +242,17 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
             ) from exc
         stage.save()
     return stage
+
+
+def _requirements_check(*, provider: str, requirements: Any) -> None:
+    """Refuse (``DomainError``) requirements the platform cannot express, as the requester
+    sets them: refused with the platform's reason, never silently dropped."""
+    if not isinstance(requirements, list):
+        return
+    notes = rules_for(provider).requirement_notes(r for r in requirements if isinstance(r, dict))
+    refused = [n.refused for n in notes if n.refused]
+    if refused:
+        raise DomainError(" ".join(refused), errors={"qualification_requirements": refused})
 
 
 def stage_link(

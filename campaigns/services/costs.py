@@ -7,7 +7,7 @@ Reads only; nothing here writes or locks. The fee rules are the provider's own
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
 from django.db.models import Count
@@ -15,6 +15,7 @@ from django.db.models import Count
 from campaigns.models import Campaign, Item, Stage
 from campaigns.providers import fee_model_for, requires_masters
 from campaigns.providers.base import CENT, FeeModel
+from campaigns.providers.rules import rules_for
 from campaigns.services.errors import DomainError
 
 # Stage config key: how many items of the next stage one accepted assignment yields.
@@ -34,6 +35,12 @@ class StageCost:
     rewards: Decimal
     fees: Decimal
     total: Decimal
+    # The platform's pay rule (``campaigns.providers.rules``): the reward per hour for the
+    # stage's estimated minutes, the platform's minimum, and what is wrong, if anything.
+    estimated_minutes: int | None = None
+    hourly_rate: Decimal | None = None
+    minimum_hourly: Decimal | None = None
+    pay_warning: str = ""
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,10 @@ class CostEstimate:
     total: Decimal
     budget_cap: Decimal | None
     within_budget: bool
+    fee_rate: Decimal | None = None  # the platform's service fee on rewards and bonuses
+    fee_note: str = ""
+    # Prices converted from USD (a recipe's): {"from", "to", "rate", "source"} per stage.
+    conversions: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _outputs_per_assignment(stage: Stage) -> Decimal | None:
@@ -131,6 +142,23 @@ def _stage_cost(*, stage: Stage, items: int, fee_model: FeeModel) -> StageCost:
     )
 
 
+def _with_pay_check(cost: StageCost, *, stage: Stage, provider: str, currency: str) -> StageCost:
+    """``cost`` with the platform's pay rule applied to ``stage`` (rate, minimum, warning)."""
+    check = rules_for(provider).pay_check(
+        reward=stage.reward,
+        currency=currency,
+        config=stage.config,
+        assignment_duration=stage.assignment_duration,
+    )
+    return replace(
+        cost,
+        estimated_minutes=check.estimated_minutes,
+        hourly_rate=check.hourly_rate,
+        minimum_hourly=check.minimum_hourly,
+        pay_warning=check.problem,
+    )
+
+
 def stage_plan_cost(
     *,
     name: str,
@@ -178,7 +206,12 @@ def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
     if items is None:
         stages = [s for s in campaign.stages.all() if s.pk != stage.pk] + [stage]
         items = _ItemCounts(stages).of(stage)
-    return _stage_cost(stage=stage, items=items, fee_model=fee_model)
+    return _with_pay_check(
+        _stage_cost(stage=stage, items=items, fee_model=fee_model),
+        stage=stage,
+        provider=campaign.provider,
+        currency=campaign.currency,
+    )
 
 
 def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
@@ -192,12 +225,17 @@ def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
     stages = list(campaign.stages.order_by("position", "id"))
     counts = _ItemCounts(stages)
     costs = [
-        _stage_cost(
-            stage=s,
-            items=counts.of(s),
-            fee_model=fee_model_for(
-                campaign.provider, masters=requires_masters(s.qualification_requirements)
+        _with_pay_check(
+            _stage_cost(
+                stage=s,
+                items=counts.of(s),
+                fee_model=fee_model_for(
+                    campaign.provider, masters=requires_masters(s.qualification_requirements)
+                ),
             ),
+            stage=s,
+            provider=campaign.provider,
+            currency=campaign.currency,
         )
         for s in stages
     ]
@@ -205,6 +243,7 @@ def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
     total_fees = sum((c.fees for c in costs), ZERO)
     total = total_rewards + total_fees
     cap = campaign.budget_cap
+    fee_model = fee_model_for(campaign.provider)
     return CostEstimate(
         currency=campaign.currency,
         provider=campaign.provider,
@@ -214,6 +253,13 @@ def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
         total=total,
         budget_cap=cap,
         within_budget=cap is None or total <= cap,
+        fee_rate=getattr(fee_model, "rate", None),
+        fee_note=fee_model.description(),
+        conversions={
+            s.name: dict((s.config or {})["priced_in"])
+            for s in stages
+            if isinstance((s.config or {}).get("priced_in"), dict)
+        },
     )
 
 

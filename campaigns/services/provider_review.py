@@ -166,17 +166,35 @@ def _decision_pending(assignment: Assignment, kind: str) -> ProviderOperation | 
     )
 
 
+def hit_in_test_study(hit: HIT) -> bool:
+    """True when ``hit`` went to the platform's test participants only (a pilot's test
+    study): approving its work costs nothing, so the ledger records 0.00."""
+    if not hit.provider_group_id:
+        return False
+    return ProviderOperation.objects.filter(
+        provider=hit.provider,
+        kind=OperationKind.CREATE_STUDY,
+        state=OperationState.DONE,
+        result__study_id=hit.provider_group_id,
+        payload__test=True,
+    ).exists()
+
+
 def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> None:
-    """Commit the reward and platform fee of approving ``assignment`` (once per assignment)."""
+    """Commit the reward and platform fee of approving ``assignment`` (once per assignment).
+    A test study's work is paid nothing by the platform: both entries are 0.00."""
     hit = assignment.hit
     masters = requires_masters(hit.stage.qualification_requirements)
     fee = fee_model_for(assignment.provider, masters=masters).assignment_fee(
         reward=hit.reward, max_assignments=hit.max_assignments
     )
+    reward = hit.reward
+    if hit_in_test_study(hit):
+        reward, fee = Decimal("0.00"), Decimal("0.00")
     # A quiz's pay is its own kind; the key stays ``reward:assignment:<id>`` (how an
     # approval is found again, ``_approval_requested``).
     pay_kind = LedgerKind.QUIZ_PAYMENT if hit.stage.task_type == "quiz" else LedgerKind.REWARD
-    for kind, amount in ((LedgerKind.REWARD, hit.reward), (LedgerKind.PLATFORM_FEE, fee)):
+    for kind, amount in ((LedgerKind.REWARD, reward), (LedgerKind.PLATFORM_FEE, fee)):
         LedgerEntry.objects.get_or_create(
             key=f"{kind}:assignment:{assignment.pk}",
             defaults={

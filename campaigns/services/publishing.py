@@ -25,8 +25,10 @@ from campaigns.models import (
     Provider,
     Stage,
 )
+from campaigns.providers.rules import rules_for
 from campaigns.selectors_work import WORKABLE_STATES
 from campaigns.services.campaigns import campaign_transition
+from campaigns.services.errors import DomainError
 from linking import hooks as linking_hooks
 from validation.gold import gold_mix_order
 
@@ -163,8 +165,11 @@ def campaign_publish(*, campaign: Campaign) -> int:
     return total
 
 
-def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
+def campaign_start(*, campaign: Campaign, to_state: str, test_study: bool = False) -> Campaign:
     """Move ``campaign`` to ``to_state``; entering pilot/live publishes its pending work.
+
+    ``test_study`` (into pilot, on a platform with test participants): the pending work
+    goes to the platform's test participants only, at no cost (Prolific's test study).
 
     Local campaigns publish at once; Prolific campaigns ask for one study per stage
     with pending items, MTurk campaigns one ``create_hit`` operation per stage
@@ -173,6 +178,13 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
     row (``campaign_transition``); publishing happens in the same transaction, so a
     refusal (budget) leaves the campaign where it was.
     """
+    if test_study and (
+        to_state != CampaignState.PILOT or not rules_for(campaign.provider).test_participants
+    ):
+        raise DomainError(
+            "A test study is published into the pilot, on a platform with test participants.",
+            errors={"test_study": [f"{campaign.provider} → {to_state}"]},
+        )
     with transaction.atomic():
         previous = (
             Campaign.objects.select_for_update().values_list("state", flat=True).get(pk=campaign.pk)
@@ -190,7 +202,10 @@ def campaign_start(*, campaign: Campaign, to_state: str) -> Campaign:
                 from campaigns.services.provider_sync import stage_provider_publish
 
                 for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
-                    stage_provider_publish(stage=stage)
+                    if test_study:
+                        stage_provider_publish(stage=stage, test=True)
+                    else:
+                        stage_provider_publish(stage=stage)
     return campaign
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
@@ -27,6 +27,7 @@ from campaigns.providers import currency_for
 from campaigns.recipes import Recipe, recipe_get
 from campaigns.services.campaigns import campaign_create, stage_add, stage_link
 from campaigns.services.costs import EXPECTED_OUTPUTS_KEY, StageCost, stage_plan_cost
+from campaigns.services.currency import Conversion, usd_conversion
 from campaigns.services.errors import DomainError, StateConflict
 from campaigns.services.items import items_upload
 from campaigns.services.quizzes import quiz_qualification_type
@@ -39,14 +40,21 @@ def _recipe(name: str) -> Recipe:
         raise DomainError(str(exc.args[0]), errors={"recipe": ["unknown recipe"]}) from None
 
 
-def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[Stage]:
+def recipe_apply(
+    *, campaign: Campaign, name: str, sample: bool = True, usd_rate: Any = None
+) -> list[Stage]:
     """Add recipe ``name``'s stages, links and (with ``sample``) sample items to ``campaign``.
 
     The campaign must be a draft without stages (``StateConflict`` otherwise): a recipe
     is a starting point, not something merged into a design. All or nothing: one
     transaction under the campaign's row lock. Sets ``campaign.recipe``.
+
+    Recipe rewards and bonus amounts are US dollars; a campaign paying in another
+    currency gets them converted (``usd_conversion``: ``usd_rate`` or the setting), each
+    converted stage noting ``config["priced_in"]`` (the dollar amount and the rate).
     """
     recipe = _recipe(name)
+    conversion = usd_conversion(currency=campaign.currency, usd_rate=usd_rate)
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.state != CampaignState.DRAFT or locked.stages.exists():
@@ -60,13 +68,24 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 _requirement_resolved(r, stages=stages, campaign=locked)
                 for r in spec.qualification_requirements
             ]
+            config = dict(spec.config)
+            reward = spec.reward
+            bonus_rules = [dict(r) for r in spec.bonus_rules]
+            if conversion is not None:
+                reward = conversion.convert(spec.reward)
+                bonus_rules = [_rule_converted(r, conversion) for r in bonus_rules]
+                config["priced_in"] = {**conversion.as_dict(), "reward": str(spec.reward)}
+                if "pass_bonus" in config:
+                    config["pass_bonus"] = str(
+                        conversion.convert(Decimal(str(config["pass_bonus"])))
+                    )
             stages[spec.name] = stage_add(
                 campaign=locked,
                 name=spec.name,
                 task_type=spec.task_type,
-                config=dict(spec.config),
+                config=config,
                 instructions=spec.instructions,
-                reward=spec.reward,
+                reward=reward,
                 assignments_per_hit=spec.assignments_per_hit,
                 items_per_hit=spec.items_per_hit,
                 assignment_duration=spec.assignment_duration,
@@ -75,7 +94,7 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 qualification_requirements=requirements,
                 escalation_rule=dict(spec.escalation_rule),
                 review_rules=[_rule_resolved(r, stages=stages) for r in spec.review_rules],
-                bonus_rules=[dict(r) for r in spec.bonus_rules],
+                bonus_rules=bonus_rules,
             )
         # A round's grading stage is named in the writing stage's config.round; it is
         # added after the writing, so its id is known only now.
@@ -128,6 +147,22 @@ def _requirement_resolved(
     return out
 
 
+# Bonus-rule keys that hold money (recipes write them in US dollars).
+_MONEY_KEYS = ("amount", "bonus", "hourly", "per_entity", "per_item")
+
+
+def _rule_converted(rule: dict[str, Any], conversion: Conversion) -> dict[str, Any]:
+    """A bonus rule with its dollar amounts in the campaign's currency."""
+    out = dict(rule)
+    for key in _MONEY_KEYS:
+        if key in out and not isinstance(out[key], bool):
+            try:
+                out[key] = str(conversion.convert(Decimal(str(out[key]))))
+            except (InvalidOperation, ValueError):
+                continue
+    return out
+
+
 def _rule_resolved(rule: dict[str, Any], *, stages: dict[str, Stage]) -> dict[str, Any]:
     """A recipe's review rule with ``quiz_stage`` (an earlier quiz stage's name) made
     ``qualification``: the id of the qualification that quiz grants."""
@@ -139,14 +174,15 @@ def _rule_resolved(rule: dict[str, Any], *, stages: dict[str, Stage]) -> dict[st
 
 
 def campaign_create_with_recipe(
-    *, owner: Any, recipe: str = "", sample: bool = True, **fields: Any
+    *, owner: Any, recipe: str = "", sample: bool = True, usd_rate: Any = None, **fields: Any
 ) -> Campaign:
     """Create a draft campaign (``campaign_create`` with ``fields``) and, when ``recipe``
-    is given, put the recipe's stages into it; both or neither (one transaction)."""
+    is given, put the recipe's stages into it; both or neither (one transaction).
+    ``usd_rate``: the requester's rate for the recipe's dollar prices (``recipe_apply``)."""
     with transaction.atomic():
         campaign = campaign_create(owner=owner, **fields)
         if recipe:
-            recipe_apply(campaign=campaign, name=recipe, sample=sample)
+            recipe_apply(campaign=campaign, name=recipe, sample=sample, usd_rate=usd_rate)
             campaign.refresh_from_db()
     return campaign
 

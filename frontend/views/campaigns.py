@@ -21,6 +21,7 @@ from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_progress import campaign_progress
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.platform_rules import stage_platform_rules
 from campaigns.services.recipes import campaign_create_with_recipe
 from campaigns.services.work import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
@@ -117,6 +118,7 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
     if estimate_fn is not None:

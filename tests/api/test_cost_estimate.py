@@ -39,6 +39,11 @@ def test_local_campaign_pays_rewards_only(token_client, requester):
             "rewards": "11.25",
             "fees": "0.00",
             "total": "11.25",
+            # A quarter of the hour allowed; the local workforce sets no minimum.
+            "estimated_minutes": 15,
+            "hourly_rate": "5.00",
+            "minimum_hourly": None,
+            "pay_warning": "",
         }
     ]
     assert body["currency"] == "USD"

@@ -65,6 +65,10 @@ def test_worked_example_on_mturk(mturk):
             rewards=D("75.00"),
             fees=D("15.00"),
             total=D("90.00"),
+            estimated_minutes=15,  # a quarter of the hour allowed
+            hourly_rate=D("5.00"),
+            minimum_hourly=None,  # MTurk sets no minimum
+            pay_warning="",
         )
     ]
     assert (estimate.total_rewards, estimate.total_fees, estimate.total) == (

@@ -530,3 +530,46 @@ class ProlificProvider(Provider):
             )
             for s in self.client.study_submissions(study_id)
         ]
+
+    # --- webhooks (api-reference/webhooks: subscribing) ---------------------------------
+
+    HOOK_EVENTS: ClassVar[tuple[str, ...]] = ("study.status.change", "submission.status.change")
+
+    def hooks_setup(self, *, target_url: str, new_secret: bool = False) -> dict[str, Any]:
+        """Subscribe ``target_url`` to the study and submission status events of the
+        workspace, confirming each subscription with its ``X-Hook-Secret``; a subscription
+        already there (same event, same URL) is kept. ``new_secret``: create the
+        workspace's signing secret (one active per workspace: the old one stops working),
+        returned once as ``secret`` for ``PROLIFIC_WEBHOOK_SECRET``.
+        """
+        if not self.workspace_id:
+            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for webhooks.")
+        if not target_url.startswith("https://"):
+            raise PermanentProviderError("Prolific calls https:// addresses only (SITE_URL).")
+        offered = set(self.client.hook_event_types())
+        missing = [e for e in self.HOOK_EVENTS if e not in offered]
+        if missing:
+            raise PermanentProviderError(f"Prolific offers no {', '.join(missing)} events.")
+        out: dict[str, Any] = {"subscriptions": []}
+        if new_secret:
+            secret = self.client.hook_secret_create(workspace_id=self.workspace_id)
+            out["secret"] = secret.get("value") or secret.get("secret") or ""
+        existing = {
+            (h.get("event_type"), h.get("target_url")): h
+            for h in self.client.hook_subscriptions(workspace_id=self.workspace_id)
+        }
+        for event in self.HOOK_EVENTS:
+            found = existing.get((event, target_url))
+            if found is not None and found.get("is_enabled"):
+                out["subscriptions"].append(
+                    {"event_type": event, "id": found.get("id"), "new": False}
+                )
+                continue
+            hook, confirm = self.client.hook_subscribe(
+                workspace_id=self.workspace_id, event_type=event, target_url=target_url
+            )
+            if not confirm:
+                raise PermanentProviderError("Prolific sent no X-Hook-Secret to confirm with.")
+            self.client.hook_confirm(str(hook["id"]), secret=confirm)
+            out["subscriptions"].append({"event_type": event, "id": hook.get("id"), "new": True})
+        return out

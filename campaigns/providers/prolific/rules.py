@@ -77,6 +77,7 @@ class ProlificRules(PlatformRules):
 
     name = "prolific"
     requires_reward = True  # a study's reward is 1 minor unit or more
+    test_participants = True  # POST /api/v1/researchers/participants/, …/test-study
 
     @property
     def currency(self) -> str:  # type: ignore[override]
@@ -170,8 +171,13 @@ class ProlificRules(PlatformRules):
         notes = []
         for req in requirements:
             if not isinstance(req, Mapping):
-                raise RequirementRefused("A requirement must be an object.", requirement={})
-            found, note = self.requirement_filter(req)
+                notes.append(RequirementNote({}, "", "", "A requirement must be an object."))
+                continue
+            try:
+                found, note = self.requirement_filter(req)
+            except RequirementRefused as exc:
+                notes.append(RequirementNote(dict(req), "", "", str(exc)))
+                continue
             if found is not None:
                 name = str(found["filter_id"])
             elif note == NOTE_GROUP:
