@@ -393,6 +393,7 @@ def _bonuses_plan(
                 kind=LedgerKind.BONUS,
                 status=LedgerStatus.PLANNED,
                 amount=amount,
+                currency=stage.campaign.currency,
                 key=bonus_key(assignment_id=a.pk, item_id=item_id),
                 assignment=a,
                 worker_id=a.worker_id,

@@ -301,7 +301,13 @@ def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperat
         or summary["places"] >= int(getattr(settings, "PAID_HANDOFF_BATCH_PLACES", 50))
         or summary["oldest"] <= timezone.now() - max_wait
     )
-    return stage_provider_publish(stage=stage, allow_partial=force) if due else None
+    if not due:
+        return None
+    try:
+        return stage_provider_publish(stage=stage, allow_partial=force)
+    except DomainError as exc:  # the stage was changed to break a platform rule: HITs wait
+        logger.warning("hand-off publication of stage %s refused: %s", stage.pk, exc)
+        return None
 
 
 def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:

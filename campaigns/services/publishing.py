@@ -199,8 +199,14 @@ def campaign_start(*, campaign: Campaign, to_state: str, test_study: bool = Fals
                 campaign_publish(campaign=campaign)
             elif campaign.provider in (Provider.PROLIFIC, Provider.MTURK):
                 # Imported here: provider_sync imports this module.
-                from campaigns.services.provider_sync import stage_provider_publish
+                from campaigns.services.provider_sync import (
+                    stage_provider_publish,
+                    stage_rules_check,
+                )
 
+                # Every stage, fed ones too: a hand-off must not meet a refusal later.
+                for stage in campaign.stages.order_by("position"):
+                    stage_rules_check(stage=stage)
                 for stage in campaign.stages.filter(items__status=ItemStatus.PENDING).distinct():
                     if test_study:
                         stage_provider_publish(stage=stage, test=True)

@@ -443,8 +443,8 @@ def simulate_crowd(
     on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
     assignment is approved after each round (``assignment_approve``, source
     "simulator") so that approved answers hand off to the next stage; otherwise only
-    stages with an auto_approve rule flow. ``requester`` (invite entry) is the
-    requester's side between rounds: called whenever the crowd has run out of work, it
+    stages with an auto_approve rule flow. ``requester`` (either entry) is the
+    requester's side between rounds (on Prolific: sync, approve, publish hand-offs): called whenever the crowd has run out of work, it
     may act on the campaign (close a graded round, grant a qualification) and returns
     True when it did, so the workers look again; the run ends when it returns False.
     Raises ``SimulationError`` when the run cannot start.
@@ -490,7 +490,7 @@ def simulate_crowd(
         if entry == "prolific":
             from campaigns.simulate.prolific import ProlificSimulation
 
-            return ProlificSimulation(hooks=prolific_hooks, **options).run()
+            return ProlificSimulation(hooks=prolific_hooks, requester=requester, **options).run()
         return CrowdSimulation(requester=requester, **options).run()
 
     if base_url:

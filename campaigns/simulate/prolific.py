@@ -20,12 +20,13 @@ import random
 import secrets
 import time
 import urllib.parse
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
 from django.urls import reverse
 
-from campaigns.models import HIT, HITStatus, Provider
+from campaigns.models import HIT, HITStatus, OperationKind, Provider, ProviderOperation
 from campaigns.simulate.browser import Page
 from campaigns.simulate.crowd import MAX_RETURNS_PER_STAGE, CrowdSimulation, SimulatedWorker
 from campaigns.simulate.crowd import _Stage as Stage
@@ -65,6 +66,32 @@ def participant_id(*, seed: int, number: int) -> str:
     return f"{random.Random(f'{seed}:{number}:pid').getrandbits(96):024x}"
 
 
+def study_entries_allowed(*, study_id: str) -> int:
+    """How many times one participant may take study ``study_id``: its
+    ``submissions_config.max_submissions_per_participant`` as qaportal created it (-1, no
+    limit, counts as many), else Prolific's default of one."""
+    op = (
+        ProviderOperation.objects.filter(
+            provider=Provider.PROLIFIC,
+            kind=OperationKind.CREATE_STUDY,
+            result__study_id=study_id,
+        )
+        .order_by("pk")
+        .only("payload")
+        .first()
+    )
+    config = ((op.payload or {}).get("study") or {}).get("submissions_config") if op else None
+    most = int((config or {}).get("max_submissions_per_participant", 1))
+    return 10**6 if most == -1 else max(1, most)
+
+
+def study_published_hits(*, study_id: str) -> int:
+    """The number of qaportal HITs published in study ``study_id`` (it grows with places)."""
+    return HIT.objects.filter(
+        provider=Provider.PROLIFIC, provider_group_id=study_id, status=HITStatus.PUBLISHED
+    ).count()
+
+
 def stage_studies(*, stage_id: int) -> list[str]:
     """The Prolific studies holding the stage's published HITs."""
     return sorted(
@@ -89,7 +116,10 @@ class ProlificSimulation(CrowdSimulation):
         self.pids = {
             w.number: participant_id(seed=self.seed, number=w.number) for w in self.workers
         }
-        self.entered: dict[int, set[str]] = {w.number: set() for w in self.workers}
+        # Entries per participant and study, and the study's published HITs when the
+        # participant last found nothing left there (they look again once it grows).
+        self.entered: dict[int, Counter[str]] = {w.number: Counter() for w in self.workers}
+        self.found_none: dict[int, dict[str, int]] = {w.number: {} for w in self.workers}
         self.sessions: dict[int, ProlificSession] = {}  # by worker number: the current one
         self.completed: set[str] = set()
 
@@ -102,6 +132,11 @@ class ProlificSimulation(CrowdSimulation):
             finished = False
             while not finished and not self._out_of_time():
                 finished = not self._pass()
+                if finished and self.requester is not None and self.requester(self.campaign):
+                    # The requester synced and approved: hand-offs may have put new
+                    # places on the studies, so every participant looks again.
+                    finished = False
+                    self._advance()
                 if not finished:
                     self.result.rounds += 1
             if not finished:
@@ -122,13 +157,19 @@ class ProlificSimulation(CrowdSimulation):
             if worker.returns[stage.pk] >= MAX_RETURNS_PER_STAGE:
                 continue
             for study_id in stage_studies(stage_id=stage.pk):
-                if study_id in self.entered[worker.number]:
+                if self.entered[worker.number][study_id] >= study_entries_allowed(
+                    study_id=study_id
+                ):
+                    continue
+                last_empty = self.found_none[worker.number].get(study_id)
+                if last_empty is not None and study_published_hits(study_id=study_id) <= last_empty:
                     continue
                 if self._out_of_time():
                     return False
-                self.entered[worker.number].add(study_id)
                 if self._enter(worker, stage, study_id):
+                    self.entered[worker.number][study_id] += 1
                     return True
+                self.found_none[worker.number][study_id] = study_published_hits(study_id=study_id)
         return False
 
     def _enter(self, worker: SimulatedWorker, stage: Stage, study_id: str) -> bool:
