@@ -162,7 +162,7 @@ def test_mintaka_pilot_on_prolific_writing_to_export_with_the_ledger_exact(reque
     )
     assert (link_cost.hourly_rate, link_cost.minimum_hourly) == (Decimal("4.80"), Decimal("6.00"))
     assert "requires at least 6.00 GBP an hour" in link_cost.pay_warning
-    with pytest.raises(DomainError, match="4.80 GBP an hour"):
+    with pytest.raises(DomainError, match=r"4\.80 GBP an hour"):
         campaign_start(campaign=campaign, to_state=CampaignState.PILOT)
     for stage in (link_answers, link_questions):
         stage.refresh_from_db()
