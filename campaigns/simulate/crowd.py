@@ -446,7 +446,8 @@ def simulate_crowd(
     stages with an auto_approve rule flow. ``requester`` (either entry) is the
     requester's side between rounds (on Prolific: sync, approve, publish hand-offs);
     called whenever the crowd has run out of work, it may act on the campaign (close a
-    graded round, grant a qualification) and returns True when it did, so the workers look again; the run ends when it returns False.
+    graded round, grant a qualification) and returns True when it did, so the workers
+    look again; the run ends when it returns False.
     Raises ``SimulationError`` when the run cannot start.
     """
     campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
