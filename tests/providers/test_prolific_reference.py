@@ -1,0 +1,281 @@
+"""Every Prolific call qaportal makes, against the fake that validates the API reference's
+shapes: the request qaportal builds is accepted with the documented status, and a
+request that drifts from the reference is refused with Prolific's error body, which the
+client turns into a ``PermanentProviderError`` naming the field.
+
+docs/providers.md ("Prolific: the calls") lists the reference page of each call.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+import requests
+
+from campaigns.providers.base import OperationCall, PermanentProviderError
+from campaigns.providers.prolific import ProlificClient, ProlificProvider, study_body
+from campaigns.providers.prolific.rules import ProlificRules
+from campaigns.providers.rules import RequirementRefused
+
+CODES = {"completed": "C0DE1", "failed_check": "C0DE2", "screened_out": "C0DE3"}
+
+
+@pytest.fixture
+def client(fake) -> ProlificClient:
+    return ProlificClient(token="test-token", base_url=fake.url, backoff_base=0.001)
+
+
+def _body(**changes):
+    body = study_body(
+        key="publish:stage:1:hits:1-2:2",
+        name="Campaign: Write questions",
+        description="Write five questions.",
+        stage_id=1,
+        places=4,
+        reward=Decimal("1.00"),
+        duration_minutes=60,
+        estimated_minutes=5,
+        codes=CODES,
+        filters=ProlificRules().study_filters(
+            [{"kind": "approval_rate", "min": 95}, {"kind": "locale", "countries": ["1"]}]
+        ),
+        site_url="https://qaportal.example.org",
+        max_per_participant=3,
+    )
+    body.update(changes)
+    return body
+
+
+def _raw(fake, method, path, body):
+    return requests.request(
+        method, f"{fake.url}{path}", json=body, headers={"Authorization": "Token test-token"}
+    )
+
+
+def test_study_create_get_list_update_transition(client, fake):
+    study = client.study_create(_body())
+    assert fake.calls("POST", r"/api/v1/studies/$")[-1].status == 201
+    assert study["status"] == "UNPUBLISHED"
+    assert study["reward"] == 100  # pence
+    assert study["submissions_config"] == {"max_submissions_per_participant": 3}
+    assert [s["internal_name"] for s in client.studies_list()] == [
+        "qaportal:publish:stage:1:hits:1-2:2"
+    ]
+    assert client.study_get(study["id"])["id"] == study["id"]
+    client.study_transition(study["id"], "PUBLISH")
+    assert (
+        client.study_update(study["id"], {"total_available_places": 6})["total_available_places"]
+        == 6
+    )
+    for action, status in (("PAUSE", "PAUSED"), ("START", "ACTIVE"), ("STOP", "AWAITING REVIEW")):
+        assert client.study_transition(study["id"], action)["status"] == status
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"reward": 1.0}, "reward"),  # pence, an integer
+        ({"prolific_id_option": "url"}, "prolific_id_option"),
+        ({"completion_codes": []}, "completion_codes"),
+        (
+            {
+                "completion_codes": [
+                    {"code": "X", "code_type": "COMPLETED", "actions": [{"action": "PAY"}]}
+                ]
+            },
+            "completion_codes",
+        ),
+        ({"filters": [{"filter_id": "approval_rate", "selected_values": ["95"]}]}, "filters"),
+        (
+            {"filters": [{"filter_id": "current-country-of-residence", "selected_values": ["US"]}]},
+            "filters",
+        ),
+        ({"filters": [{"filter_id": "masters", "selected_values": ["1"]}]}, "filters"),
+        ({"device_compatibility": ["phone"]}, "device_compatibility"),
+        ({"total_places": 4}, "total_places"),  # not a field of the reference
+        ({"maximum_allowed_time": 1}, "maximum_allowed_time"),
+        ({"submissions_config": {"max_submissions_per_participant": 0}}, "submissions_config"),
+    ],
+)
+def test_study_create_refuses_what_the_reference_refuses(client, fake, changes, field):
+    with pytest.raises(PermanentProviderError, match=field):
+        client.study_create(_body(**changes))
+    answer = _raw(fake, "POST", "/api/v1/studies/", _body(**changes))
+    assert answer.status_code == 400
+    error = answer.json()["error"]
+    assert error["status"] == 400
+    assert error["title"]
+    assert field in error["detail"]
+    assert not fake.state.studies
+
+
+def test_required_fields_are_named(fake):
+    answer = _raw(fake, "POST", "/api/v1/studies/", {"name": "x"})
+    detail = answer.json()["error"]["detail"]
+    for field in ("description", "completion_codes", "reward", "total_available_places"):
+        assert field in detail
+    assert "external_study_url" in detail  # or access_details
+
+
+def test_published_study_only_grows(client, fake):
+    study = client.study_create(_body())
+    client.study_transition(study["id"], "PUBLISH")
+    with pytest.raises(PermanentProviderError, match="only be increased"):
+        client.study_update(study["id"], {"total_available_places": 2})
+    with pytest.raises(PermanentProviderError, match="reward"):
+        client.study_update(study["id"], {"reward": 200})
+    with pytest.raises(PermanentProviderError, match="action"):
+        client.study_transition(study["id"], "RESUME")
+
+
+def test_submission_transition_bulk_approve_and_reject(client, fake):
+    study = client.study_create(_body())
+    client.study_transition(study["id"], "PUBLISH")
+    subs = [fake.start_submission(study["id"]) for _ in range(3)]
+    for s in subs:
+        fake.complete_submission(s["id"], "C0DE1")
+    assert (
+        client.submission_transition(subs[0]["id"], {"action": "APPROVE"})["status"] == "APPROVED"
+    )
+    # Idempotent, as documented: the same request again is fine.
+    assert (
+        client.submission_transition(subs[0]["id"], {"action": "APPROVE"})["status"] == "APPROVED"
+    )
+    with pytest.raises(PermanentProviderError, match="message"):
+        client.submission_transition(
+            subs[1]["id"],
+            {"action": "REJECT", "message": "short", "rejection_category": "LOW_EFFORT"},
+        )
+    with pytest.raises(PermanentProviderError, match="rejection_category"):
+        client.submission_transition(
+            subs[1]["id"], {"action": "REJECT", "message": "x" * 100, "rejection_category": "BAD"}
+        )
+    with pytest.raises(PermanentProviderError, match="action"):
+        client.submission_transition(subs[1]["id"], {"action": "ACCEPT"})
+    assert client.submissions_bulk_approve([subs[1]["id"], subs[2]["id"]]) == (
+        "The request to bulk approve has been made successfully."
+    )
+    assert {fake.submission(s["id"])["status"] for s in subs} == {"APPROVED"}
+    both = _raw(
+        fake,
+        "POST",
+        "/api/v1/submissions/bulk-approve/",
+        {"submission_ids": [subs[0]["id"]], "study_id": study["id"], "participant_ids": ["p"]},
+    )
+    assert both.status_code == 400
+    records = ProlificProvider(client).sync_submissions(study_id=study["id"])
+    assert {r.status for r in records} == {"APPROVED"}
+    assert {r.entered_code for r in records} == {"C0DE1"}
+
+
+def test_bonus_setup_and_pay(client, fake):
+    study = client.study_create(_body())
+    client.study_transition(study["id"], "PUBLISH")
+    sub = fake.start_submission(study["id"])
+    setup = client.bonus_setup(study_id=study["id"], csv_bonuses=f"{sub['id']},0.50")
+    assert setup["amount"] == 50  # cents, as the reference says
+    client.bonus_pay(setup["id"])
+    assert fake.calls("POST", r"/api/v1/bulk-bonus-payments/")[-1].status == 202
+    assert fake.submission(sub["id"])["bonus_payments"] == [50]
+    with pytest.raises(PermanentProviderError, match="Not in this study"):
+        client.bonus_setup(study_id=study["id"], csv_bonuses="0123456789abcdef01234567,0.50")
+    with pytest.raises(PermanentProviderError, match="amount like"):
+        client.bonus_setup(study_id=study["id"], csv_bonuses=f"{sub['id']},50p")
+
+
+def test_messages_groups_and_their_refusals(client, fake):
+    study = client.study_create(_body())
+    client.message_bulk(participant_ids=["a" * 24], body="Thanks!", study_id=study["id"])
+    assert fake.calls("POST", r"/api/v1/messages/bulk/")[-1].status == 204
+    with pytest.raises(PermanentProviderError, match="body"):
+        client.message_bulk(participant_ids=["a" * 24], body="", study_id=study["id"])
+    group = client.participant_group_create(workspace_id="workspace-1", name="qaportal-qual-1")
+    assert [g["id"] for g in client.participant_groups(workspace_id="workspace-1")] == [group["id"]]
+    client.participant_group_add(group["id"], ["b" * 24])
+    client.participant_group_remove(group["id"], ["b" * 24])
+    with pytest.raises(PermanentProviderError, match="participant_ids"):
+        client.participant_group_add(group["id"], [])
+    with pytest.raises(PermanentProviderError, match="workspace_id"):
+        client.participant_group_create(workspace_id="", name="x")
+    listing = _raw(fake, "GET", "/api/v1/participant-groups/", None)
+    assert listing.status_code == 400
+
+
+def test_hooks_subscribe_confirm_and_are_idempotent(fake):
+    client = ProlificClient(token="test-token", base_url=fake.url, backoff_base=0.001)
+    provider = ProlificProvider(client, workspace_id="workspace-1")
+    url = "https://qaportal.example.org/work/prolific/hooks/"
+    out = provider.hooks_setup(target_url=url, new_secret=True)
+    assert out["secret"] == fake.state.hook_secrets["workspace-1"]["value"]
+    assert [s["event_type"] for s in out["subscriptions"]] == [
+        "study.status.change",
+        "submission.status.change",
+    ]
+    assert all(h["is_enabled"] for h in fake.state.hooks.values())
+    again = provider.hooks_setup(target_url=url)
+    assert [s["new"] for s in again["subscriptions"]] == [False, False]
+    assert len(fake.state.hooks) == 2
+    with pytest.raises(PermanentProviderError, match="https"):
+        provider.hooks_setup(target_url="http://localhost/hooks/")
+    refused = _raw(
+        fake,
+        "POST",
+        "/api/v1/hooks/subscriptions/",
+        {"workspace_id": "workspace-1", "event_type": "study.created", "target_url": url},
+    )
+    assert "event_type" in refused.json()["error"]["detail"]
+
+
+def test_test_participant_and_test_study(client, fake):
+    provider = ProlificProvider(client, workspace_id="workspace-1")
+    draft = client.study_create(_body())
+    with pytest.raises(PermanentProviderError, match="test participant"):
+        client.study_test(draft["id"])
+    pid = provider.test_participant_create(email="tester@example.org")
+    assert fake.state.test_participants == {pid: "tester@example.org"}
+    with pytest.raises(PermanentProviderError, match="email"):
+        provider.test_participant_create(email="not-an-email")
+    call = OperationCall(
+        operation_id=1,
+        kind="create_study",
+        key="k",
+        payload={"study": _body(), "hit_ids": [7], "test": True},
+    )
+    result = provider.publish_hits(call)
+    assert result["test"] is True
+    assert fake.state.studies[result["study_id"]]["is_test"] is True
+    assert result["hits"] == {
+        "7": {"provider_hit_id": f"{result['study_id']}:7", "group_id": result["study_id"]}
+    }
+    assert fake.state.studies[result["draft_study_id"]]["status"] == "UNPUBLISHED"
+
+
+def test_requirement_mapping_refuses_what_prolific_cannot_express():
+    rules = ProlificRules()
+    for req, message in (
+        ({"kind": "masters"}, "no Masters"),
+        ({"kind": "locale", "countries": ["US-NY"]}, "subdivisions"),
+        ({"kind": "locale", "countries": ["1"], "exclude": True}, "cannot exclude"),
+        ({"kind": "approval_rate", "min": 120}, "0 to 100"),
+        ({"kind": "hit_count"}, "no filter"),
+    ):
+        with pytest.raises(RequirementRefused, match=message):
+            rules.study_filters([req])
+        (note,) = rules.requirement_notes([req])
+        assert message in note.refused
+    notes = rules.requirement_notes([{"kind": "adult"}, {"quiz_stage": 3}])
+    assert [n.platform_filter for n in notes] == ["", "participant_group_allowlist"]
+    assert rules.study_filters([{"kind": "adult"}]) == []
+
+
+def test_error_bodies_reach_the_requester_shortened_without_the_token(client, fake):
+    with pytest.raises(PermanentProviderError) as caught:
+        client.study_create(_body(reward=0))
+    text = str(caught.value)
+    assert text.startswith("Prolific answered 400")
+    assert "reward" in text
+    assert "test-token" not in text
+    bad = ProlificClient(token="wrong", base_url=fake.url)
+    with pytest.raises(PermanentProviderError, match="401"):
+        bad.study_get("x")
