@@ -322,6 +322,16 @@ def prolific_study_codes(*, study_id: str) -> dict[str, str] | None:
     return dict(op.payload.get("codes", {})) if op is not None else None
 
 
+def prolific_study_of_submission(*, submission_id: str) -> str | None:
+    """The study of the assignment whose Prolific session is ``submission_id`` (a hook's
+    ``resource_id`` for submission events); None when qaportal has no such session."""
+    return (
+        Assignment.objects.filter(provider=Provider.PROLIFIC, provider_assignment_id=submission_id)
+        .values_list("hit__provider_group_id", flat=True)
+        .first()
+    )
+
+
 def prolific_study_stage(*, study_id: str, stage_id: int | None = None) -> Stage | None:
     """The stage whose HITs make up study ``study_id`` (``stage_id`` from the URL, checked)."""
     hits = HIT.objects.filter(provider=Provider.PROLIFIC, provider_group_id=study_id)

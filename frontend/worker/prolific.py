@@ -39,6 +39,7 @@ from campaigns.selectors_work import RequestWorkers, assignment_is_current
 from campaigns.services.provider_sync import (
     prolific_assignment_accept,
     prolific_study_codes,
+    prolific_study_of_submission,
     prolific_study_stage,
 )
 from campaigns.services.work import (
@@ -211,8 +212,17 @@ def hooks(request: HttpRequest) -> HttpResponse:
     study_id = None
     if isinstance(event, dict):
         candidate = event.get("study_id")
-        if candidate is None and str(event.get("event_type", "")).startswith("study."):
+        kind = str(event.get("event_type", ""))
+        if candidate is None and kind.startswith("study."):
             candidate = event.get("resource_id")
+        resource = event.get("resource_id")
+        if candidate is None and kind.startswith("submission.") and isinstance(resource, str):
+            # A submission event names the submission: sync its study only.
+            candidate = (
+                prolific_study_of_submission(submission_id=resource)
+                if _ID.match(resource)
+                else None
+            )
         if isinstance(candidate, str) and _ID.match(candidate):
             study_id = candidate
     from campaigns.tasks import prolific_sync_task

@@ -341,6 +341,36 @@ def test_webhook_valid_signature_enqueues_sync(fake, client, django_capture_on_c
     assert len(callbacks) == 1
 
 
+def test_submission_event_syncs_its_study_only(
+    prolific_stage, fake, client, django_capture_on_commit_callbacks
+):
+    _campaign, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    session, _ = work(client, fake, study_id, stage)
+    body = json.dumps(
+        {
+            "event_type": "submission.status.change",
+            "resource_id": session["id"],
+            "status": "AWAITING REVIEW",
+        }
+    ).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/work/prolific/hooks/", body, content_type="application/json", **_signed(body)
+        )
+    assert response.json() == {"accepted": True, "study_id": study_id}
+    # The event drove the sync: the session is confirmed without waiting for polling.
+    assignment = Assignment.objects.get(provider_assignment_id=session["id"])
+    assert assignment.review_details["identity"]["status"] == "confirmed"
+    unknown = json.dumps(
+        {"event_type": "submission.status.change", "resource_id": "0" * 24}
+    ).encode()
+    response = client.post(
+        "/work/prolific/hooks/", unknown, content_type="application/json", **_signed(unknown)
+    )
+    assert response.json() == {"accepted": True, "study_id": None}  # polling syncs all
+
+
 @pytest.mark.parametrize(
     "headers",
     [
