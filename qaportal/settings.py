@@ -328,6 +328,16 @@ PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
 PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
 PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
 PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# The workspace's currency, Prolific's minimum hourly reward per currency, and the rate
+# USD-priced recipes convert at ("GBP=6.00,USD=8.00" style lists; amounts stay strings
+# and become Decimal where used).
+PROLIFIC_CURRENCY = os.environ.get("PROLIFIC_CURRENCY", "GBP").upper()
+PROLIFIC_MIN_HOURLY = dict(
+    pair.split("=", 1) for pair in env_list("PROLIFIC_MIN_HOURLY") if "=" in pair
+) or {"GBP": "6.00", "USD": "8.00"}
+USD_EXCHANGE_RATES = dict(
+    pair.split("=", 1) for pair in env_list("USD_EXCHANGE_RATES") if "=" in pair
+) or {"GBP": "0.79", "EUR": "0.92"}
 # Mechanical Turk (boto3). Secrets: never logged. Sandbox unless MTURK_SANDBOX is off.
 MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
 MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
