@@ -1,5 +1,6 @@
 """Dataset downloads from the campaign page: each export format streamed as a file,
-worker ids as pseudonyms (real ids only through the API or the command, audited)."""
+worker ids as pseudonyms (real ids only through the API or the command, audited).
+Every download is recorded in the export audit with what it contained."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.views.decorators.http import require_GET
 from campaigns.api.exports import export_filename
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.exports.services import export_stream_audited
 from campaigns.jobs import export_rows_estimate
 from frontend.views.common import campaign_or_404
 
@@ -35,8 +37,10 @@ def campaign_export_view(request: HttpRequest, slug: str, name: str) -> HttpResp
         )
         return redirect(reverse("frontend:campaign-detail", args=[campaign.slug]) + "#export")
     response = StreamingHttpResponse(
-        fmt.stream(campaign=campaign, split=split),
-        content_type=f"{fmt.content_type}; charset=utf-8",
+        export_stream_audited(
+            campaign=campaign, export_format=name, actor=request.user, via="page", split=split
+        ),
+        content_type=fmt.content_type if fmt.binary else f"{fmt.content_type}; charset=utf-8",
     )
     filename = export_filename(campaign=campaign, name=name, split=split)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
