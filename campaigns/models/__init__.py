@@ -14,6 +14,7 @@ from campaigns.models.choices import (
     QualificationKind,
 )
 from campaigns.models.credentials import ProviderCredential
+from campaigns.models.datasheet import Datasheet
 from campaigns.models.local import InviteLink, InviteRedemption, LocalGrant
 from campaigns.models.money import LedgerEntry, ProviderOperation, ProviderSyncCursor
 from campaigns.models.work import HIT, Assignment, DetachedAnswer, HITItem
@@ -33,6 +34,7 @@ __all__ = [
     "Campaign",
     "CampaignState",
     "CampaignWorker",
+    "Datasheet",
     "DetachedAnswer",
     "ExportAudit",
     "HITItem",

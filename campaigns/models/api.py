@@ -37,8 +37,11 @@ class IdempotencyRecord(models.Model):
 
 
 class ExportAudit(models.Model):
-    """One export that showed workers' real platform ids instead of pseudonyms: who
-    asked, for which campaign and format, when and through what (API, command, page)."""
+    """One export on record: who asked, for which campaign and format, when and through
+    what (API, command, page), whether it showed workers' real platform ids, and (once
+    it finished) what it contained: the dataset version, the campaign's state, row
+    counts per split and a checksum of the data, so a published version can be
+    reproduced. Exports with real worker ids are always recorded, before they start."""
 
     campaign = models.ForeignKey(
         "campaigns.Campaign", on_delete=models.CASCADE, related_name="export_audits"
@@ -54,10 +57,19 @@ class ExportAudit(models.Model):
     export_format = models.CharField(max_length=40)
     via = models.CharField(max_length=20)
     reason = models.TextField(blank=True)
+    revealed_worker_ids = models.BooleanField(default=False)
+    dataset_version = models.CharField(max_length=40, blank=True)
+    campaign_state = models.CharField(max_length=16, blank=True)
+    row_counts = models.JSONField(default=dict, blank=True, help_text="Rows per split or file.")
+    checksum = models.CharField(
+        max_length=71, blank=True, help_text="sha256:<hex> of the exported data."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
-        return f"{self.export_format} of campaign {self.campaign_id} with real worker ids"
+        ids = " with real worker ids" if self.revealed_worker_ids else ""
+        return f"{self.export_format} of campaign {self.campaign_id}{ids}"

@@ -1,0 +1,212 @@
+"""What the ``hf`` export holds: the dataset's shape (rows, their features, their
+split) for a campaign.
+
+Two shapes:
+
+* **Mintaka** (a campaign from a recipe whose export is ``mintaka``): one row per QA
+  pair in Mintaka's schema (``campaigns.exports.mintaka``), with the features the
+  released ``mintaka_*.json`` files load with in ``datasets`` (``translations`` a
+  struct of Mintaka's eight languages, ``questionEntity`` a list of JSON objects,
+  ``answer`` a JSON object, whose ``answer`` mixes entities, numbers, booleans and text).
+* **Examples** (every other campaign): one row per accepted example, the rows of the
+  ``jsonl`` export (``campaigns.exports.provenance``), item data and answers as JSON.
+
+Rows are read a chunk at a time (keyset pages) and each is put in ``train``, ``dev`` or
+``test`` by a seeded shuffle of the example ids cut at the ratios: the same seed and
+data give the same split, with exact sizes. ``datasets`` and ``pyarrow`` are imported
+only when features are built, never when this module is.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from campaigns.exports.mintaka import SPLITS, _pairs, mintaka_examples
+from campaigns.exports.provenance import accepted_examples
+from campaigns.models import Assignment, AssignmentStatus, Campaign
+from campaigns.recipes import RECIPES
+
+# Mintaka's languages, in the order of the released files' ``translations``.
+MINTAKA_LANGUAGES = ("ar", "de", "ja", "hi", "pt", "es", "it", "fr")
+
+
+def split_membership(ids: Sequence[Any], *, ratios: Sequence[Decimal], seed: int) -> dict[Any, str]:
+    """Id -> split: ``ids`` shuffled with ``seed``, cut at ``ratios`` (train and dev
+    rounded down, test takes the rest), as ``campaigns.exports.mintaka.split_of``."""
+    order = list(range(len(ids)))
+    random.Random(seed).shuffle(order)
+    n_train = int(len(ids) * ratios[0])
+    n_dev = int(len(ids) * ratios[1])
+    out = {}
+    for rank, index in enumerate(order):
+        out[ids[index]] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
+    return out
+
+
+@dataclass(frozen=True)
+class DatasetShape:
+    """One way of turning a campaign into dataset rows."""
+
+    name: str  # "mintaka" or "examples"
+    description: str
+    # () -> the datasets.Features of a row (imports datasets when called)
+    features: Callable[[], Any]
+    # (campaign, reveal) -> example ids in row order (for the split)
+    ids: Callable[[Campaign], list[Any]]
+    # (campaign, reveal) -> (id, row) pairs, rows already encoded for Arrow
+    rows: Callable[[Campaign, bool], Iterator[tuple[Any, dict[str, Any]]]]
+
+
+# --- Mintaka ------------------------------------------------------------------------
+
+
+def mintaka_features() -> Any:
+    """The features ``datasets`` gives the released Mintaka JSON files."""
+    from datasets import Features, Json, List, Value
+
+    return Features(
+        {
+            "id": Value("string"),
+            "question": Value("string"),
+            "translations": {lang: Value("string") for lang in MINTAKA_LANGUAGES},
+            "questionEntity": List(Json()),
+            "answer": Json(),
+            "category": Value("string"),
+            "complexityType": Value("string"),
+        }
+    )
+
+
+def _mintaka_ids(campaign: Campaign) -> list[Any]:
+    return [p["id"] for chunk in _pairs(campaign) for p in chunk]
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+    # Mintaka's rows name no worker: ``reveal`` changes nothing here.
+    for example in mintaka_examples(campaign=campaign):
+        given = example.get("translations")
+        translations = (
+            {
+                lang: (str(given[lang]) if given.get(lang) is not None else None)
+                for lang in MINTAKA_LANGUAGES
+            }
+            if isinstance(given, dict)
+            else None
+        )
+        yield (
+            example["id"],
+            {
+                "id": example["id"],
+                "question": example["question"],
+                "translations": translations,
+                "questionEntity": [_dumps(e) for e in example["questionEntity"]],
+                "answer": _dumps(example["answer"]),
+                "category": example["category"],
+                "complexityType": example["complexityType"],
+            },
+        )
+
+
+# --- Accepted examples --------------------------------------------------------------
+
+
+def examples_features() -> Any:
+    """One accepted example: who did what on which item, and where the item came from."""
+    from datasets import Features, Json, List, Value
+
+    return Features(
+        {
+            "assignment": Value("int64"),
+            "stage": Value("string"),
+            "task_type": Value("string"),
+            "item_external_id": Value("string"),
+            "item_data": Json(),
+            "worker": Value("string"),
+            "answers": Json(),
+            "submitted_at": Value("string"),
+            "decided_at": Value("string"),
+            "decision_source": Value("string"),
+            "lineage": List(
+                {"stage": Value("int64"), "assignment": Value("int64"), "worker": Value("string")}
+            ),
+        }
+    )
+
+
+def _examples_ids(campaign: Campaign) -> list[Any]:
+    queryset = Assignment.objects.filter(
+        hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED
+    ).order_by("pk")
+    return list(queryset.values_list("pk", flat=True).iterator(chunk_size=20000))
+
+
+def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+    for e in accepted_examples(campaign=campaign, reveal=reveal):
+        yield (
+            e["assignment"],
+            {
+                "assignment": e["assignment"],
+                "stage": e["stage_name"],
+                "task_type": e["task_type"],
+                "item_external_id": e["item_external_id"],
+                "item_data": _dumps(e["item_data"]),
+                "worker": e["worker"],
+                "answers": _dumps(e["answers"]),
+                "submitted_at": e["submitted_at"],
+                "decided_at": e["decided_at"],
+                "decision_source": e["decision_source"],
+                "lineage": e["lineage"],
+            },
+        )
+
+
+MINTAKA_SHAPE = DatasetShape(
+    name="mintaka",
+    description="One row per question in Mintaka's schema (Sen et al., 2022).",
+    features=mintaka_features,
+    ids=_mintaka_ids,
+    rows=_mintaka_rows,
+)
+EXAMPLES_SHAPE = DatasetShape(
+    name="examples",
+    description="One row per accepted example (an approved assignment) with its lineage.",
+    features=examples_features,
+    ids=_examples_ids,
+    rows=_examples_rows,
+)
+
+
+def dataset_shape(*, campaign: Campaign) -> DatasetShape:
+    """Mintaka's shape for a campaign from a recipe exported in Mintaka's schema, the
+    accepted examples otherwise."""
+    recipe = RECIPES.get(campaign.recipe)
+    if recipe is not None and recipe.export_format == MINTAKA_SHAPE.name:
+        return MINTAKA_SHAPE
+    return EXAMPLES_SHAPE
+
+
+def dataset_rows(
+    *,
+    campaign: Campaign,
+    ratios: Sequence[Decimal],
+    seed: int,
+    reveal: bool = False,
+    shape: DatasetShape | None = None,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(split, row)`` for every row of the campaign's dataset, in id order, read a
+    chunk at a time."""
+    shape = shape or dataset_shape(campaign=campaign)
+    membership = split_membership(shape.ids(campaign), ratios=ratios, seed=seed)
+    for key, row in shape.rows(campaign, reveal):
+        split = membership.get(key)
+        if split in SPLITS:  # a row approved after the ids were read waits for the next export
+            yield split, row
