@@ -10,6 +10,7 @@ from frontend.views.campaigns import (
     stage_upload_view,
 )
 from frontend.views.credentials import credentials_delete_view, credentials_set_view
+from frontend.views.datasheet import campaign_datasheet_view
 from frontend.views.exports import campaign_export_view
 from frontend.views.generated_questions import (
     generated_question_act_view,
@@ -130,6 +131,7 @@ urlpatterns = [
     ),
     path("campaigns/<slug:slug>/items/<int:item_id>/", item_history_view, name="item-history"),
     path("campaigns/<slug:slug>/export/<slug:name>/", campaign_export_view, name="campaign-export"),
+    path("campaigns/<slug:slug>/datasheet/", campaign_datasheet_view, name="campaign-datasheet"),
     path(
         "campaigns/<slug:slug>/generated-questions/",
         generated_questions_view,

@@ -22,7 +22,7 @@ from campaigns.api.common import NOT_VISIBLE, campaign_or_404
 from campaigns.exports import FORMATS, export_format_get
 from campaigns.exports.mintaka import SPLITS, parse_ratios
 from campaigns.models import Campaign
-from campaigns.services.exports import export_reveal_check
+from campaigns.services.exports import export_stream_audited
 
 
 class ExportFormatSerializer(serializers.Serializer):
@@ -63,14 +63,27 @@ class ExportQuerySerializer(serializers.Serializer):
         choices=["all", *SPLITS], default="all", help_text="mintaka: one split, or all."
     )
     ratios = serializers.CharField(
-        default="0.7,0.1,0.2", help_text="mintaka: train,dev,test ratios summing to 1."
+        default="0.7,0.1,0.2",
+        help_text="mintaka, hf, croissant: train,dev,test ratios summing to 1.",
     )
-    seed = serializers.IntegerField(default=0, help_text="mintaka: the split's seed.")
+    seed = serializers.IntegerField(
+        default=0, help_text="mintaka, hf, croissant: the split's seed."
+    )
     reveal_worker_ids = serializers.BooleanField(
         default=False, help_text="Real platform worker ids instead of pseudonyms (owner only)."
     )
     confirm = serializers.CharField(
         required=False, allow_blank=True, help_text="With reveal_worker_ids: the slug again."
+    )
+    version = serializers.RegexField(
+        r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,39}$",
+        required=False,
+        help_text="hf, croissant: the dataset version (default: from the data's checksum).",
+    )
+    license = serializers.RegexField(
+        r"^[a-z0-9][a-z0-9.+-]{0,39}$",
+        default="unknown",
+        help_text="hf, croissant: the license id the Hub knows, e.g. cc-by-4.0.",
     )
 
     def validate_ratios(self, value: str) -> Any:
@@ -88,7 +101,9 @@ def export_filename(*, campaign: Campaign, name: str, split: str) -> str:
 
 class CampaignExportApi(APIView):
     """One export of the campaign, streamed as a file download (flat memory whatever
-    its size). ``mintaka`` takes ``split``, ``ratios`` and ``seed``; every format takes
+    its size). ``mintaka`` takes ``split``, ``ratios`` and ``seed``; ``hf`` (the folder
+    as a zip) and ``croissant`` take ``ratios``, ``seed``, ``version`` and ``license``;
+    every export is recorded in the export audit. Every format takes
     ``reveal_worker_ids`` with ``confirm`` set to the campaign's slug (owner or staff;
     recorded in the export audit)."""
 
@@ -110,21 +125,25 @@ class CampaignExportApi(APIView):
         options = dict(query.validated_data)
         reveal = options.pop("reveal_worker_ids")
         confirm = options.pop("confirm", "")
-        if reveal:
-            if confirm != campaign.slug:
-                raise ValidationError(
-                    {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
-                )
-            try:
-                export_reveal_check(
-                    campaign=campaign, actor=request.user, export_format=export_format, via="api"
-                )
-            except DjangoPermissionDenied as exc:
-                raise DRFPermissionDenied(str(exc)) from None
+        if reveal and confirm != campaign.slug:
+            raise ValidationError(
+                {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
+            )
         fmt = export_format_get(export_format)
+        try:
+            stream = export_stream_audited(
+                campaign=campaign,
+                export_format=export_format,
+                actor=request.user,
+                via="api",
+                reveal=reveal,
+                **options,
+            )
+        except DjangoPermissionDenied as exc:
+            raise DRFPermissionDenied(str(exc)) from None
         response = StreamingHttpResponse(
-            fmt.stream(campaign=campaign, reveal=reveal, **options),
-            content_type=f"{fmt.content_type}; charset=utf-8",
+            stream,
+            content_type=fmt.content_type if fmt.binary else f"{fmt.content_type}; charset=utf-8",
         )
         filename = export_filename(campaign=campaign, name=export_format, split=options["split"])
         response["Content-Disposition"] = f'attachment; filename="{filename}"'

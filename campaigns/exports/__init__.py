@@ -7,6 +7,11 @@ HTTP response; ``tally.rows`` counts the rows produced. Worker ids appear as
 pseudonyms unless ``reveal`` is set (``campaigns.services.exports`` checks who may and
 keeps an audit).
 Registering a format is one entry in ``FORMATS``.
+
+``hf`` is a folder (``campaigns.exports.hf``): its ``stream`` yields the folder as zip
+bytes for HTTP (``binary``); commands and background jobs write the folder itself with
+``hf_folder_write``. ``croissant`` is that folder's ``croissant.json`` alone. Both tell
+what they contained (``describes_contents``): their ``stream`` takes ``on_done``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from campaigns.exports.common import Tally
+from campaigns.exports.hf import croissant_stream, hf_zip_stream
 from campaigns.exports.mintaka import mintaka_stream
 from campaigns.exports.provenance import (
     collection_metadata_stream,
@@ -23,7 +29,7 @@ from campaigns.exports.provenance import (
     jsonl_stream,
 )
 
-Stream = Callable[..., Iterator[str]]
+Stream = Callable[..., Iterator[Any]]
 
 
 def mturk_csv_stream(
@@ -61,6 +67,8 @@ class ExportFormat:
     content_type: str
     stream: Stream
     description: str
+    binary: bool = False  # the stream yields bytes (a zip), not text
+    describes_contents: bool = False  # the stream takes ``on_done(ExportContents)``
 
 
 FORMATS: dict[str, ExportFormat] = {
@@ -109,6 +117,28 @@ FORMATS: dict[str, ExportFormat] = {
             "MTurk's Batch_*_batch_results.csv layout (Input.*, Answer.*, Approve, Reject); "
             "fill Approve/Reject and upload it back for bulk review.",
         ),
+        ExportFormat(
+            "hf",
+            "Hugging Face dataset (zip)",
+            "zip",
+            "application/zip",
+            hf_zip_stream,
+            "A folder that datasets.load_dataset loads: Parquet train/dev/test splits, "
+            "a dataset card (README.md) with pay, agreement and workers, croissant.json "
+            "and the datasheet; zipped for download.",
+            binary=True,
+            describes_contents=True,
+        ),
+        ExportFormat(
+            "croissant",
+            "Croissant 1.1 metadata",
+            "json",
+            "application/ld+json",
+            croissant_stream,
+            "The hf export's Croissant 1.1 JSON-LD: files with checksums, record sets, "
+            "fields and the responsible-AI properties.",
+            describes_contents=True,
+        ),
     )
 }
 
@@ -124,8 +154,11 @@ def export_format_get(name: str) -> ExportFormat:
 
 
 def export_write(*, campaign: Any, name: str, out: IO[str], **options: Any) -> int:
-    """Write the ``name`` export of ``campaign`` to ``out``; rows written."""
+    """Write the ``name`` export of ``campaign`` (a text format) to ``out``; rows written."""
     tally = Tally()
-    for text in export_format_get(name).stream(campaign=campaign, tally=tally, **options):
+    fmt = export_format_get(name)
+    if fmt.binary:
+        raise ValueError(f"The {name} export is a folder; write it with hf_folder_write.")
+    for text in fmt.stream(campaign=campaign, tally=tally, **options):
         out.write(text)
     return tally.rows

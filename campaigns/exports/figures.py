@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
+from django.template.defaultfilters import floatformat
+
 from campaigns.exports.card_facts import CampaignFacts, StageFacts
 
 CENT = Decimal("0.01")
@@ -22,15 +24,15 @@ def money(amount: Decimal | None, currency: str) -> str:
 
 def percent(share: float | None) -> str:
     """``82 %`` (a share rounded to a whole percent, as ``widthratio``); ``—`` for none."""
-    return NONE if share is None else f"{round(share * 100)} %"
+    return NONE if share is None else f"{round(share / 1 * 100)} %"
 
 
 def alpha(value: float | None) -> str:
-    return NONE if value is None else f"{value:.3f}"
+    return NONE if value is None else str(floatformat(value, 3))
 
 
 def seconds(value: float | None) -> str:
-    return NONE if value is None else f"{round(value)} s"
+    return NONE if value is None else f"{floatformat(value, 0)} s"
 
 
 def wage(s: StageFacts, currency: str) -> str:

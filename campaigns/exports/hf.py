@@ -238,6 +238,7 @@ def hf_folder_write(
 def hf_zip_stream(
     *,
     campaign: Campaign,
+    split: str = "all",  # the folder holds every split: a one-split query changes nothing
     tally: Tally | None = None,
     on_done: Callable[[ExportContents], None] | None = None,
     **options: Any,
@@ -265,6 +266,7 @@ def hf_zip_stream(
 def croissant_stream(
     *,
     campaign: Campaign,
+    split: str = "all",  # the folder holds every split: a one-split query changes nothing
     tally: Tally | None = None,
     on_done: Callable[[ExportContents], None] | None = None,
     **options: Any,

@@ -1,5 +1,6 @@
 """Dataset downloads from the campaign page: each export format streamed as a file,
-worker ids as pseudonyms (real ids only through the API or the command, audited)."""
+worker ids as pseudonyms (real ids only through the API or the command, audited).
+Every download is recorded in the export audit with what it contained."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from django.views.decorators.http import require_GET
 from campaigns.api.exports import export_filename
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.services.exports import export_stream_audited
 from frontend.views.common import campaign_or_404
 
 
@@ -22,8 +24,10 @@ def campaign_export_view(request: HttpRequest, slug: str, name: str) -> Streamin
     if fmt is None or split not in ("all", *SPLITS):
         raise Http404("No such export.")
     response = StreamingHttpResponse(
-        fmt.stream(campaign=campaign, split=split),
-        content_type=f"{fmt.content_type}; charset=utf-8",
+        export_stream_audited(
+            campaign=campaign, export_format=name, actor=request.user, via="page", split=split
+        ),
+        content_type=fmt.content_type if fmt.binary else f"{fmt.content_type}; charset=utf-8",
     )
     filename = export_filename(campaign=campaign, name=name, split=split)
     response["Content-Disposition"] = f'attachment; filename="{filename}"'

@@ -9,26 +9,44 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.exports import FORMATS
-from campaigns.exports.mintaka import SPLITS, parse_ratios
+from campaigns.exports.hub import HubNotConfigured, hub_push, hub_token
+from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS, parse_ratios
 from campaigns.models import Campaign
-from campaigns.services.exports import campaign_export
+from campaigns.services.exports import campaign_export, campaign_hf_export
+
+# Options of the hf and croissant formats (the hf folder and its Croissant file).
+HF_FORMATS = ("hf", "croissant")
 
 
 class Command(BaseCommand):
     help = (
         "Export a campaign's dataset: mintaka (JSON; with --split, one file per split "
-        "in the --output folder), jsonl, csv or collection-metadata. Worker ids are "
-        "pseudonyms unless --reveal-worker-ids (recorded in the export audit)."
+        "in the --output folder), jsonl, csv, collection-metadata, mturk-csv, hf (a "
+        "Hugging Face datasets folder with card, croissant.json and datasheet; "
+        "--push-to-hub with HF_TOKEN set) or croissant. Worker ids are pseudonyms unless "
+        "--reveal-worker-ids. Every export is recorded in the export audit."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("slug")
         parser.add_argument("--format", required=True, choices=sorted(FORMATS))
         parser.add_argument(
-            "--output", required=True, help="A file; a folder for mintaka with --split."
+            "--output", required=True, help="A file; a folder for hf, and for mintaka with --split."
         )
-        parser.add_argument("--split", help="mintaka: train,dev,test ratios, e.g. 0.7,0.1,0.2")
-        parser.add_argument("--seed", type=int, default=0, help="mintaka: the split's seed")
+        parser.add_argument(
+            "--split", help="mintaka, hf, croissant: train,dev,test ratios, e.g. 0.7,0.1,0.2"
+        )
+        parser.add_argument("--seed", type=int, default=0, help="the split's seed")
+        parser.add_argument(
+            "--dataset-version",
+            default="",
+            help="hf, croissant: the version (default: from the data's checksum)",
+        )
+        parser.add_argument("--license", default="unknown", help="hf, croissant: e.g. cc-by-4.0")
+        parser.add_argument(
+            "--push-to-hub", metavar="OWNER/NAME", help="hf: push the folder (needs HF_TOKEN)"
+        )
+        parser.add_argument("--public", action="store_true", help="with --push-to-hub")
         parser.add_argument("--reveal-worker-ids", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -38,14 +56,44 @@ class Command(BaseCommand):
         name = options["format"]
         reveal = options["reveal_worker_ids"]
         output = Path(options["output"])
-        written: dict[str, int] = {}
+        ratios = DEFAULT_RATIOS
         if options["split"]:
-            if name != "mintaka":
-                raise CommandError("--split applies to the mintaka format only.")
+            if name not in ("mintaka", *HF_FORMATS):
+                raise CommandError("--split applies to the mintaka, hf and croissant formats only.")
             try:
                 ratios = parse_ratios(options["split"])
             except ValueError as exc:
                 raise CommandError(str(exc)) from None
+        if options["push_to_hub"] and name != "hf":
+            raise CommandError("--push-to-hub applies to the hf format only.")
+        if options["push_to_hub"] and hub_token() is None:
+            raise CommandError("Set HF_TOKEN to push to the Hugging Face Hub.")
+        hf_options = {
+            "ratios": ratios,
+            "seed": options["seed"],
+            "version": options["dataset_version"],
+            "license": options["license"],
+        }
+        report: dict[str, Any] = {"format": name, "output": str(output)}
+        written: dict[str, int] = {}
+        if name == "hf":
+            result = campaign_hf_export(
+                campaign=campaign, target=output, reveal=reveal, **hf_options
+            )
+            written = dict(result.contents.split_rows)
+            report |= {"version": result.contents.version, "checksum": result.contents.checksum}
+            if options["push_to_hub"]:
+                try:
+                    pushed = hub_push(
+                        folder=output,
+                        repo_id=options["push_to_hub"],
+                        private=not options["public"],
+                        commit_message=f"{campaign.name}: version {result.contents.version}",
+                    )
+                except (HubNotConfigured, ValueError) as exc:
+                    raise CommandError(str(exc)) from None
+                report["hub"] = {"repo": pushed.repo_url, "commit": pushed.commit_url}
+        elif options["split"] and name == "mintaka":
             output.mkdir(parents=True, exist_ok=True)
             for i, split in enumerate(SPLITS):
                 with (output / f"mintaka_{split}.json").open("w", encoding="utf-8") as out:
@@ -53,7 +101,7 @@ class Command(BaseCommand):
                         campaign=campaign,
                         export_format=name,
                         out=out,
-                        reveal=reveal and i == 0,  # one audit entry for the run
+                        reveal=reveal and i == 0,  # one audit entry with real ids for the run
                         split=split,
                         ratios=ratios,
                         seed=options["seed"],
@@ -61,6 +109,11 @@ class Command(BaseCommand):
         else:
             with output.open("w", encoding="utf-8", newline="") as out:
                 written[name] = campaign_export(
-                    campaign=campaign, export_format=name, out=out, reveal=reveal
+                    campaign=campaign,
+                    export_format=name,
+                    out=out,
+                    reveal=reveal,
+                    **(hf_options if name in HF_FORMATS else {}),
                 )
-        self.stdout.write(json.dumps({"format": name, "output": str(output), "rows": written}))
+        report["rows"] = written
+        self.stdout.write(json.dumps(report))
