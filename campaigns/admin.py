@@ -25,6 +25,7 @@ from campaigns.models import (
     Assignment,
     Campaign,
     CampaignWorker,
+    Datasheet,
     DetachedAnswer,
     ExportAudit,
     HITItem,
@@ -431,10 +432,29 @@ class IdempotencyRecordAdmin(ViewOnlyMixin, admin.ModelAdmin):
 
 @admin.register(ExportAudit)
 class ExportAuditAdmin(ViewOnlyMixin, admin.ModelAdmin):
-    # Written by campaigns.services.exports when an export shows real worker ids.
-    list_display = ("campaign", "export_format", "user", "via", "created_at")
-    search_fields = ("campaign__slug", "user__username")
+    # Written by campaigns.services.exports for every export (before it starts when it
+    # shows real worker ids; completed with what it contained).
+    list_display = (
+        "campaign",
+        "export_format",
+        "revealed_worker_ids",
+        "dataset_version",
+        "user",
+        "via",
+        "created_at",
+        "completed_at",
+    )
+    list_filter = ("revealed_worker_ids", "export_format")
+    search_fields = ("campaign__slug", "user__username", "checksum", "dataset_version")
     list_select_related = ("campaign", "user")
+
+
+@admin.register(Datasheet)
+class DatasheetAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by campaigns.services.datasheet from the campaign's datasheet page.
+    list_display = ("campaign", "updated_by", "updated_at")
+    search_fields = ("campaign__slug",)
+    list_select_related = ("campaign", "updated_by")
 
 
 @admin.register(ProviderSyncCursor)

@@ -17,6 +17,7 @@ from campaigns.models import (
     Assignment,
     Campaign,
     CampaignWorker,
+    Datasheet,
     DetachedAnswer,
     ExportAudit,
     HITItem,
@@ -116,6 +117,7 @@ def rows(requester):
     ExportAudit.objects.create(
         campaign=campaign, user=requester, export_format="jsonl", via="api", reason="audit"
     )
+    Datasheet.objects.create(campaign=campaign, text="# Datasheet\n", updated_by=requester)
     ProviderSyncCursor.objects.create(
         provider="mturk", scope="hit:3H000000000000000000000000001", state={"token": None}
     )

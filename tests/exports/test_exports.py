@@ -278,12 +278,14 @@ def test_command_writes_files_and_audits_reveal(linked, tmp_path):
         stdout=io.StringIO(),
     )
     assert (
-        ExportAudit.objects.filter(campaign=campaign, via="command", export_format="csv").count()
+        ExportAudit.objects.filter(
+            campaign=campaign, via="command", export_format="csv", revealed_worker_ids=True
+        ).count()
         == 1
     )
     with pytest.raises(CommandError, match="No campaign"):
         call_command("export", "nope", "--format", "csv", "--output", str(tmp_path / "x"))
-    with pytest.raises(CommandError, match="mintaka format only"):
+    with pytest.raises(CommandError, match="mintaka, hf and croissant formats only"):
         call_command(
             "export",
             campaign.slug,
@@ -307,6 +309,8 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
         "csv",
         "collection-metadata",
         "mturk-csv",
+        "hf",
+        "croissant",
     ]
     mturk = token_client.get(base + "mturk-csv/")
     rows = list(csv.DictReader(io.StringIO(b"".join(mturk.streaming_content).decode())))
@@ -327,10 +331,12 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
     unconfirmed = token_client.get(base + "jsonl/?reveal_worker_ids=true")
     assert unconfirmed.status_code == 400
     assert "confirm" in unconfirmed.json()
-    assert not ExportAudit.objects.exists()
+    revealing = ExportAudit.objects.filter(revealed_worker_ids=True)
+    assert not revealing.exists()
     revealed = token_client.get(base + f"jsonl/?reveal_worker_ids=true&confirm={campaign.slug}")
     assert written.worker.external_id.encode() in b"".join(revealed.streaming_content)
-    assert ExportAudit.objects.get().user == requester
+    assert revealing.get().user == requester
+    assert revealing.get().row_counts == {"all": 1}
 
 
 def test_collaborator_cannot_reveal(linked, other_requester):
@@ -343,8 +349,9 @@ def test_collaborator_cannot_reveal(linked, other_requester):
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=other_requester).key}")
     base = f"/api/v1/campaigns/{campaign.slug}/exports/csv/"
     assert client.get(f"{base}?reveal_worker_ids=true&confirm={campaign.slug}").status_code == 403
+    assert not ExportAudit.objects.exists()  # refused before anything was exported
     assert client.get(f"/api/v1/campaigns/{campaign.slug}/exports/csv/").status_code == 200
-    assert not ExportAudit.objects.exists()
+    assert not ExportAudit.objects.filter(revealed_worker_ids=True).exists()
 
 
 def test_page_downloads(linked, alice_client, bob_client):
