@@ -126,6 +126,8 @@ def _field(mlc: Any, *, split: str, name: str, feature: Any, note: str, file_id:
     inner = feature.feature if repeated else feature
     if isinstance(inner, Value) and inner.dtype.startswith("int"):
         data_type = mlc.DataType.INTEGER
+    elif isinstance(inner, Value) and inner.dtype.startswith("timestamp"):
+        data_type = mlc.DataType.DATETIME
     elif isinstance(inner, (Value, Json)):
         data_type = mlc.DataType.TEXT
     else:  # a list of structs: each element as JSON text

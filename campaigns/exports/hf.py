@@ -58,8 +58,8 @@ FIELD_NOTES = {
         "item_data": "JSON: the item shown to the worker",
         "worker": "the worker's pseudonym",
         "answers": "JSON: the worker's answers",
-        "submitted_at": "ISO 8601, UTC",
-        "decided_at": "ISO 8601, UTC",
+        "submitted_at": "when the worker submitted (UTC)",
+        "decided_at": "when it was approved (UTC)",
         "decision_source": "who or what approved it (requester, a rule)",
         "lineage": "the assignments whose output became this item, first stage first",
     },
@@ -138,7 +138,8 @@ def parquet_write(
     def flush(split: str) -> None:
         rows = buffers[split]
         if rows:
-            table = pa.Table.from_pylist(rows, schema=storage).cast(schema)
+            columns = {name: [r[name] for r in rows] for name in storage.names}
+            table = pa.Table.from_pydict(columns, schema=storage).cast(schema)
             if split not in writers:
                 writers[split] = pq.ParquetWriter(folder / _file_name(split), schema)
             writers[split].write_table(table)
