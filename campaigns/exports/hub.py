@@ -40,9 +40,9 @@ def hub_push(
 ) -> HubPush:
     """Create the dataset repository ``repo_id`` (private by default; an existing one is
     reused as it is) and commit ``folder``'s files to its main branch. ``token``
-    defaults to ``HF_TOKEN`` (``HubNotConfigured`` without one); ``endpoint`` to the
-    ``HF_ENDPOINT`` as it is now, else the public Hub. Errors of the Hub come back as ``huggingface_hub``'s
-    HTTP errors, with its message."""
+    defaults to ``HF_TOKEN`` (``HubNotConfigured`` without one); ``endpoint`` to
+    ``HF_ENDPOINT`` as it is now, else the public Hub. Errors of the Hub come back as
+    ``huggingface_hub``'s HTTP errors, with its message."""
     if not REPO_ID.match(repo_id):
         raise ValueError("A Hub repository id is 'owner/name' (letters, digits, '-', '_', '.').")
     token = token or hub_token()
