@@ -39,6 +39,7 @@ class ExportContents:
     generated_at: str
     license: str
     languages: Sequence[str]
+    url: str = ""  # where the dataset is published, when known (the Hub repository)
 
     @property
     def rows(self) -> int:
@@ -260,6 +261,7 @@ def card_markdown(
         "",
         f"- Version: {contents.version}",
         f"- Data checksum: `{contents.checksum}`",
+        *([f"- Published at: {contents.url}"] if contents.url else []),
         f"- Campaign state at export: {contents.campaign_state}",
         f"- Exported: {contents.generated_at}",
         f"- Collected: {day(facts.first_submission) or '—'} to {day(facts.last_submission) or '—'}",

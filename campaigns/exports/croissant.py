@@ -200,7 +200,7 @@ def croissant_metadata(
         description=(c.description.strip() or f"{c.name}: a crowdsourced QA dataset.")
         + f" Version {contents.version}; data checksum {contents.checksum}.",
         conforms_to=[CROISSANT_1_1],
-        url=f"https://huggingface.co/datasets/{c.slug}",
+        url=contents.url or None,
         license=[LICENSES.get(contents.license, contents.license)],
         version=_semver(contents.version),
         cite_as=recipe.citation if recipe else None,

@@ -174,13 +174,14 @@ def hf_folder_write(
     version: str = "",
     license: str = "unknown",
     languages: Sequence[str] = ("en",),
+    url: str = "",
     progress: Progress | None = None,
     tally: Tally | None = None,
 ) -> HFExportResult:
     """Write the campaign's ``hf`` folder into ``target`` (created if missing; files of
     an earlier export there are replaced). ``version`` defaults to the data checksum's
-    first 12 hex digits, so the same data gets the same version. Returns what the export
-    contained, for its audit."""
+    first 12 hex digits, so the same data gets the same version; ``url`` is where it will
+    be published, if known. Returns what the export contained, for its audit."""
     target.mkdir(parents=True, exist_ok=True)
     shape = dataset_shape(campaign=campaign)
     counts = parquet_write(
@@ -207,6 +208,7 @@ def hf_folder_write(
         generated_at=timezone.now().isoformat(timespec="seconds"),
         license=license,
         languages=tuple(languages),
+        url=url,
     )
     facts = campaign_facts(campaign=campaign)
     datasheet = datasheet_text(campaign=campaign, facts=facts)

@@ -29,6 +29,12 @@ def hub_token() -> str | None:
     return os.environ.get("HF_TOKEN", "").strip() or None
 
 
+def hub_dataset_url(repo_id: str, *, endpoint: str | None = None) -> str:
+    """The page of the dataset repository ``repo_id`` on the Hub."""
+    base = endpoint or os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    return f"{base.rstrip('/')}/datasets/{repo_id}"
+
+
 def hub_push(
     *,
     folder: Path,

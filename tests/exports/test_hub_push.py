@@ -90,3 +90,6 @@ def test_command_pushes_with_hf_token(agreed, tmp_path, online, monkeypatch):  #
         assert repo.files == _files(tmp_path / "hf")
         assert repo.commits == [f"{agreed.campaign.name}: version {report['version']}"]
         assert report["hub"]["commit"].startswith(hub.url)
+        url = f"{hub.url}/datasets/alice/qa-data"
+        assert json.loads(repo.files["croissant.json"])["url"] == url
+        assert f"- Published at: {url}" in repo.files["README.md"].decode()

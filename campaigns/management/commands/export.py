@@ -9,7 +9,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.exports import FORMATS
-from campaigns.exports.hub import HubNotConfigured, hub_push, hub_token
+from campaigns.exports.hub import (
+    REPO_ID,
+    HubNotConfigured,
+    hub_dataset_url,
+    hub_push,
+    hub_token,
+)
 from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS, parse_ratios
 from campaigns.models import Campaign
 from campaigns.services.exports import campaign_export, campaign_hf_export
@@ -68,6 +74,8 @@ class Command(BaseCommand):
             raise CommandError("--push-to-hub applies to the hf format only.")
         if options["push_to_hub"] and hub_token() is None:
             raise CommandError("Set HF_TOKEN to push to the Hugging Face Hub.")
+        if options["push_to_hub"] and not REPO_ID.match(options["push_to_hub"]):
+            raise CommandError("A Hub repository id is 'owner/name'.")
         hf_options = {
             "ratios": ratios,
             "seed": options["seed"],
@@ -77,8 +85,13 @@ class Command(BaseCommand):
         report: dict[str, Any] = {"format": name, "output": str(output)}
         written: dict[str, int] = {}
         if name == "hf":
+            repo = options["push_to_hub"]
             result = campaign_hf_export(
-                campaign=campaign, target=output, reveal=reveal, **hf_options
+                campaign=campaign,
+                target=output,
+                reveal=reveal,
+                url=hub_dataset_url(repo) if repo else "",
+                **hf_options,
             )
             written = dict(result.contents.split_rows)
             report |= {"version": result.contents.version, "checksum": result.contents.checksum}
