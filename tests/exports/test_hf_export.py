@@ -383,3 +383,43 @@ def test_page_links_and_downloads_the_zip(agreed):
     with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as zf:
         assert f"{campaign.slug}/README.md" in zf.namelist()
     assert ExportAudit.objects.get(via="page").row_counts == {"train": 5, "test": 3}
+
+
+def test_survey_demographics_are_counted_with_small_cells_hidden(agreed, tmp_path):
+    from django.utils import timezone
+
+    from campaigns.models import DetachedAnswer, Stage
+
+    survey = Stage.objects.create(
+        campaign=agreed.campaign,
+        name="About you",
+        position=5,
+        task_type="survey",
+        config={
+            "anonymous": True,
+            "questions": [
+                {
+                    "id": "lang",
+                    "text": "First language?",
+                    "kind": "single",
+                    "options": ["English", "Spanish", "Other"],
+                },
+                {"id": "age", "text": "Age?", "kind": "number"},
+            ],
+        },
+    )
+    today = timezone.now().date()
+    for lang in ["English"] * 6 + ["Spanish"] * 2:
+        DetachedAnswer.objects.create(
+            stage=survey, answers={"responses": {"lang": lang, "age": 30}}, submitted_on=today
+        )
+    hf_folder_write(campaign=agreed.campaign, target=tmp_path)
+    card = (tmp_path / "README.md").read_text()
+    assert "## Annotator demographics" in card
+    assert "- First language? English: 6, Spanish: < 5, Other: 0" in card
+    croissant = json.loads((tmp_path / "croissant.json").read_text())
+    demographics = croissant["rai:annotatorDemographics"]
+    assert "English: 6, Spanish: < 5" in (
+        demographics if isinstance(demographics, str) else " ".join(demographics)
+    )
+    assert "Age?" not in card  # only choice questions are summarised
