@@ -22,6 +22,7 @@ from campaigns.design.services import stage_add, stage_link, stage_update
 from campaigns.models import Stage
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.tasktypes import task_type_names
+from campaigns.workforce.unenforced import stage_unenforced_requirements
 
 STAGE_ERRORS: dict[int, OpenApiResponse] = {
     400: OpenApiResponse(
@@ -50,6 +51,10 @@ class StageOutputSerializer(serializers.ModelSerializer):
     next_stage: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True
     )
+    unenforced_requirements = serializers.SerializerMethodField(
+        help_text="Platform requirements the campaign's workforce cannot check "
+        "(all of them on the local workforce): kind, requirement, text."
+    )
     item_count = serializers.IntegerField(read_only=True)
     hit_count = serializers.IntegerField(read_only=True)
     assignment_count = serializers.IntegerField(read_only=True)
@@ -63,6 +68,9 @@ class StageOutputSerializer(serializers.ModelSerializer):
 
     def get_platform_rules(self, stage: Stage) -> dict[str, Any]:
         return stage_platform_rules(stage=stage)
+
+    def get_unenforced_requirements(self, stage: Stage) -> list[dict[str, Any]]:
+        return [dict(r) for r in stage_unenforced_requirements(stage=stage)]
 
     class Meta:
         model = Stage
@@ -81,6 +89,7 @@ class StageOutputSerializer(serializers.ModelSerializer):
             "lifetime",
             "gold_ratio",
             "qualification_requirements",
+            "unenforced_requirements",
             "escalation_rule",
             "review_rules",
             "bonus_rules",

@@ -94,6 +94,9 @@ class PlatformRules:
     requires_reward = False
     # The platform offers test participants and test publications (a pilot at no cost).
     test_participants = False
+    # The requirement kinds the platform enforces on its own workers (what it knows of
+    # their history); others are shown to the requester as not enforced.
+    checked_kinds: frozenset[str] = frozenset()
 
     def minimum_hourly(self, currency: str) -> Decimal | None:
         return None

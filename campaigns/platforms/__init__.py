@@ -12,6 +12,10 @@ from campaigns.platforms.base import PermanentProviderError, Provider
 from campaigns.platforms.local.provider import LocalProvider
 
 
+# Requirement kinds each platform checks itself (MTurk's system qualifications,
+# Prolific's filters). The local workforce has no platform history: none of them.
+# Custom qualifications (quiz, round, manual grants) are checked by qaportal on every
+# provider and are not listed here.
 def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
     """True when a stage's ``qualification_requirements`` ask for MTurk Masters."""
     return any(isinstance(r, Mapping) and r.get("kind") == "masters" for r in requirements or [])

@@ -32,6 +32,9 @@ from campaigns.recipes import Recipe, recipe_get
 from campaigns.workforce.qualification_types import quiz_qualification_type
 from qaportal.errors import DomainError, StateConflict
 
+# Hand-off keys a recipe fills with a stage's name (made its id when applied).
+STAGE_NAME_KEYS = frozenset({"unlinked_to", "translate_to"})
+
 
 def _recipe(name: str) -> Recipe:
     try:
@@ -111,7 +114,10 @@ def recipe_apply(
                 stage_link(
                     stage=stages[spec.name],
                     next_stage=stages[spec.feeds],
-                    handoff=dict(spec.handoff),
+                    handoff={
+                        k: stages[v].pk if k in STAGE_NAME_KEYS and isinstance(v, str) else v
+                        for k, v in spec.handoff.items()
+                    },
                 )
         if sample:
             for stage_name, rows in recipe.sample_items.items():

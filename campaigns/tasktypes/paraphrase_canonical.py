@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
+    STOP_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -38,19 +39,113 @@ from campaigns.tasktypes.base import (
     normalise_text,
     per_item_answer_schema,
     schema_errors,
-    simulated_rephrasing,
     simulation_profile_check,
     text_errors,
     trivial_variant_reason,
 )
 
 FUNCTIONS = ["none", "count", "superlative", "comparative"]
+# Su et al. (2016) §4: the nine functions (and none), kept per item as function_kind.
+FUNCTION_KINDS = ["none", "count", "max", "min", "argmax", "argmin", ">", ">=", "<", "<="]
+
+
+# Interchangeable question words: "which city" vs "what city" is the paper's own
+# example of a trivial paraphrase (§7.1).
+_WH_SAME = {"which": "what", "what's": "what", "whats": "what"}
+
+
+def _content_sequence(text: str) -> list[str]:
+    """The content words of ``text`` in order (``normalise_text``, stop words out,
+    "which" read as "what")."""
+    words = (_WH_SAME.get(t, t) for t in normalise_text(text).split())
+    return [t for t in words if t not in STOP_WORDS]
+
+
+def _word_edit_distance(a: list[str], b: list[str]) -> int:
+    """Levenshtein distance over words (insert, delete, substitute one word)."""
+    previous = list(range(len(b) + 1))
+    for i, word in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (word != other))
+            )
+        previous = current
+    return previous[-1]
+
+
+def _contains_run(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def canonical_copy_reason(candidate: str, canonical: str, *, max_edit_ratio: float) -> str | None:
+    """Why ``candidate`` is a trivial paraphrase of the canonical question, or None.
+
+    GraphQuestions §7.1 removed trivial paraphrases ("which city" vs "what city") to
+    keep paraphrasing diverse. Compared over the canonical form's content words, in
+    order: trivial when they all appear in the candidate as one run (the canonical
+    question with words put before, after or around it: "Could you tell me ...?"),
+    or when the word-level edit distance between the two content-word sequences is
+    at most ``max_edit_ratio`` of the canonical's length (one word swapped, a stop
+    word changed). A real rewording changes words and their order.
+    """
+    canon, words = _content_sequence(canonical), _content_sequence(candidate)
+    if len(canon) < 2:
+        return None
+    if _contains_run(words, canon):
+        return (
+            "It is the canonical question with words added around it; rewrite the "
+            "question itself in your own words."
+        )
+    if _word_edit_distance(words, canon) <= max_edit_ratio * len(canon):
+        return (
+            "It keeps the canonical question's words in the same order with one small "
+            "change; rewrite it in your own words."
+        )
+    return None
 
 
 def mentions(text: str, forms: list[str]) -> bool:
     """Whether ``text`` contains one of ``forms`` as whole words (case/punctuation-insensitive)."""
     haystack = f" {normalise_text(text)} "
     return any(f" {normalise_text(form)} " in haystack for form in forms if normalise_text(form))
+
+
+_SIM_FRAMES = ("Tell me", "I would like to know", "Do you know", "Please name", "Find out")
+_SIM_FILLERS = ("exactly", "recorded", "known", "listed", "overall", "according", "sources",
+                "actually", "officially", "documented")  # fmt: skip
+
+
+def _simulated_paraphrase(
+    canonical: str,
+    labels: list[str],
+    *,
+    rng: random.Random,
+    cfg: Mapping[str, Any],
+    avoid: list[str],
+) -> str:
+    """A rewording that keeps every entity label: a new frame, the canonical's other
+    content words in reverse order, and filler words, retried until it is no
+    trivial variant of the canonical question or of ``avoid``."""
+    label_words = {w for label in labels for w in normalise_text(label).split()}
+    rest = [w for w in _content_sequence(canonical) if w not in label_words and w != "what"]
+    candidate = canonical
+    for _ in range(20):
+        fillers = rng.sample(_SIM_FILLERS, k=min(len(_SIM_FILLERS), 2 + len(rest) // 2))
+        words = [*reversed(rest), *fillers]
+        rng.shuffle(fillers)
+        candidate = f"{rng.choice(_SIM_FRAMES)}, for {' and '.join(labels) or 'this'}: " + (
+            " ".join(words) + "?"
+        )
+        others = [canonical, *avoid]
+        if all(
+            trivial_variant_reason(candidate, o, max_similarity=cfg["max_similarity"]) is None
+            and canonical_copy_reason(candidate, o, max_edit_ratio=cfg["max_edit_ratio"]) is None
+            for o in others
+        ):
+            break
+    return candidate
 
 
 class ParaphraseCanonical(TaskType):
@@ -69,6 +164,7 @@ class ParaphraseCanonical(TaskType):
                 "properties": {
                     "edges": {"type": "integer", "minimum": 0},
                     "function": {"enum": FUNCTIONS},
+                    "function_kind": {"enum": FUNCTION_KINDS},
                     "commonness": {"type": "number"},
                     "answer_cardinality": {"type": "integer", "minimum": 0},
                 },
@@ -94,12 +190,14 @@ class ParaphraseCanonical(TaskType):
             "paraphrases_per_item": {"type": "integer", "minimum": 1, "maximum": 5},
             "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             "require_entity_mention": {"type": "boolean"},
+            "max_edit_ratio": {"type": "number", "minimum": 0, "maximum": 1},
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {
         "paraphrases_per_item": 1,
         "max_similarity": 0.8,
         "require_entity_mention": True,
+        "max_edit_ratio": 0.2,
     }
     answer_schema: ClassVar[dict] = per_item_answer_schema(
         {"paraphrases": {"type": "array", "items": {"type": "string"}}}
@@ -154,11 +252,15 @@ class ParaphraseCanonical(TaskType):
             return [FieldError(path, 'Write a question ending with "?".')]
         reason = trivial_variant_reason(
             text, data["canonical_question"], max_similarity=cfg["max_similarity"]
+        ) or canonical_copy_reason(
+            text, data["canonical_question"], max_edit_ratio=cfg["max_edit_ratio"]
         )
         if reason:
             return [FieldError(path, reason)]
         for other in earlier:
-            if trivial_variant_reason(text, other, max_similarity=cfg["max_similarity"]):
+            if trivial_variant_reason(
+                text, other, max_similarity=cfg["max_similarity"]
+            ) or canonical_copy_reason(text, other, max_edit_ratio=cfg["max_edit_ratio"]):
                 return [FieldError(path, "This paraphrase is almost the same as an earlier one.")]
         if cfg["require_entity_mention"]:
             missing = [
@@ -249,9 +351,10 @@ class ParaphraseCanonical(TaskType):
         profile: str,
         rng: random.Random,
     ) -> dict[str, list[str]]:
-        """Good workers reword the canonical question, keeping every entity's label;
-        sloppy ones sometimes drop an entity or the "?"; spammers paste the
-        canonical question or junk."""
+        """Good workers reword the canonical question (new frame, words reordered and
+        added), keeping every entity's label; sloppy ones sometimes drop the "?" or
+        shout the canonical question; spammers paste it, with or without a prefix, or
+        junk."""
         simulation_profile_check(profile)
         cfg = self.effective_config(config)
         n = cfg["paraphrases_per_item"]
@@ -262,19 +365,15 @@ class ParaphraseCanonical(TaskType):
             data = item.get("data", {})
             canonical = str(data.get("canonical_question", ""))
             labels = [str(e.get("label", "")) for e in data.get("entities", []) if e.get("label")]
-            core = canonical
-            missing = [label for label in labels if not mentions(core, [label])]
-            if missing:  # a canonical question may name an entity by another form
-                core = f"{canonical.rstrip('?').strip()} ({', '.join(missing)})?"
             done: list[str] = []
             for j in range(n):
-                text = simulated_rephrasing(
-                    core, rng=rng, max_similarity=cfg["max_similarity"], avoid=[canonical, *done]
-                )
+                text = _simulated_paraphrase(canonical, labels, rng=rng, cfg=cfg, avoid=done)
                 if profile == "sloppy" and i * n + j == careless:
                     text = rng.choice([text.rstrip("?"), canonical.upper()])
                 elif profile == "spammer":
-                    text = rng.choice([canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", text])
+                    text = rng.choice(
+                        [canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", f"So, {canonical}", text]
+                    )
                 done.append(text)
                 form[f"items/{i}/paraphrases/{j}"] = [text]
         return form

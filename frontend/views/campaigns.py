@@ -26,6 +26,7 @@ from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import campaign_create_with_recipe
+from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
@@ -122,6 +123,8 @@ def _render_detail(
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
         stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
+        stage.campaign = campaign
+        stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
     if estimate_fn is not None:

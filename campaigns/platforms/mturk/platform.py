@@ -10,11 +10,13 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from campaigns.design.platform import FeeModel
+from campaigns.design.platform_rules import PlatformRules
 from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.platforms import requires_masters
 from campaigns.platforms.fees import MTurkFees
 from campaigns.platforms.mturk.follow import mturk_campaign_follow
 from campaigns.platforms.mturk.publish import mturk_stage_publish
+from campaigns.platforms.mturk.rules import MTurkRules
 from campaigns.platforms.platform import PaidPlatform
 from campaigns.work.selectors import WORKABLE_STATES
 from qaportal.errors import DomainError
@@ -23,6 +25,9 @@ from qaportal.errors import DomainError
 class MTurkPlatform(PaidPlatform):
     name = "mturk"
     worker_entry = "external_question"
+
+    def rules(self) -> PlatformRules:
+        return MTurkRules()
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return MTurkFees(masters=requires_masters(requirements))

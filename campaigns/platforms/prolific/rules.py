@@ -78,6 +78,7 @@ class ProlificRules(PlatformRules):
     name = "prolific"
     requires_reward = True  # a study's reward is 1 minor unit or more
     test_participants = True  # POST /api/v1/researchers/participants/, …/test-study
+    checked_kinds = frozenset({"approval_rate", "approved_count", "locale", "country"})
 
     @property
     def currency(self) -> str:  # type: ignore[override]
