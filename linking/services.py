@@ -134,19 +134,7 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
         texts={s["text"] for i in unchecked for s in task_type.proposed_spans(i.data)},
     )
     for item in unchecked:
-        spans = task_type.proposed_spans(item.data)
-        prefilled = [
-            {
-                "start": s["start"],
-                "end": s["end"],
-                "text": s["text"],
-                "qid": known[s["text"]],
-                "none": known[s["text"]] is None,
-            }
-            for s in spans
-            if s["text"] in known
-        ]
-        seen = bool(spans) and len(prefilled) == len(spans)
+        seen, prefilled = seen_prefill(task_type.proposed_spans(item.data), known=known)
         item.data = {**item.data, "seen": seen, "prefilled_links": prefilled}
         result.seen_items += seen
         changed[item.pk] = item
@@ -171,6 +159,39 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
         result.fetched += not from_cache
     logger.info("linking stage %s prepared: %s", stage.pk, result)
     return result
+
+
+def seen_prefill(
+    spans: Sequence[Mapping[str, Any]], *, known: Mapping[str, str | None]
+) -> tuple[bool, list[dict[str, Any]]]:
+    """Whether an item is *seen* and its pre-filled links (Mintaka §4.3: a question
+    entity that exactly matches one already linked needs one annotator).
+
+    Seen: every entity span's text was linked with agreement before, or the span
+    overlaps one that was (overlapping proposals are alternatives: "Uncharted" and
+    "Uncharted series"; the worker links one). Value spans (dates, ordinals,
+    numbers, money, ...) are not entities to link and never make an item new; an
+    item with no entity span is seen (nothing new in it). The pre-filled links are
+    the known spans, longest first, none overlapping another (a worker's answer
+    may not overlap).
+    """
+    entity_spans = [s for s in spans if s.get("kind") not in VALUE_KINDS]
+    hits = [s for s in entity_spans if s["text"] in known]
+    prefilled: list[dict[str, Any]] = []
+    for s in sorted(hits, key=lambda s: (s["start"] - s["end"], s["start"])):
+        if all(s["end"] <= p["start"] or s["start"] >= p["end"] for p in prefilled):
+            qid = known[s["text"]]
+            prefilled.append(
+                {"start": s["start"], "end": s["end"], "text": s["text"], "qid": qid,
+                 "none": qid is None}
+            )
+    prefilled.sort(key=lambda p: p["start"])
+    seen = all(
+        s["text"] in known
+        or any(s["start"] < p["end"] and p["start"] < s["end"] for p in prefilled)
+        for s in entity_spans
+    )
+    return seen, prefilled
 
 
 def _top_up(*, stage: Stage, items: list[Item], result: PrefetchResult) -> None:

@@ -261,6 +261,15 @@ def stage_link(
                     "A stage can only feed a stage of the same campaign.",
                     errors={"next_stage": ["other campaign"]},
                 )
+            for key in task_type_get(stage.task_type).handoff_stage_keys:
+                side = (handoff or {}).get(key)
+                if side is not None and not Stage.objects.filter(
+                    pk=side, campaign_id=stage.campaign_id
+                ).exclude(pk=stage.pk).exists():
+                    raise DomainError(
+                        f"The hand-off's {key} names no other stage of this campaign.",
+                        errors={"handoff": [f"{key}: unknown stage {side}"]},
+                    )
             seen = {stage.pk}
             cursor: Stage | None = next_stage
             while cursor is not None:

@@ -56,11 +56,16 @@ def handoff_run(*, assignment: Assignment) -> int:
     created = 0
     with transaction.atomic():
         next_stage = Stage.objects.select_for_update().get(pk=stage.next_stage_id)
-        next_type = task_type_get(next_stage.task_type)
+        targets = {None: next_stage, **_side_stages(stage=stage, produced=produced)}
         for result in produced:
             external_id = str(result.get("external_id", ""))
             data = result.get("data")
-            problems = next_type.validate_item(data)
+            target = targets.get(result.get("route"))
+            if target is None:
+                logger.warning("hand-off of assignment %s: no stage for route %r",
+                               assignment.pk, result.get("route"))
+                continue
+            problems = task_type_get(target.task_type).validate_item(data)
             if not external_id or problems:
                 logger.warning(
                     "hand-off of assignment %s: item %r left out: %s",
@@ -70,7 +75,7 @@ def handoff_run(*, assignment: Assignment) -> int:
                 )
                 continue
             _, made = Item.objects.get_or_create(
-                stage=next_stage,
+                stage=target,
                 external_id=external_id,
                 defaults={
                     "data": data,
@@ -81,14 +86,30 @@ def handoff_run(*, assignment: Assignment) -> int:
             created += made
     if stage.campaign.state in WORKABLE_STATES:
         drained = stage_drained(stage=stage)
-        stage_publish(stage=next_stage, allow_partial=drained)
-        if stage.campaign.provider != Provider.LOCAL:
-            # Paid HITs stay pending until their platform publishes them, in batches.
-            from campaigns.services.provider_sync import paid_handoff_publish
+        for target in {t.pk: t for t in targets.values() if t is not None}.values():
+            stage_publish(stage=target, allow_partial=drained)
+            if stage.campaign.provider != Provider.LOCAL:
+                # Paid HITs stay pending until their platform publishes them, in batches.
+                from campaigns.services.provider_sync import paid_handoff_publish
 
-            paid_handoff_publish(stage=next_stage, force=drained)
+                paid_handoff_publish(stage=target, force=drained)
     logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
     return created
+
+
+def _side_stages(*, stage: Stage, produced: list[dict]) -> dict[str, Stage]:
+    """The stages named by the hand-off's stage keys that produced items route to
+    (e.g. ``question_writing``'s ``unlinked_to``), locked like the next stage."""
+    keys = set(task_type_get(stage.task_type).handoff_stage_keys)
+    wanted = {r.get("route") for r in produced} & keys
+    ids = {key: (stage.handoff or {}).get(key) for key in wanted}
+    found = {
+        s.pk: s
+        for s in Stage.objects.select_for_update().filter(
+            pk__in=[i for i in ids.values() if i is not None], campaign_id=stage.campaign_id
+        )
+    }
+    return {key: found[i] for key, i in ids.items() if i in found}
 
 
 def stage_drained(*, stage: Stage) -> bool:

@@ -32,6 +32,10 @@ from campaigns.services.items import items_upload
 from campaigns.services.quizzes import quiz_qualification_type
 
 
+# Hand-off keys a recipe fills with a stage's name (made its id when applied).
+STAGE_NAME_KEYS = frozenset({"unlinked_to", "translate_to"})
+
+
 def _recipe(name: str) -> Recipe:
     try:
         return recipe_get(name)
@@ -92,7 +96,10 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 stage_link(
                     stage=stages[spec.name],
                     next_stage=stages[spec.feeds],
-                    handoff=dict(spec.handoff),
+                    handoff={
+                        k: stages[v].pk if k in STAGE_NAME_KEYS and isinstance(v, str) else v
+                        for k, v in spec.handoff.items()
+                    },
                 )
         if sample:
             for stage_name, rows in recipe.sample_items.items():

@@ -14,6 +14,7 @@ from campaigns.tasktypes.rephrase import Rephrase
 from campaigns.tasktypes.rubric_evaluation import RubricEvaluation
 from campaigns.tasktypes.sentence_selection import SentenceSelectionAnswer
 from campaigns.tasktypes.survey import Survey
+from campaigns.tasktypes.translation import Translation
 from campaigns.tasktypes.why_question import WhyQuestionFromPartialArticle
 
 _REGISTRY: dict[str, TaskType] = {
@@ -32,6 +33,7 @@ _REGISTRY: dict[str, TaskType] = {
         MCValidation(),
         Quiz(),
         Survey(),
+        Translation(),
     )
 }
 

@@ -472,6 +472,9 @@ class TaskType:
     answer_schema: ClassVar[dict[str, Any]] = {"type": "object"}
     # The stage-link ``handoff`` dict this task type's ``next_items`` understands.
     handoff_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
+    # ``handoff`` keys holding the id of another stage of the campaign that some
+    # produced items go to (an item's ``route`` names the key) instead of the next stage.
+    handoff_stage_keys: ClassVar[tuple[str, ...]] = ()
     # Values used when the stage config leaves a key out.
     config_defaults: ClassVar[dict[str, Any]] = {}
     # Template included inside the worker page's <form>. Context: ``items`` (list of

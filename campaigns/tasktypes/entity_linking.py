@@ -61,6 +61,9 @@ from campaigns.tasktypes.base import (
 from campaigns.tasktypes.question_writing import yes_no_value
 
 QID_PATTERN = r"^Q[1-9][0-9]*$"
+# Span kinds that are values, not entities (``linking.spans.VALUE_KINDS``): Mintaka
+# keeps them as typed values, no one links them to Wikidata (§4.3, release).
+_VALUE_KINDS = frozenset({"date", "time", "ordinal", "cardinal", "quantity", "money", "percent"})
 _SPAN_SCHEMA = {
     "type": "object",
     "required": ["start", "end", "text"],
@@ -451,6 +454,7 @@ class _EntityLinking(TaskType):
                 s
                 for s in spans
                 if yes_no_value(s["text"]) is None
+                and s.get("kind") not in _VALUE_KINDS
                 and not s["text"].replace(",", "").replace(".", "").strip().isdigit()
             ]
             if len(linkable) < cfg["min_links"]:

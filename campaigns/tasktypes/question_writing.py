@@ -18,6 +18,7 @@ A worker may do one HIT per cell (``exclusive_key``).
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
@@ -36,6 +37,7 @@ from campaigns.tasktypes.base import (
     simulation_profile_check,
     text_errors,
 )
+from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
 from linking.answer_types import AnswerType
 from linking.answer_types import detect_answer_type as linking_answer_type
 
@@ -144,14 +146,37 @@ def yes_no_value(text: str) -> bool | None:
     return YES_NO.get(text.strip().rstrip(".!").strip().casefold())
 
 
-def detect_answer_type(*, question: str, answer: str, complexity_type: str) -> str:
+def linked_answer_text(pair: Mapping[str, Any], *, complexity_type: str) -> str:
+    """The answer text that answer linking works on and the export's ``mention``: for a
+    count question the entities counted, comma-separated (Mintaka §4.1: the number
+    and "the entities that make up that answer"; the release's count answers are
+    those entities with ``answerNum``), else the answer as written."""
+    entities = [str(e).strip() for e in pair.get("counted_entities") or [] if str(e).strip()]
+    if complexity_type == "count" and entities:
+        return ", ".join(entities)
+    return str(pair.get("answer", ""))
+
+
+def detect_answer_type(
+    *,
+    question: str,
+    answer: str,
+    complexity_type: str,
+    counted_entities: Iterable[str] = (),
+) -> str:
     """The answer's type: entity, boolean, numeric, date or string
-    (``linking.answer_types.detect_answer_type``), with what the cell says: the
-    answer to a count question is a number, and a quoted answer is a string."""
+    (``linking.answer_types.detect_answer_type``), with what the cell says: a count
+    answer is typed by the entities counted (a list of names is ``entity``, of years
+    ``date``; Mintaka links the counted entities, §4.1-4.2) and is a number only when
+    none are listed; a quoted answer is a string."""
     if yes_no_value(answer) is not None:
         return AnswerType.BOOLEAN.value
     if complexity_type == "count":
-        return AnswerType.NUMERIC.value
+        listed = [str(e).strip() for e in counted_entities if str(e).strip()]
+        if not listed:
+            return AnswerType.NUMERIC.value
+        # No question context: "how many" would make a listed year a number.
+        return linking_answer_type(", ".join(listed)).value
     stripped = answer.strip()
     if len(stripped) >= 2 and stripped[0] in "\"'“" and stripped[-1] in "\"'”":
         return AnswerType.STRING.value
@@ -227,8 +252,16 @@ class QuestionWriting(TaskType):
                 "items": {"enum": ANSWER_TYPES},
                 "uniqueItems": True,
             },
+            "unlinked_to": {"type": "integer", "minimum": 1},
+            "translate_to": {"type": "integer", "minimum": 1},
+            "translate_languages": {
+                "type": "array",
+                "items": {"type": "string", "pattern": LANGUAGE_CODE},
+                "uniqueItems": True,
+            },
         },
     }
+    handoff_stage_keys: ClassVar[tuple[str, ...]] = ("unlinked_to", "translate_to")
 
     def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
         """``topic|complexity_type``: a worker does at most one HIT per cell."""
@@ -288,10 +321,12 @@ class QuestionWriting(TaskType):
         errors += answer_errors
 
         value = pair.get("numeric_value")
-        if isinstance(value, str):
+        if isinstance(value, str) and ctype == "superlative" and _is_value_with_unit(value):
+            value = None  # "2,341 miles": the value that makes it the most (§4.1)
+        elif isinstance(value, str):
             errors.append(FieldError(f"{base}/numeric_value", "Enter a number, e.g. 42 or 3.5."))
             value = None
-        elif value is None and ctype in NUMERIC_TYPES:
+        elif value is None and ctype in NUMERIC_TYPES and not pair.get("numeric_value"):
             errors.append(
                 FieldError(f"{base}/numeric_value", "This question type needs a numeric value.")
             )
@@ -330,23 +365,57 @@ class QuestionWriting(TaskType):
         """QA pairs as items for ``answer_entity_linking`` (default) or question linking.
 
         ``handoff``: ``target`` ("answer_entity_linking" | "question_entity_linking"),
-        ``exclude_answer_types`` (e.g. ["boolean", "numeric"]: yes/no and numbers
-        need no answer linking).
+        ``exclude_answer_types`` (e.g. ["boolean", "numeric", "date"]: yes/no and
+        values need no answer linking) and ``unlinked_to`` (a question-linking stage's
+        id): the excluded pairs go there instead (marked ``route: "unlinked_to"``), so
+        every question is linked whatever its answer (Mintaka §4.3). Their id is the
+        one answer linking would have handed on (``<pair id>/q-<digest>``).
+        ``translate_to`` (a ``translation`` stage's id) with ``translate_languages``
+        (codes; empty: translation off) adds one translation item per question and
+        language (``<pair id>/tr-<code>``, Mintaka §4.4).
         """
         if not items:
             return []
         source = items[0]
         cell = source.get("data", {})
+        ctype = str(cell.get("complexity_type", "generic"))
         target = handoff.get("target", "answer_entity_linking")
         excluded = set(handoff.get("exclude_answer_types", []))
         out = []
         for i, pair in enumerate(answer.get("questions", [])):
+            text = linked_answer_text(pair, complexity_type=ctype)
             answer_type = detect_answer_type(
                 question=pair["question"],
                 answer=pair["answer"],
-                complexity_type=cell.get("complexity_type", "generic"),
+                complexity_type=ctype,
+                counted_entities=pair.get("counted_entities") or (),
             )
+            external_id = derived_external_id(
+                str(source.get("external_id", "")), f"q{i + 1}", [pair["question"], pair["answer"]]
+            )
+            if handoff.get("translate_to") is not None:
+                out.extend(
+                    {
+                        "external_id": translation_external_id(external_id, code),
+                        "data": {
+                            "question": pair["question"],
+                            "language": code,
+                            "source_id": external_id,
+                        },
+                        "route": "translate_to",
+                    }
+                    for code in handoff.get("translate_languages", [])
+                )
             if answer_type in excluded:
+                if handoff.get("unlinked_to") is not None:
+                    produced = {"question": pair["question"], "answer": text}
+                    out.append(
+                        {
+                            "external_id": derived_external_id(external_id, "q", produced),
+                            "data": produced,
+                            "route": "unlinked_to",
+                        }
+                    )
                 continue
             data: dict[str, Any]
             if target == "question_entity_linking":
@@ -354,8 +423,8 @@ class QuestionWriting(TaskType):
             else:
                 data = {
                     "question": pair["question"],
-                    "answer": pair["answer"],
-                    "complexity_type": cell.get("complexity_type", "generic"),
+                    "answer": text,
+                    "complexity_type": ctype,
                     "topic": cell.get("topic", ""),
                     "answer_type": answer_type,
                 }
@@ -363,9 +432,6 @@ class QuestionWriting(TaskType):
                     data["numeric_value"] = pair["numeric_value"]
                 if pair.get("counted_entities"):
                     data["counted_entities"] = list(pair["counted_entities"])
-            external_id = derived_external_id(
-                str(source.get("external_id", "")), f"q{i + 1}", [pair["question"], pair["answer"]]
-            )
             out.append({"external_id": external_id, "data": data})
         return out
 
@@ -463,6 +529,14 @@ class QuestionWriting(TaskType):
             for key in ("question", "answer", "numeric_value", "counted_entities"):
                 form[f"questions/{i}/{key}"] = [pair[key]]
         return form
+
+
+_VALUE_WITH_UNIT = re.compile(r"^[^\d]{0,12}\d[\d,.]*\s*[^\d]{0,30}$|^\d+h(?: \d+m)?$")
+
+
+def _is_value_with_unit(text: str) -> bool:
+    """A number with a unit or currency ("2,341 miles", "$134,218,018", "414 minutes")."""
+    return bool(_VALUE_WITH_UNIT.match(text.strip()))
 
 
 _SIM_ENTITIES = (

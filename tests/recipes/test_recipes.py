@@ -44,7 +44,7 @@ def test_a_recipe_needs_an_empty_draft_and_a_known_name(requester):
     recipe_apply(campaign=campaign, name="mintaka", sample=False)
     with pytest.raises(StateConflict):
         recipe_apply(campaign=campaign, name="whyqa")
-    assert campaign.stages.count() == 3
+    assert campaign.stages.count() == 4
     other = campaign_create(owner=requester, name="N", slug="n")
     with pytest.raises(DomainError, match="No recipe 'squad'"):
         recipe_apply(campaign=other, name="squad")
@@ -53,19 +53,40 @@ def test_a_recipe_needs_an_empty_draft_and_a_known_name(requester):
 
 def test_mintaka_at_the_papers_scale_on_mturk():
     cost = recipe_paper_cost(name="mintaka", provider="mturk")
-    write, link_answers, link_questions = cost.stages
-    # 72 cells x 56 workers = 4,032 HITs of 5 questions (20,160 questions) at $1.25;
+    write, link_answers, link_questions, translate = cost.stages
+    # §3: 8 topics x (8 types x 250 + 500 generic) = 20,000 questions, 5 per HIT:
+    # 80 writing items (generic cells have two) x 50 workers = 4,000 HITs at $1.25;
     # MTurk: 20 % + 20 % for HITs of 10+ assignments.
-    assert (write.items, write.assignments) == (72, 4032)
-    assert write.rewards == Decimal("5040.00")
-    assert write.fees == Decimal("2016.00")
-    # 4 of 5 questions go on to answer linking (yes/no and numbers stay behind), 2 each.
-    assert link_answers.items == 4032 * 4
-    assert link_answers.assignments == 2 * 4032 * 4
-    assert link_answers.rewards == Decimal("0.10") * 2 * 4032 * 4
-    assert link_questions.items == link_answers.assignments // 2
+    assert (write.items, write.assignments) == (80, 4000)
+    assert write.rewards == Decimal("5000.00")
+    assert write.fees == Decimal("2000.00")
+    # 4 of 5 questions go on to answer linking (yes/no and values stay behind), 2 each.
+    assert link_answers.items == 4000 * 4
+    assert link_answers.assignments == 2 * 4000 * 4
+    assert link_answers.rewards == Decimal("0.10") * 2 * 4000 * 4
     assert cost.total == sum(c.total for c in cost.stages)
     assert cost.currency == "USD"
+    assert translate.rewards == 0
+
+
+def test_mintaka_quotas_per_cell_are_the_papers():
+    """§3: per topic 250 questions of each complexity type and 500 generic; the
+    release's category names (``videogames``)."""
+    from campaigns.recipes.mintaka import PAPER_QUOTAS, QUESTIONS_PER_HIT, WORKERS_PER_ITEM
+
+    rows = RECIPES["mintaka"].sample_items["Write questions"]
+    spec = RECIPES["mintaka"].stage("Write questions")
+    per_cell: dict[tuple[str, str], int] = {}
+    for row in rows:
+        key = (row["topic"], row["complexity_type"])
+        per_cell[key] = per_cell.get(key, 0) + spec.assignments_per_hit * QUESTIONS_PER_HIT
+    assert {t for t, _ in per_cell} == {
+        "movies", "music", "sports", "books", "geography", "politics", "videogames", "history"
+    }  # fmt: skip
+    assert all(n == 250 for (_, c), n in per_cell.items() if c != "generic")
+    assert all(n == 500 for (_, c), n in per_cell.items() if c == "generic")
+    assert sum(per_cell.values()) == 20_000
+    assert PAPER_QUOTAS["generic"] == 500 and WORKERS_PER_ITEM == spec.assignments_per_hit
 
 
 def test_load_recipe_command_creates_and_reports(requester):
@@ -97,7 +118,7 @@ def test_recipes_api_lists_stages_sources_and_paper_cost(token_client, api_clien
     assert set(by_name) == {"graphquestions", "mintaka", "nangia", "whyqa"}
     mintaka = by_name["mintaka"]
     assert mintaka["stages"][0]["reward"] == "1.25"
-    assert "§3.1" in mintaka["stages"][0]["source"]
+    assert "§4.1" in mintaka["stages"][0]["source"]
     expected = recipe_paper_cost(name="mintaka", provider="mturk")
     assert mintaka["paper_cost"]["total"] == str(expected.total)
     on_prolific = token_client.get("/api/v1/recipes/whyqa/?provider=prolific").json()
@@ -131,4 +152,4 @@ def test_campaign_created_from_a_recipe_through_api_and_page(token_client, clien
     assert page.status_code == 302
     made = Campaign.objects.get(name="Mintaka 2")
     assert made.recipe == "mintaka"
-    assert Item.objects.filter(stage__campaign=made).count() == 72
+    assert Item.objects.filter(stage__campaign=made).count() == 80
