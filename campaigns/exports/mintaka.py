@@ -17,10 +17,26 @@ from decimal import Decimal
 from typing import Any
 
 from campaigns.exports.common import Tally, keyset_rows
-from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem
-from campaigns.tasktypes.base import derived_external_id
-from linking.answer_types import AnswerType, detect_answer_type
+from campaigns.exports.mintaka_values import (
+    answer_dates,
+    answer_number,
+    numeric,
+    question_value,
+)
+from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
+from campaigns.tasktypes.base import answer_for_item, derived_external_id
+from campaigns.tasktypes.question_writing import (
+    NUMERIC_TYPES as NUMERIC_CELLS,
+)
+from campaigns.tasktypes.question_writing import (
+    detect_answer_type,
+    linked_answer_text,
+    yes_no_value,
+)
+from campaigns.tasktypes.translation import Translation
+from linking.answer_types import AnswerType
 from linking.models import EntityLinkResolution, ResolutionStatus
+from linking.spans import VALUE_KINDS
 
 SPLITS = ("train", "dev", "test")
 DEFAULT_RATIOS = (Decimal("0.7"), Decimal("0.1"), Decimal("0.2"))  # Mintaka: 14k/2k/4k of 20k
@@ -32,7 +48,6 @@ MINTAKA_TYPES = {
     AnswerType.DATE: "date",
     AnswerType.STRING: "string",
 }
-_YES = {"yes", "true", "y"}
 
 
 def parse_ratios(text: str) -> tuple[Decimal, Decimal, Decimal]:
@@ -112,29 +127,147 @@ def _labels(qids: set[str]) -> dict[str, str]:
     return {qid: e["label"] for qid, e in entities.items() if e is not None and e["label"]}
 
 
-def _answer_values(kind: AnswerType, pair: dict[str, Any], answer: str) -> list[Any] | None:
-    if kind == AnswerType.BOOLEAN:
-        return [answer.strip(" .!").casefold() in _YES]
-    if kind == AnswerType.NUMERIC:
-        value = pair.get("numeric_value")
-        return [value if value is not None else answer]
-    if kind in (AnswerType.DATE, AnswerType.STRING):
-        return [answer]
-    return None
+def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[dict[str, Any]]]:
+    """The value spans (dates, ordinals, numbers, money, ...) proposed in each question
+    linking item: the release lists them in ``questionEntity`` with their value."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for row in Item.objects.filter(
+        stage__campaign=campaign,
+        stage__task_type="question_entity_linking",
+        external_id__in=list(ids),
+    ).values("external_id", "data"):
+        spans = (row["data"] or {}).get("proposed_spans") or []
+        out[row["external_id"]] = [s for s in spans if s.get("kind") in VALUE_KINDS]
+    return out
+
+
+def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str, str]]:
+    """Accepted translations of each example (Mintaka §4.4): example id -> {code: text},
+    from the approved answers of the campaign's translation stage."""
+    items = {
+        row["external_id"]: row
+        for row in Item.objects.filter(
+            stage__campaign=campaign,
+            stage__task_type=Translation.name,
+            data__source_id__in=list(ids),
+        ).values("id", "external_id", "data")
+    }
+    if not items:
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    hits: dict[int, list[dict[str, Any]]] = {}
+    for link in HITItem.objects.filter(item_id__in=[r["id"] for r in items.values()]).values(
+        "hit_id", "item__external_id"
+    ):
+        hits.setdefault(link["hit_id"], []).append(items[link["item__external_id"]])
+    for hit_id, answers in Assignment.objects.filter(
+        hit_id__in=list(hits), status=AssignmentStatus.APPROVED
+    ).order_by("submitted_at", "id").values_list("hit_id", "answers"):
+        for item in hits[hit_id]:
+            entry = answer_for_item(answers or {}, item)
+            data = item["data"] or {}
+            if entry and entry.get("translation"):
+                out.setdefault(data["source_id"], {}).setdefault(
+                    str(data.get("language")), str(entry["translation"])
+                )
+    return out
+
+
+def _answer(
+    p: dict[str, Any], links: list[Any] | None, labels: dict[str, str]
+) -> dict[str, Any]:
+    """The ``answer`` object as released: answerType, answer, mention (the counted
+    entities for a count question), answerNum for count and superlative (§4.1)."""
+    pair, ctype = p["pair"], p["complexityType"]
+    mention = linked_answer_text(pair, complexity_type=ctype)
+    kind = detect_answer_type(
+        question=p["question"],
+        answer=p["answer"],
+        complexity_type=ctype,
+        counted_entities=pair.get("counted_entities") or (),
+    )
+    values: list[Any] | None
+    if kind == "boolean":
+        values = [yes_no_value(p["answer"]) is True]
+    elif kind == "numeric":
+        number = numeric(pair.get("numeric_value")) if ctype == "count" else None
+        values = [number if number is not None else answer_number(mention)]
+    elif kind == "date":
+        values = answer_dates(mention)
+    elif kind == "string":
+        values = [mention]
+    else:
+        entities = [
+            {"name": link["qid"], "label": labels.get(link["qid"], link.get("text", ""))}
+            for link in links or []
+            if link.get("qid") and not link.get("none")
+        ]
+        values = entities or None
+    answer: dict[str, Any] = {
+        "answerType": MINTAKA_TYPES[AnswerType(kind)],
+        "answer": values,
+        "mention": mention,
+    }
+    number = numeric(pair.get("numeric_value"))
+    if ctype in NUMERIC_CELLS and number is not None:
+        answer["answerNum"] = number
+    return answer
+
+
+def _question_entities(
+    links: list[Any], values: list[dict[str, Any]], labels: dict[str, str]
+) -> list[dict[str, Any]]:
+    """``questionEntity`` as released: linked entities (``name`` null and ``label``
+    null when not in Wikidata), then the value spans not inside a linked one, each
+    with its value as ``name`` and no label."""
+    entities = [
+        {
+            "name": None if link.get("none") else link["qid"],
+            "entityType": "entity",
+            "label": None if link.get("none") else labels.get(link["qid"], link.get("text", "")),
+            "mention": link.get("text", ""),
+            "span": [link["start"], link["end"]],
+        }
+        for link in sorted(links, key=lambda lk: (lk["start"], lk["end"]))
+        if link.get("qid") or link.get("none")
+    ]
+    taken = [(e["span"][0], e["span"][1]) for e in entities]
+    for span in sorted(values, key=lambda s: s["start"]):
+        if any(span["start"] < end and start < span["end"] for start, end in taken):
+            continue
+        entities.append(
+            {
+                "name": question_value(span["kind"], span["text"]),
+                "entityType": span["kind"],
+                "mention": span["text"],
+                "span": [span["start"], span["end"]],
+            }
+        )
+        taken.append((span["start"], span["end"]))
+    return entities
 
 
 def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
-    """The campaign's examples in Mintaka's schema, in the order they were written."""
+    """The campaign's examples in Mintaka's schema, in the order they were written,
+    field by field and in the release's key order: id, question, translations,
+    questionEntity, answer, category, complexityType."""
     for chunk in _pairs(campaign):
         ids = [p["id"] for p in chunk]
         question_ids = {
             p["id"]: derived_external_id(
-                p["id"], "q", {"question": p["question"], "answer": p["answer"]}
+                p["id"],
+                "q",
+                {
+                    "question": p["question"],
+                    "answer": linked_answer_text(p["pair"], complexity_type=p["complexityType"]),
+                },
             )
             for p in chunk
         }
         answer_links = _links(campaign, "answer_entity_linking", ids)
         question_links = _links(campaign, "question_entity_linking", [*ids, *question_ids.values()])
+        values = _question_values(campaign, question_ids.values())
+        translations = _translations(campaign, ids)
         qids = {
             str(link["qid"])
             for links in (*answer_links.values(), *question_links.values())
@@ -143,42 +276,17 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
         }
         labels = _labels(qids)
         for p in chunk:
-            kind = detect_answer_type(p["answer"], question=p["question"])
-            answer: dict[str, Any] = {
-                "answerType": MINTAKA_TYPES[kind],
-                "answer": _answer_values(kind, p["pair"], p["answer"]),
-                "mention": p["answer"],
-            }
-            if kind == AnswerType.ENTITY and p["id"] in answer_links:
-                answer["answer"] = [
-                    {"name": link["qid"], "label": labels.get(link["qid"], link.get("text", ""))}
-                    for link in answer_links[p["id"]]
-                    if link.get("qid") and not link.get("none")
-                ]
-            if p["complexityType"] == "count" and p["pair"].get("numeric_value") is not None:
-                answer["answerNum"] = p["pair"]["numeric_value"]
-            links = question_links.get(question_ids[p["id"]], question_links.get(p["id"], []))
-            example: dict[str, Any] = {
+            qid_key = question_ids[p["id"]]
+            links = question_links.get(qid_key, question_links.get(p["id"], []))
+            yield {
                 "id": p["id"],
                 "question": p["question"],
-                "questionEntity": [
-                    {
-                        "name": link["qid"],
-                        "entityType": "entity",
-                        "label": labels.get(link["qid"], link.get("text", "")),
-                        "mention": link.get("text", ""),
-                        "span": [link["start"], link["end"]],
-                    }
-                    for link in links
-                    if link.get("qid") and not link.get("none")
-                ],
-                "answer": answer,
+                "translations": translations.get(p["id"], {}),
+                "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
+                "answer": _answer(p, answer_links.get(p["id"]), labels),
                 "category": p["category"],
                 "complexityType": p["complexityType"],
             }
-            if isinstance(p["pair"].get("translations"), dict):
-                example["translations"] = p["pair"]["translations"]
-            yield example
 
 
 def split_of(
