@@ -19,6 +19,7 @@ from campaigns.api.common import (
 )
 from campaigns.models import Stage
 from campaigns.selectors import stage_list_visible, stage_list_with_counts
+from campaigns.selectors_requirements import stage_unenforced_requirements
 from campaigns.services import stage_add, stage_link, stage_update
 from campaigns.tasktypes import task_type_names
 
@@ -49,9 +50,16 @@ class StageOutputSerializer(serializers.ModelSerializer):
     next_stage: serializers.PrimaryKeyRelatedField[Any] = serializers.PrimaryKeyRelatedField(
         read_only=True, allow_null=True
     )
+    unenforced_requirements = serializers.SerializerMethodField(
+        help_text="Platform requirements the campaign's workforce cannot check "
+        "(all of them on the local workforce): kind, requirement, text."
+    )
     item_count = serializers.IntegerField(read_only=True)
     hit_count = serializers.IntegerField(read_only=True)
     assignment_count = serializers.IntegerField(read_only=True)
+
+    def get_unenforced_requirements(self, stage: Stage) -> list[dict[str, Any]]:
+        return [dict(r) for r in stage_unenforced_requirements(stage=stage)]
 
     class Meta:
         model = Stage
@@ -70,6 +78,7 @@ class StageOutputSerializer(serializers.ModelSerializer):
             "lifetime",
             "gold_ratio",
             "qualification_requirements",
+            "unenforced_requirements",
             "escalation_rule",
             "review_rules",
             "bonus_rules",

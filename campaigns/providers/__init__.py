@@ -12,6 +12,22 @@ from django.core.exceptions import ImproperlyConfigured
 from campaigns.providers.base import FeeModel, NoFees, PermanentProviderError, Provider
 from campaigns.providers.fees import MTurkFees, ProlificFees
 
+# Requirement kinds each platform checks itself (MTurk's system qualifications,
+# Prolific's filters). The local workforce has no platform history: none of them.
+# Custom qualifications (quiz, round, manual grants) are checked by qaportal on every
+# provider and are not listed here.
+PLATFORM_CHECKED_KINDS: dict[str, frozenset[str]] = {
+    "local": frozenset(),
+    "mturk": frozenset({"approval_rate", "approved_count", "locale", "country", "adult",
+                        "masters"}),
+    "prolific": frozenset({"approval_rate", "approved_count", "locale", "country"}),
+}  # fmt: skip
+
+
+def platform_checked_kinds(provider: str) -> frozenset[str]:
+    """The requirement kinds ``provider`` enforces on its own workers."""
+    return PLATFORM_CHECKED_KINDS.get(provider, frozenset())
+
 
 def requires_masters(requirements: Iterable[Mapping[str, Any]] | None) -> bool:
     """True when a stage's ``qualification_requirements`` ask for MTurk Masters."""

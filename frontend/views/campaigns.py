@@ -19,6 +19,7 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_progress import campaign_progress
+from campaigns.selectors_requirements import stage_unenforced_requirements
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
 from campaigns.services.recipes import campaign_create_with_recipe
@@ -117,6 +118,8 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.campaign = campaign
+        stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
