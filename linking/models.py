@@ -158,6 +158,9 @@ class GeneratedQuestion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(null=True, blank=True)
+    # GraphQuestions §7.1: each canonical question verified by at least two people
+    # before paraphrasing: [{"user": id, "at": iso time}, ...], one per person.
+    checks = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -55,6 +55,7 @@ class GeneratedQuestionSerializer(serializers.ModelSerializer):
             "source",
             "seed",
             "item",
+            "checks",
             "decided_at",
             "created_at",
         ]

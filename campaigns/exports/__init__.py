@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from campaigns.exports.common import Tally
+from campaigns.exports.graphquestions import graphquestions_stream
 from campaigns.exports.mintaka import mintaka_stream
 from campaigns.exports.provenance import (
     collection_metadata_stream,
@@ -74,6 +75,16 @@ FORMATS: dict[str, ExportFormat] = {
             mintaka_stream,
             "Mintaka's schema: question, answer with answerType and linked entities, "
             "questionEntity with spans, category, complexityType; one split or all.",
+        ),
+        ExportFormat(
+            "graphquestions",
+            "GraphQuestions JSON Lines",
+            "jsonl",
+            "application/x-ndjson",
+            graphquestions_stream,
+            "One accepted paraphrase per line with its canonical question, graph query, "
+            "SPARQL, answers and characteristics; train/test split grouped by graph query "
+            "(Su et al. 2016 §7.2).",
         ),
         ExportFormat(
             "jsonl",

@@ -109,5 +109,5 @@ RECIPE = Recipe(
     stages=(PARAPHRASE,),
     sample_items={PARAPHRASE.name: SAMPLE},
     paper_scale="5,166 questions over 500 graph queries (about 10 paraphrases each).",
-    export_format="jsonl",
+    export_format="graphquestions",
 )

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
+    STOP_WORDS,
     FieldError,
     FormView,
     TaskType,
@@ -45,6 +46,67 @@ from campaigns.tasktypes.base import (
 )
 
 FUNCTIONS = ["none", "count", "superlative", "comparative"]
+# Su et al. (2016) §4: the nine functions (and none), kept per item as function_kind.
+FUNCTION_KINDS = ["none", "count", "max", "min", "argmax", "argmin", ">", ">=", "<", "<="]
+
+
+# Interchangeable question words: "which city" vs "what city" is the paper's own
+# example of a trivial paraphrase (§7.1).
+_WH_SAME = {"which": "what", "what's": "what", "whats": "what"}
+
+
+def _content_sequence(text: str) -> list[str]:
+    """The content words of ``text`` in order (``normalise_text``, stop words out,
+    "which" read as "what")."""
+    words = (_WH_SAME.get(t, t) for t in normalise_text(text).split())
+    return [t for t in words if t not in STOP_WORDS]
+
+
+def _word_edit_distance(a: list[str], b: list[str]) -> int:
+    """Levenshtein distance over words (insert, delete, substitute one word)."""
+    previous = list(range(len(b) + 1))
+    for i, word in enumerate(a, 1):
+        current = [i]
+        for j, other in enumerate(b, 1):
+            current.append(
+                min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (word != other))
+            )
+        previous = current
+    return previous[-1]
+
+
+def _contains_run(haystack: list[str], needle: list[str]) -> bool:
+    n = len(needle)
+    return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def canonical_copy_reason(
+    candidate: str, canonical: str, *, max_edit_ratio: float
+) -> str | None:
+    """Why ``candidate`` is a trivial paraphrase of the canonical question, or None.
+
+    GraphQuestions §7.1 removed trivial paraphrases ("which city" vs "what city") to
+    keep paraphrasing diverse. Compared over the canonical form's content words, in
+    order: trivial when they all appear in the candidate as one run (the canonical
+    question with words put before, after or around it: "Could you tell me ...?"),
+    or when the word-level edit distance between the two content-word sequences is
+    at most ``max_edit_ratio`` of the canonical's length (one word swapped, a stop
+    word changed). A real rewording changes words and their order.
+    """
+    canon, words = _content_sequence(canonical), _content_sequence(candidate)
+    if len(canon) < 2:
+        return None
+    if _contains_run(words, canon):
+        return (
+            "It is the canonical question with words added around it; rewrite the "
+            "question itself in your own words."
+        )
+    if _word_edit_distance(words, canon) <= max_edit_ratio * len(canon):
+        return (
+            "It keeps the canonical question's words in the same order with one small "
+            "change; rewrite it in your own words."
+        )
+    return None
 
 
 def mentions(text: str, forms: list[str]) -> bool:
@@ -68,6 +130,7 @@ class ParaphraseCanonical(TaskType):
                 "properties": {
                     "edges": {"type": "integer", "minimum": 0},
                     "function": {"enum": FUNCTIONS},
+                    "function_kind": {"enum": FUNCTION_KINDS},
                     "commonness": {"type": "number"},
                     "answer_cardinality": {"type": "integer", "minimum": 0},
                 },
@@ -93,12 +156,14 @@ class ParaphraseCanonical(TaskType):
             "paraphrases_per_item": {"type": "integer", "minimum": 1, "maximum": 5},
             "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
             "require_entity_mention": {"type": "boolean"},
+            "max_edit_ratio": {"type": "number", "minimum": 0, "maximum": 1},
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {
         "paraphrases_per_item": 1,
         "max_similarity": 0.8,
         "require_entity_mention": True,
+        "max_edit_ratio": 0.2,
     }
     answer_schema: ClassVar[dict] = per_item_answer_schema(
         {"paraphrases": {"type": "array", "items": {"type": "string"}}}
@@ -153,11 +218,15 @@ class ParaphraseCanonical(TaskType):
             return [FieldError(path, 'Write a question ending with "?".')]
         reason = trivial_variant_reason(
             text, data["canonical_question"], max_similarity=cfg["max_similarity"]
+        ) or canonical_copy_reason(
+            text, data["canonical_question"], max_edit_ratio=cfg["max_edit_ratio"]
         )
         if reason:
             return [FieldError(path, reason)]
         for other in earlier:
-            if trivial_variant_reason(text, other, max_similarity=cfg["max_similarity"]):
+            if trivial_variant_reason(
+                text, other, max_similarity=cfg["max_similarity"]
+            ) or canonical_copy_reason(text, other, max_edit_ratio=cfg["max_edit_ratio"]):
                 return [FieldError(path, "This paraphrase is almost the same as an earlier one.")]
         if cfg["require_entity_mention"]:
             missing = [

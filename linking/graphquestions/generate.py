@@ -27,7 +27,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from linking.graphquestions.kb import RDF_TYPE, KnowledgeBase
-from linking.graphquestions.query import COMPARATIVE, SUPERLATIVE, Edge, Function, GraphQuery, Node
+from linking.graphquestions.query import (
+    COMPARATIVE,
+    SUPERLATIVE,
+    VALUE_SUPERLATIVE,
+    Edge,
+    Function,
+    GraphQuery,
+    Node,
+)
 
 XSD = "http://www.w3.org/2001/XMLSchema#"
 ORDERED_TYPES = tuple(
@@ -329,6 +337,9 @@ def canonical_question(*, query: GraphQuery, labels: dict[str, str]) -> str:
     fn = query.function
     if fn.kind == "count":
         return f"how many {cls}s are there {body}?".replace("  ", " ")
+    if fn.kind in VALUE_SUPERLATIVE:
+        extreme = "largest" if fn.kind == "max" else "smallest"
+        return f"what is the {extreme} {name(fn.attribute or '')} of a {cls} {body}?"
     if fn.kind in SUPERLATIVE:
         extreme = "largest" if fn.kind == "argmax" else "smallest"
         return f"which {cls} {body} has the {extreme} {name(fn.attribute or '')}?"

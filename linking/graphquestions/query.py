@@ -12,9 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-FUNCTIONS = ("none", "count", "argmax", "argmin", ">", ">=", "<", "<=")
+# Su et al. (2016) §4: nine functions in three groups: counting (count), superlative
+# (max, min, argmax, argmin) and comparative (>, >=, <, <=); "none" is no function.
+FUNCTIONS = ("none", "count", "max", "min", "argmax", "argmin", ">", ">=", "<", "<=")
 COMPARATIVE = (">", ">=", "<", "<=")
-SUPERLATIVE = ("argmax", "argmin")
+VALUE_SUPERLATIVE = ("max", "min")
+SUPERLATIVE = (*VALUE_SUPERLATIVE, "argmax", "argmin")
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class Edge:
 class Function:
     """What is asked of the question node's bindings.
 
-    ``none``: the bindings; ``count``: how many; ``argmax`` / ``argmin``: those with the
+    ``none``: the bindings; ``count``: how many; ``max`` / ``min``: the largest /
+    smallest ``attribute`` value itself; ``argmax`` / ``argmin``: those with the
     largest / smallest ``attribute`` value; ``>``, ``>=``, ``<``, ``<=``: those whose
     ``attribute`` compares so with ``value`` (a literal, e.g. ``"1900-01-01"``)."""
 
@@ -154,6 +158,13 @@ class GraphQuery:
         fn = self.function
         if fn.kind == "count":
             return f"SELECT (COUNT(DISTINCT {q}) AS ?count) WHERE {{\n  {body}\n}}"
+        if fn.kind in VALUE_SUPERLATIVE:
+            # The extreme value itself (ORDER BY ... LIMIT 1, as for argmax/argmin).
+            order = "DESC" if fn.kind == "max" else "ASC"
+            return (
+                f"SELECT DISTINCT (?value AS ?answer) WHERE {{\n  {body}\n"
+                f"  {q} <{fn.attribute}> ?value .\n}} ORDER BY {order}(?value) LIMIT 1"
+            )
         if fn.kind in SUPERLATIVE:
             # The extreme value by ORDER BY ... LIMIT 1 (MIN/MAX do not order every
             # literal type in every store), then every binding that has it (ties too).

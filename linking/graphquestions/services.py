@@ -26,6 +26,15 @@ from linking.graphquestions.kb import (
 from linking.models import GeneratedQuestion, GeneratedQuestionStatus
 
 PARAPHRASE_TASK_TYPE = "paraphrase_canonical"
+# GraphQuestions §7.1: each canonical question verified by at least two people.
+CHECKS_REQUIRED = 2
+
+
+def generated_item_external_id(question: GeneratedQuestion) -> str:
+    """The paraphrasing item's id of a generated question: ``gq-`` and the first 16
+    hex digits of its SPARQL's SHA-256 (stable, one per query; uploaded or sample ids
+    such as ``gq-1`` cannot collide with it by numbering)."""
+    return f"gq-{question.query_key[:16]}"
 
 
 def knowledge_base_open(
@@ -101,17 +110,40 @@ def generated_question_edit(
 def generated_questions_decide(
     *, questions: Iterable[GeneratedQuestion], accept: bool, user: AbstractBaseUser
 ) -> int:
-    """Accept or reject proposals (sent ones stay as they are); how many changed."""
-    status = GeneratedQuestionStatus.ACCEPTED if accept else GeneratedQuestionStatus.REJECTED
-    ids = [q.pk for q in questions if q.status != GeneratedQuestionStatus.SENT]
-    return GeneratedQuestion.objects.filter(pk__in=ids).update(
-        status=status, decided_by=user, decided_at=timezone.now()
-    )
+    """Check (accept) or reject proposals (sent ones stay as they are); how many changed.
+
+    GraphQuestions §7.1: every canonical question was verified by at least two
+    people before paraphrasing. An acceptance is one person's check; a question
+    becomes ``accepted`` (sendable) at ``CHECKS_REQUIRED`` checks by different
+    people and stays ``proposed`` until then. A rejection by anyone rejects it and
+    clears its checks. Locking: the questions' rows.
+    """
+    ids = [q.pk for q in questions]
+    now = timezone.now()
+    changed = 0
+    with transaction.atomic():
+        for q in GeneratedQuestion.objects.select_for_update().filter(pk__in=ids).order_by("pk"):
+            if q.status == GeneratedQuestionStatus.SENT:
+                continue
+            if not accept:
+                q.status, q.checks = GeneratedQuestionStatus.REJECTED, []
+            else:
+                checks = [c for c in q.checks or [] if c.get("user") != user.pk]
+                checks.append({"user": user.pk, "at": now.isoformat()})
+                q.checks = checks
+                enough = len({c["user"] for c in checks}) >= CHECKS_REQUIRED
+                q.status = (
+                    GeneratedQuestionStatus.ACCEPTED if enough else GeneratedQuestionStatus.PROPOSED
+                )
+            q.decided_by, q.decided_at = user, now  # type: ignore[assignment]
+            q.save(update_fields=["status", "checks", "decided_by", "decided_at"])
+            changed += 1
+    return changed
 
 
 def _item_data(q: GeneratedQuestion) -> dict[str, Any]:
     ch = q.characteristics
-    return {
+    data = {
         "canonical_question": q.canonical_question,
         "characteristics": {
             "edges": int(ch.get("edges", 0)),
@@ -126,6 +158,9 @@ def _item_data(q: GeneratedQuestion) -> dict[str, Any]:
         "sparql": q.sparql,
         "graph_query": q.query,
     }
+    if ch.get("function_kind"):  # which of the nine functions (§4)
+        data["characteristics"]["function_kind"] = str(ch["function_kind"])
+    return data
 
 
 def generated_questions_send(*, campaign: Campaign, stage: Stage) -> int:
@@ -147,13 +182,31 @@ def generated_questions_send(*, campaign: Campaign, stage: Stage) -> int:
             .filter(status=GeneratedQuestionStatus.ACCEPTED)
             .order_by("pk")
         )
-        for q in accepted:
+        ids = {generated_item_external_id(q): q for q in accepted}
+        taken = sorted(
+            Item.objects.filter(stage=stage, external_id__in=list(ids)).values_list(
+                "external_id", flat=True
+            )
+        )
+        if taken:
+            raise DomainError(
+                f"The stage already has items with the ids {', '.join(taken[:5])}; rename or "
+                "remove them before sending.",
+                errors={"stage": [f"item id taken: {t}" for t in taken[:5]]},
+            )
+        for external_id, q in ids.items():
+            if len({c.get("user") for c in q.checks or []}) < CHECKS_REQUIRED:
+                raise DomainError(
+                    f"Question {q.pk} was checked by fewer than {CHECKS_REQUIRED} people "
+                    "(GraphQuestions §7.1); have a second person accept it first.",
+                    errors={"questions": [f"{q.pk}: unchecked"]},
+                )
             data = _item_data(q)
             errors = task_type.validate_item(data)
             if errors:
                 raise DomainError(f"Question {q.pk} does not make a valid item: {errors[0]}")
             item = Item.objects.create(
-                stage=stage, external_id=f"gq-{q.pk}", data=data, source=ItemSource.GENERATED
+                stage=stage, external_id=external_id, data=data, source=ItemSource.GENERATED
             )
             q.item = item
             q.status = GeneratedQuestionStatus.SENT

@@ -25,7 +25,8 @@ from linking.graphquestions.kb import (
     SparqlEndpointKnowledgeBase,
 )
 from linking.graphquestions.query import GraphQuery
-from linking.graphquestions.services import generated_questions_propose
+from linking.graphquestions.services import generated_questions_decide, generated_questions_propose
+from tests.factories import UserFactory
 from linking.models import GeneratedQuestion
 
 pytestmark = pytest.mark.django_db
@@ -115,7 +116,12 @@ def test_page_edit_accept_reject_and_send(campaign, alice_client):
     alice_client.post(drop_url, {"decision": "reject"})
     keep.refresh_from_db()
     drop.refresh_from_db()
-    assert (keep.status, keep.canonical_question) == ("accepted", "Who is <b>Carl</b>'s child?")
+    # GraphQuestions §7.1: one check is not enough; a second person's makes it sendable.
+    assert (keep.status, keep.canonical_question) == ("proposed", "Who is <b>Carl</b>'s child?")
+    assert "checked by 1 of 2 people" in alice_client.get(url).content.decode()
+    generated_questions_decide(questions=[keep], accept=True, user=UserFactory(username="carol"))
+    keep.refresh_from_db()
+    assert keep.status == "accepted"
     assert drop.status == "rejected"
     assert "<b>Carl</b>" not in alice_client.get(url).content.decode()
 
@@ -164,8 +170,17 @@ def test_api_generate_list_patch_send(campaign, token_client, other_requester):
         {"status": "accepted", "canonical_question": "How many?"},
         format="json",
     )
-    assert patched.json()["status"] == "accepted"
+    assert patched.json()["status"] == "proposed"
+    assert len(patched.json()["checks"]) == 1
     stage = campaign.stages.get()
+    assert token_client.post(base + "send/", {"stage": stage.pk}, format="json").json() == {
+        "sent": 0
+    }
+    generated_questions_decide(
+        questions=GeneratedQuestion.objects.filter(pk=ids[0]),
+        accept=True,
+        user=other_requester,
+    )
     sent = token_client.post(base + "send/", {"stage": stage.pk}, format="json")
     assert sent.json() == {"sent": 1}
 
