@@ -39,7 +39,6 @@ from campaigns.tasktypes.base import (
     normalise_text,
     per_item_answer_schema,
     schema_errors,
-    simulated_rephrasing,
     simulation_profile_check,
     text_errors,
     trivial_variant_reason,
@@ -113,6 +112,42 @@ def mentions(text: str, forms: list[str]) -> bool:
     """Whether ``text`` contains one of ``forms`` as whole words (case/punctuation-insensitive)."""
     haystack = f" {normalise_text(text)} "
     return any(f" {normalise_text(form)} " in haystack for form in forms if normalise_text(form))
+
+
+_SIM_FRAMES = ("Tell me", "I would like to know", "Do you know", "Please name", "Find out")
+_SIM_FILLERS = ("exactly", "recorded", "known", "listed", "overall", "according", "sources",
+                "actually", "officially", "documented")  # fmt: skip
+
+
+def _simulated_paraphrase(
+    canonical: str,
+    labels: list[str],
+    *,
+    rng: random.Random,
+    cfg: Mapping[str, Any],
+    avoid: list[str],
+) -> str:
+    """A rewording that keeps every entity label: a new frame, the canonical's other
+    content words in reverse order, and filler words, retried until it is no
+    trivial variant of the canonical question or of ``avoid``."""
+    label_words = {w for label in labels for w in normalise_text(label).split()}
+    rest = [w for w in _content_sequence(canonical) if w not in label_words and w != "what"]
+    candidate = canonical
+    for _ in range(20):
+        fillers = rng.sample(_SIM_FILLERS, k=min(len(_SIM_FILLERS), 2 + len(rest) // 2))
+        words = [*reversed(rest), *fillers]
+        rng.shuffle(fillers)
+        candidate = f"{rng.choice(_SIM_FRAMES)}, for {' and '.join(labels) or 'this'}: " + (
+            " ".join(words) + "?"
+        )
+        others = [canonical, *avoid]
+        if all(
+            trivial_variant_reason(candidate, o, max_similarity=cfg["max_similarity"]) is None
+            and canonical_copy_reason(candidate, o, max_edit_ratio=cfg["max_edit_ratio"]) is None
+            for o in others
+        ):
+            break
+    return candidate
 
 
 class ParaphraseCanonical(TaskType):
@@ -317,9 +352,10 @@ class ParaphraseCanonical(TaskType):
         profile: str,
         rng: random.Random,
     ) -> dict[str, list[str]]:
-        """Good workers reword the canonical question, keeping every entity's label;
-        sloppy ones sometimes drop an entity or the "?"; spammers paste the
-        canonical question or junk."""
+        """Good workers reword the canonical question (new frame, words reordered and
+        added), keeping every entity's label; sloppy ones sometimes drop the "?" or
+        shout the canonical question; spammers paste it, with or without a prefix, or
+        junk."""
         simulation_profile_check(profile)
         cfg = self.effective_config(config)
         n = cfg["paraphrases_per_item"]
@@ -330,19 +366,15 @@ class ParaphraseCanonical(TaskType):
             data = item.get("data", {})
             canonical = str(data.get("canonical_question", ""))
             labels = [str(e.get("label", "")) for e in data.get("entities", []) if e.get("label")]
-            core = canonical
-            missing = [label for label in labels if not mentions(core, [label])]
-            if missing:  # a canonical question may name an entity by another form
-                core = f"{canonical.rstrip('?').strip()} ({', '.join(missing)})?"
             done: list[str] = []
             for j in range(n):
-                text = simulated_rephrasing(
-                    core, rng=rng, max_similarity=cfg["max_similarity"], avoid=[canonical, *done]
-                )
+                text = _simulated_paraphrase(canonical, labels, rng=rng, cfg=cfg, avoid=done)
                 if profile == "sloppy" and i * n + j == careless:
                     text = rng.choice([text.rstrip("?"), canonical.upper()])
                 elif profile == "spammer":
-                    text = rng.choice([canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", text])
+                    text = rng.choice(
+                        [canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", f"So, {canonical}", text]
+                    )
                 done.append(text)
                 form[f"items/{i}/paraphrases/{j}"] = [text]
         return form

@@ -18,7 +18,11 @@ from campaigns.services.items import items_upload
 from campaigns.services.recipes import recipe_apply
 from campaigns.services.work import campaign_start
 from campaigns.simulate import simulate_crowd
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.paraphrase_canonical import canonical_copy_reason
+from linking.models import EntityLinkResolution
 from tests.factories import UserFactory
+from tests.recipes.run_summary import run_summary
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -32,13 +36,14 @@ def _campaign(name: str, slug: str):
 
 def test_mintaka_pilot_flows_from_writing_to_both_linking_stages():
     campaign = _campaign("Mintaka pilot", "mintaka-pilot")
-    write, link_answers, link_questions = recipe_apply(
+    write, link_answers, link_questions, _translate = recipe_apply(
         campaign=campaign, name="mintaka", sample=False
     )
     stage_update(stage=write, assignments_per_hit=1)
     cells = [
-        {"external_id": f"movies-{t}", "topic": "movies", "complexity_type": t}
-        for t in ("comparative", "superlative", "yesno", "count")
+        {"external_id": f"{topic}-{t}", "topic": topic, "complexity_type": t}
+        for topic in ("movies", "videogames")
+        for t in ("comparative", "superlative", "yesno", "count", "generic")
     ]
     items_upload(
         stage=write,
@@ -56,13 +61,35 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages():
     answers = list(Item.objects.filter(stage=link_answers))
     questions = list(Item.objects.filter(stage=link_questions))
     assert answers, "no QA pair reached answer linking"
-    assert all(i.data["answer_type"] not in ("boolean", "numeric") for i in answers)
-    assert questions, "no QA pair reached question linking"
-    answered = {i.external_id for i in answers}
-    assert all(q.external_id.rsplit("/", 1)[0] in answered for q in questions)
+    assert all(i.data["answer_type"] not in ("boolean", "numeric", "date") for i in answers)
+    # §4.1-4.2: count answers are linked as the entities counted.
+    assert any(i.data["complexity_type"] == "count" for i in answers)
+    # §4.3: every question is linked, yes/no ones included.
+    written = [
+        p["question"]
+        for a in Assignment.objects.filter(hit__stage=write, status=AssignmentStatus.APPROVED)
+        for p in a.answers["questions"]
+    ]
+    assert {q.data["question"] for q in questions} == set(written)
     assert Assignment.objects.filter(
         hit__stage=link_questions, status=AssignmentStatus.APPROVED
     ).exists()
+    # §4.3: questions whose entities were all linked before need one annotator.
+    resolutions = EntityLinkResolution.objects.filter(stage=link_questions)
+    seen = resolutions.filter(seen=True)
+    assert seen.exists(), "the seen-entity rule never fired"
+    assert all(r.annotators == 1 for r in seen.filter(source="seen_confirmed"))
+    assert all(r.annotators >= 2 for r in resolutions.filter(seen=False))
+
+    summary = run_summary(campaign=campaign, export="mintaka")
+    print("MINTAKA", json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
+    rows = summary["rows"]
+    assert len(rows) == len(written)
+    assert {r["category"] for r in rows} == {"movies", "videogames"}
+    assert all("translations" in r for r in rows)
+    assert all("answerNum" in r["answer"] for r in rows if r["complexityType"] == "count")
+    assert all("answerNum" in r["answer"] for r in rows if r["complexityType"] == "superlative")
+    assert any(e["entityType"] == "date" for r in rows for e in r["questionEntity"])
 
 
 def test_whyqa_pilot_flows_from_articles_to_rephrasings():
@@ -112,7 +139,23 @@ def test_graphquestions_pilot_collects_paraphrases_with_characteristics():
     assert result.ok, "\n".join(result.lines())
     done = Assignment.objects.filter(hit__stage=paraphrase, status=AssignmentStatus.APPROVED)
     assert done.count() >= 4
+    task_type = task_type_get("paraphrase_canonical")
     for assignment in done:
         for entry in (assignment.answers or {})["items"]:
             assert entry["paraphrases"]
             assert all(p.endswith("?") for p in entry["paraphrases"])
+            item = Item.objects.get(stage=paraphrase, external_id=entry["external_id"])
+            # §7.1: no accepted paraphrase is the canonical question with words around it.
+            assert all(
+                canonical_copy_reason(p, item.data["canonical_question"], max_edit_ratio=0.2)
+                is None
+                for p in entry["paraphrases"]
+            )
+    assert task_type.name == "paraphrase_canonical"
+
+    summary = run_summary(campaign=campaign, export="graphquestions")
+    print("GRAPHQUESTIONS", json.dumps({k: v for k, v in summary.items() if k != "rows"}, indent=1))
+    splits: dict[str, set[str]] = {}
+    for row in summary["rows"]:
+        splits.setdefault(row["graph_query_id"], set()).add(row["split"])
+    assert splits and all(len(s) == 1 for s in splits.values())  # §7.2

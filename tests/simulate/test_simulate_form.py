@@ -59,6 +59,15 @@ CASES: dict[str, list[tuple[list[dict[str, Any]], dict[str, Any]]]] = {
             {},
         )
     ],
+    "translation": [
+        (
+            _items(
+                {"question": "Who won the 1998 World Cup?", "language": "fr"},
+                {"question": "How many films did Ridley Scott direct?", "language": "ja"},
+            ),
+            {},
+        )
+    ],
     "rephrase": [
         (
             _items(

@@ -31,6 +31,7 @@ ALL = [
     "rubric_evaluation",
     "sentence_selection_answer",
     "survey",
+    "translation",
     "why_question_from_partial_article",
 ]
 

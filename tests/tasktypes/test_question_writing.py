@@ -245,7 +245,9 @@ def test_next_items_to_answer_linking_excluding_yes_no_and_numbers():
 def test_next_items_without_exclusions_keeps_everything_and_extra_fields():
     out = list(qw.next_items(answer=COUNT, items=cell("count"), handoff={}))
     assert len(out) == 5
-    assert out[0]["data"]["answer_type"] == "numeric"
+    # Mintaka §4.1-4.2: a count answer is linked as the entities counted.
+    assert out[0]["data"]["answer_type"] == "entity"
+    assert out[0]["data"]["answer"] == "Fellowship, Two Towers, Return of the King"
     assert out[0]["data"]["numeric_value"] == 3
     assert out[0]["data"]["counted_entities"][0] == "Fellowship"
 

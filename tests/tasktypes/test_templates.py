@@ -74,6 +74,14 @@ CASES: dict[str, tuple[list[dict], dict, dict, str, str]] = {
         "Zorblax rephrased",
         "items/0/rephrasing",
     ),
+    "translation": (
+        [item("t1", {"question": "Who won?", "language": "ja"}),
+         item("t2", {"question": "Why?", "language": "de"}, 2)],
+        {},
+        {"items": [{"external_id": "t1", "translation": "Zorblax translated"}]},
+        "Zorblax translated",
+        "items/0/translation",
+    ),
     "paraphrase_canonical": (
         [
             item(
