@@ -1,15 +1,20 @@
 """GraphQuestions: canonical questions generated from graph queries, paraphrased by the crowd.
 
-Su, Sun, Sadler, Srivastava, Gür, Yan and Yan (2016), "On Generating Characteristic-rich
-Question Sets for QA Evaluation", EMNLP 2016: §2-3 generate graph queries with chosen
-characteristics (structure complexity in edges, function count / superlative /
-comparative, commonness, answer cardinality) and a canonical question for each; §4
-crowd workers paraphrase the canonical questions sentence by sentence, with the
-entities' lexical forms offered, and trivial paraphrases are removed. GraphQuestions has
-5,166 questions over 500 graph queries (about 10 paraphrases each).
+Su, Sun, Sadler, Srivatsa, Gür, Yan and Yan (2016), "On Generating Characteristic-rich
+Question Sets for QA Evaluation", EMNLP 2016, pp. 562-572: §3.2 graph queries; §4
+generation with the nine functions (count; max, min, argmax, argmin; >, >=, <, <=);
+§5.1 minimization and §5.2 commonness; §6 natural language conversion (sentence-level
+paraphrasing by several annotators, entity-level paraphrases from FACC1 lexical
+forms); §7.1 construction (canonical questions verified by at least two graduate
+students, 160 MTurk workers paraphrased, trivial paraphrases removed by hand, at most
+3 entity-level paraphrases per sentence-level one); §7.2 500 graph queries, 2,460
+sentence-level paraphrases, 5,166 questions, split evenly into training and testing
+with all paraphrases of a query in the same set. Deviations kept on purpose are in
+docs/recipes.md.
 
 The sample questions below are qaportal's own, written in the paper's style; importing
-real ones means uploading items of this shape (or generating them, issue 11's tool).
+real ones means uploading items of this shape, or generating them
+(``linking.graphquestions``; two people check each before it is sent).
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from typing import Any
 
 from campaigns.recipes.base import Recipe, StageSpec
 
-PARAPHRASES_PER_QUERY = 10
+# §7.2: 2,460 sentence-level paraphrases of 500 graph queries, about 5 per query.
+PARAPHRASES_PER_QUERY = 5
 
 SAMPLE: list[dict[str, Any]] = [
     {
@@ -73,10 +79,12 @@ SAMPLE: list[dict[str, Any]] = [
 PARAPHRASE = StageSpec(
     name="Paraphrase canonical questions",
     task_type="paraphrase_canonical",
-    source="§4 crowdsourced paraphrasing: each canonical question paraphrased by "
-    "several workers, entity lexical forms offered, trivial paraphrases removed "
-    "(here refused at submission above 0.8 similarity); pay not given in the "
-    "paper, set to qaportal's wage floor for about a minute's work",
+    source="§6 and §7.1 sentence-level paraphrasing: each canonical question "
+    "paraphrased by several MTurk workers (2,460 paraphrases of 500 queries, §7.2), "
+    "entity lexical forms offered, trivial paraphrases removed (here refused at "
+    "submission: content words of the canonical form in order, edit distance, word "
+    "overlap); pay and worker requirements not given in the paper: pay set to "
+    "qaportal's wage floor for about a minute's work, no requirements",
     instructions=(
         "Rewrite the machine-made question as a natural question a person would ask, "
         "with the same meaning and answer. Mention each entity (you may use one of the "
@@ -97,17 +105,21 @@ RECIPE = Recipe(
     name="graphquestions",
     title="GraphQuestions (Su et al., EMNLP 2016)",
     citation=(
-        "Su, Y., Sun, H., Sadler, B., Srivastava, M., Gür, I., Yan, Z., Yan, X. (2016). "
-        "On Generating Characteristic-rich Question Sets for QA Evaluation. EMNLP 2016."
+        "Su, Y., Sun, H., Sadler, B., Srivatsa, M., Gür, I., Yan, Z., Yan, X. (2016). "
+        "On Generating Characteristic-rich Question Sets for QA Evaluation. EMNLP 2016, "
+        "pp. 562-572 (§3-§7)."
     ),
     summary=(
         "Canonical questions from graph queries (with their characteristics: edges, "
         "function, commonness, answer cardinality) are paraphrased by the crowd; trivial "
         "paraphrases are refused; the export keeps the characteristics for "
-        "fine-grained evaluation."
+        "fine-grained evaluation and splits train/test by graph query."
     ),
     stages=(PARAPHRASE,),
     sample_items={PARAPHRASE.name: SAMPLE},
-    paper_scale="5,166 questions over 500 graph queries (about 10 paraphrases each).",
+    paper_scale=(
+        "500 graph queries, 2,460 sentence-level paraphrases (about 5 per query), 5,166 "
+        "questions with entity-level paraphrases (§7.2); split evenly, grouped by query."
+    ),
     export_format="graphquestions",
 )

@@ -153,6 +153,8 @@ LINK_QUESTIONS = StageSpec(
         "seen_annotators": 1,
     },
     bonus_rules=[{"rule": "per_agreed_entity", "amount": "0.10", "beyond": 1}],
+    # Every question, whatever its answer (fed by both earlier stages).
+    paper_items=PAPER_QUESTIONS,
 )
 TRANSLATE = StageSpec(
     name="Translate questions",

@@ -8,10 +8,11 @@ Item data: ``{"topic": "movies", "complexity_type": "count", "topic_hint"?: str}
                     "numeric_value": number | str | None,   # str: invalid input kept
                     "counted_entities": [str]}, ...]}
 
-Rules (after Xu et al. 2022, Mintaka): exactly ``questions_per_hit`` pairs;
+Rules (Mintaka, Sen, Aji and Saffari, COLING 2022, §4.1): exactly ``questions_per_hit`` pairs;
 questions end with "?" and are distinct; count and superlative answers carry a
-numeric value; count answers list the counted entities (all of them when the
-count is at most 5, else at least 5); yes/no questions are answered yes or no.
+numeric value (a superlative's may carry its unit: "2,341 miles"); count answers
+list the counted entities (all of them when the count is at most 5, else at least
+5), and those entities are what answer linking links; yes/no questions are answered yes or no.
 A worker may do one HIT per cell (``exclusive_key``).
 """
 

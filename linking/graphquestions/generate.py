@@ -1,4 +1,5 @@
-"""Generating graph queries with chosen characteristics (Su et al., 2016, §2-3).
+"""Generating graph queries with chosen characteristics (Su et al., EMNLP 2016: §4
+generation and functions, §5.1 minimization, §5.2 commonness, §6 conversion).
 
 1. **Schema** (``schema_read``): which relations join which classes, and which
    attributes (dates, numbers) a class has, read from the knowledge base's own data.
@@ -6,7 +7,8 @@
    of a chosen class over domain/range-typed relations, up to the asked number of edges.
 3. **Grounding**: the walk's leaves become entities (or literal values) taken from one
    binding of the template, so the query has at least one answer.
-4. **Function**: count, superlative (argmax / argmin of an attribute) or comparative
+4. **Function**: count, superlative (max / min of an attribute, or argmax / argmin:
+   the bindings that have it) or comparative
    (an attribute against a value taken from the answers, so it is not empty).
 5. **Minimization** (``query_minimize``): every edge whose removal leaves the answers
    unchanged is removed; the result is minimal and answers the same.

@@ -1,4 +1,4 @@
-"""Graph queries (Su et al., 2016, §2): a question node, ungrounded nodes (variables
+"""Graph queries (Su et al., EMNLP 2016, §3.2): a question node, ungrounded nodes (variables
 with a class) and grounded nodes (one entity each), typed edges between them, and at
 most one function on the question node. Rendered to SPARQL with mutual exclusivity:
 entities on different nodes differ.

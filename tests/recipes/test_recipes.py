@@ -64,6 +64,8 @@ def test_mintaka_at_the_papers_scale_on_mturk():
     assert link_answers.items == 4000 * 4
     assert link_answers.assignments == 2 * 4000 * 4
     assert link_answers.rewards == Decimal("0.10") * 2 * 4000 * 4
+    # Every question is linked (§4.3), one place each to start (seen ones keep it).
+    assert (link_questions.items, link_questions.assignments) == (20_000, 20_000)
     assert cost.total == sum(c.total for c in cost.stages)
     assert cost.currency == "USD"
     assert translate.rewards == 0
