@@ -182,8 +182,13 @@ def seen_prefill(
         if all(s["end"] <= p["start"] or s["start"] >= p["end"] for p in prefilled):
             qid = known[s["text"]]
             prefilled.append(
-                {"start": s["start"], "end": s["end"], "text": s["text"], "qid": qid,
-                 "none": qid is None}
+                {
+                    "start": s["start"],
+                    "end": s["end"],
+                    "text": s["text"],
+                    "qid": qid,
+                    "none": qid is None,
+                }
             )
     prefilled.sort(key=lambda p: p["start"])
     seen = all(

@@ -144,8 +144,8 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
 def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str, str]]:
     """Accepted translations of each example (Mintaka §4.4): example id -> {code: text},
     from the approved answers of the campaign's translation stage."""
-    items = {
-        row["external_id"]: row
+    items: dict[str, dict[str, Any]] = {
+        row["external_id"]: dict(row)
         for row in Item.objects.filter(
             stage__campaign=campaign,
             stage__task_type=Translation.name,
@@ -160,9 +160,11 @@ def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str,
         "hit_id", "item__external_id"
     ):
         hits.setdefault(link["hit_id"], []).append(items[link["item__external_id"]])
-    for hit_id, answers in Assignment.objects.filter(
-        hit_id__in=list(hits), status=AssignmentStatus.APPROVED
-    ).order_by("submitted_at", "id").values_list("hit_id", "answers"):
+    for hit_id, answers in (
+        Assignment.objects.filter(hit_id__in=list(hits), status=AssignmentStatus.APPROVED)
+        .order_by("submitted_at", "id")
+        .values_list("hit_id", "answers")
+    ):
         for item in hits[hit_id]:
             entry = answer_for_item(answers or {}, item)
             data = item["data"] or {}
@@ -173,9 +175,7 @@ def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str,
     return out
 
 
-def _answer(
-    p: dict[str, Any], links: list[Any] | None, labels: dict[str, str]
-) -> dict[str, Any]:
+def _answer(p: dict[str, Any], links: list[Any] | None, labels: dict[str, str]) -> dict[str, Any]:
     """The ``answer`` object as released: answerType, answer, mention (the counted
     entities for a count question), answerNum for count and superlative (§4.1)."""
     pair, ctype = p["pair"], p["complexityType"]

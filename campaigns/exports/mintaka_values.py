@@ -30,8 +30,8 @@ _ORDINALS = {
 }  # fmt: skip
 _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12,
            "k": 10**3, "m": 10**6, "bn": 10**9}  # fmt: skip
-_MONTHS = {m: i + 1 for i, m in enumerate(
-    ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"])}  # fmt: skip
+_MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
 _NUMBER = re.compile(
     r"(?P<cur>us\s?)?[$\u20ac\u00a3]?\s?(?P<num>\d{1,3}(?:,\d{3})+|\d+)(?:\.(?P<dec>\d+))?"
     r"\s*(?P<scale>thousand|million|billion|trillion|bn|k|m)?\b",
@@ -195,4 +195,8 @@ def numeric(value: object) -> int | float | str | None:
         parsed = Decimal(str(value).replace(",", "").strip())
     except InvalidOperation:
         return str(value)
-    return _as_number(parsed) if str(value).strip().replace(",", "").replace(".", "").isdigit() else str(value)
+    return (
+        _as_number(parsed)
+        if str(value).strip().replace(",", "").replace(".", "").isdigit()
+        else str(value)
+    )

@@ -41,7 +41,7 @@ COMPLEXITY_TYPES = (
 # §3: per topic, 250 questions of each of the 8 complexity types and 500 generic:
 # 2,500 per topic, 20,000 in all. Paper-scale data, kept explicit for the pilot/paper
 # switch: a pilot scales WORKERS_PER_ITEM down, the quotas stay the paper's.
-PAPER_QUOTAS: dict[str, int] = {ctype: 250 for ctype in COMPLEXITY_TYPES} | {"generic": 500}
+PAPER_QUOTAS: dict[str, int] = dict.fromkeys(COMPLEXITY_TYPES, 250) | {"generic": 500}
 QUESTIONS_PER_HIT = 5  # §4.1
 # One item is one HIT of one cell with this many places (one worker per place): 250
 # questions = 50 workers x 5. A cell with a larger quota (generic) gets more items

@@ -263,9 +263,12 @@ def stage_link(
                 )
             for key in task_type_get(stage.task_type).handoff_stage_keys:
                 side = (handoff or {}).get(key)
-                if side is not None and not Stage.objects.filter(
-                    pk=side, campaign_id=stage.campaign_id
-                ).exclude(pk=stage.pk).exists():
+                if (
+                    side is not None
+                    and not Stage.objects.filter(pk=side, campaign_id=stage.campaign_id)
+                    .exclude(pk=stage.pk)
+                    .exists()
+                ):
                     raise DomainError(
                         f"The hand-off's {key} names no other stage of this campaign.",
                         errors={"handoff": [f"{key}: unknown stage {side}"]},

@@ -56,14 +56,18 @@ def handoff_run(*, assignment: Assignment) -> int:
     created = 0
     with transaction.atomic():
         next_stage = Stage.objects.select_for_update().get(pk=stage.next_stage_id)
-        targets = {None: next_stage, **_side_stages(stage=stage, produced=produced)}
+        targets: dict[str | None, Stage] = {None: next_stage}
+        targets.update(_side_stages(stage=stage, produced=produced))
         for result in produced:
             external_id = str(result.get("external_id", ""))
             data = result.get("data")
             target = targets.get(result.get("route"))
             if target is None:
-                logger.warning("hand-off of assignment %s: no stage for route %r",
-                               assignment.pk, result.get("route"))
+                logger.warning(
+                    "hand-off of assignment %s: no stage for route %r",
+                    assignment.pk,
+                    result.get("route"),
+                )
                 continue
             problems = task_type_get(target.task_type).validate_item(data)
             if not external_id or problems:
@@ -101,7 +105,7 @@ def _side_stages(*, stage: Stage, produced: list[dict]) -> dict[str, Stage]:
     """The stages named by the hand-off's stage keys that produced items route to
     (e.g. ``question_writing``'s ``unlinked_to``), locked like the next stage."""
     keys = set(task_type_get(stage.task_type).handoff_stage_keys)
-    wanted = {r.get("route") for r in produced} & keys
+    wanted = {str(r.get("route")) for r in produced} & keys
     ids = {key: (stage.handoff or {}).get(key) for key in wanted}
     found = {
         s.pk: s

@@ -31,7 +31,6 @@ from campaigns.services.errors import DomainError, StateConflict
 from campaigns.services.items import items_upload
 from campaigns.services.quizzes import quiz_qualification_type
 
-
 # Hand-off keys a recipe fills with a stage's name (made its id when applied).
 STAGE_NAME_KEYS = frozenset({"unlinked_to", "translate_to"})
 

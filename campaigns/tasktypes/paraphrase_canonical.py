@@ -79,9 +79,7 @@ def _contains_run(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
-def canonical_copy_reason(
-    candidate: str, canonical: str, *, max_edit_ratio: float
-) -> str | None:
+def canonical_copy_reason(candidate: str, canonical: str, *, max_edit_ratio: float) -> str | None:
     """Why ``candidate`` is a trivial paraphrase of the canonical question, or None.
 
     GraphQuestions §7.1 removed trivial paraphrases ("which city" vs "what city") to

@@ -382,7 +382,7 @@ class QuestionWriting(TaskType):
         ctype = str(cell.get("complexity_type", "generic"))
         target = handoff.get("target", "answer_entity_linking")
         excluded = set(handoff.get("exclude_answer_types", []))
-        out = []
+        out: list[dict[str, Any]] = []
         for i, pair in enumerate(answer.get("questions", [])):
             text = linked_answer_text(pair, complexity_type=ctype)
             answer_type = detect_answer_type(

@@ -102,8 +102,13 @@ def test_mintaka_schema(linked):
         "translations": {},
         "questionEntity": [
             # Not in Wikidata: kept with null name and label, as the release does.
-            {"name": None, "entityType": "entity", "label": None, "mention": "Which",
-             "span": [0, 5]},
+            {
+                "name": None,
+                "entityType": "entity",
+                "label": None,
+                "mention": "Which",
+                "span": [0, 5],
+            },
             {
                 "name": "Q3392",
                 "entityType": "entity",

@@ -55,8 +55,12 @@ def test_a_seen_question_gets_one_annotator_and_a_new_one_two(linking_stage):
         ],
         task_type="question_entity_linking",
         assignments_per_hit=1,
-        escalation_rule={"rule": "entity_agreement", "annotators": 2, "max": 3,
-                         "seen_annotators": 1},
+        escalation_rule={
+            "rule": "entity_agreement",
+            "annotators": 2,
+            "max": 3,
+            "seen_annotators": 1,
+        },
         slug="seen-rule",
     )
     AgreedLink.objects.create(

@@ -141,15 +141,13 @@ def test_export_matches_the_release_field_by_field(mintaka, requester):
     )  # fmt: skip
     # Professional translators translate every question (§4.4), 10 per HIT.
     assert Item.objects.filter(stage=translate).count() == 15 * 2
-    japanese = "3作目のアンチャーテッドは2010年に発売されましたか？"
+    japanese = "3作目のアンチャーテッドは2010年に発売されましたか\uff1f"
     for _ in range(3):
         invite = invite_create(campaign=campaign, created_by=requester,
                                expires_in=timedelta(days=1))  # fmt: skip
         _, worker = invite_redeem(token=invite_token(invite=invite))
         QualificationGrant.objects.create(  # the requester names their translators
-            qualification_type_id=translate.qualification_requirements[0][
-                "qualification_type_id"
-            ],
+            qualification_type_id=translate.qualification_requirements[0]["qualification_type_id"],
             worker=worker,
         )
         assignment = assignment_accept(stage=translate, worker=worker)

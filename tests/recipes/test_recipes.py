@@ -88,7 +88,8 @@ def test_mintaka_quotas_per_cell_are_the_papers():
     assert all(n == 250 for (_, c), n in per_cell.items() if c != "generic")
     assert all(n == 500 for (_, c), n in per_cell.items() if c == "generic")
     assert sum(per_cell.values()) == 20_000
-    assert PAPER_QUOTAS["generic"] == 500 and WORKERS_PER_ITEM == spec.assignments_per_hit
+    assert PAPER_QUOTAS["generic"] == 500
+    assert spec.assignments_per_hit == WORKERS_PER_ITEM
 
 
 def test_load_recipe_command_creates_and_reports(requester):

@@ -57,7 +57,9 @@ def test_three_stage_pipeline_runs_end_to_end(mintaka_campaign):
     assert all(i.data["answer_type"] not in ("boolean", "numeric") for i in linking)
     # Count answers are linked as the entities counted (Mintaka §4.1-4.2).
     assert {i.data["complexity_type"] for i in linking} <= {"comparative", "superlative", "count"}
-    assert all(i.data["answer_type"] == "entity" for i in linking if i.data["complexity_type"] == "count")
+    assert all(
+        i.data["answer_type"] == "entity" for i in linking if i.data["complexity_type"] == "count"
+    )
     checks = list(Item.objects.filter(stage=check))
     assert checks
     linking_ids = {i.external_id for i in linking}

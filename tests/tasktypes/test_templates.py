@@ -75,8 +75,10 @@ CASES: dict[str, tuple[list[dict], dict, dict, str, str]] = {
         "items/0/rephrasing",
     ),
     "translation": (
-        [item("t1", {"question": "Who won?", "language": "ja"}),
-         item("t2", {"question": "Why?", "language": "de"}, 2)],
+        [
+            item("t1", {"question": "Who won?", "language": "ja"}),
+            item("t2", {"question": "Why?", "language": "de"}, 2),
+        ],
         {},
         {"items": [{"external_id": "t1", "translation": "Zorblax translated"}]},
         "Zorblax translated",

@@ -86,9 +86,7 @@ def test_all_nine_functions_including_max_and_min():
         "count", "max", "min", "argmax", "argmin", ">", ">=", "<", "<="
     }  # fmt: skip
     kb = RDFFileKnowledgeBase(TTL)
-    kids = GraphQuery(
-        nodes=(Node(PERSON), Node(PERSON, EX + "Carl")), edges=(Edge(0, PARENT, 1),)
-    )
+    kids = GraphQuery(nodes=(Node(PERSON), Node(PERSON, EX + "Carl")), edges=(Edge(0, PARENT, 1),))
     latest = GraphQuery(kids.nodes, kids.edges, 0, Function("max", attribute=BORN))
     earliest = GraphQuery(kids.nodes, kids.edges, 0, Function("min", attribute=BORN))
     assert [a[:10].strip('"') for a in query_answers(kb=kb, query=latest)] == ["1950-12-24"]
@@ -176,7 +174,8 @@ def test_export_split_keeps_every_query_in_one_set(requester):
     split_of: dict[str, set[str]] = {}
     for row in rows:
         split_of.setdefault(row["graph_query_id"], set()).add(row["split"])
-        assert row["characteristics"] and row["canonical_question"]
+        assert row["characteristics"]
+        assert row["canonical_question"]
     assert all(len(s) == 1 for s in split_of.values())
     assert sorted(next(iter(s)) for s in split_of.values()) == ["test", "test", "train", "train"]
     train = io.StringIO()

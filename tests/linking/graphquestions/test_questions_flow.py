@@ -26,8 +26,8 @@ from linking.graphquestions.kb import (
 )
 from linking.graphquestions.query import GraphQuery
 from linking.graphquestions.services import generated_questions_decide, generated_questions_propose
-from tests.factories import UserFactory
 from linking.models import GeneratedQuestion
+from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
