@@ -316,6 +316,7 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
     listed = token_client.get(base).json()
     assert [f["name"] for f in listed] == [
         "mintaka",
+        "graphquestions",
         "jsonl",
         "csv",
         "collection-metadata",
