@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 from datetime import timedelta
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from campaigns.services.work import (
     campaign_start,
 )
 from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.base import simulated_rephrasing
 from linking.graphquestions.generate import Spec, canonical_question, query_answers
 from linking.graphquestions.kb import RDFFileKnowledgeBase
 from linking.graphquestions.query import FUNCTIONS, Edge, Function, GraphQuery, Node
@@ -67,6 +69,17 @@ def _errors(text: str) -> list[str]:
 )
 def test_the_canonical_question_behind_a_prefix_or_one_word_changed_is_trivial(text):
     assert _errors(text), text
+
+
+def test_thirty_copies_behind_the_simulators_prefixes_are_all_refused():
+    """The old simulator's "paraphrases": the canonical question behind added phrases,
+    worded apart enough to pass the word-overlap check alone."""
+    copies = {
+        simulated_rephrasing(CANONICAL, rng=random.Random(seed), max_similarity=0.8)
+        for seed in range(30)
+    }
+    assert all(CANONICAL.rstrip("?") in c.lower() for c in copies)
+    assert all(_errors(c) for c in copies), [c for c in copies if not _errors(c)]
 
 
 @pytest.mark.parametrize(
