@@ -23,6 +23,7 @@ from campaigns.models import Campaign, CampaignState, Provider
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes import recipe_names
+from campaigns.recipes.base import PILOT, SCALES
 from campaigns.recipes.services import campaign_create_with_recipe
 
 ERROR_RESPONSES: dict[int, OpenApiResponse] = {
@@ -113,6 +114,12 @@ class CampaignListCreateApi(generics.ListAPIView):
                 "that currency per US dollar, to convert the recipe's USD prices (default: "
                 "the USD_EXCHANGE_RATES setting). Recorded as config.priced_in on each stage."
             ),
+        )
+        scale = serializers.ChoiceField(
+            choices=SCALES,
+            default=PILOT,
+            help_text="With a recipe: a small pilot (default; its cost is the recipe's "
+            "pilot_cost) or the paper's sizes (paper_cost).",
         )
 
     def get_queryset(self) -> Any:

@@ -1,6 +1,8 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from campaigns.api.answer_agreement import StageAnswerAgreementApi
+from campaigns.api.articles import StageArticleApi
 from campaigns.api.campaigns import (
     CampaignCostEstimateApi,
     CampaignDetailApi,
@@ -47,6 +49,7 @@ from campaigns.api.review import (
 )
 from campaigns.api.rounds import StageRoundApi, StageWageTopUpApi
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.ten_way import StageTenWayApi
 from campaigns.api.testing import CampaignTestParticipantApi
 from campaigns.api.workers import (
     CampaignMessageApi,
@@ -94,6 +97,7 @@ urlpatterns = [
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
     path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
+    path("stages/<int:stage_id>/articles/", StageArticleApi.as_view(), name="api-stage-articles"),
     path(
         "stages/<int:stage_id>/items/upload/",
         StageItemUploadApi.as_view(),
@@ -143,7 +147,13 @@ urlpatterns = [
     ),
     path("stages/<int:stage_id>/review/", StageReviewRunApi.as_view(), name="api-stage-review"),
     path("stages/<int:stage_id>/quality/", StageQualityApi.as_view(), name="api-stage-quality"),
+    path(
+        "stages/<int:stage_id>/answer-agreement/",
+        StageAnswerAgreementApi.as_view(),
+        name="api-stage-answer-agreement",
+    ),
     path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
+    path("stages/<int:stage_id>/ten-way/", StageTenWayApi.as_view(), name="api-stage-ten-way"),
     path("stages/<int:stage_id>/rounds/", StageRoundApi.as_view(), name="api-stage-rounds"),
     path(
         "stages/<int:stage_id>/wage-topup/",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from campaigns.exports.answer_agreement import answer_agreement_stream
 from campaigns.exports.common import Tally
 from campaigns.exports.graphquestions import graphquestions_stream
 from campaigns.exports.hf import croissant_stream, hf_zip_stream
@@ -117,6 +118,15 @@ FORMATS: dict[str, ExportFormat] = {
             collection_metadata_stream,
             "Per stored assignment: worker, HIT, assignment, reward, approval status, "
             "upload, accept and submit times, work time; rejected work marked.",
+        ),
+        ExportFormat(
+            "answer-agreement",
+            "Answer agreement (WhyQA)",
+            "csv",
+            "text/csv",
+            answer_agreement_stream,
+            "Per sentence-selection stage: sentence-id Total Avg and Best Match, ROUGE-1, "
+            "-2, -SU4, -L with and without No-Answer, and the random baseline (WhyQA §3.2).",
         ),
         ExportFormat(
             "mturk-csv",

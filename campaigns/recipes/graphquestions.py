@@ -99,6 +99,9 @@ PARAPHRASE = StageSpec(
     assignments_per_hit=PARAPHRASES_PER_QUERY,
     review_rules=[{"rule": "duplicates", "threshold": 0.9, "action": "reject"}],
     paper_items=500,
+    # Pilot (issue 19): the sample queries, 3 paraphrases each.
+    pilot={"assignments_per_hit": 3},
+    pilot_items=len(SAMPLE),
 )
 
 RECIPE = Recipe(
@@ -121,5 +124,6 @@ RECIPE = Recipe(
         "500 graph queries, 2,460 sentence-level paraphrases (about 5 per query), 5,166 "
         "questions with entity-level paraphrases (§7.2); split evenly, grouped by query."
     ),
+    pilot_scale="The sample graph queries, 3 paraphrases each.",
     export_format="graphquestions",
 )

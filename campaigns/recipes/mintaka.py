@@ -112,6 +112,9 @@ WRITE = StageSpec(
         "translate_languages": [],
     },
     paper_items=len(cell_items()),
+    # Pilot (issue 19): 2 HITs per topic x type cell.
+    pilot={"assignments_per_hit": 2},
+    pilot_items=len(TOPICS) * len(COMPLEXITY_TYPES),
 )
 LINK_ANSWERS = StageSpec(
     name="Link answer entities",
@@ -193,4 +196,5 @@ RECIPE = Recipe(
         "$1.25; translated into 8 languages by professional translators (§4.4)."
     ),
     export_format="mintaka",
+    pilot_scale="2 HITs (10 questions) per topic x complexity-type cell, then their linking.",
 )

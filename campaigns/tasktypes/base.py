@@ -529,6 +529,8 @@ class TaskType:
     judges_others_work: ClassVar[bool] = False
     # Takes canonical questions generated from a knowledge base (GraphQuestions).
     takes_generated_questions: ClassVar[bool] = False
+    # Writes examples that graded rounds rank with a rubric (Nangia et al.'s writing).
+    graded_by_rubric: ClassVar[bool] = False
 
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""
@@ -579,6 +581,17 @@ class TaskType:
         Each is ``{"external_id": str, "data": dict}``; see the module docstring.
         """
         return ()
+
+    # Whether ``items_from_article`` makes items (the page offers an article upload).
+    takes_articles: ClassVar[bool] = False
+
+    def items_from_article(
+        self, *, article: Mapping[str, Any], questions: list[str]
+    ) -> list[dict[str, Any]] | None:
+        """Item rows (``{"external_id", ...data}``) for this task type from a parsed
+        article (``campaigns.tasktypes.articles.article_parse``) and optional
+        questions; None when the task type does not take articles."""
+        return None
 
     # --- Helpers added for the concrete task types ----------------------------------
 

@@ -40,6 +40,7 @@ OPTION_LETTERS = "ABCD"
 
 class MCQuestionWriting(TaskType):
     name = "mc_question_writing"
+    graded_by_rubric = True
     label = "Multiple-choice question writing"
     description = "Write difficult multiple-choice questions about a passage."
     template_name = "tasktypes/mc_question_writing.html"

@@ -22,10 +22,13 @@ from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
-from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
-from campaigns.recipes.services import campaign_create_with_recipe
+from campaigns.recipes import RECIPES
+from campaigns.recipes.base import PAPER, PILOT
+from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
+from campaigns.tasktypes import task_type_get
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
@@ -91,8 +94,31 @@ def _render_list(
         .order_by("-created_at", "-id")
     )
     page = Paginator(campaigns, CAMPAIGNS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"page": page, "campaigns": page.object_list, "form": form}
+    context = {
+        "page": page,
+        "campaigns": page.object_list,
+        "form": form,
+        "recipe_costs": _recipe_costs(),
+    }
     return render(request, "frontend/campaign_list.html", context, status=status)
+
+
+def _recipe_costs() -> list[dict[str, Any]]:
+    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk."""
+    rows = []
+    for recipe in sorted(RECIPES.values(), key=lambda r: r.name):
+        pilot = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PILOT)
+        paper = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PAPER)
+        rows.append(
+            {
+                "recipe": recipe,
+                "pilot": pilot,
+                "paper": paper,
+                "pilot_hits": sum(c.hits for c in pilot.stages),
+                "paper_hits": sum(c.hits for c in paper.stages),
+            }
+        )
+    return rows
 
 
 @login_required
@@ -125,6 +151,7 @@ def _render_detail(
         stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
         stage.campaign = campaign
         stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
+        stage.takes_articles = task_type_get(stage.task_type).takes_articles  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
