@@ -36,9 +36,16 @@ Worker-level entries, which decide no assignment (their verdict is "skip"):
 - ``final_labels`` {count_writer, discard_labels, require, ties} — how the
   dashboard's final labels are voted (``validation.selectors.stage_final_labels``).
 
+Who may approve: only a rule that decides to approve — agreement with gold
+(``gold_accuracy``), with the majority (``consensus``), with peers (``peer_overlap``)
+or an explicit ``auto_approve`` (``APPROVING``). The others only look for problems
+(``work_time``, ``paste_share``, ``duplicates``, ``no_answer_rate``): when they find
+none their verdict is "pass", which does not vote, so an assignment no approving rule
+vouches for stays submitted and reaches a person in the review queue.
+
 Combination (``combine``): any reject → reject; else any hold → hold; else any
-approve → approve; rules that skip do not vote, and when all skip there is no
-decision (the assignment stays submitted).
+approve → approve; rules that skip or pass do not vote, and when none votes there is
+no decision (the assignment stays submitted).
 """
 
 from __future__ import annotations
@@ -65,8 +72,11 @@ from validation.projections import (
 from validation.text import find_duplicates, rouge_f, sentence_overlap
 
 APPROVE, REJECT, HOLD, SKIP = "approve", "reject", "hold", "skip"
+PASS = "pass"  # a problem-finding rule found no problem: it does not vote
 NONE = "none"  # combined: no rule voted
 DECISIONS = (APPROVE, REJECT, HOLD)
+# The rules that decide to approve; every other rule only looks for problems.
+APPROVING = frozenset({"auto_approve", "gold_accuracy", "consensus", "peer_overlap"})
 ROUGE_METRICS = ("rouge1", "rouge2", "rougeL", "rougeSU4")
 
 # --- Schema ---------------------------------------------------------------------------
@@ -260,6 +270,12 @@ def review_rules_validate(rules: Any) -> list[str]:
     """
     errors = _validate(rules, RULES, "review_rules", set())
     for n, entry in enumerate(rules if isinstance(rules, list) else []):
+        name = entry.get("rule") if isinstance(entry, Mapping) else None
+        if name in RULES and name not in APPROVING and entry.get("on_missing") == APPROVE:
+            errors.append(
+                f"review_rules[{n}] ({name}): only looks for problems and cannot approve; "
+                "on_missing must be hold or skip"
+            )
         if (
             isinstance(entry, Mapping)
             and entry.get("rule") == "gold_disqualify"
@@ -531,12 +547,25 @@ class Verdict:
         }
 
 
+def _approval(rule: str) -> str:
+    """What ``rule`` says when it is satisfied: approve, or pass for a rule that only
+    looks for problems (see ``APPROVING``)."""
+    return APPROVE if rule in APPROVING else PASS
+
+
 def _missing(rule: str, p: Mapping[str, Any], reason: str, **numbers: Any) -> Verdict:
-    return Verdict(rule, p["on_missing"], reason, numbers)
+    decision = p["on_missing"]
+    return Verdict(rule, _approval(rule) if decision == APPROVE else decision, reason, numbers)
 
 
 def _check(rule: str, p: Mapping[str, Any], ok: bool, reason: str, **numbers: Any) -> Verdict:
-    return Verdict(rule, APPROVE if ok else p["action"], reason, numbers)
+    return Verdict(rule, _approval(rule) if ok else p["action"], reason, numbers)
+
+
+def rules_approving(rules: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of the rules in ``rules`` that can approve an assignment; empty when
+    approval is a person's (the review queue)."""
+    return [str(r["rule"]) for r in rules if isinstance(r, Mapping) and r.get("rule") in APPROVING]
 
 
 def _r(x: float | None) -> float | None:
@@ -749,7 +778,8 @@ class Review:
 
 
 def combine(verdicts: Sequence[Verdict]) -> Review:
-    """Any reject → reject; else any hold → hold; else any approve → approve; else none."""
+    """Any reject → reject; else any hold → hold; else any approve → approve; else none
+    (skip and pass do not vote)."""
     for decision in (REJECT, HOLD, APPROVE):
         deciding = [v for v in verdicts if v.decision == decision]
         if deciding:

@@ -18,6 +18,7 @@ from validation.rules import (
     APPROVE,
     HOLD,
     NONE,
+    PASS,
     REJECT,
     RULE_FUNCTIONS,
     SKIP,
@@ -31,6 +32,7 @@ from validation.rules import (
     facts_build,
     review,
     review_rules_validate,
+    rules_approving,
 )
 from validation.triggers import REVIEWING_RULES, needs_review_after_submit
 
@@ -180,7 +182,7 @@ def test_peer_overlap_rule_sentences_and_rouge():
 def test_work_time_rule():
     rule = {"rule": "work_time", "min_seconds": 30}
     assert one(1, [sub(1, 1, 1, mc(0), seconds=12)], rule).decision == REJECT
-    assert one(1, [sub(1, 1, 1, mc(0), seconds=30)], rule).decision == APPROVE
+    assert one(1, [sub(1, 1, 1, mc(0), seconds=30)], rule).decision == PASS
     v = one(1, [sub(1, 1, 1, mc(0), seconds=12)], {**rule, "action": "hold"})
     assert (v.decision, v.numbers) == (HOLD, {"seconds": 12, "floor": 30.0})
     two_items = {1: [ItemRef(1, "a"), ItemRef(2, "b")]}
@@ -195,7 +197,7 @@ def test_paste_share_rule():
     v = one(1, [sub(1, 1, 1, answer, telemetry=paste)], rule, task_type="why_question")
     assert (v.decision, v.numbers["pasted"], v.numbers["chars"]) == (HOLD, 40, 44)
     typed = {"pastes": [{"field": "x", "length": 5}], "keystrokes": 100}
-    assert one(1, [sub(1, 1, 1, answer, telemetry=typed)], rule).decision == APPROVE
+    assert one(1, [sub(1, 1, 1, answer, telemetry=typed)], rule).decision == PASS
     assert one(1, [sub(1, 1, 1, {"questions": ["Why?"]})], rule).decision == SKIP
 
 
@@ -205,13 +207,13 @@ def test_duplicates_rule_flags_the_later_copy():
     c = {"questions": ["Why do whales sing long songs?", "Why do whales sing long songs"]}
     subs = [sub(1, 1, 1, a, t=1), sub(2, 2, 2, b, t=2), sub(3, 3, 3, c, t=3)]
     rule = {"rule": "duplicates"}
-    assert one(1, subs, rule, task_type="why_question").decision == APPROVE  # the original
+    assert one(1, subs, rule, task_type="why_question").decision == PASS  # the original
     v = one(2, subs, rule, task_type="why_question")
     assert (v.decision, v.numbers["duplicates"], v.numbers["texts"]) == (REJECT, 1, 2)
     assert v.numbers["of"][0]["assignment"] == 1
     v = one(3, subs, rule, task_type="why_question")  # repeats itself
     assert (v.decision, v.numbers["duplicates"]) == (REJECT, 1)
-    assert one(2, subs, {**rule, "max_share": 0.5}, task_type="why_question").decision == APPROVE
+    assert one(2, subs, {**rule, "max_share": 0.5}, task_type="why_question").decision == PASS
 
 
 def test_no_answer_rate_rule():
@@ -224,7 +226,7 @@ def test_no_answer_rate_rule():
     assert (v.decision, v.numbers["rate"]) == (HOLD, 0.8)
     assert one(4, lazy[:4], rule, task_type="sentence_selection_answer").decision == SKIP
     fine = [sub(h, h, 2, ss(h == 1)) for h in range(1, 6)]
-    assert one(1, fine, rule, task_type="sentence_selection_answer").decision == APPROVE
+    assert one(1, fine, rule, task_type="sentence_selection_answer").decision == PASS
 
 
 # --- Combination and schemas ----------------------------------------------------------------
@@ -243,6 +245,33 @@ def test_combination_reject_beats_hold_beats_approve():
     both = combine([a, Verdict("b", APPROVE, "b")])
     assert both.source == "rule:a+b"
     assert both.reason == "a: a; b: b"
+
+
+def test_a_rule_that_only_looks_for_problems_never_approves():
+    """Issue 19, point 21: a Mintaka writing answer with markup, alone under
+    ``duplicates``, is no longer approved by that rule: no rule votes, so it waits for a
+    person; an approving rule (auto_approve, gold, consensus, agreement) still approves."""
+    pair = {"question": "How many films?", "answer": "<script>x</script>10 <b>films</b>"}
+    answer = {"questions": [pair]}
+    subs = [sub(1, 1, 1, answer)]
+    for rule in (
+        {"rule": "duplicates"},
+        {"rule": "work_time", "min_seconds": 1},
+        {"rule": "paste_share", "min_chars": 1},
+        {"rule": "no_answer_rate", "min_answers": 1},
+    ):
+        result = review(subs[0], facts(subs, [rule], task_type="question_writing"), [rule])
+        assert result.decision == NONE, rule
+        assert result.source == ""
+    both = [{"rule": "duplicates"}, {"rule": "auto_approve"}]
+    result = review(subs[0], facts(subs, both, task_type="question_writing"), both)
+    assert (result.decision, result.source) == (APPROVE, "rule:auto_approve")
+    # Asking a problem-finder to approve when it has no data is refused at save.
+    errors = review_rules_validate([{"rule": "work_time", "on_missing": "approve"}])
+    assert len(errors) == 1
+    assert "cannot approve" in errors[0]
+    assert review_rules_validate([{"rule": "consensus", "on_missing": "approve"}]) == []
+    assert rules_approving([{"rule": "duplicates"}, {"rule": "gold_accuracy"}]) == ["gold_accuracy"]
 
 
 def test_review_rules_validate():
