@@ -9,6 +9,7 @@ from django import forms
 
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES
+from campaigns.recipes.base import PAPER, PILOT
 from campaigns.tasktypes import task_type_get, task_type_names
 
 
@@ -35,6 +36,19 @@ class CampaignCreateForm(forms.Form):
     sample = forms.BooleanField(
         required=False, initial=True, label="Load the recipe's sample items"
     )
+    scale = forms.ChoiceField(
+        choices=[
+            (PILOT, "Pilot: a few HITs per cell (cost below)"),
+            (PAPER, "The paper's sizes (cost below)"),
+        ],
+        initial=PILOT,
+        required=False,
+        label="Recipe scale",
+        help_text="A recipe loads as a small pilot; choose the paper's sizes explicitly.",
+    )
+
+    def clean_scale(self) -> str:
+        return self.cleaned_data.get("scale") or PILOT
 
 
 class StageAddForm(forms.Form):

@@ -18,6 +18,7 @@ from campaigns.api.common import (
 )
 from campaigns.models import Campaign, CampaignState, Provider
 from campaigns.recipes import recipe_names
+from campaigns.recipes.base import PILOT, SCALES
 from campaigns.selectors import campaign_list_visible
 from campaigns.services.campaign_edit import campaign_delete, campaign_update
 from campaigns.services.costs import campaign_cost_estimate
@@ -91,6 +92,12 @@ class CampaignListCreateApi(generics.ListAPIView):
         )
         sample = serializers.BooleanField(
             default=True, help_text="With a recipe: load its sample items too."
+        )
+        scale = serializers.ChoiceField(
+            choices=SCALES,
+            default=PILOT,
+            help_text="With a recipe: a small pilot (default; its cost is the recipe's "
+            "pilot_cost) or the paper's sizes (paper_cost).",
         )
 
     def get_queryset(self) -> Any:

@@ -13,7 +13,9 @@ from rest_framework.views import APIView
 
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES, Recipe
-from campaigns.services.recipes import recipe_paper_cost
+from campaigns.recipes.base import PAPER, PILOT, StageSpec
+from campaigns.services.recipes import RecipeCost, recipe_cost
+from validation.rules import rules_approving
 
 PROVIDER_PARAM = OpenApiParameter(
     "provider",
@@ -31,20 +33,57 @@ class RecipeOutput(serializers.Serializer):
     citation = serializers.CharField()
     summary = serializers.CharField()
     paper_scale = serializers.CharField()
+    pilot_scale = serializers.CharField()
     export_format = serializers.CharField()
     stages = serializers.ListField(child=serializers.DictField())
     sample_items = serializers.DictField(child=serializers.IntegerField())
-    paper_cost = serializers.DictField()
+    pilot_cost = serializers.DictField(
+        help_text="What loading the recipe (the pilot, the default) costs at most."
+    )
+    paper_cost = serializers.DictField(
+        help_text='The paper\'s scale: create the campaign with "scale": "paper".'
+    )
+
+
+def stage_approval(spec: StageSpec) -> str:
+    """Who approves the stage's work: the review rules that can, else a person."""
+    approving = rules_approving(spec.review_rules)
+    if approving:
+        return "rule: " + ", ".join(approving)
+    return "person" + (f" ({spec.approval_note})" if spec.approval_note else "")
+
+
+def _cost_out(cost: RecipeCost) -> dict[str, Any]:
+    return {
+        "provider": cost.provider,
+        "scale": cost.scale,
+        "currency": cost.currency,
+        "stages": [
+            {
+                "name": c.stage_name,
+                "items": c.items,
+                "hits": c.hits,
+                "assignments": c.assignments,
+                "rewards": str(c.rewards),
+                "fees": str(c.fees),
+                "total": str(c.total),
+            }
+            for c in cost.stages
+        ],
+        "rewards": str(cost.total_rewards),
+        "fees": str(cost.total_fees),
+        "total": str(cost.total),
+    }
 
 
 def recipe_out(recipe: Recipe, *, provider: str) -> dict[str, Any]:
-    cost = recipe_paper_cost(name=recipe.name, provider=provider)
     return {
         "name": recipe.name,
         "title": recipe.title,
         "citation": recipe.citation,
         "summary": recipe.summary,
         "paper_scale": recipe.paper_scale,
+        "pilot_scale": recipe.pilot_scale,
         "export_format": recipe.export_format,
         "stages": [
             {
@@ -54,34 +93,22 @@ def recipe_out(recipe: Recipe, *, provider: str) -> dict[str, Any]:
                 "reward": str(s.reward),
                 "assignments_per_hit": s.assignments_per_hit,
                 "items_per_hit": s.items_per_hit,
+                "pilot": {
+                    k: v if k == "config" else str(v) if not isinstance(v, int) else v
+                    for k, v in s.pilot.items()
+                },
                 "qualification_requirements": s.qualification_requirements,
                 "escalation_rule": s.escalation_rule,
                 "review_rules": s.review_rules,
+                "approval": stage_approval(s),
                 "bonus_rules": s.bonus_rules,
                 "feeds": s.feeds,
             }
             for s in recipe.stages
         ],
         "sample_items": {name: len(rows) for name, rows in recipe.sample_items.items()},
-        "paper_cost": {
-            "provider": cost.provider,
-            "currency": cost.currency,
-            "stages": [
-                {
-                    "name": c.stage_name,
-                    "items": c.items,
-                    "hits": c.hits,
-                    "assignments": c.assignments,
-                    "rewards": str(c.rewards),
-                    "fees": str(c.fees),
-                    "total": str(c.total),
-                }
-                for c in cost.stages
-            ],
-            "rewards": str(cost.total_rewards),
-            "fees": str(cost.total_fees),
-            "total": str(cost.total),
-        },
+        "pilot_cost": _cost_out(recipe_cost(name=recipe.name, provider=provider, scale=PILOT)),
+        "paper_cost": _cost_out(recipe_cost(name=recipe.name, provider=provider, scale=PAPER)),
     }
 
 

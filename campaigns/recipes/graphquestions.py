@@ -91,6 +91,9 @@ PARAPHRASE = StageSpec(
     assignments_per_hit=PARAPHRASES_PER_QUERY,
     review_rules=[{"rule": "duplicates", "threshold": 0.9, "action": "reject"}],
     paper_items=500,
+    # Pilot (issue 19): the sample queries, 3 paraphrases each.
+    pilot={"assignments_per_hit": 3},
+    pilot_items=len(SAMPLE),
 )
 
 RECIPE = Recipe(
@@ -109,5 +112,6 @@ RECIPE = Recipe(
     stages=(PARAPHRASE,),
     sample_items={PARAPHRASE.name: SAMPLE},
     paper_scale="5,166 questions over 500 graph queries (about 10 paraphrases each).",
+    pilot_scale="The sample graph queries, 3 paraphrases each.",
     export_format="jsonl",
 )

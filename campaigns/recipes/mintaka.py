@@ -63,6 +63,9 @@ WRITE = StageSpec(
     feeds="Link answer entities",
     handoff={"exclude_answer_types": ["boolean", "numeric"]},
     paper_items=len(TOPICS) * len(COMPLEXITY_TYPES),
+    # Pilot (issue 19): 2 HITs per topic x type cell.
+    pilot={"assignments_per_hit": 2},
+    pilot_items=len(TOPICS) * len(COMPLEXITY_TYPES),
 )
 LINK_ANSWERS = StageSpec(
     name="Link answer entities",
@@ -127,4 +130,5 @@ RECIPE = Recipe(
         "complexity types; 5 questions per HIT at $1.25."
     ),
     export_format="mintaka",
+    pilot_scale="2 HITs (10 questions) per topic x complexity-type cell, then their linking.",
 )

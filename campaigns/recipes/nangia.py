@@ -3,26 +3,27 @@ reading-comprehension questions, with training rounds, feedback and validation.
 
 Nangia, Sugawara, Trivedi, Warstadt, Vania and Bowman (2021), "What Ingredients Make
 for an Effective Crowdsourcing Protocol for Difficult NLU Data Collection Tasks?",
-ACL 2021: the protocols section (BASELINE, JUSTIFICATION, CROWD, EXPERT; workers
-assigned at random; tutorial; three training rounds graded with the rubric, the top
-80 % requalified, round bonuses of $5, $7 and $10; crowd graders from the best writers
-of the previous round at $0.50 per question and $5 per round) and the validation
-section (a 3-of-5 quiz at $2.50, $0.75 per pair of questions, 10 % gold, workers under
-50 % on gold disqualified, $0.50 per block of 4 gold with 3 right; gold labels by
-majority over the writer and the validators, no majority and "invalid" discarded), as
-recorded in qaportal's design (docs/ARCHITECTURE.md). Writing: 2 questions x 4 options
-per passage at $3.50 ($4.00 with a justification); US, UK and Canadian workers with a
-98 % approval rate and 1,000 approved HITs.
+ACL 2021. From §3: workers dealt at random into BASELINE, JUSTIFICATION, CROWD and
+EXPERT; 98 % approval, 1,000 approved, US/UK/CA; §3.1 writing (2 questions x 4
+options per passage); §3.2 a 1-3 sentence justification; §3.3 the tutorial (CROWD
+and EXPERT only), three intermediate rounds graded with the rubric (Figure 2): three
+experts per example in EXPERT and in CROWD's round 1, then the top 20 % of CROWD's
+writers promoted to grade rounds 2 and 3 (five grades per example); the top 80 %
+requalify each round. §4: a 3-of-5 validation quiz, 10 % gold, disqualified under
+50 % on gold, 2-way validation and a 10-way subset of 500 examples per protocol;
+§5.1: gold by majority over the writer and 4 validators, human performance from the
+other 6. App. A (feedback), App. B (pay: $3.50 / $4.00 writing, $3.50 tutorial +
+$1.50, round bonuses $5 / $7 / $10, crowd grading $0.50 per question and $5 per
+round), §4 "Cost" (validation quiz $2.50, $0.75 per pair, $0.50 per 3-of-4 gold).
 
 What is configuration here and a requester's action in qaportal: arms are stage
-``config.arm``; the tutorial is a quiz stage with steps, practice questions (feedback at
-once) and a scored part; each training round is its own writing stage, open to the
-previous round's qualifiers (``round_stage``), graded in its own rubric stage (experts
-through the "Expert graders" qualification, or the crowd through ``graders_stage``);
-the requester closes a round (``POST /api/v1/stages/{id}/rounds/``), whose defaults
-(grading stage, shares, bonuses) come from the writing stage's ``config.round``. The
-tutorial's "top 60 %" is a pass mark here (3 of 5), and BASELINE and JUSTIFICATION
-writers go straight to the main round after the tutorial.
+``config.arm``; the tutorial is a quiz stage per arm with steps, practice questions
+(feedback at once) and a scored part; each training round is its own writing stage,
+open to the previous round's qualifiers (``round_stage``), graded in its own rubric
+stage (experts through the "Expert graders" qualification, or the crowd through
+``graders_stage``); the requester closes a round (``POST /api/v1/stages/{id}/rounds/``),
+whose defaults (grading stage, shares, bonuses) come from the writing stage's
+``config.round``. The tutorial's "top 60 %" is a pass mark here (3 of 5).
 The passages and quiz questions below are qaportal's own text, written for this recipe.
 """
 
@@ -42,6 +43,12 @@ WORKER_REQUIREMENTS: list[dict[str, Any]] = [
     {"kind": "locale", "countries": ["US", "GB", "CA"]},
 ]
 EXPERT_GRADERS = "Expert graders"
+EXPERT_GRADES = 3  # §3.3: three experts grade worker submissions
+CROWD_GRADES = 5  # §3.3: five evaluations per example in CROWD rounds 2 and 3
+# §3.3: 150 workers completed the tutorial; places per tutorial arm at each scale.
+TUTORIAL_PLACES = 200
+PILOT_TUTORIAL_PLACES = 10
+PILOT_PASSAGES = 3
 # Passages at the paper's scale, for the cost estimate (main round, per arm).
 MAIN_PASSAGES = 250
 ROUND_PASSAGES = 20
@@ -254,18 +261,25 @@ VALIDATION_QUIZ: dict[str, Any] = {
     "allow_no_answer": False,
 }
 
-TUTORIAL = StageSpec(
-    name="Tutorial",
-    task_type="quiz",
-    source="tutorial: $3.50, a $1.50 bonus for passing; steps and practice with feedback, "
-    "then a scored part (the paper keeps the top 60 %: here a pass mark of 3 of 5)",
-    instructions="Work through the short tutorial, then answer the five scored questions.",
-    config=TUTORIAL_QUIZ,
-    reward=Decimal("3.50"),
-    assignments_per_hit=400,
-    qualification_requirements=WORKER_REQUIREMENTS,
-    paper_items=1,
-)
+
+def _tutorial(arm: str) -> StageSpec:
+    """§3.3: only CROWD and EXPERT workers take the tutorial (BASELINE and
+    JUSTIFICATION get the writing task alone, §3.1-3.2); one tutorial stage per arm."""
+    return StageSpec(
+        name=f"{arm}: Tutorial",
+        task_type="quiz",
+        source="§3.3 tutorial (CROWD and EXPERT only): steps, a practice quiz with "
+        "feedback, a scored quiz; App. B: $3.50, a $1.50 bonus for qualifying",
+        instructions="Work through the short tutorial, then answer the five scored questions.",
+        config={**TUTORIAL_QUIZ, "arm": arm},
+        reward=Decimal("3.50"),
+        assignments_per_hit=TUTORIAL_PLACES,
+        qualification_requirements=WORKER_REQUIREMENTS,
+        paper_items=1,
+        pilot={"assignments_per_hit": PILOT_TUTORIAL_PLACES},
+        approval_note="a quiz grades itself",
+    )
+
 
 WRITING_INSTRUCTIONS = (
     "Read the passage and write two multiple-choice questions about it, each with four "
@@ -307,24 +321,30 @@ def _writing(
         feeds=feeds,
         handoff={"target": target},
         paper_items=items,
+        pilot_items=PILOT_PASSAGES,
+        approval_note="the requester's review (the paper's writing was paid for as "
+        "submitted; graded rounds are closed by the requester)",
     )
 
 
 def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
-    if crowd:
-        requires: list[dict[str, Any]] = (
-            [{"quiz_stage": TUTORIAL.name}]
-            if number == 1
-            else [{"graders_stage": f"{arm}: Round {number - 1}", "round": number - 1}]
-        )
+    # §3.3: experts grade every EXPERT round and CROWD's round 1 (three experts per
+    # example); after round 1 the top 20 % of CROWD's writers are promoted and grade
+    # rounds 2 and 3, five grades per example, never their own.
+    by_crowd = crowd and number > 1
+    if by_crowd:
+        requires: list[dict[str, Any]] = [{"graders_stage": f"{arm}: Round 1", "round": 1}]
         source = (
-            "crowd grading: the best writers of the previous round (top 20 %; the "
-            "tutorial's passers for round 1) grade with the rubric at $0.50 per question, "
-            "never their own; 2 grades per example, averaged"
+            f"§3.3 crowd grading of round {number}: the writers promoted after round 1 "
+            "(top 20 %) grade every example with the rubric (Figure 2), never their own; "
+            "5 grades per example, averaged; $0.50 per question and $5 per round (App. B)"
         )
     else:
         requires = [{"qualification": EXPERT_GRADERS}]
-        source = "expert grading: the requester's experts grade with the rubric"
+        source = (
+            f"§3.3 expert grading of round {number}: three experts grade each example with "
+            "the rubric (Figure 2); the experts are the requester's, unpaid here"
+        )
     return StageSpec(
         name=f"{arm}: Grading {number}",
         task_type="rubric_evaluation",
@@ -335,20 +355,21 @@ def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
             "options distracting? Add a short note for the writer if you can."
         ),
         # Crowd graders are the arm's own writers; experts join no arm.
-        config={"exclude_own_work": True, **({"arm": arm} if crowd else {})},
-        reward=Decimal("0.50") if crowd else Decimal("0.00"),
-        assignments_per_hit=2 if crowd else 1,
+        config={"exclude_own_work": True, **({"arm": arm} if by_crowd else {})},
+        reward=Decimal("0.50") if by_crowd else Decimal("0.00"),
+        assignments_per_hit=CROWD_GRADES if by_crowd else EXPERT_GRADES,
         qualification_requirements=requires,
         paper_items=None,
+        approval_note="the round is closed by the requester (POST /stages/{id}/rounds/)",
     )
 
 
 def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
-    stages: list[StageSpec] = []
+    stages: list[StageSpec] = [_tutorial(arm)]
     for number in (1, 2, 3):
         name = f"{arm}: Round {number}"
         requires = (
-            [{"quiz_stage": TUTORIAL.name}]
+            [{"quiz_stage": f"{arm}: Tutorial"}]
             if number == 1
             else [{"round_stage": f"{arm}: Round {number - 1}", "round": number - 1}]
         )
@@ -362,9 +383,10 @@ def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
                     "number": number,
                     "grading_stage": f"{arm}: Grading {number}",
                     "qualify_share": 0.8,
-                    "graders_share": 0.2 if crowd else 0.0,
+                    # §3.3: promoted once, after round 1; they grade rounds 2 and 3.
+                    "graders_share": 0.2 if crowd and number == 1 else 0.0,
                     "bonus": str(ROUND_BONUSES[number - 1]),
-                    **({"grading_bonus": str(GRADER_ROUND_BONUS)} if crowd else {}),
+                    **({"grading_bonus": str(GRADER_ROUND_BONUS)} if crowd and number > 1 else {}),
                 },
                 items=ROUND_PASSAGES,
                 source=f"training round {number}: writing graded with the rubric, the top 80 % "
@@ -391,9 +413,12 @@ VALIDATION_QUIZ_STAGE = StageSpec(
     instructions="Answer five questions about short passages; three right answers qualify you.",
     config=VALIDATION_QUIZ,
     reward=Decimal("2.50"),
-    assignments_per_hit=400,
+    # §4: 200 crowdworkers completed the qualification task.
+    assignments_per_hit=200,
     qualification_requirements=WORKER_REQUIREMENTS,
     paper_items=1,
+    pilot={"assignments_per_hit": 20},
+    approval_note="a quiz grades itself",
 )
 VALIDATION = StageSpec(
     name="Validation",
@@ -424,24 +449,26 @@ VALIDATION = StageSpec(
     ],
     bonus_rules=[{"rule": "gold_bonus", "amount": "0.50", "block": 4, "correct": 3}],
     paper_items=None,
+    approval_note="the requester's review; gold decides who keeps the qualification",
 )
 
 STAGES: tuple[StageSpec, ...] = (
-    TUTORIAL,
+    # §3.1-3.2: BASELINE and JUSTIFICATION write at once, with no tutorial.
     _writing(
         "BASELINE",
         "BASELINE: Main round",
         feeds="Validation",
-        requires=[{"quiz_stage": TUTORIAL.name}],
+        requires=[],
+        source="§3.1 writing: 2 questions x 4 options per passage; App. B: $3.50",
     ),
     _writing(
         "JUSTIFICATION",
         "JUSTIFICATION: Main round",
         feeds="Validation",
-        requires=[{"quiz_stage": TUTORIAL.name}],
+        requires=[],
         justification="required",
         reward=Decimal("4.00"),
-        source="writing with a justification of the right answer: $4.00 per passage",
+        source="§3.2 writing with a 1-3 sentence justification; App. B: $4.00 per passage",
     ),
     *_iterative("CROWD", crowd=True),
     *_iterative("EXPERT", crowd=False),
@@ -454,17 +481,23 @@ WRITING_STAGES = [s.name for s in STAGES if s.task_type == "mc_question_writing"
 RECIPE = Recipe(
     name="nangia",
     title="Nangia et al. (four protocol arms for hard multiple-choice questions)",
-    citation="Nangia et al. (2021), ACL: protocols, training rounds and validation.",
+    citation=(
+        "Nikita Nangia, Saku Sugawara, Harsh Trivedi, Alex Warstadt, Clara Vania and "
+        "Samuel R. Bowman (2021), What Ingredients Make for an Effective Crowdsourcing "
+        "Protocol for Difficult NLU Data Collection Tasks?, ACL 2021: §3 (protocols, "
+        "tutorial, rounds), §4 (validation), §5.1 (human performance), App. A-B."
+    ),
     summary=(
         "New workers are dealt at random into four arms: BASELINE, JUSTIFICATION, CROWD "
-        "and EXPERT. Everyone takes the tutorial; CROWD and EXPERT writers go through "
+        "and EXPERT. CROWD and EXPERT workers take the tutorial and go through "
         "three graded training rounds (top 80 % requalify, $5/$7/$10 bonuses, feedback "
         "messages), graded by promoted crowd workers or by experts; every arm's main "
         "round is validated by quiz-qualified validators with gold questions."
     ),
     stages=STAGES,
     sample_items={
-        TUTORIAL.name: [{"external_id": "tutorial"}],
+        "CROWD: Tutorial": [{"external_id": "tutorial-crowd"}],
+        "EXPERT: Tutorial": [{"external_id": "tutorial-expert"}],
         VALIDATION_QUIZ_STAGE.name: [{"external_id": "validation-quiz"}],
         **{
             name: _passages(f"{name.split(':')[0].lower()}-{n}")
@@ -475,6 +508,11 @@ RECIPE = Recipe(
         f"Scale: per arm {MAIN_PASSAGES} passages in the main round (2 questions each); "
         f"CROWD and EXPERT also {ROUND_PASSAGES} passages in each of 3 training rounds; "
         "every question validated 2-way."
+    ),
+    pilot_scale=(
+        f"Per arm {PILOT_PASSAGES} passages in each writing stage; "
+        f"{PILOT_TUTORIAL_PLACES} tutorial places per arm; validation quiz places as "
+        "published (the quiz is one item)."
     ),
     export_format="jsonl",
 )

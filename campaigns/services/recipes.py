@@ -25,6 +25,7 @@ from campaigns.models import (
 )
 from campaigns.providers import currency_for
 from campaigns.recipes import Recipe, recipe_get
+from campaigns.recipes.base import PAPER, PILOT, SCALES
 from campaigns.services.campaigns import campaign_create, stage_add, stage_link
 from campaigns.services.costs import EXPECTED_OUTPUTS_KEY, StageCost, stage_plan_cost
 from campaigns.services.errors import DomainError, StateConflict
@@ -39,14 +40,30 @@ def _recipe(name: str) -> Recipe:
         raise DomainError(str(exc.args[0]), errors={"recipe": ["unknown recipe"]}) from None
 
 
-def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[Stage]:
+def _scale(scale: str) -> str:
+    if scale not in SCALES:
+        raise DomainError(
+            f"The scale is {PILOT} (a small pilot, the default) or {PAPER} (the paper's sizes).",
+            errors={"scale": [f"one of {', '.join(SCALES)}"]},
+        )
+    return scale
+
+
+def recipe_apply(
+    *, campaign: Campaign, name: str, sample: bool = True, scale: str = PILOT
+) -> list[Stage]:
     """Add recipe ``name``'s stages, links and (with ``sample``) sample items to ``campaign``.
+
+    ``scale`` is ``pilot`` (the default: each stage's pilot overrides, a few HITs per
+    cell, at the cost ``recipe_cost(scale="pilot")`` states) or ``paper`` (the sizes the
+    paper ran).
 
     The campaign must be a draft without stages (``StateConflict`` otherwise): a recipe
     is a starting point, not something merged into a design. All or nothing: one
     transaction under the campaign's row lock. Sets ``campaign.recipe``.
     """
     recipe = _recipe(name)
+    scale = _scale(scale)
     with transaction.atomic():
         locked = Campaign.objects.select_for_update().get(pk=campaign.pk)
         if locked.state != CampaignState.DRAFT or locked.stages.exists():
@@ -55,7 +72,7 @@ def recipe_apply(*, campaign: Campaign, name: str, sample: bool = True) -> list[
                 errors={"recipe": [f"campaign is {locked.state} with stages"]},
             )
         stages: dict[str, Stage] = {}
-        for spec in recipe.stages:
+        for spec in (s.at(scale) for s in recipe.stages):
             requirements = [
                 _requirement_resolved(r, stages=stages, campaign=locked)
                 for r in spec.qualification_requirements
@@ -139,14 +156,15 @@ def _rule_resolved(rule: dict[str, Any], *, stages: dict[str, Stage]) -> dict[st
 
 
 def campaign_create_with_recipe(
-    *, owner: Any, recipe: str = "", sample: bool = True, **fields: Any
+    *, owner: Any, recipe: str = "", sample: bool = True, scale: str = PILOT, **fields: Any
 ) -> Campaign:
     """Create a draft campaign (``campaign_create`` with ``fields``) and, when ``recipe``
-    is given, put the recipe's stages into it; both or neither (one transaction)."""
+    is given, put the recipe's stages into it at ``scale``; both or neither (one
+    transaction)."""
     with transaction.atomic():
         campaign = campaign_create(owner=owner, **fields)
         if recipe:
-            recipe_apply(campaign=campaign, name=recipe, sample=sample)
+            recipe_apply(campaign=campaign, name=recipe, sample=sample, scale=scale)
             campaign.refresh_from_db()
     return campaign
 
@@ -155,6 +173,7 @@ def campaign_create_with_recipe(
 class RecipeCost:
     recipe: str
     provider: str
+    scale: str
     currency: str
     stages: list[StageCost]
     total_rewards: Decimal
@@ -163,18 +182,26 @@ class RecipeCost:
 
 
 def recipe_paper_cost(*, name: str, provider: str) -> RecipeCost:
-    """What recipe ``name`` costs at its paper's scale on ``provider`` (rewards and fees).
+    """``recipe_cost`` at the paper's scale."""
+    return recipe_cost(name=name, provider=provider, scale=PAPER)
 
-    A stage's items are its ``paper_items``, or for a fed stage the feeding stage's
-    assignments x its ``expected_outputs_per_assignment`` (rounded up). Escalations,
-    extensions and bonuses are not included, as in ``stage_cost_estimate``.
-    Reads nothing from the database.
+
+def recipe_cost(*, name: str, provider: str, scale: str = PILOT) -> RecipeCost:
+    """What recipe ``name`` costs at ``scale`` on ``provider`` (rewards and fees).
+
+    A stage's items are its items at that scale (``StageSpec.items_at``), or for a fed
+    stage the feeding stage's assignments x its ``expected_outputs_per_assignment``
+    (rounded up). Escalations, extensions and bonuses are not included, as in
+    ``stage_cost_estimate``. Reads nothing from the database.
     """
     recipe = _recipe(name)
+    scale = _scale(scale)
     produced: dict[str, int] = {}
     costs: list[StageCost] = []
-    for spec in recipe.stages:
-        items = spec.paper_items if spec.paper_items is not None else produced.get(spec.name, 0)
+    for base in recipe.stages:
+        spec = base.at(scale)
+        own = base.items_at(scale)
+        items = own if own is not None else produced.get(spec.name, 0)
         cost = stage_plan_cost(
             name=spec.name,
             reward=spec.reward,
@@ -194,6 +221,7 @@ def recipe_paper_cost(*, name: str, provider: str) -> RecipeCost:
     return RecipeCost(
         recipe=recipe.name,
         provider=provider,
+        scale=scale,
         currency=currency_for(provider),
         stages=costs,
         total_rewards=rewards,

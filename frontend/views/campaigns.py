@@ -17,11 +17,13 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.recipes import RECIPES
+from campaigns.recipes.base import PAPER, PILOT
 from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_progress import campaign_progress
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
-from campaigns.services.recipes import campaign_create_with_recipe
+from campaigns.services.recipes import campaign_create_with_recipe, recipe_cost
 from campaigns.services.work import campaign_start
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
@@ -86,8 +88,31 @@ def _render_list(
         .order_by("-created_at", "-id")
     )
     page = Paginator(campaigns, CAMPAIGNS_PER_PAGE).get_page(request.GET.get("page"))
-    context = {"page": page, "campaigns": page.object_list, "form": form}
+    context = {
+        "page": page,
+        "campaigns": page.object_list,
+        "form": form,
+        "recipe_costs": _recipe_costs(),
+    }
     return render(request, "frontend/campaign_list.html", context, status=status)
+
+
+def _recipe_costs() -> list[dict[str, Any]]:
+    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk."""
+    rows = []
+    for recipe in sorted(RECIPES.values(), key=lambda r: r.name):
+        pilot = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PILOT)
+        paper = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PAPER)
+        rows.append(
+            {
+                "recipe": recipe,
+                "pilot": pilot,
+                "paper": paper,
+                "pilot_hits": sum(c.hits for c in pilot.stages),
+                "paper_hits": sum(c.hits for c in paper.stages),
+            }
+        )
+    return rows
 
 
 @login_required

@@ -15,7 +15,7 @@ from campaigns.models import Campaign, Item
 from campaigns.recipes import RECIPES, recipe_names
 from campaigns.services import campaign_create
 from campaigns.services.errors import DomainError, StateConflict
-from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+from campaigns.services.recipes import recipe_apply, recipe_cost, recipe_paper_cost
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 def test_every_recipe_applies_with_its_sample(requester, name):
     recipe = RECIPES[name]
     campaign = campaign_create(owner=requester, name=recipe.title, slug=f"r-{name}")
-    stages = recipe_apply(campaign=campaign, name=name)
+    stages = recipe_apply(campaign=campaign, name=name, scale="paper")
     assert [s.name for s in stages] == [spec.name for spec in recipe.stages]
     for stage, spec in zip(stages, recipe.stages, strict=True):
         assert stage.task_type == spec.task_type
@@ -132,3 +132,63 @@ def test_campaign_created_from_a_recipe_through_api_and_page(token_client, clien
     made = Campaign.objects.get(name="Mintaka 2")
     assert made.recipe == "mintaka"
     assert Item.objects.filter(stage__campaign=made).count() == 72
+
+
+@pytest.mark.parametrize("name", recipe_names())
+def test_a_recipe_loads_as_a_pilot_unless_the_papers_size_is_asked_for(requester, name):
+    """Issue 19, point 19: loading gives a small pilot at a stated cost; the paper's
+    sizes are one explicit ``scale="paper"`` away."""
+    recipe = RECIPES[name]
+    assert recipe.pilot_scale
+    pilot_cost = recipe_cost(name=name, provider="mturk", scale="pilot")
+    paper_cost = recipe_cost(name=name, provider="mturk", scale="paper")
+    assert pilot_cost.total < paper_cost.total / 5
+    campaign = campaign_create(owner=requester, name=recipe.title, slug=f"p-{name}")
+    stages = recipe_apply(campaign=campaign, name=name)
+    shrunk = 0
+    for stage, spec in zip(stages, recipe.stages, strict=True):
+        assert stage.assignments_per_hit == spec.at("pilot").assignments_per_hit
+        shrunk += stage.assignments_per_hit < spec.assignments_per_hit
+    assert shrunk or any(s.pilot_items is not None for s in recipe.stages)
+    with pytest.raises(DomainError, match="pilot"):
+        recipe_apply(campaign=campaign_create(owner=requester, name="x"), name=name, scale="huge")
+
+
+def test_recipe_scales_in_the_api_and_the_page(token_client, client, requester):
+    whyqa = token_client.get("/api/v1/recipes/whyqa/").json()
+    assert whyqa["pilot_cost"]["scale"] == "pilot"
+    assert whyqa["paper_cost"]["scale"] == "paper"
+    assert Decimal(whyqa["pilot_cost"]["total"]) < Decimal(whyqa["paper_cost"]["total"])
+    assert whyqa["stages"][0]["pilot"] == {"assignments_per_hit": 20}
+    made = token_client.post(
+        "/api/v1/campaigns/",
+        {"name": "Why", "slug": "why-paper", "recipe": "whyqa", "scale": "paper"},
+        format="json",
+    )
+    assert made.status_code == 201, made.content
+    quiz = Campaign.objects.get(slug="why-paper").stages.order_by("position").first()
+    assert quiz.assignments_per_hit == 2355
+    bad = token_client.post(
+        "/api/v1/campaigns/", {"name": "X", "recipe": "whyqa", "scale": "huge"}, format="json"
+    )
+    assert bad.status_code == 400
+    assert "scale" in bad.json()
+    client.force_login(requester)
+    page = client.get("/")
+    assert b'id="recipe-scales"' in page.content
+    assert b"Pilot: a few HITs per cell" in page.content
+    client.post(
+        "/campaigns/new/",
+        {"name": "Why paper", "provider": "local", "recipe": "whyqa", "scale": "paper"},
+    )
+    quiz = Campaign.objects.get(name="Why paper").stages.order_by("position").first()
+    assert quiz.assignments_per_hit == 2355
+
+
+def test_each_recipe_stage_says_who_approves(token_client):
+    """Issue 19, point 21: every stage names what approves its work."""
+    for recipe in token_client.get("/api/v1/recipes/").json():
+        for stage in recipe["stages"]:
+            assert stage["approval"].startswith(("rule: ", "person")), stage
+    mintaka = token_client.get("/api/v1/recipes/mintaka/").json()
+    assert mintaka["stages"][0]["approval"].startswith("person")  # duplicates only looks

@@ -19,9 +19,10 @@ from django.db import transaction
 
 from campaigns.models import Campaign, Provider
 from campaigns.recipes import recipe_get, recipe_names
+from campaigns.recipes.base import PILOT, SCALES
 from campaigns.services import campaign_create
 from campaigns.services.errors import DomainError
-from campaigns.services.recipes import recipe_apply, recipe_paper_cost
+from campaigns.services.recipes import recipe_apply, recipe_cost, recipe_paper_cost
 
 
 class Command(BaseCommand):
@@ -36,6 +37,12 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--no-sample", action="store_true", help="Make the stages without sample items."
+        )
+        parser.add_argument(
+            "--scale",
+            choices=SCALES,
+            default=PILOT,
+            help="A small pilot (default) or the paper's sizes.",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -52,11 +59,15 @@ class Command(BaseCommand):
                         "applies to a campaign this command creates."
                     )
                 stages = recipe_apply(
-                    campaign=campaign, name=recipe.name, sample=not options["no_sample"]
+                    campaign=campaign,
+                    name=recipe.name,
+                    sample=not options["no_sample"],
+                    scale=options["scale"],
                 )
         except DomainError as exc:
             raise CommandError(f"{exc} {exc.errors or ''}".strip()) from exc
         cost = recipe_paper_cost(name=recipe.name, provider=campaign.provider)
+        pilot = recipe_cost(name=recipe.name, provider=campaign.provider, scale=PILOT)
         summary = {
             "campaign": campaign.slug,
             "recipe": recipe.name,
@@ -64,6 +75,14 @@ class Command(BaseCommand):
             "stages": [
                 {"name": s.name, "task_type": s.task_type, "items": s.items.count()} for s in stages
             ],
+            "scale": options["scale"],
+            "pilot_scale": recipe.pilot_scale,
+            "pilot_cost": {
+                "currency": pilot.currency,
+                "rewards": str(pilot.total_rewards),
+                "fees": str(pilot.total_fees),
+                "total": str(pilot.total),
+            },
             "paper_scale": recipe.paper_scale,
             "paper_cost": {
                 "currency": cost.currency,
