@@ -8,8 +8,15 @@ outcomes and messages (``round_preview``) before anything is granted, paid or se
 (``round_close``).
 
 An example's score is the mean over its graders (a writer never counts as their own
-grader) of the mean of the rubric's ordinal dimensions (reading depth, creativity);
-"answerable" and "distracting options" are reported as shares.
+grader) of the whole rubric (``rubric_example_score``, 0 to 1): an example graded
+ambiguous or unanswerable scores 0, otherwise reading depth, creativity and
+distracting options count equally; "answerable" and "distracting options" are also
+reported as shares.
+
+A round is not closed on too little (``round_close_problems``): when an example of the
+round has no grade yet, when nobody would qualify, or when the writers promoted to
+grade are fewer than the next grading stage needs (its grades per example, plus one
+when the graders also write: nobody grades their own work).
 
 Crowd grading (Nangia's CROWD arm): with ``graders_share`` (e.g. 0.2) the top share of
 the round's writers are also promoted to grade the next round: they get the round's
@@ -44,7 +51,7 @@ from campaigns.services.errors import DomainError
 from campaigns.services.provider_workers import paid_qualification_grant
 from campaigns.services.worker_actions import assignment_bonus_pay, workers_message
 from campaigns.tasktypes.base import answer_for_item
-from campaigns.tasktypes.rubric_evaluation import ORDINAL, rubric_score
+from campaigns.tasktypes.rubric_evaluation import ORDINAL, rubric_example_score, rubric_score
 
 GRADED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
 DEFAULT_TEMPLATE = (
@@ -132,11 +139,7 @@ def round_outcomes(
     dims: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for item in examples:
         entries = grades.get(item.pk, [])
-        scores = [
-            sum(s for d in ORDINAL if (s := rubric_score(d, str(e.get(d) or ""))) is not None)
-            / len(ORDINAL)
-            for e in entries
-        ]
+        scores = [x for e in entries if (x := rubric_example_score(e)) is not None]
         if not scores:
             continue
         writer = by_assignment[item.source_assignment_id or 0]
@@ -220,6 +223,57 @@ def round_outcomes(
     return sorted(outcomes, key=lambda o: (o.rank or 10**9, o.pseudonym))
 
 
+def round_close_problems(
+    *, stage: Stage, grading_stage: Stage, round_number: int, outcomes: list[RoundOutcome]
+) -> list[str]:
+    """Why closing the round now would be wrong (empty when it may close): its grading
+    did not happen (an example of the round has no grade), or the next round would be
+    left without writers or without enough graders."""
+    problems: list[str] = []
+    if not outcomes:
+        return [f"Round {round_number} of “{stage.name}” has no approved writing to grade."]
+    writing_ids = [pk for o in outcomes for pk in o.assignment_ids]
+    examples = Item.objects.filter(stage=grading_stage, source_assignment_id__in=writing_ids)
+    graded = sum(o.examples for o in outcomes)
+    total = examples.count()
+    if graded < total or total == 0:
+        problems.append(
+            f"Round {round_number}'s grading in “{grading_stage.name}” has not happened: "
+            f"{total - graded} of {total} example(s) have no grade yet. Close the round "
+            "once every example is graded."
+        )
+        return problems
+    qualified = [o for o in outcomes if o.qualified]
+    if not qualified:
+        problems.append(
+            f"Nobody qualifies after round {round_number}: the next round has no writers."
+        )
+    graders = [o for o in outcomes if o.grader]
+    for nxt in _stages_requiring(stage=stage, round_number=round_number, key="graders_stage"):
+        needed = nxt.assignments_per_hit + (1 if any(o.qualified for o in graders) else 0)
+        if len(graders) < needed:
+            problems.append(
+                f"Round {round_number} would promote {len(graders)} writer(s) to grade, but "
+                f"“{nxt.name}” needs {nxt.assignments_per_hit} grades per example from people "
+                f"other than its writer: at least {needed} graders. Recruit more writers, "
+                "raise graders_share, or lower that stage's assignments per HIT first."
+            )
+    return problems
+
+
+def _stages_requiring(*, stage: Stage, round_number: int, key: str) -> list[Stage]:
+    """The campaign's stages whose requirements name ``stage``'s round (``key`` is
+    ``round_stage`` or ``graders_stage``)."""
+    return [
+        s
+        for s in Stage.objects.filter(campaign_id=stage.campaign_id).order_by("position")
+        if any(
+            isinstance(r, dict) and r.get(key) == stage.pk and r.get("round") == round_number
+            for r in s.qualification_requirements or []
+        )
+    ]
+
+
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
 
@@ -266,7 +320,9 @@ def round_close(
     ``notify`` per writer, key ``round-feedback:<stage>:<round>:<worker>``).
     With ``grading_bonus``, each worker who graded the round's examples in
     ``grading_stage`` gets it once (key ``round-grading:<stage>:<round>:<worker>``).
-    Idempotent: closing the same round again grants, pays and sends nothing more."""
+    Idempotent: closing the same round again grants, pays and sends nothing more.
+    Refused (``DomainError`` listing ``round_close_problems``) when the grading did not
+    happen or the next round would be left without writers or graders."""
     outcomes = round_outcomes(
         stage=stage,
         grading_stage=grading_stage,
@@ -275,6 +331,11 @@ def round_close(
         template=template,
         graders_share=graders_share,
     )
+    problems = round_close_problems(
+        stage=stage, grading_stage=grading_stage, round_number=round_number, outcomes=outcomes
+    )
+    if problems:
+        raise DomainError(" ".join(problems), errors={"round": problems})
     campaign = stage.campaign
     qt = round_qualification_type(stage=stage, round_number=round_number)
     graders_qt = round_graders_type(stage=stage, round_number=round_number)

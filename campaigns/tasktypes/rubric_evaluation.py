@@ -77,6 +77,28 @@ DIMENSIONS = list(RUBRIC)
 ORDINAL = {"reading_depth", "creativity"}
 
 
+def rubric_example_score(entry: Mapping[str, Any]) -> float | None:
+    """One grader's score of an example over the whole rubric (Nangia et al., 2021,
+    Figure 2), from 0 to 1: an example that is not answerable and unambiguous scores 0
+    (§3.3 qualifies "only the workers who wrote answerable, unambiguous questions");
+    otherwise the mean of reading depth and creativity (each scaled to 0-1) and
+    distracting options (yes 1, no 0). None when "answerable" was not graded."""
+    answerable = entry.get("answerable")
+    if answerable not in {c for c, _ in RUBRIC["answerable"]["choices"]}:
+        return None
+    if answerable != "yes":
+        return 0.0
+    parts = []
+    for d in ("reading_depth", "creativity"):
+        score = rubric_score(d, str(entry.get(d) or ""))
+        if score is not None:
+            parts.append((score - 1) / (len(RUBRIC[d]["choices"]) - 1))
+    distracting = entry.get("distracting_options")
+    if distracting in ("yes", "no"):
+        parts.append(1.0 if distracting == "yes" else 0.0)
+    return sum(parts) / len(parts) if parts else 1.0
+
+
 def rubric_score(dimension: str, code: str) -> int | None:
     """1-based position of ``code`` on an ordinal scale (None elsewhere)."""
     codes = [c for c, _ in RUBRIC[dimension]["choices"]]

@@ -117,12 +117,14 @@ def test_preview_ranks_and_writes_nothing(graded):
     assert [o.worker_id for o in outcomes] == [w.pk for w in writers]
     assert [o.rank for o in outcomes] == [1, 2, 3]
     assert [o.qualified for o in outcomes] == [True, True, False]
-    assert outcomes[0].score == 4.5  # read_carefully (5) and very creative (4)
-    assert outcomes[2].score == 1.0  # its writer's own grade left out
+    # Whole rubric, 0-1: answerable, read carefully, very creative, distracting.
+    assert outcomes[0].score == 1.0
+    assert outcomes[1].score == pytest.approx(0.389, abs=1e-3)  # (0.5 + 0.667 + 0) / 3
+    assert outcomes[2].score == 0.0  # ambiguous; its writer's own grade left out
     assert outcomes[2].ambiguous_share == 1.0
     assert outcomes[0].distracting_share == 1.0
     assert "ranked 1 of 3" in outcomes[0].message
-    assert "average writer: 2.83" in outcomes[0].message
+    assert "average writer: 0.46" in outcomes[0].message
     # Per dimension against the average: reading 5 / 3 / 1, creativity 4 / 3 / 1.
     assert outcomes[0].dimensions == {"reading_depth": 5.0, "creativity": 4.0}
     assert "Reading needed: 5.00 (average 3.00)" in outcomes[0].message
@@ -271,3 +273,112 @@ def test_the_top_share_is_promoted_to_grade_the_next_round_never_their_own(grade
         assignment_accept(stage=crowd, worker=writers[0])
     with pytest.raises(WorkerNotAllowedError, match="qualification"):
         assignment_accept(stage=crowd, worker=writers[1])
+
+
+def _round(requester, slug, *, grades_by_writer, graders=2):
+    """A writing stage and its grading stage: writer n wrote one example per entry of
+    ``grades_by_writer[n]`` and every grader gave it that grade (None: ungraded)."""
+    campaign = campaign_create(owner=requester, name=slug, slug=slug)
+    writing = stage_add(campaign=campaign, name="Write", task_type="mc_question_writing")
+    grading = stage_add(campaign=campaign, name="Grade", task_type="rubric_evaluation")
+    now = timezone.now()
+    graders_ = [WorkerFactory.create(provider="local") for _ in range(graders)]
+    grade_hit = HIT.objects.create(stage=grading, provider="local", reward=Decimal("0.50"))
+    entries = []
+    for n, grades in enumerate(grades_by_writer):
+        writer = WorkerFactory.create(provider="local", pseudonym=f"w{n}")
+        work = Assignment.objects.create(
+            hit=HIT.objects.create(stage=writing, provider="local", reward=Decimal("3.50")),
+            worker=writer,
+            provider="local",
+            status="approved",
+            answers={},
+            accepted_at=now,
+            submitted_at=now,
+        )
+        for k, grade in enumerate(grades):
+            example = Item.objects.create(
+                stage=grading,
+                external_id=f"ex-{n}-{k}",
+                source=ItemSource.PRODUCED,
+                source_assignment=work,
+                data={"question": f"Question {n}.{k}?"},
+            )
+            HITItem.objects.create(
+                hit=grade_hit, item=example, position=HITItem.objects.filter(hit=grade_hit).count()
+            )
+            if grade is not None:
+                entries.append({"external_id": example.external_id, **grade, "feedback": ""})
+    for grader in graders_:
+        Assignment.objects.create(
+            hit=grade_hit,
+            worker=grader,
+            provider="local",
+            status="submitted",
+            answers={"items": entries},
+            accepted_at=now,
+            submitted_at=now,
+        )
+    return campaign, writing, grading
+
+
+def test_the_ranking_uses_the_whole_rubric(requester):
+    """Issue 19, point 16: a writer with 38 % ambiguous (but deep, creative) examples no
+    longer ranks above a writer whose examples are all answerable and distracting."""
+    solid = {**FAIR, "reading_depth": "read_whole", "distracting_options": "yes"}
+    ambiguous = {**GOOD, "answerable": "no"}  # deep and creative, but ambiguous
+    _, writing, grading = _round(
+        requester, "whole-rubric", grades_by_writer=[[GOOD] * 5 + [ambiguous] * 3, [solid] * 8]
+    )
+    outcomes = round_outcomes(stage=writing, grading_stage=grading, round_number=1)
+    by_name = {o.pseudonym: o for o in outcomes}
+    assert by_name["w0"].ambiguous_share == pytest.approx(0.375)
+    assert by_name["w1"].rank == 1
+    assert by_name["w0"].rank == 2
+
+
+def test_a_round_whose_grading_did_not_happen_is_not_closed(requester):
+    """Issue 19, point 17: an ungraded example refuses the close, with the reason."""
+    from campaigns.services.errors import DomainError
+
+    _, writing, grading = _round(requester, "ungraded", grades_by_writer=[[GOOD, None], [FAIR]])
+    with pytest.raises(DomainError, match="has not happened: 1 of 3 example"):
+        round_close(stage=writing, grading_stage=grading, round_number=1, actor=requester)
+    assert not QualificationGrant.objects.exists()
+    assert not ProviderOperation.objects.exists()
+
+
+def test_a_round_that_leaves_the_next_grading_without_graders_is_not_closed(requester):
+    """Issue 19, point 17: 5 writers, top 20 % promoted = 1 grader, but the next crowd
+    grading stage needs 5 grades per example: refused (API: 400 with the reason)."""
+    from rest_framework.test import APIClient
+
+    campaign, writing, grading = _round(
+        requester, "few-graders", grades_by_writer=[[GOOD], [FAIR], [FAIR], [POOR], [GOOD]]
+    )
+    stage_add(
+        campaign=campaign,
+        name="Crowd grading 2",
+        task_type="rubric_evaluation",
+        assignments_per_hit=5,
+        qualification_requirements=[{"graders_stage": writing.pk, "round": 1}],
+    )
+    api = APIClient()
+    api.force_authenticate(requester)
+    response = api.post(
+        f"/api/v1/stages/{writing.pk}/rounds/",
+        {"grading_stage": grading.pk, "round": 1, "graders_share": 0.2, "preview": False},
+        format="json",
+    )
+    assert response.status_code == 400
+    assert "at least 6 graders" in str(response.json())
+    assert not QualificationGrant.objects.exists()
+    # With enough graders promoted (all five writers... still 5 < 6): refused too;
+    # lowering the grades per example lets it close.
+    from campaigns.models import Stage
+
+    Stage.objects.filter(name="Crowd grading 2").update(assignments_per_hit=2)
+    closed = round_close(
+        stage=writing, grading_stage=grading, round_number=1, actor=requester, graders_share=0.6
+    )
+    assert sum(o.grader for o in closed) == 3
