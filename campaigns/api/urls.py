@@ -1,6 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from campaigns.api.answer_agreement import StageAnswerAgreementApi
 from campaigns.api.campaigns import (
     CampaignCostEstimateApi,
     CampaignDetailApi,
@@ -141,6 +142,11 @@ urlpatterns = [
     ),
     path("stages/<int:stage_id>/review/", StageReviewRunApi.as_view(), name="api-stage-review"),
     path("stages/<int:stage_id>/quality/", StageQualityApi.as_view(), name="api-stage-quality"),
+    path(
+        "stages/<int:stage_id>/answer-agreement/",
+        StageAnswerAgreementApi.as_view(),
+        name="api-stage-answer-agreement",
+    ),
     path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
     path("stages/<int:stage_id>/rounds/", StageRoundApi.as_view(), name="api-stage-rounds"),
     path(

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
+from campaigns.exports.answer_agreement import answer_agreement_stream
 from campaigns.exports.common import Tally
 from campaigns.exports.mintaka import mintaka_stream
 from campaigns.exports.provenance import (
@@ -99,6 +100,15 @@ FORMATS: dict[str, ExportFormat] = {
             collection_metadata_stream,
             "Per stored assignment: worker, HIT, assignment, reward, approval status, "
             "upload, accept and submit times, work time; rejected work marked.",
+        ),
+        ExportFormat(
+            "answer-agreement",
+            "Answer agreement (WhyQA)",
+            "csv",
+            "text/csv",
+            answer_agreement_stream,
+            "Per sentence-selection stage: sentence-id Total Avg and Best Match, ROUGE-1, "
+            "-2, -SU4, -L with and without No-Answer, and the random baseline (WhyQA §3.2).",
         ),
         ExportFormat(
             "mturk-csv",

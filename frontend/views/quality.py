@@ -27,6 +27,7 @@ from frontend.views.common import campaign_or_404, stage_or_404
 from linking.hooks import LINKING_TASK_TYPES
 from linking.selectors import stage_entity_agreement
 from validation.selectors import AgreementPoint, stage_agreement_series, stage_quality
+from validation.selectors_answers import stage_answer_agreement
 
 
 def stage_quality_rows(
@@ -56,9 +57,12 @@ def stage_quality_rows(
         entity = (
             stage_entity_agreement(stage=stage) if stage.task_type in LINKING_TASK_TYPES else None
         )
+        # WhyQA's measures (§3.2) on sentence-selection stages.
+        answers = stage_answer_agreement(stage=stage)
+        found = {"quality": quality, "entity": entity, "answers": answers}
         if key is not None:
-            cache.set(key, {"quality": quality, "entity": entity}, QUALITY_CACHE_SECONDS)
-        rows.append({"stage": stage, "quality": quality, "entity": entity})
+            cache.set(key, found, QUALITY_CACHE_SECONDS)
+        rows.append({"stage": stage, **found})
     return rows
 
 
