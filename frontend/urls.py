@@ -1,5 +1,6 @@
 from django.urls import path
 
+from frontend.views.articles import stage_article_view
 from frontend.views.campaigns import (
     campaign_detail,
     campaign_list,
@@ -64,6 +65,11 @@ urlpatterns = [
         "campaigns/<slug:slug>/stages/<int:stage_id>/items/",
         stage_upload_view,
         name="stage-upload",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/article/",
+        stage_article_view,
+        name="stage-article",
     ),
     path(
         "campaigns/<slug:slug>/workforce/",

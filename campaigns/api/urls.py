@@ -2,6 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from campaigns.api.answer_agreement import StageAnswerAgreementApi
+from campaigns.api.articles import StageArticleApi
 from campaigns.api.campaigns import (
     CampaignCostEstimateApi,
     CampaignDetailApi,
@@ -93,6 +94,9 @@ urlpatterns = [
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
     path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
+    path(
+        "stages/<int:stage_id>/articles/", StageArticleApi.as_view(), name="api-stage-articles"
+    ),
     path(
         "stages/<int:stage_id>/items/upload/",
         StageItemUploadApi.as_view(),

@@ -531,6 +531,17 @@ class TaskType:
         """
         return ()
 
+    # Whether ``items_from_article`` makes items (the page offers an article upload).
+    takes_articles: ClassVar[bool] = False
+
+    def items_from_article(
+        self, *, article: Mapping[str, Any], questions: list[str]
+    ) -> list[dict[str, Any]] | None:
+        """Item rows (``{"external_id", ...data}``) for this task type from a parsed
+        article (``campaigns.tasktypes.articles.article_parse``) and optional
+        questions; None when the task type does not take articles."""
+        return None
+
     # --- Helpers added for the concrete task types ----------------------------------
 
     def validate_handoff(self, handoff: Any) -> list[FieldError]:

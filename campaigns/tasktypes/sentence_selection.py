@@ -40,6 +40,7 @@ from campaigns.tasktypes.base import (
     simulation_profile_check,
     text_errors,
 )
+from campaigns.tasktypes.why_question import article_sentences
 
 
 class SentenceSelectionAnswer(TaskType):
@@ -194,6 +195,26 @@ class SentenceSelectionAnswer(TaskType):
             "sentence_votes": {str(k): v for k, v in ordered},
             "no_answer_votes": no_answer,
         }
+
+    takes_articles: ClassVar[bool] = True
+
+    def items_from_article(
+        self, *, article: Mapping[str, Any], questions: list[str]
+    ) -> list[dict[str, Any]] | None:
+        """One answering item per question, the article as numbered sentences."""
+        sentences, breaks = article_sentences(article)
+        article_id = str(article["article_id"])
+        return [
+            {
+                "external_id": f"{article_id}/q{n}",
+                "question": question,
+                "article_id": article_id,
+                "title": article.get("title", ""),
+                "sentences": sentences,
+                "section_breaks": breaks,
+            }
+            for n, question in enumerate(questions, start=1)
+        ]
 
     def view(
         self,

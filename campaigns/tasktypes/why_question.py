@@ -176,6 +176,14 @@ class WhyQuestionFromPartialArticle(TaskType):
             )
         return out
 
+    takes_articles: ClassVar[bool] = True
+
+    def items_from_article(
+        self, *, article: Mapping[str, Any], questions: list[str]
+    ) -> list[dict[str, Any]] | None:
+        """The article itself: one item, whose outline the writers see."""
+        return [{"external_id": str(article["article_id"]), **article}]
+
     def view(
         self,
         *,

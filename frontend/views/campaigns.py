@@ -25,6 +25,7 @@ from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
 from campaigns.services.recipes import campaign_create_with_recipe, recipe_cost
 from campaigns.services.work import campaign_start
+from campaigns.tasktypes import task_type_get
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
@@ -142,6 +143,7 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.takes_articles = task_type_get(stage.task_type).takes_articles  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
