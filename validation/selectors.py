@@ -10,7 +10,7 @@ projection of ``validation.projections``.
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +33,7 @@ from validation.rules import (
     facts_build,
     params_of,
 )
+from validation.ten_way import ten_way_gold_labels, ten_way_settings
 
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 LOAD_CHUNK = 10_000
@@ -353,6 +354,36 @@ def _writer_label(stage: Stage, data: Mapping[str, Any]) -> Hashable | None:
     return None if value is None else str(value)
 
 
+def _ten_way_gold_triples(
+    stage: Stage, triples: list[tuple[int, int, Hashable]]
+) -> list[tuple[int, int, Hashable]]:
+    """With ``config.ten_way`` (Nangia et al. §5): an item of the 10-way subset votes its
+    gold with the sampled ``gold_votes`` validators only (the rest are held out for the
+    human-performance estimate, ``validation.selectors_ten_way``)."""
+    settings = ten_way_settings(stage.config)
+    if settings is None:
+        return triples
+    by_item: dict[int, list[tuple[int, int, Hashable]]] = defaultdict(list)
+    for t in triples:
+        by_item[t[0]].append(t)
+    out: list[tuple[int, int, Hashable]] = []
+    for item_id, rows in by_item.items():
+        if len(rows) < settings["annotators"]:
+            out += rows
+            continue
+        voters = ten_way_gold_labels({item_id: [r[2] for r in rows]}, **_gold_args(settings))
+        wanted = Counter(voters[item_id])
+        for row in rows:
+            if wanted[row[2]] > 0:
+                wanted[row[2]] -= 1
+                out.append(row)
+    return out
+
+
+def _gold_args(settings: Mapping[str, int]) -> dict[str, int]:
+    return {"gold_votes": settings["gold_votes"], "seed": 0}
+
+
 def stage_final_labels(
     *,
     stage: Stage,
@@ -371,7 +402,7 @@ def stage_final_labels(
     opts = _stage_option(stage, "final_labels")
     count_writer = opts["count_writer"] if count_writer is None else count_writer
     discard = list(opts["discard_labels"] if discard_labels is None else discard_labels)
-    triples = stage_label_triples(stage=stage)
+    triples = _ten_way_gold_triples(stage, stage_label_triples(stage=stage))
     writer: dict[int, Hashable] = {}
     if count_writer:
         for item_id, data in Item.objects.filter(stage=stage).values_list("pk", "data"):

@@ -48,6 +48,7 @@ from campaigns.api.review import (
 )
 from campaigns.api.rounds import StageRoundApi, StageWageTopUpApi
 from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.ten_way import StageTenWayApi
 from campaigns.api.workers import (
     CampaignMessageApi,
     CampaignWorkerListApi,
@@ -94,9 +95,7 @@ urlpatterns = [
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
     path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
-    path(
-        "stages/<int:stage_id>/articles/", StageArticleApi.as_view(), name="api-stage-articles"
-    ),
+    path("stages/<int:stage_id>/articles/", StageArticleApi.as_view(), name="api-stage-articles"),
     path(
         "stages/<int:stage_id>/items/upload/",
         StageItemUploadApi.as_view(),
@@ -152,6 +151,7 @@ urlpatterns = [
         name="api-stage-answer-agreement",
     ),
     path("stages/<int:stage_id>/labels/", StageLabelsApi.as_view(), name="api-stage-labels"),
+    path("stages/<int:stage_id>/ten-way/", StageTenWayApi.as_view(), name="api-stage-ten-way"),
     path("stages/<int:stage_id>/rounds/", StageRoundApi.as_view(), name="api-stage-rounds"),
     path(
         "stages/<int:stage_id>/wage-topup/",

@@ -431,7 +431,13 @@ VALIDATION = StageSpec(
         "Read the passage and choose the right answer to each question, or mark the "
         "question invalid if it has no single right answer."
     ),
-    config={"exclude_own_work": True},
+    # §4 "10-Way Validation": 500 random examples per protocol get ten validators;
+    # §5: four of them and the writer vote the gold label, six estimate human
+    # performance (validation.ten_way). POST /api/v1/stages/{id}/ten-way/ picks them.
+    config={
+        "exclude_own_work": True,
+        "ten_way": {"per_arm": 500, "annotators": 10, "gold_votes": 4},
+    },
     reward=Decimal("0.75"),
     items_per_hit=2,
     assignments_per_hit=2,
@@ -450,6 +456,7 @@ VALIDATION = StageSpec(
     bonus_rules=[{"rule": "gold_bonus", "amount": "0.50", "block": 4, "correct": 3}],
     paper_items=None,
     approval_note="the requester's review; gold decides who keeps the qualification",
+    pilot={"config": {"ten_way": {"per_arm": 2, "annotators": 10, "gold_votes": 4}}},
 )
 
 STAGES: tuple[StageSpec, ...] = (

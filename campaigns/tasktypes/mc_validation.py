@@ -52,7 +52,23 @@ class MCValidation(TaskType):
             "writer_correct": {"type": "integer", "minimum": 0, "maximum": 3},
         },
     }
-    config_schema: ClassVar[dict] = {"type": "object", "properties": {}}
+    # ``ten_way`` (Nangia et al. §4): a random subset validated by ``annotators`` people,
+    # ``gold_votes`` of them voting the gold label (``validation.ten_way``).
+    config_schema: ClassVar[dict] = {
+        "type": "object",
+        "properties": {
+            "ten_way": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "enabled": {"type": "boolean"},
+                    "per_arm": {"type": "integer", "minimum": 1},
+                    "annotators": {"type": "integer", "minimum": 2, "maximum": 100},
+                    "gold_votes": {"type": "integer", "minimum": 1, "maximum": 99},
+                },
+            }
+        },
+    }
     answer_schema: ClassVar[dict] = per_item_answer_schema(
         {"choice": {"type": ["integer", "string", "null"]}}
     )
