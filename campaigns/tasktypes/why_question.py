@@ -247,15 +247,18 @@ class WhyQuestionFromPartialArticle(TaskType):
             str(s.get("header", "")) for s in article.get("sections", []) if s.get("header")
         ] or ["its history"]
         verbs = ["matter so much", "change over time", "become well known", "draw criticism"]
+        # One question per assignment (WhyQA's unit): each writer starts elsewhere, so
+        # that ten writers of one article do not all ask the same thing.
+        offset = rng.randrange(10**6) if n == 1 else 0
         questions = []
-        for i in range(n):
+        for i in range(offset, offset + n):
             header = headers[i % len(headers)].lower()
             verb = verbs[(i // len(headers)) % len(verbs)]
             questions.append(f"Why did the {header} of {title} {verb} (point {i + 1})?")
         if profile == "good":
             questions = [
                 q.replace(f" (point {i + 1})", "", 1) if i < len(headers) * 4 else q
-                for i, q in enumerate(questions)
+                for i, q in enumerate(questions, start=offset)
             ]
         if profile == "spammer":
             questions = [f"Why {title} {i + 1} {rng.choice(SIM_NOISE_WORDS)}?" for i in range(n)]

@@ -72,8 +72,9 @@ def test_whyqa_pilot_flows_from_articles_to_rephrasings():
     stage_update(stage=rephrase, assignments_per_hit=2)
     campaign = campaign_start(campaign=campaign, to_state="pilot")
 
+    # One why-question per QGenHIT (§2.2.1): ten writers give the article's ten.
     result = simulate_crowd(
-        campaign=campaign, workers=8, seed=2, approve_all=True, shares={"good": 1.0}
+        campaign=campaign, workers=10, seed=2, approve_all=True, shares={"good": 1.0}
     )
 
     assert result.ok, "\n".join(result.lines())
@@ -95,6 +96,11 @@ def test_whyqa_pilot_flows_from_articles_to_rephrasings():
     )
     assert answerers
     assert answerers <= passers
+    # So is rephrasing (§2.3).
+    rephrasers = set(
+        Assignment.objects.filter(hit__stage=rephrase).values_list("worker_id", flat=True)
+    )
+    assert rephrasers <= passers
     rephrasings = list(Item.objects.filter(stage=rephrase))
     assert rephrasings
     assert {r.data["question"] for r in rephrasings} <= {q.data["question"] for q in questions}
