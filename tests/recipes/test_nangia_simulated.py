@@ -1,13 +1,13 @@
 """Nangia et al.'s recipe end to end on the local workforce with the crowd simulator:
-16 workers dealt into four arms (balanced, sticky); everyone takes the tutorial (its
-pass bonus paid); BASELINE and JUSTIFICATION write the main round at once; CROWD and
-EXPERT write three graded training rounds — graded by promoted crowd workers (never
-their own examples) or by experts — and the requester closes each round through the
-API with the recipe's defaults: the top 80 % requalify, feedback messages carry each
-writer's numbers, round and grading bonuses land in the ledger; only round 3's
-qualifiers write the main round; validators pass the validation quiz, gold questions
-earn gold bonuses, final labels come from the majority over writer and validators, and
-the export parses."""
+16 workers dealt into four arms (balanced, sticky); CROWD and EXPERT take the tutorial
+(its pass bonus paid); BASELINE and JUSTIFICATION write the main round at once, with no
+tutorial; CROWD and EXPERT write three graded training rounds, graded by experts (and
+CROWD's round 1), then by CROWD's promoted writers (never their own examples); the
+requester closes each round through the API with the recipe's defaults: the top 80 %
+requalify, feedback messages carry each writer's numbers, round and grading bonuses
+land in the ledger; only round 3's qualifiers write the main round; validators pass the
+validation quiz, gold questions earn gold bonuses, final labels come from the majority
+over writer and validators, and the export parses."""
 
 from __future__ import annotations
 
@@ -69,10 +69,15 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
     # meets a whole block of 4 gold questions in one HIT.
     stage_update(stage=validation, gold_ratio=Decimal("0.5"), items_per_hit=8)
     # A pilot's small crowd: three writers per training passage, so that each round
-    # has writers besides the one promoted to grade it.
+    # has writers besides the one promoted to grade it; with four writers per arm the
+    # promoted crowd can give one grade per example (the paper: five, §3.3), and the
+    # eight experts two (the paper: three).
     for arm in ("CROWD", "EXPERT"):
         for number in (1, 2, 3):
             stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=3)
+            grading = stages[f"{arm}: Grading {number}"]
+            crowd_grading = arm == "CROWD" and number > 1
+            stage_update(stage=grading, assignments_per_hit=1 if crowd_grading else 2)
     items_upload(
         stage=validation,
         content="\n".join(json.dumps(g) for g in GOLD).encode(),
@@ -110,8 +115,9 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
                 ).exists():
                     break
                 # The recipe's defaults, but for a pilot's handful of writers half of
-                # them grade the next round (the paper's 20 % of a large pool).
-                body = {"preview": False, **({"graders_share": 0.5} if arm == "CROWD" else {})}
+                # them grade rounds 2 and 3 (the paper's 20 % of a large pool).
+                crowd_first = arm == "CROWD" and number == 1
+                body = {"preview": False, **({"graders_share": 0.5} if crowd_first else {})}
                 response = api.post(f"/api/v1/stages/{writing.pk}/rounds/", body, format="json")
                 assert response.status_code == 200, response.content
                 closed[name] = response.json()
@@ -145,13 +151,19 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
     for name, stage in stages.items():
         assert Assignment.objects.filter(hit__stage=stage, status__in=DONE).exists(), name
 
-    # Tutorial: passers got the $1.50 pass bonus, once each.
-    tutorial = stages["Tutorial"]
+    # Tutorial (CROWD and EXPERT only, §3.3): passers got the $1.50 pass bonus, once
+    # each; BASELINE and JUSTIFICATION workers never saw one and wrote all the same.
+    tutorials = [stages["CROWD: Tutorial"], stages["EXPERT: Tutorial"]]
     passed = [
         a
-        for a in Assignment.objects.filter(hit__stage=tutorial)
+        for a in Assignment.objects.filter(hit__stage__in=tutorials)
         if (a.review_details or {}).get("quiz", {}).get("passed")
     ]
+    tutored = {places[a.worker_id] for a in Assignment.objects.filter(hit__stage__in=tutorials)}
+    assert tutored <= {"CROWD", "EXPERT"}
+    for arm in ("BASELINE", "JUSTIFICATION"):
+        writers = Assignment.objects.filter(hit__stage=stages[f"{arm}: Main round"])
+        assert {places[a.worker_id] for a in writers} == {arm}
     assert passed
     pass_bonuses = LedgerEntry.objects.filter(key__startswith="bonus:quiz-pass:")
     assert pass_bonuses.count() == len({a.worker_id for a in passed})
@@ -184,7 +196,7 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
         bonus = LedgerEntry.objects.filter(key__startswith=f"bonus:round:{writing.pk}:{number}:")
         assert bonus.count() == len(qualified)
         assert {b.amount for b in bonus} == {Decimal(("5.00", "7.00", "10.00")[number - 1])}
-        if name.startswith("CROWD"):
+        if name.startswith("CROWD") and number > 1:  # round 1 is graded by experts
             grading = LedgerEntry.objects.filter(
                 key__startswith=f"bonus:round-grading:{writing.pk}:{number}:"
             )
@@ -200,17 +212,18 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
             }
             assert g.worker_id not in writers
 
-    # Expert grading was done by the experts only; crowd grading after round 1 by the
-    # promoted writers of the previous round only.
-    for number in (1, 2, 3):
+    # Expert grading was done by the experts only (EXPERT's rounds and CROWD's round 1);
+    # CROWD's rounds 2 and 3 by the writers promoted after round 1 only (§3.3).
+    for grading_name in [f"EXPERT: Grading {n}" for n in (1, 2, 3)] + ["CROWD: Grading 1"]:
         expert_graders = set(
-            Assignment.objects.filter(hit__stage=stages[f"EXPERT: Grading {number}"]).values_list(
+            Assignment.objects.filter(hit__stage=stages[grading_name]).values_list(
                 "worker_id", flat=True
             )
         )
         assert expert_graders <= set(experts)
+    promoted = {o["worker"] for o in closed["CROWD: Round 1"] if o["grader"]}
+    assert promoted
     for number in (2, 3):
-        promoted = {o["worker"] for o in closed[f"CROWD: Round {number - 1}"] if o["grader"]}
         graders = {
             a.worker.pseudonym
             for a in Assignment.objects.filter(
