@@ -64,7 +64,7 @@ class TenWayEstimate:
 
 
 def ten_way_estimate(
-    items: Mapping[Hashable, tuple[Hashable | None, Sequence[Hashable]]],
+    items: Mapping[Any, tuple[Hashable | None, Sequence[Hashable]]],
     *,
     gold_votes: int = 4,
     min_labels: int = 10,

@@ -75,4 +75,3 @@ def ten_way_subset_select(*, stage: Stage, seed: int = 0) -> TenWaySelection:
         result.per_arm[arm or "-"] = len(chosen)
         result.items[arm or "-"] = sum(items_in[h] for h in chosen)
     return result
-
