@@ -78,9 +78,11 @@ def report(campaign: Campaign, recipe: str) -> dict[str, object]:
             .annotate(n=Count("worker_id", distinct=True))
         )
         counts = [r["n"] for r in per_item]
-        approved = Assignment.objects.filter(
+        approved_rows = Assignment.objects.filter(
             hit__stage=stage, status=AssignmentStatus.APPROVED
-        ).count()
+        )
+        approved = approved_rows.count()
+        rewards = approved_rows.aggregate(s=Sum("hit__reward"))["s"] or Decimal("0")
         stages.append(
             {
                 "stage": stage.name,
@@ -89,6 +91,7 @@ def report(campaign: Campaign, recipe: str) -> dict[str, object]:
                 "assignments": sum(counts),
                 "approved": approved,
                 "annotators_per_hit": round(sum(counts) / len(counts), 2) if counts else 0,
+                "rewards_approved": str(rewards),
             }
         )
     spent = LedgerEntry.objects.filter(campaign=campaign).values("kind").annotate(s=Sum("amount"))
@@ -104,17 +107,20 @@ def report(campaign: Campaign, recipe: str) -> dict[str, object]:
             for line in text.splitlines():
                 record = json.loads(line)
                 fields.update(record.keys())
-                fields.update(f"item.{k}" for k in (record.get("item") or {}).get("data", {}))
+                fields.update(f"item_data.{k}" for k in record.get("item_data") or {})
             exports[name] = {"rows": rows, "fields": dict(sorted(fields.items()))}
         else:
             header = text.splitlines()[0].split(",") if text else []
             exports[name] = {"rows": rows, "columns": len(header), "header": header}
+            if name == "answer-agreement":
+                exports[name]["table"] = text.splitlines()[1:]
     pilot = recipe_cost(name=recipe, provider="mturk", scale="pilot")
     return {
         "campaign": campaign.slug,
         "stages": stages,
         "ledger": cost,
         "ledger_total": str(total),
+        "rewards_approved_total": str(sum(Decimal(x["rewards_approved"]) for x in stages)),
         "stated_pilot_cost_mturk": str(pilot.total),
         "exports": exports,
     }
@@ -202,5 +208,10 @@ def run_nangia() -> dict[str, object]:
 if __name__ == "__main__":
     wanted = sys.argv[1:] or ["whyqa", "nangia"]
     for name in wanted:
+        if name.startswith("report:"):  # report on a campaign already simulated
+            recipe = name.split(":", 1)[1]
+            slug = f"bench-{recipe}"
+            print(json.dumps(report(Campaign.objects.get(slug=slug), recipe), indent=1))
+            continue
         data = {"whyqa": run_whyqa, "nangia": run_nangia}[name]()
         print(json.dumps({name: data}, indent=1, ensure_ascii=False))
