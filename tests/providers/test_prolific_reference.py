@@ -15,7 +15,8 @@ import requests
 
 from campaigns.design.platform_rules import RequirementRefused
 from campaigns.platforms.base import OperationCall, PermanentProviderError
-from campaigns.platforms.prolific import ProlificClient, ProlificProvider, study_body
+from campaigns.platforms.prolific.client import ProlificClient
+from campaigns.platforms.prolific.provider import ProlificProvider, study_body
 from campaigns.platforms.prolific.rules import ProlificRules
 
 CODES = {"completed": "C0DE1", "failed_check": "C0DE2", "screened_out": "C0DE3"}
