@@ -56,6 +56,8 @@ class Platform(ABC):
     #: logins), "study_url" (a study URL with the participant's ids, Prolific),
     #: "external_question" (an MTurk frame). The simulator enters the same way.
     worker_entry: str = "invite"
+    #: A sandbox where no real money moves (MTurk's); Prolific's studies always pay.
+    has_sandbox: bool = False
 
     # --- the platform's rules and money --------------------------------------------------
     def rules(self) -> PlatformRules:

@@ -36,7 +36,7 @@ from django.conf import settings
 from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
-from campaigns.design.platform import FeeModel
+from campaigns.design.platform import FeeModel, platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -48,7 +48,6 @@ from campaigns.models import (
     LedgerStatus,
 )
 from campaigns.payments.costs import campaign_cost_estimate
-from campaigns.platforms import fee_model_for
 from campaigns.workforce.stats import grouped_with_median
 from qaportal.money import CENT
 from validation.selectors import hourly_wage
@@ -143,7 +142,7 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
         row.committed = sum((k[LedgerStatus.COMMITTED] for k in row.by_kind.values()), ZERO)
         row.planned = sum((k[LedgerStatus.PLANNED] for k in row.by_kind.values()), ZERO)
 
-    fee_model = fee_model_for(campaign.provider)
+    fee_model = platform_for(campaign).fee_model()
     held_rewards = _add_held(campaign=campaign, rows=rows, fee_model=fee_model)
     _add_counts_and_wages(campaign=campaign, rows=rows, floor=floor)
 

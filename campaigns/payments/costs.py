@@ -13,7 +13,7 @@ from decimal import Decimal, InvalidOperation
 from django.db.models import Count
 
 from campaigns.design.platform import FeeModel, platform_for
-from campaigns.models import Campaign, Item, Stage
+from campaigns.models import Campaign, CampaignState, Item, Stage
 from qaportal.errors import DomainError
 from qaportal.money import CENT
 
@@ -275,3 +275,13 @@ def bonus_cost(*, provider: str, amount: Decimal) -> tuple[Decimal, Decimal]:
             errors={"amount": [str(amount)]},
         )
     return amount.quantize(CENT), platform_for(provider).fee_model().bonus_fee(amount=amount)
+
+
+def transition_commits_money(*, campaign: Campaign, to_state: str) -> bool:
+    """Whether moving ``campaign`` to ``to_state`` publishes paid work on a platform that
+    moves money (starting a pilot, going live, resuming): the pages ask for a
+    confirmation stating places, rewards, fees and the total first. Reads only."""
+    return platform_for(campaign.provider).pays_workers and to_state in (
+        CampaignState.PILOT,
+        CampaignState.LIVE,
+    )

@@ -79,11 +79,25 @@ class EntityLinkValidation(TaskType):
             "span_in": {"enum": ["answer", "question"]},
         },
     }
+    example_item: ClassVar[dict[str, Any] | None] = {
+        "question": "Who directed The Godfather?",
+        "text": "The Godfather",
+        "start": 13,
+        "end": 26,
+        "qid": "Q47703",
+        "label": "The Godfather",
+    }
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "allow_unsure": {"type": "boolean"},
-            "allow_correction": {"type": "boolean"},
+            "allow_unsure": {
+                "type": "boolean",
+                "description": 'Offer an "unsure" choice beside correct and wrong.',
+            },
+            "allow_correction": {
+                "type": "boolean",
+                "description": "Let the validator propose the right entity instead.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_unsure": True, "allow_correction": True}

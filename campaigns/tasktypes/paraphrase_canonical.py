@@ -187,10 +187,29 @@ class ParaphraseCanonical(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "paraphrases_per_item": {"type": "integer", "minimum": 1, "maximum": 5},
-            "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "require_entity_mention": {"type": "boolean"},
-            "max_edit_ratio": {"type": "number", "minimum": 0, "maximum": 1},
+            "paraphrases_per_item": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 5,
+                "description": "Paraphrases a worker writes for each canonical question.",
+            },
+            "max_similarity": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "Highest word overlap with the original a paraphrase may have.",
+            },
+            "require_entity_mention": {
+                "type": "boolean",
+                "description": "The paraphrase must still name the question's entity.",
+            },
+            "max_edit_ratio": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "Highest share of the canonical form's content words a "
+                "paraphrase may keep in their order (trivial reorderings are refused).",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

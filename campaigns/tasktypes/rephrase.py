@@ -52,8 +52,16 @@ class Rephrase(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "require_question_mark": {"type": "boolean"},
+            "max_similarity": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "Highest word overlap with the question a rephrasing may have.",
+            },
+            "require_question_mark": {
+                "type": "boolean",
+                "description": "Each rephrasing must end with a question mark.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

@@ -401,3 +401,11 @@ def assignment_get_for_workers(
 def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:
     """The campaign's invite links, newest first."""
     return campaign.invite_links.select_related("stage", "created_by").order_by("-created_at")
+
+
+def stage_reward_shown(*, stage: Stage) -> bool:
+    """Whether workers see a reward line for ``stage``: only when it pays something and the
+    campaign's platform moves the money. Local workers are not paid through qaportal, so a
+    reward there would promise money that never moves; a requester who pays an in-house
+    team otherwise says so in the instructions."""
+    return stage.reward > 0 and platform_for(stage.campaign.provider).pays_workers

@@ -12,6 +12,8 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.items import items_upload_check
@@ -20,15 +22,18 @@ from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
 from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
 from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.item_template import item_columns
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
@@ -42,6 +47,7 @@ from frontend.views.common import (
 from qaportal.errors import DomainError, UploadRejected
 
 CAMPAIGNS_PER_PAGE = 50
+STAGES_SHOWN_OPEN = 4
 # The progress section refreshes itself this often while work can come in.
 LIVE_SECONDS = 5
 LIVE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
@@ -49,7 +55,7 @@ LIVE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
 MAX_ROW_ERRORS_SHOWN = 50
 
 
-def _transition_buttons(campaign: Campaign) -> list[dict[str, str]]:
+def _transition_buttons(campaign: Campaign) -> list[dict[str, Any]]:
     """The transitions the state machine allows from here, labelled for a requester."""
     labels = {
         CampaignState.DRAFT: "Back to draft",
@@ -60,7 +66,14 @@ def _transition_buttons(campaign: Campaign) -> list[dict[str, str]]:
     }
     order = list(CampaignState.values)
     allowed = sorted(TRANSITIONS[campaign.state], key=order.index)
-    return [{"state": state, "label": labels[CampaignState(state)]} for state in allowed]
+    return [
+        {
+            "state": state,
+            "label": labels[CampaignState(state)],
+            "confirm": transition_commits_money(campaign=campaign, to_state=state),
+        }
+        for state in allowed
+    ]
 
 
 @login_required
@@ -77,7 +90,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         try:
             campaign = campaign_create_with_recipe(owner=request_user(request), **form.cleaned_data)
         except DomainError as exc:
-            add_domain_errors(form, exc)
+            if isinstance(exc.errors, dict) and exc.errors.get("name") == ["taken"]:
+                # The whole sentence beside the name: it suggests a free one.
+                form.add_error("name", str(exc))
+            else:
+                add_domain_errors(form, exc)
         else:
             messages.success(request, f"Campaign “{campaign.name}” created.")
             return redirect(detail_url(campaign))
@@ -138,7 +155,7 @@ def _render_detail(
     rejection: dict[str, Any] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    # One progress read gives every count the page shows (three grouped queries), so
+    # One progress read gives every count the page shows (four grouped queries), so
     # no per-stage count subqueries run on a large campaign.
     progress = campaign_progress(campaign=campaign)
     counts = {p.stage_id: p for p in progress.stages}
@@ -152,6 +169,7 @@ def _render_detail(
         stage.campaign = campaign
         stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
         stage.takes_articles = task_type_get(stage.task_type).takes_articles  # type: ignore[attr-defined]
+        stage.upload_columns = item_columns(task_type_get(stage.task_type))  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
@@ -173,6 +191,10 @@ def _render_detail(
         "upload_form": upload_form,
         "rejection": rejection,
         "is_local": platform_for(campaign).hosts_workforce,
+        "moves_money": platform_for(campaign.provider).pays_workers,
+        "flow": campaign_pipeline_flow(campaign=campaign, progress=progress),
+        # A long pipeline (Nangia's 19 stages) shows its stage cards folded.
+        "stages_open": len(stages) <= STAGES_SHOWN_OPEN,
         "awaiting_review": sum(p.assignments.get("submitted", 0) for p in progress.stages),
         "progress": progress,
         "live": campaign.state in LIVE_STATES,
@@ -193,11 +215,48 @@ def campaign_progress_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_GET
+def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Before a step that commits money: places, rewards, fees and the total, from the
+    cost estimate, and the button that takes the step."""
+    campaign = campaign_or_404(request, slug)
+    to_state = request.GET.get("to_state", "")
+    labels = {t["state"]: t["label"] for t in _transition_buttons(campaign)}
+    if to_state not in labels:
+        messages.error(
+            request, f"A {campaign.get_state_display().lower()} campaign cannot do that."
+        )
+        return redirect(detail_url(campaign))
+    estimate, estimate_error = None, ""
+    try:
+        estimate = campaign_cost_estimate(campaign=campaign)
+    except DomainError as exc:
+        estimate_error = str(exc)
+    context = {
+        "campaign": campaign,
+        "to_state": to_state,
+        "label": labels[to_state],
+        "estimate": estimate,
+        "estimate_error": estimate_error,
+        "places": sum(s.assignments for s in estimate.stages) if estimate else 0,
+        "no_real_money": campaign.sandbox and platform_for(campaign.provider).has_sandbox,
+    }
+    return render(request, "frontend/campaign_confirm.html", context)
+
+
+@login_required
 @require_POST
 def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
+    to_state = request.POST.get("to_state", "")
+    if transition_commits_money(campaign=campaign, to_state=to_state) and (
+        request.POST.get("confirmed") != "yes"
+    ):
+        # No money moves without the page that states how much.
+        url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
+        return redirect(f"{url}?{urlencode({'to_state': to_state})}")
     try:
-        campaign = campaign_start(campaign=campaign, to_state=request.POST.get("to_state", ""))
+        campaign = campaign_start(campaign=campaign, to_state=to_state)
     except DomainError as exc:  # IllegalTransition included: its message says what is allowed
         messages.error(request, str(exc))
     else:

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.access import campaign_can_manage
+from campaigns.design.platform import platform_for
 from campaigns.insights.money import campaign_costs
 from campaigns.insights.workers import (
     ORDERING_FIELDS,
@@ -58,7 +59,13 @@ def campaign_costs_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "frontend/campaign_costs.html",
-        {"campaign": campaign, "costs": costs, "kinds": kinds, "stages": stages},
+        {
+            "campaign": campaign,
+            "costs": costs,
+            "kinds": kinds,
+            "stages": stages,
+            "moves_money": platform_for(campaign.provider).pays_workers,
+        },
     )
 
 

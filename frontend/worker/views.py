@@ -32,6 +32,7 @@ from campaigns.work.selectors import (
     request_workers_get,
     stage_entry_for_invite,
     stage_load,
+    stage_reward_shown,
     stage_worker,
 )
 from campaigns.work.submission import STORED_STATES, SubmitResult
@@ -130,6 +131,7 @@ def _stage_page(
         "message": message or refusal or "",
         "workable": stage.campaign.state in WORKABLE_STATES,
         "preview_hit": hit,
+        "show_reward": stage_reward_shown(stage=stage),
     }
     if hit is not None:
         context.update(task_context(stage=stage, hit=hit, preview=True))

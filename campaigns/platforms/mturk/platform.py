@@ -25,6 +25,7 @@ from qaportal.errors import DomainError
 class MTurkPlatform(PaidPlatform):
     name = "mturk"
     worker_entry = "external_question"
+    has_sandbox = True
 
     def rules(self) -> PlatformRules:
         return MTurkRules()
