@@ -1,7 +1,7 @@
 """Where a campaign stands: per stage counts by status, progress and an estimated time
 to completion from the recent submission rate.
 
-Three grouped queries whatever the campaign's size (items, HITs, assignments), so the
+Four grouped queries whatever the campaign's size (items, HITs, assignments, items done), so the
 overview page and the live updates it polls stay cheap on large campaigns.
 """
 
@@ -35,6 +35,7 @@ class StageProgress:
     done: int = 0
     remaining: int = 0
     recent: int = 0  # submissions within RATE_WINDOW
+    items_done: int = 0  # items whose every place is done (their HIT is full, none under way)
     rate_per_hour: float | None = None
     eta_seconds: int | None = None
     eta_at: datetime | None = None
@@ -47,6 +48,17 @@ class StageProgress:
     def percent(self) -> float:
         """Share of the stage's places done, 0 to 100 (100 when nothing is left to do)."""
         return 100.0 if self.total == 0 else round(100.0 * self.done / self.total, 1)
+
+    @property
+    def percent_or_none(self) -> float | None:
+        """``percent``, or None for a stage with no work at all (no items, no places):
+        an empty stage is not "100 % done"."""
+        return None if self.total == 0 else self.percent
+
+    @property
+    def items_total(self) -> int:
+        """Items of the stage that count for progress (dropped ones do not)."""
+        return sum(n for status, n in self.items.items() if status != ItemStatus.DROPPED)
 
 
 @dataclass
@@ -71,6 +83,11 @@ class CampaignProgress:
         return 100.0 if total == 0 else round(100.0 * self.done / total, 1)
 
     @property
+    def percent_or_none(self) -> float | None:
+        """``percent``, or None while the campaign has no work at all."""
+        return None if self.done + self.remaining == 0 else self.percent
+
+    @property
     def eta_at(self) -> datetime | None:
         """When the last stage with work left should finish; None when a stage with
         work left has no recent submissions (no rate to extrapolate)."""
@@ -86,9 +103,10 @@ def _places_of_pending_items(*, pending: int, items_per_hit: int, per_hit: int) 
 
 
 def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> CampaignProgress:
-    """Progress of every stage of ``campaign`` (read only, three grouped queries).
+    """Progress of every stage of ``campaign`` (read only, four grouped queries).
 
-    Done = assignments submitted, approved or rejected. Left = free places of published
+    Done = assignments submitted, approved or rejected; an item is done when a HIT
+    holding it is full and none of its assignments is under way. Left = free places of published
     HITs + assignments in progress + places of HITs not yet published + the places that
     pending items (not yet in a HIT) will open. The estimate divides what is left by the
     rate of submissions within the last hour.
@@ -136,6 +154,19 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         progress = stages[a_row["hit__stage_id"]][1]
         progress.assignments[a_row["status"]] = a_row["n"]
         progress.recent += a_row["recent"]
+    # An item is done when a HIT holding it has no free place and nobody working on it.
+    done_hits = (
+        HIT.objects.filter(stage_id__in=list(stages), places_left=0)
+        .exclude(status=HITStatus.PENDING)
+        .exclude(assignments__status=AssignmentStatus.ACCEPTED)
+    )
+    for row in (
+        Item.objects.filter(stage_id__in=list(stages), hits__in=done_hits)
+        .order_by()
+        .values("stage_id")
+        .annotate(n=Count("pk", distinct=True))
+    ):
+        stages[row["stage_id"]][1].items_done = row["n"]
     for stage_id, (stage, progress) in stages.items():
         progress.done = sum(progress.assignments.get(s, 0) for s in DONE_STATES)
         progress.remaining = (

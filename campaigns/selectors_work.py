@@ -38,6 +38,7 @@ from campaigns.models import (
     Worker,
 )
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
+from campaigns.providers import provider_moves_money
 from campaigns.tasktypes import TaskType, task_type_get
 
 WORKABLE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
@@ -398,3 +399,11 @@ def assignment_get_for_workers(
 def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:
     """The campaign's invite links, newest first."""
     return campaign.invite_links.select_related("stage", "created_by").order_by("-created_at")
+
+
+def stage_reward_shown(*, stage: Stage) -> bool:
+    """Whether workers see a reward line for ``stage``: only when it pays something and the
+    campaign's platform moves the money. Local workers are not paid through qaportal, so a
+    reward there would promise money that never moves; a requester who pays an in-house
+    team otherwise says so in the instructions."""
+    return stage.reward > 0 and provider_moves_money(stage.campaign.provider)

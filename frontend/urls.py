@@ -5,9 +5,15 @@ from frontend.views.campaigns import (
     campaign_list,
     campaign_new,
     campaign_progress_view,
+    campaign_transition_confirm_view,
     campaign_transition_view,
     stage_add_view,
     stage_upload_view,
+)
+from frontend.views.charts import (
+    campaign_activity_chart_view,
+    campaign_spend_chart_view,
+    campaign_work_time_chart_view,
 )
 from frontend.views.credentials import credentials_delete_view, credentials_set_view
 from frontend.views.exports import campaign_export_view
@@ -33,6 +39,12 @@ from frontend.views.review import (
     review_override_view,
     stage_review_run_view,
 )
+from frontend.views.stages import (
+    stage_clone_view,
+    stage_edit_view,
+    stage_item_template_view,
+    stage_preview_view,
+)
 from frontend.views.workforce import (
     campaign_workforce,
     grant_add_view,
@@ -50,6 +62,17 @@ urlpatterns = [
     path("campaigns/<slug:slug>/progress/", campaign_progress_view, name="campaign-progress"),
     path("campaigns/<slug:slug>/quality/", campaign_quality_view, name="campaign-quality"),
     path(
+        "campaigns/<slug:slug>/charts/activity.svg",
+        campaign_activity_chart_view,
+        name="chart-activity",
+    ),
+    path("campaigns/<slug:slug>/charts/spend.svg", campaign_spend_chart_view, name="chart-spend"),
+    path(
+        "campaigns/<slug:slug>/charts/work-time.svg",
+        campaign_work_time_chart_view,
+        name="chart-work-time",
+    ),
+    path(
         "campaigns/<slug:slug>/stages/<int:stage_id>/agreement.svg",
         stage_agreement_chart_view,
         name="stage-agreement-chart",
@@ -59,7 +82,28 @@ urlpatterns = [
         campaign_transition_view,
         name="campaign-transition",
     ),
+    path(
+        "campaigns/<slug:slug>/transition/confirm/",
+        campaign_transition_confirm_view,
+        name="campaign-transition-confirm",
+    ),
     path("campaigns/<slug:slug>/stages/", stage_add_view, name="stage-add"),
+    path("campaigns/<slug:slug>/stages/<int:stage_id>/edit/", stage_edit_view, name="stage-edit"),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/clone/",
+        stage_clone_view,
+        name="stage-clone",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/preview/",
+        stage_preview_view,
+        name="stage-preview",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/items-template.<str:fmt>",
+        stage_item_template_view,
+        name="stage-item-template",
+    ),
     path(
         "campaigns/<slug:slug>/stages/<int:stage_id>/items/",
         stage_upload_view,

@@ -30,6 +30,12 @@ def fee_model_for(provider: str, *, masters: bool = False) -> FeeModel:
     raise ValueError(f"Unknown provider {provider!r}")
 
 
+def provider_moves_money(provider: str) -> bool:
+    """Whether ``provider`` pays workers (a crowd platform); the local workforce pays no
+    rewards through qaportal, so nothing is held, forecast or on its way there."""
+    return provider != "local"
+
+
 def currency_for(provider: str) -> str:
     return "GBP" if provider == "prolific" else "USD"
 

@@ -12,6 +12,7 @@ from django.db import transaction
 from django.db.models import ProtectedError
 
 from campaigns.models import Campaign, CampaignState
+from campaigns.services.campaigns import check_campaign_name_free
 from campaigns.services.errors import DomainError, StateConflict
 
 CampaignStateConflictError = StateConflict
@@ -85,6 +86,8 @@ def campaign_update(
                 f"it is {locked.state!r}.",
                 errors={"sandbox": ["only in draft"]},
             )
+        if "name" in changes:
+            check_campaign_name_free(owner=locked.owner, name=changes["name"], exclude_pk=locked.pk)
         fields = [f for f in changes if f != "collaborators"]
         for field in fields:
             setattr(locked, field, changes[field])

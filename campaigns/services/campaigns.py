@@ -32,6 +32,33 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 EDITABLE_STATES = frozenset({CampaignState.DRAFT, CampaignState.PILOT})
 
 
+def campaign_name_taken(*, owner: User, name: str, exclude_pk: int | None = None) -> bool:
+    """Whether ``owner`` has a campaign called ``name`` already (letter case and outer
+    blanks ignored): two campaigns with one name are told apart by nobody."""
+    same = Campaign.objects.filter(owner=owner, name__iexact=name.strip())
+    if exclude_pk is not None:
+        same = same.exclude(pk=exclude_pk)
+    return same.exists()
+
+
+def campaign_name_suggest(*, owner: User, name: str) -> str:
+    """A free name for ``owner`` close to ``name``: "Name (2)", "Name (3)", ..."""
+    base, n = name.strip(), 2
+    while campaign_name_taken(owner=owner, name=f"{base} ({n})"):
+        n += 1
+    return f"{base} ({n})"
+
+
+def check_campaign_name_free(*, owner: User, name: str, exclude_pk: int | None = None) -> None:
+    if campaign_name_taken(owner=owner, name=name, exclude_pk=exclude_pk):
+        suggestion = campaign_name_suggest(owner=owner, name=name)
+        raise DomainError(
+            f"You have a campaign named {name.strip()!r} already; choose another name, "
+            f"e.g. {suggestion!r}.",
+            errors={"name": ["taken"]},
+        )
+
+
 def _unique_slug(name: str) -> str:
     base = slugify(name)[:60] or "campaign"
     slug, n = base, 1
@@ -52,7 +79,11 @@ def campaign_create(
     budget_cap: Decimal | None = None,
     recipe: str = "",
 ) -> Campaign:
-    """Create a campaign in ``draft``. The slug is derived from the name when not given."""
+    """Create a campaign in ``draft``. The slug is derived from the name when not given.
+
+    A name the owner already uses is refused (``errors={"name": ["taken"]}``), with a
+    free name suggested in the message, rather than made unique behind their back.
+    """
     if provider not in Provider.values:
         raise DomainError(
             f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}.",
@@ -62,6 +93,10 @@ def campaign_create(
         raise DomainError("The budget cap cannot be negative.", errors={"budget_cap": ["negative"]})
     try:
         with transaction.atomic():
+            # The owner's row serialises their creations, so two tabs cannot both
+            # take a free name.
+            User.objects.select_for_update().filter(pk=owner.pk).first()
+            check_campaign_name_free(owner=owner, name=name)
             return Campaign.objects.create(
                 owner=owner,
                 name=name,
@@ -200,8 +235,32 @@ STAGE_EDITABLE_FIELDS = frozenset(
 )
 
 
+# Once work is published (live, paused) a stage keeps what its HITs and their cost were
+# made from: reward, places, items per HIT, durations, configuration, gold ratio and
+# qualification requirements are on the published HITs (on MTurk they cannot change).
+# What only shapes the page text and the decisions still to come may change.
+STAGE_FIELDS_WHILE_PUBLISHED = frozenset(
+    {"name", "instructions", "review_rules", "bonus_rules", "escalation_rule"}
+)
+
+
+def stage_fields_editable(*, campaign: Campaign) -> frozenset[str]:
+    """The stage fields ``stage_update`` accepts for a stage of ``campaign`` now."""
+    if campaign.state in EDITABLE_STATES:
+        return STAGE_EDITABLE_FIELDS
+    if campaign.state == CampaignState.COMPLETED:
+        return frozenset()
+    return STAGE_FIELDS_WHILE_PUBLISHED
+
+
 def stage_update(*, stage: Stage, **changes: Any) -> Stage:
-    """Change a stage of a draft or pilot campaign; the task type cannot change."""
+    """Change a stage; the task type never changes.
+
+    Draft and pilot: every field of ``STAGE_EDITABLE_FIELDS``. Live and paused: only
+    ``STAGE_FIELDS_WHILE_PUBLISHED`` (texts and the rules of decisions still to come);
+    the rest raises ``StateConflict``. Completed: nothing. Locks the campaign row, so
+    the state checked is the state the write sees.
+    """
     unknown = set(changes) - STAGE_EDITABLE_FIELDS
     if unknown:
         raise DomainError(
@@ -218,7 +277,15 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         )
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=stage.campaign_id)
-        _check_editable(campaign)
+        frozen = set(changes) - stage_fields_editable(campaign=campaign)
+        if frozen:
+            raise StateConflict(
+                f"Stages of a campaign in state {campaign.state!r} cannot change "
+                f"{', '.join(sorted(frozen))}: only draft and pilot campaigns are fully "
+                "editable; once HITs are out, only the name, instructions and the rules "
+                "of decisions still to come may change.",
+                errors={"state": [campaign.state], **{f: ["frozen"] for f in sorted(frozen)}},
+            )
         new_name = changes.get("name")
         if (
             new_name is not None
@@ -237,6 +304,35 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
             ) from exc
         stage.save()
     return stage
+
+
+STAGE_CLONED_FIELDS = (
+    "task_type",
+    "config",
+    "instructions",
+    "reward",
+    "assignments_per_hit",
+    "items_per_hit",
+    "assignment_duration",
+    "lifetime",
+    "gold_ratio",
+    "qualification_requirements",
+    "escalation_rule",
+    "review_rules",
+    "bonus_rules",
+)
+
+
+def stage_clone(*, stage: Stage, name: str | None = None) -> Stage:
+    """Append a copy of ``stage``'s settings (not its items, HITs or links) to its
+    campaign, named ``name`` or "<name> (copy)"; draft and pilot only, as ``stage_add``."""
+    if not name:
+        base, n = f"{stage.name} (copy)", 2
+        name = base
+        while stage.campaign.stages.filter(name=name).exists():
+            name, n = f"{stage.name} (copy {n})", n + 1
+    fields = {f: getattr(stage, f) for f in STAGE_CLONED_FIELDS}
+    return stage_add(campaign=stage.campaign, name=name[:120], **fields)
 
 
 def stage_link(

@@ -12,8 +12,8 @@ from decimal import Decimal, InvalidOperation
 
 from django.db.models import Count
 
-from campaigns.models import Campaign, Item, Stage
-from campaigns.providers import fee_model_for, requires_masters
+from campaigns.models import Campaign, CampaignState, Item, Stage
+from campaigns.providers import fee_model_for, provider_moves_money, requires_masters
 from campaigns.providers.base import CENT, FeeModel
 from campaigns.services.errors import DomainError
 
@@ -228,3 +228,13 @@ def bonus_cost(*, provider: str, amount: Decimal) -> tuple[Decimal, Decimal]:
             errors={"amount": [str(amount)]},
         )
     return amount.quantize(CENT), fee_model_for(provider).bonus_fee(amount=amount)
+
+
+def transition_commits_money(*, campaign: Campaign, to_state: str) -> bool:
+    """Whether moving ``campaign`` to ``to_state`` publishes paid work on a platform that
+    moves money (starting a pilot, going live, resuming): the pages ask for a
+    confirmation stating places, rewards, fees and the total first. Reads only."""
+    return provider_moves_money(campaign.provider) and to_state in (
+        CampaignState.PILOT,
+        CampaignState.LIVE,
+    )

@@ -81,8 +81,14 @@ class EntityLinkValidation(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "allow_unsure": {"type": "boolean"},
-            "allow_correction": {"type": "boolean"},
+            "allow_unsure": {
+                "type": "boolean",
+                "description": 'Offer an "unsure" choice beside correct and wrong.',
+            },
+            "allow_correction": {
+                "type": "boolean",
+                "description": "Let the validator propose the right entity instead.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_unsure": True, "allow_correction": True}

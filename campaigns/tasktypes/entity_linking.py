@@ -106,9 +106,22 @@ class _EntityLinking(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_links": {"type": "integer", "minimum": 1, "maximum": 100},
-            "min_links": {"type": "integer", "minimum": 0, "maximum": 100},
-            "allow_not_in_wikidata": {"type": "boolean"},
+            "max_links": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 100,
+                "description": "Most entities a worker may link in one text.",
+            },
+            "min_links": {
+                "type": "integer",
+                "minimum": 0,
+                "maximum": 100,
+                "description": "Fewest entities a worker must link before submitting.",
+            },
+            "allow_not_in_wikidata": {
+                "type": "boolean",
+                "description": "Let workers mark an entity that has no Wikidata item.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

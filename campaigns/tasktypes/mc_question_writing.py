@@ -55,8 +55,16 @@ class MCQuestionWriting(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_passage": {"type": "integer", "minimum": 1, "maximum": 10},
-            "justification": {"enum": ["off", "optional", "required"]},
+            "questions_per_passage": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "description": "Questions a worker writes about one passage.",
+            },
+            "justification": {
+                "enum": ["off", "optional", "required"],
+                "description": "Whether writers explain why their answer is right.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_passage": 2, "justification": "off"}

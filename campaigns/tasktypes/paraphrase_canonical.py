@@ -90,9 +90,22 @@ class ParaphraseCanonical(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "paraphrases_per_item": {"type": "integer", "minimum": 1, "maximum": 5},
-            "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "require_entity_mention": {"type": "boolean"},
+            "paraphrases_per_item": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 5,
+                "description": "Paraphrases a worker writes for each canonical question.",
+            },
+            "max_similarity": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "Refuse a paraphrase whose word overlap with the original is higher.",
+            },
+            "require_entity_mention": {
+                "type": "boolean",
+                "description": "The paraphrase must still name the question's entity.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

@@ -189,7 +189,12 @@ class QuestionWriting(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_hit": {"type": "integer", "minimum": 1, "maximum": 20},
+            "questions_per_hit": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "description": "Question-answer pairs a worker writes in one HIT.",
+            },
             "examples": {
                 "type": "object",
                 "propertyNames": {"enum": COMPLEXITY_TYPES},

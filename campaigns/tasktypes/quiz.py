@@ -214,7 +214,10 @@ class Quiz(TaskType):
         "type": "object",
         "required": ["questions"],
         "properties": {
-            "allow_no_answer": {"type": "boolean"},
+            "allow_no_answer": {
+                "type": "boolean",
+                "description": 'Offer "none of these" as an answer.',
+            },
             "questions": {
                 "type": "array",
                 "minItems": 1,

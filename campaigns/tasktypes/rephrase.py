@@ -52,8 +52,16 @@ class Rephrase(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_similarity": {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
-            "require_question_mark": {"type": "boolean"},
+            "max_similarity": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": 1,
+                "description": "Refuse a rephrasing whose word overlap with the question is higher.",
+            },
+            "require_question_mark": {
+                "type": "boolean",
+                "description": "Each rephrasing must end with a question mark.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

@@ -102,7 +102,12 @@ class RubricEvaluation(TaskType):
     }
     config_schema: ClassVar[dict] = {
         "type": "object",
-        "properties": {"show_justification": {"type": "boolean"}},
+        "properties": {
+            "show_justification": {
+                "type": "boolean",
+                "description": "Show the writer's justification to the grader.",
+            }
+        },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"show_justification": True}
     answer_schema: ClassVar[dict] = per_item_answer_schema(

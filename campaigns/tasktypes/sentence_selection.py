@@ -71,8 +71,16 @@ class SentenceSelectionAnswer(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_sentences": {"type": "integer", "minimum": 1, "maximum": 10},
-            "allow_comment": {"type": "boolean"},
+            "max_sentences": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 10,
+                "description": "Most sentences a worker may select as the answer.",
+            },
+            "allow_comment": {
+                "type": "boolean",
+                "description": "Offer a free-text comment box.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"max_sentences": 3, "allow_comment": True}

@@ -52,7 +52,10 @@ class Survey(TaskType):
         "type": "object",
         "required": ["questions"],
         "properties": {
-            "anonymous": {"type": "boolean"},
+            "anonymous": {
+                "type": "boolean",
+                "description": "Store answers without the worker's pseudonym.",
+            },
             "questions": {
                 "type": "array",
                 "minItems": 1,

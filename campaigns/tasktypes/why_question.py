@@ -94,8 +94,18 @@ class WhyQuestionFromPartialArticle(TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_article": {"type": "integer", "minimum": 1, "maximum": 20},
-            "min_question_words": {"type": "integer", "minimum": 2, "maximum": 20},
+            "questions_per_article": {
+                "type": "integer",
+                "minimum": 1,
+                "maximum": 20,
+                "description": "Why-questions a worker writes about one article.",
+            },
+            "min_question_words": {
+                "type": "integer",
+                "minimum": 2,
+                "maximum": 20,
+                "description": "Shortest question accepted, in words.",
+            },
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {

@@ -12,17 +12,24 @@ from django.core.paginator import Paginator
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.providers import provider_moves_money
 from campaigns.selectors import campaign_list_visible
+from campaigns.selectors_pipeline import campaign_pipeline_flow
 from campaigns.selectors_progress import campaign_progress
 from campaigns.services import DomainError, UploadRejected, stage_add
 from campaigns.services.campaigns import EDITABLE_STATES, TRANSITIONS
+from campaigns.services.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.services.recipes import campaign_create_with_recipe
 from campaigns.services.work import campaign_start
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.item_template import item_columns
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
@@ -34,6 +41,7 @@ from frontend.views.common import (
 )
 
 CAMPAIGNS_PER_PAGE = 50
+STAGES_SHOWN_OPEN = 4
 # The progress section refreshes itself this often while work can come in.
 LIVE_SECONDS = 5
 LIVE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
@@ -41,7 +49,7 @@ LIVE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
 MAX_ROW_ERRORS_SHOWN = 50
 
 
-def _transition_buttons(campaign: Campaign) -> list[dict[str, str]]:
+def _transition_buttons(campaign: Campaign) -> list[dict[str, Any]]:
     """The transitions the state machine allows from here, labelled for a requester."""
     labels = {
         CampaignState.DRAFT: "Back to draft",
@@ -52,7 +60,14 @@ def _transition_buttons(campaign: Campaign) -> list[dict[str, str]]:
     }
     order = list(CampaignState.values)
     allowed = sorted(TRANSITIONS[campaign.state], key=order.index)
-    return [{"state": state, "label": labels[CampaignState(state)]} for state in allowed]
+    return [
+        {
+            "state": state,
+            "label": labels[CampaignState(state)],
+            "confirm": transition_commits_money(campaign=campaign, to_state=state),
+        }
+        for state in allowed
+    ]
 
 
 @login_required
@@ -107,7 +122,7 @@ def _render_detail(
     rejection: dict[str, Any] | None = None,
     status: int = 200,
 ) -> HttpResponse:
-    # One progress read gives every count the page shows (three grouped queries), so
+    # One progress read gives every count the page shows (four grouped queries), so
     # no per-stage count subqueries run on a large campaign.
     progress = campaign_progress(campaign=campaign)
     counts = {p.stage_id: p for p in progress.stages}
@@ -117,6 +132,7 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.upload_columns = item_columns(task_type_get(stage.task_type))  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.services.costs", "campaign_cost_estimate")
     if estimate_fn is not None:
@@ -139,6 +155,10 @@ def _render_detail(
         "upload_form": upload_form,
         "rejection": rejection,
         "is_local": campaign.provider == Provider.LOCAL,
+        "moves_money": provider_moves_money(campaign.provider),
+        "flow": campaign_pipeline_flow(campaign=campaign, progress=progress),
+        # A long pipeline (Nangia's 19 stages) shows its stage cards folded.
+        "stages_open": len(stages) <= STAGES_SHOWN_OPEN,
         "awaiting_review": sum(p.assignments.get("submitted", 0) for p in progress.stages),
         "progress": progress,
         "live": campaign.state in LIVE_STATES,
@@ -159,11 +179,47 @@ def campaign_progress_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
+@require_GET
+def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpResponse:
+    """Before a step that commits money: places, rewards, fees and the total, from the
+    cost estimate, and the button that takes the step."""
+    campaign = campaign_or_404(request, slug)
+    to_state = request.GET.get("to_state", "")
+    labels = {t["state"]: t["label"] for t in _transition_buttons(campaign)}
+    if to_state not in labels:
+        messages.error(
+            request, f"A {campaign.get_state_display().lower()} campaign cannot do that."
+        )
+        return redirect(detail_url(campaign))
+    estimate, estimate_error = None, ""
+    try:
+        estimate = campaign_cost_estimate(campaign=campaign)
+    except DomainError as exc:
+        estimate_error = str(exc)
+    context = {
+        "campaign": campaign,
+        "to_state": to_state,
+        "label": labels[to_state],
+        "estimate": estimate,
+        "estimate_error": estimate_error,
+        "places": sum(s.assignments for s in estimate.stages) if estimate else 0,
+    }
+    return render(request, "frontend/campaign_confirm.html", context)
+
+
+@login_required
 @require_POST
 def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
+    to_state = request.POST.get("to_state", "")
+    if transition_commits_money(campaign=campaign, to_state=to_state) and (
+        request.POST.get("confirmed") != "yes"
+    ):
+        # No money moves without the page that states how much.
+        url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
+        return redirect(f"{url}?{urlencode({'to_state': to_state})}")
     try:
-        campaign = campaign_start(campaign=campaign, to_state=request.POST.get("to_state", ""))
+        campaign = campaign_start(campaign=campaign, to_state=to_state)
     except DomainError as exc:  # IllegalTransition included: its message says what is allowed
         messages.error(request, str(exc))
     else:

@@ -17,6 +17,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.models import AssignmentStatus, Campaign, LedgerKind, QualificationType
+from campaigns.providers import provider_moves_money
 from campaigns.selectors_money import campaign_costs
 from campaigns.selectors_workers import (
     ORDERING_FIELDS,
@@ -58,7 +59,13 @@ def campaign_costs_view(request: HttpRequest, slug: str) -> HttpResponse:
     return render(
         request,
         "frontend/campaign_costs.html",
-        {"campaign": campaign, "costs": costs, "kinds": kinds, "stages": stages},
+        {
+            "campaign": campaign,
+            "costs": costs,
+            "kinds": kinds,
+            "stages": stages,
+            "moves_money": provider_moves_money(campaign.provider),
+        },
     )
 
 

@@ -24,6 +24,7 @@ from campaigns.selectors_work import (
     request_workers_get,
     stage_entry_for_invite,
     stage_load,
+    stage_reward_shown,
     stage_worker,
 )
 from campaigns.services.errors import DomainError
@@ -132,6 +133,7 @@ def _stage_page(
         "message": message or refusal or "",
         "workable": stage.campaign.state in WORKABLE_STATES,
         "preview_hit": hit,
+        "show_reward": stage_reward_shown(stage=stage),
     }
     if hit is not None:
         context.update(task_context(stage=stage, hit=hit, preview=True))

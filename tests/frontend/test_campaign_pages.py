@@ -106,7 +106,15 @@ def test_detail_renders_cost_estimate_with_currency(alice_client, campaign, stag
     assert estimate is not None, "campaigns.services.costs is in the tree: it must be rendered"
     # 3 items x 2 assignments x 1.25, local workforce: no fees.
     assert estimate.total == Decimal("7.50")
-    assert "7.50 USD" in response.content.decode()
+    # ... and the local workforce is paid no rewards through qaportal: the page shows
+    # no money that does not move (issue 20, point 11).
+    assert "7.50 USD" not in response.content.decode()
+    assert "nothing to estimate" in response.content.decode()
+
+    Campaign.objects.filter(pk=campaign.pk).update(provider="mturk")
+    content = alice_client.get(_detail(campaign)).content.decode()
+    # On MTurk: 6 assignments x (1.25 + 20 % fee) = 9.00.
+    assert "9.00 USD" in content
 
 
 def test_detail_shows_only_legal_transition_buttons(alice_client, campaign):

@@ -71,8 +71,9 @@ def test_query_count_does_not_grow_with_work(running, requester):
     submitted_assignment(writing, question="Which lake is deeper?")
     with CaptureQueriesContext(connection) as after:
         progress = campaign_progress(campaign=campaign)
-    assert len(after) == len(before) == 4  # stages, items, HITs, assignments
+    assert len(after) == len(before) == 5  # stages, items, HITs, assignments, items done
     assert progress.stages[0].done == 2
+    assert progress.stages[0].items_done == progress.stages[0].items_total
     assert progress.stages[0].remaining == 0
     assert progress.stages[0].eta_seconds == 0
 

@@ -18,7 +18,7 @@ from campaigns.services import (
     stage_link,
     stage_update,
 )
-from tests.factories import ItemFactory
+from tests.factories import ItemFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -35,11 +35,22 @@ def _ready(campaign: Campaign) -> None:
 
 def test_create_derives_slug_currency_and_starts_in_draft(requester):
     first = campaign_create(owner=requester, name="Why QA", provider="prolific")
-    second = campaign_create(owner=requester, name="Why QA")
+    second = campaign_create(owner=requester, name="Why QA?")
     assert (first.slug, second.slug) == ("why-qa", "why-qa-2")
     assert first.state == CampaignState.DRAFT
     assert first.currency == "GBP"
     assert second.currency == "USD"
+
+
+def test_a_second_campaign_with_the_same_name_is_refused(requester):
+    campaign_create(owner=requester, name="Why QA")
+    with pytest.raises(DomainError, match="e.g. 'why qa \\(2\\)'") as caught:
+        campaign_create(owner=requester, name="  why qa ")
+    assert caught.value.errors == {"name": ["taken"]}
+    assert Campaign.objects.filter(owner=requester).count() == 1
+    # Someone else may use the name; the slug, not the name, tells the URLs apart.
+    other = UserFactory.create(username="bob")
+    assert campaign_create(owner=other, name="Why QA").slug == "why-qa-2"
 
 
 def test_create_rejects_unknown_provider_and_negative_budget(requester):

@@ -9,14 +9,25 @@
     function refresh() {
       if (document.hidden) { return; }
       fetch(url, { credentials: "same-origin", headers: { "X-Requested-With": "fetch" } })
-        .then(function (response) { return response.ok ? response.text() : null; })
-        .then(function (html) {
-          if (html !== null) {
-            element.innerHTML = html;
-            element.setAttribute("data-live-updated", new Date().toISOString());
-          }
+        .then(function (response) {
+          if (response.ok) { return response.text(); }
+          throw new Error("The server answered " + response.status + ".");
         })
-        .catch(function () { /* offline for a moment: the next tick tries again */ });
+        .then(function (html) {
+          element.innerHTML = html;
+          element.setAttribute("data-live-updated", new Date().toISOString());
+        })
+        .catch(function (error) {
+          // Never leave a placeholder ("Measuring…") standing: say what happened. Content
+          // already shown stays; the next tick tries again.
+          if (!element.hasAttribute("data-live-updated")) {
+            var note = document.createElement("p");
+            note.className = "warn live-error";
+            note.setAttribute("role", "alert");
+            note.textContent = "Could not load this section (" + (error && error.message ? error.message : "network error") + "). Reload the page to try again.";
+            element.replaceChildren(note);
+          }
+        });
     }
     if (element.getAttribute("data-live-load") === "now") { refresh(); }
     if (seconds > 0) { window.setInterval(refresh, seconds * 1000); }

@@ -1,0 +1,77 @@
+"""The pipeline at a glance: a campaign's stages as a flow, with protocol arms side by side.
+
+Stages in position order fall into segments: a stage that names no arm is a step every
+worker shares; consecutive stages that name arms form one block with a column per arm
+(Nangia et al.'s BASELINE / JUSTIFICATION / CROWD / EXPERT run side by side). Counts come
+from ``campaign_progress``, one read for the whole campaign.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from campaigns.models import Campaign
+from campaigns.selectors_progress import CampaignProgress, StageProgress, campaign_progress
+from campaigns.tasktypes import task_type_get
+
+
+@dataclass
+class FlowStage:
+    """One stage in the flow with what the requester checks first."""
+
+    stage_id: int
+    name: str
+    task_type_label: str
+    next_stage_id: int | None
+    items: int
+    assignments_done: int
+    assignments_total: int
+    percent: float | None
+
+
+@dataclass
+class FlowSegment:
+    """Either one shared stage (``stage``) or a block of arms (``arms``: arm -> stages)."""
+
+    stage: FlowStage | None = None
+    arms: dict[str, list[FlowStage]] = field(default_factory=dict)
+
+
+def _flow_stage(
+    *, stage_id: int, name: str, task_type: str, next_id: int | None, progress: StageProgress
+) -> FlowStage:
+    return FlowStage(
+        stage_id=stage_id,
+        name=name,
+        task_type_label=task_type_get(task_type).label,
+        next_stage_id=next_id,
+        items=sum(progress.items.values()),
+        assignments_done=progress.done,
+        assignments_total=progress.total,
+        percent=progress.percent_or_none,
+    )
+
+
+def campaign_pipeline_flow(
+    *, campaign: Campaign, progress: CampaignProgress | None = None
+) -> list[FlowSegment]:
+    """``campaign``'s stages as flow segments in pipeline order (see the module doc)."""
+    progress = progress or campaign_progress(campaign=campaign)
+    by_id = {p.stage_id: p for p in progress.stages}
+    segments: list[FlowSegment] = []
+    for stage in campaign.stages.order_by("position", "id"):
+        node = _flow_stage(
+            stage_id=stage.pk,
+            name=stage.name,
+            task_type=stage.task_type,
+            next_id=stage.next_stage_id,
+            progress=by_id[stage.pk],
+        )
+        arm = str((stage.config or {}).get("arm") or "")  # as campaigns.services.arms
+        if not arm:
+            segments.append(FlowSegment(stage=node))
+            continue
+        if not segments or segments[-1].stage is not None:
+            segments.append(FlowSegment())
+        segments[-1].arms.setdefault(arm, []).append(node)
+    return segments

@@ -1,0 +1,278 @@
+"""The stage edit form: every setting of a stage, the task type's configuration as one
+input per setting (from its config schema) with the raw JSON one click away. Fields
+the campaign's state freezes are shown disabled; the service decides, the form only
+checks shapes and puts the task type's verdict next to the field it concerns."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+
+from campaigns.models import Stage
+from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.config_fields import ConfigField, config_fields
+
+CONFIG_PREFIX = "cfg__"
+# Form field -> stage field, for those that are not the same name.
+STAGE_FIELD_OF = {
+    "assignment_minutes": "assignment_duration",
+    "lifetime_hours": "lifetime",
+}
+JSON_FIELDS = ("qualification_requirements", "review_rules", "bonus_rules", "escalation_rule")
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+def _config_form_field(spec: ConfigField) -> forms.Field:
+    default = "" if spec.default is None else spec.default
+    if isinstance(default, bool):
+        default = "yes" if default else "no"
+    help_text = spec.help
+    if spec.default is not None:
+        help_text = f"{help_text} Default: {default}.".strip()
+    common: dict[str, Any] = {"label": spec.label, "required": False, "help_text": help_text}
+    if spec.kind == "boolean":
+        return forms.TypedChoiceField(
+            choices=[("", f"Default ({default})"), ("true", "yes"), ("false", "no")],
+            coerce=lambda v: v == "true",
+            empty_value=None,
+            **common,
+        )
+    if spec.kind == "choice":
+        return forms.ChoiceField(
+            choices=[("", f"Default ({default})")] + [(str(c), str(c)) for c in spec.choices],
+            **common,
+        )
+    if spec.kind == "integer":
+        return forms.IntegerField(
+            min_value=int(spec.minimum) if spec.minimum is not None else None,
+            max_value=int(spec.maximum) if spec.maximum is not None else None,
+            **common,
+        )
+    if spec.kind == "number":
+        return forms.FloatField(
+            min_value=None if spec.exclusive_minimum else spec.minimum,
+            max_value=spec.maximum,
+            widget=forms.NumberInput(attrs={"step": "any"}),
+            **common,
+        )
+    return forms.CharField(**common)
+
+
+class StageEditForm(forms.Form):
+    name = forms.CharField(max_length=120)
+    instructions = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="Shown to workers above the task as “Notes from the requester”.",
+    )
+    reward = forms.DecimalField(
+        min_value=Decimal("0"), max_digits=8, decimal_places=2, help_text="Per assignment."
+    )
+    assignments_per_hit = forms.IntegerField(
+        label="Assignments per HIT",
+        min_value=1,
+        max_value=1000,
+        help_text="Different workers who do each HIT.",
+    )
+    items_per_hit = forms.IntegerField(
+        label="Items per HIT", min_value=1, max_value=1000, help_text="Items in one HIT."
+    )
+    assignment_minutes = forms.IntegerField(
+        label="Time per assignment (minutes)",
+        min_value=1,
+        max_value=7 * 24 * 60,
+        help_text="How long a worker has once they accept.",
+    )
+    lifetime_hours = forms.IntegerField(
+        label="HITs available for (hours)",
+        min_value=1,
+        max_value=365 * 24,
+        help_text="How long a published HIT can be accepted.",
+    )
+    gold_ratio = forms.DecimalField(
+        min_value=Decimal("0"),
+        max_value=Decimal("1"),
+        max_digits=4,
+        decimal_places=3,
+        help_text="Share of gold items mixed into HITs, 0 to 1.",
+    )
+    qualification_requirements = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='A list, e.g. [{"system": "approval_rate", "comparator": ">=", "value": 95}].',
+    )
+    review_rules = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="A list of rules that approve or reject submissions automatically.",
+    )
+    bonus_rules = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="A list of rules that pay bonuses on approved work.",
+    )
+    escalation_rule = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Escalation rule",
+        help_text="When to add assignments on disagreement (an object; {} for none).",
+    )
+    next_stage = forms.TypedChoiceField(
+        label="Accepted output feeds",
+        coerce=int,
+        required=False,
+        empty_value=None,
+        choices=(),
+        help_text="The stage whose items this stage's accepted answers become.",
+    )
+    handoff = forms.JSONField(
+        required=False,
+        label="Hand-off options",
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Which accepted outputs become items of the next stage, and how "
+        "(an object; {} for the task type's default).",
+    )
+    config_json = forms.CharField(
+        required=False,
+        label="Configuration as JSON",
+        widget=forms.Textarea(attrs={"rows": 8, "class": "code"}),
+        help_text="The whole task-type configuration. If you change this text, it "
+        "replaces the settings above.",
+    )
+    config_json_original = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, stage: Stage, editable: frozenset[str], **kwargs: Any) -> None:
+        self.stage = stage
+        self.task_type = task_type_get(stage.task_type)
+        self.config_specs = config_fields(self.task_type)
+        config = stage.config or {}
+        initial = {
+            "name": stage.name,
+            "instructions": stage.instructions,
+            "reward": stage.reward,
+            "assignments_per_hit": stage.assignments_per_hit,
+            "items_per_hit": stage.items_per_hit,
+            "assignment_minutes": int(stage.assignment_duration.total_seconds() // 60),
+            "lifetime_hours": int(stage.lifetime.total_seconds() // 3600),
+            "gold_ratio": stage.gold_ratio,
+            "next_stage": stage.next_stage_id,
+            "handoff": _json_text(stage.handoff or {}),
+            "config_json": _json_text(config),
+            "config_json_original": _json_text(config),
+            **{f: _json_text(getattr(stage, f)) for f in JSON_FIELDS},
+        }
+        for spec in self.config_specs:
+            value = config.get(spec.name)
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            initial[CONFIG_PREFIX + spec.name] = value
+        super().__init__(*args, initial=initial, **kwargs)
+        next_field = self.fields["next_stage"]
+        assert isinstance(next_field, forms.ChoiceField)
+        next_field.choices = [("", "Nothing (last stage)")] + [
+            (s.pk, s.name) for s in stage.campaign.stages.exclude(pk=stage.pk).order_by("position")
+        ]
+        for spec in self.config_specs:
+            self.fields[CONFIG_PREFIX + spec.name] = _config_form_field(spec)
+        # Frozen fields stay visible (the requester sees what the HITs were made of)
+        # but disabled: Django then ignores what is posted for them.
+        self.frozen = set()
+        for name, field in self.fields.items():
+            if self.stage_field(name) not in editable and name != "config_json_original":
+                field.disabled = True
+                self.frozen.add(name)
+
+    @staticmethod
+    def stage_field(form_field: str) -> str:
+        """The stage field a form field edits (config inputs all edit ``config``)."""
+        if form_field.startswith(CONFIG_PREFIX) or form_field.startswith("config_json"):
+            return "config"
+        return STAGE_FIELD_OF.get(form_field, form_field)
+
+    def config_bound_fields(self) -> list[forms.BoundField]:
+        return [self[CONFIG_PREFIX + s.name] for s in self.config_specs]
+
+    def settings_bound_fields(self) -> list[forms.BoundField]:
+        return [
+            self[n]
+            for n in self.fields
+            if not n.startswith(CONFIG_PREFIX) and not n.startswith("config_json")
+        ]
+
+    def _config(self, cleaned: dict[str, Any]) -> dict[str, Any] | None:
+        raw = (cleaned.get("config_json") or "").strip()
+        original = (cleaned.get("config_json_original") or "").strip()
+        if raw != original:
+            try:
+                config = json.loads(raw or "{}")
+            except json.JSONDecodeError as exc:
+                self.add_error("config_json", f"Not valid JSON: {exc.msg} (line {exc.lineno}).")
+                return None
+            if not isinstance(config, dict):
+                self.add_error("config_json", "The configuration is a JSON object: {...}.")
+                return None
+            return config
+        config = dict(self.stage.config or {})
+        for spec in self.config_specs:
+            value = cleaned.get(CONFIG_PREFIX + spec.name)
+            if value is None or value == "":
+                config.pop(spec.name, None)
+            else:
+                config[spec.name] = value
+        return config
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        config_inputs = [n for n in self.fields if n.startswith(CONFIG_PREFIX)] + ["config_json"]
+        if any(n not in self.frozen for n in config_inputs):
+            config = self._config(cleaned)
+            if config is not None:
+                # The task type's verdict, next to the input it concerns.
+                for problem in self.task_type.validate_config(config):
+                    key = problem.path.split("/")[0]
+                    target = CONFIG_PREFIX + key
+                    in_fields = target in self.fields and target not in self.frozen
+                    self.add_error(target if in_fields else "config_json", problem.message)
+                cleaned["config"] = config
+        return cleaned
+
+    def link_change(self) -> tuple[int | None, dict[str, Any]] | None:
+        """``(next stage id, handoff)`` when the link differs from the stored one, else None."""
+        if "next_stage" in self.frozen:
+            return None
+        next_id = self.cleaned_data.get("next_stage")
+        handoff = self.cleaned_data.get("handoff") or {}
+        if next_id == self.stage.next_stage_id and handoff == (self.stage.handoff or {}):
+            return None
+        return next_id, handoff
+
+    def changes(self) -> dict[str, Any]:
+        """The stage fields that differ from the stored stage, as ``stage_update`` takes
+        them; frozen fields are never among them."""
+        data = self.cleaned_data
+        values: dict[str, Any] = {}
+        for name in ("name", "instructions", "reward", "assignments_per_hit", "items_per_hit"):
+            values[name] = data.get(name)
+        values["gold_ratio"] = data.get("gold_ratio")
+        if data.get("assignment_minutes") is not None:
+            values["assignment_duration"] = timedelta(minutes=data["assignment_minutes"])
+        if data.get("lifetime_hours") is not None:
+            values["lifetime"] = timedelta(hours=data["lifetime_hours"])
+        for name in JSON_FIELDS:
+            default: Any = {} if name == "escalation_rule" else []
+            values[name] = default if data.get(name) in (None, "") else data[name]
+        if "config" in data:
+            values["config"] = data["config"]
+        frozen_stage_fields = {self.stage_field(n) for n in self.frozen}
+        return {
+            k: v
+            for k, v in values.items()
+            if v is not None and k not in frozen_stage_fields and v != getattr(self.stage, k)
+        }

@@ -1,0 +1,13 @@
+// Campaign page: a link to a folded stage card (from the pipeline flow) opens it.
+(function () {
+  "use strict";
+  function openTarget() {
+    var id = window.location.hash.slice(1);
+    if (!id) { return; }
+    var target = document.getElementById(id);
+    var card = target && target.querySelector("details.stage-card");
+    if (card) { card.open = true; target.scrollIntoView(); }
+  }
+  window.addEventListener("hashchange", openTarget);
+  openTarget();
+})();
