@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from campaigns.models import Campaign
+from campaigns.models import Campaign, Stage
 from campaigns.selectors_progress import CampaignProgress, StageProgress, campaign_progress
 from campaigns.tasktypes import task_type_get
 
@@ -58,8 +58,10 @@ def campaign_pipeline_flow(
     """``campaign``'s stages as flow segments in pipeline order (see the module doc)."""
     progress = progress or campaign_progress(campaign=campaign)
     by_id = {p.stage_id: p for p in progress.stages}
+    stages = list(campaign.stages.order_by("position", "id"))
+    arms = _stage_arms(stages)
     segments: list[FlowSegment] = []
-    for stage in campaign.stages.order_by("position", "id"):
+    for stage in stages:
         node = _flow_stage(
             stage_id=stage.pk,
             name=stage.name,
@@ -67,7 +69,7 @@ def campaign_pipeline_flow(
             next_id=stage.next_stage_id,
             progress=by_id[stage.pk],
         )
-        arm = str((stage.config or {}).get("arm") or "")  # as campaigns.services.arms
+        arm = arms[stage.pk]
         if not arm:
             segments.append(FlowSegment(stage=node))
             continue
@@ -75,3 +77,18 @@ def campaign_pipeline_flow(
             segments.append(FlowSegment())
         segments[-1].arms.setdefault(arm, []).append(node)
     return segments
+
+
+def _stage_arms(stages: list[Stage]) -> dict[int, str]:
+    """Each stage's arm: the one its config names (as ``campaigns.services.arms``), else
+    the one arm of the stages feeding it (an arm's grading stage, whose graders join no
+    arm), else "" (shared, like a validation stage every arm feeds)."""
+    own = {s.pk: str((s.config or {}).get("arm") or "") for s in stages}
+    arms = dict(own)
+    for stage in stages:
+        if own[stage.pk]:
+            continue
+        feeders = {own[s.pk] for s in stages if s.next_stage_id == stage.pk}
+        if len(feeders) == 1:
+            arms[stage.pk] = feeders.pop()
+    return arms

@@ -51,6 +51,7 @@ def _config_form_field(spec: ConfigField) -> forms.Field:
         )
     if spec.kind == "integer":
         return forms.IntegerField(
+            widget=forms.NumberInput(attrs={"placeholder": str(default)}),
             min_value=int(spec.minimum) if spec.minimum is not None else None,
             max_value=int(spec.maximum) if spec.maximum is not None else None,
             **common,
@@ -59,7 +60,7 @@ def _config_form_field(spec: ConfigField) -> forms.Field:
         return forms.FloatField(
             min_value=None if spec.exclusive_minimum else spec.minimum,
             max_value=spec.maximum,
-            widget=forms.NumberInput(attrs={"step": "any"}),
+            widget=forms.NumberInput(attrs={"step": "any", "placeholder": str(default)}),
             **common,
         )
     return forms.CharField(**common)
@@ -163,17 +164,17 @@ class StageEditForm(forms.Form):
             "lifetime_hours": int(stage.lifetime.total_seconds() // 3600),
             "gold_ratio": stage.gold_ratio,
             "next_stage": stage.next_stage_id,
-            "handoff": _json_text(stage.handoff or {}),
+            "handoff": stage.handoff or {},
             "config_json": _json_text(config),
             "config_json_original": _json_text(config),
-            **{f: _json_text(getattr(stage, f)) for f in JSON_FIELDS},
+            **{f: getattr(stage, f) for f in JSON_FIELDS},
         }
         for spec in self.config_specs:
             value = config.get(spec.name)
             if isinstance(value, bool):
                 value = "true" if value else "false"
             initial[CONFIG_PREFIX + spec.name] = value
-        super().__init__(*args, initial=initial, **kwargs)
+        super().__init__(*args, initial=initial, label_suffix="", **kwargs)
         next_field = self.fields["next_stage"]
         assert isinstance(next_field, forms.ChoiceField)
         next_field.choices = [("", "Nothing (last stage)")] + [
@@ -183,6 +184,7 @@ class StageEditForm(forms.Form):
             self.fields[CONFIG_PREFIX + spec.name] = _config_form_field(spec)
         # Frozen fields stay visible (the requester sees what the HITs were made of)
         # but disabled: Django then ignores what is posted for them.
+        self.raw_json_used = False
         self.frozen = set()
         for name, field in self.fields.items():
             if self.stage_field(name) not in editable and name != "config_json_original":
@@ -209,7 +211,8 @@ class StageEditForm(forms.Form):
     def _config(self, cleaned: dict[str, Any]) -> dict[str, Any] | None:
         raw = (cleaned.get("config_json") or "").strip()
         original = (cleaned.get("config_json_original") or "").strip()
-        if raw != original:
+        self.raw_json_used = raw != original
+        if self.raw_json_used:
             try:
                 config = json.loads(raw or "{}")
             except json.JSONDecodeError as exc:
@@ -239,7 +242,10 @@ class StageEditForm(forms.Form):
                     key = problem.path.split("/")[0]
                     target = CONFIG_PREFIX + key
                     in_fields = target in self.fields and target not in self.frozen
-                    self.add_error(target if in_fields else "config_json", problem.message)
+                    if in_fields and not self.raw_json_used:
+                        self.add_error(target, problem.message)
+                    else:
+                        self.add_error("config_json", str(problem))
                 cleaned["config"] = config
         return cleaned
 

@@ -474,6 +474,9 @@ class TaskType:
     handoff_schema: ClassVar[dict[str, Any]] = {"type": "object", "additionalProperties": False}
     # Values used when the stage config leaves a key out.
     config_defaults: ClassVar[dict[str, Any]] = {}
+    # One valid item's data for upload templates, when rules beyond the input schema
+    # (offsets into a text, ...) make a generated one invalid; None: generated.
+    example_item: ClassVar[dict[str, Any] | None] = None
     # Template included inside the worker page's <form>. Context: ``items`` (list of
     # {"id", "external_id", "data"}), ``config`` (stage config), ``answer`` (the
     # worker's answer so far, to refill the form after an error), ``errors``

@@ -78,6 +78,14 @@ class EntityLinkValidation(TaskType):
             "span_in": {"enum": ["answer", "question"]},
         },
     }
+    example_item: ClassVar[dict[str, Any] | None] = {
+        "question": "Who directed The Godfather?",
+        "text": "The Godfather",
+        "start": 13,
+        "end": 26,
+        "qid": "Q47703",
+        "label": "The Godfather",
+    }
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

@@ -61,22 +61,28 @@ def item_columns(task_type: TaskType) -> list[ItemColumn]:
 
 
 def _placeholder(spec: dict[str, Any], name: str) -> Any:
+    """A value that ``spec`` accepts, for the example row (a best effort for patterns:
+    Wikidata ids are the one pattern item schemas use)."""
     if "enum" in spec:
         return spec["enum"][0]
     kind = spec.get("type")
     kind = kind[0] if isinstance(kind, list) else kind
     if kind == "string":
-        return f"example {name.replace('_', ' ')}"[: spec.get("maxLength", 100)]
-    if kind == "integer":
-        return spec.get("minimum", 1)
-    if kind == "number":
-        return spec.get("minimum", 1)
+        if str(spec.get("pattern", "")).startswith("^Q"):
+            return "Q42"
+        text = f"example {name.replace('_', ' ')}"
+        return text[: spec.get("maxLength", len(text))]
+    if kind in ("integer", "number"):
+        return spec.get("minimum", 0)
     if kind == "boolean":
         return False
     if kind == "array":
-        return []
+        count = max(int(spec.get("minItems", 1)), 1)
+        return [_placeholder(spec.get("items", {}), name) for _ in range(count)]
     if kind == "object":
-        return {}
+        props = spec.get("properties", {})
+        keys = spec.get("required") or list(props)
+        return {k: _placeholder(props.get(k, {}), k) for k in keys}
     return None
 
 
@@ -85,6 +91,8 @@ def item_example(task_type: TaskType, *, sample: dict[str, Any] | None = None) -
     stage) when given, else a placeholder for each required key."""
     if sample is not None:
         return sample
+    if task_type.example_item is not None:
+        return dict(task_type.example_item)
     schema = task_type.input_schema
     props = schema.get("properties", {})
     return {k: _placeholder(props.get(k, {}), k) for k in schema.get("required", ())}

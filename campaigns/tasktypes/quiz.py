@@ -258,7 +258,11 @@ class Quiz(TaskType):
                     "delay_minutes": {"type": "number", "minimum": 0},
                 },
             },
-            "pass_bonus": {"type": "string", "pattern": "^[0-9]{1,4}(\\.[0-9]{1,2})?$"},
+            "pass_bonus": {
+                "type": "string",
+                "pattern": "^[0-9]{1,4}(\\.[0-9]{1,2})?$",
+                "description": "Bonus paid to a worker who passes, e.g. 1.50; empty for none.",
+            },
             "scoring": {
                 "type": "object",
                 "additionalProperties": False,

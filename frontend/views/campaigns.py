@@ -84,7 +84,11 @@ def campaign_new(request: HttpRequest) -> HttpResponse:
         try:
             campaign = campaign_create_with_recipe(owner=request_user(request), **form.cleaned_data)
         except DomainError as exc:
-            add_domain_errors(form, exc)
+            if isinstance(exc.errors, dict) and exc.errors.get("name") == ["taken"]:
+                # The whole sentence beside the name: it suggests a free one.
+                form.add_error("name", str(exc))
+            else:
+                add_domain_errors(form, exc)
         else:
             messages.success(request, f"Campaign “{campaign.name}” created.")
             return redirect(detail_url(campaign))

@@ -9,6 +9,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import Campaign, CampaignState, Stage
@@ -23,6 +24,7 @@ from campaigns.tasktypes.item_template import (
     item_template_jsonl,
 )
 from frontend.stage_forms import StageEditForm
+from qaportal.middleware import policy_with
 from frontend.views.common import add_domain_errors, campaign_or_404, detail_url, stage_or_404
 from frontend.worker.pages import task_template_name
 
@@ -135,6 +137,7 @@ def stage_clone_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResp
 
 
 @login_required
+@xframe_options_sameorigin  # shown in a frame beside the edit form
 @require_http_methods(["GET", "POST"])
 def stage_preview_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
     """The worker's page of this stage with its first items, nothing submittable. A POST
@@ -170,7 +173,10 @@ def stage_preview_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRe
         "problems": problems,
         "show_reward": stage_reward_shown(stage=stage),
     }
-    return render(request, "frontend/stage_preview.html", context)
+    response = render(request, "frontend/stage_preview.html", context)
+    # The edit page shows this in a frame; the site's policy forbids frames otherwise.
+    response["Content-Security-Policy"] = policy_with(frame_ancestors=["'self'"], form_action=[])
+    return response
 
 
 @login_required

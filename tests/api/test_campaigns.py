@@ -311,3 +311,14 @@ def test_transition_walks_the_state_machine(token_client, campaign):
     for state in ("live", "paused", "live", "completed"):
         assert transition(token_client, "alpha", state).json()["state"] == state
     assert transition(token_client, "alpha", "live").status_code == 409
+
+
+def test_a_second_campaign_with_the_same_name_is_400(token_client):
+    first = token_client.post(LIST, {"name": "Why questions"}, format="json")
+    second = token_client.post(LIST, {"name": "why QUESTIONS "}, format="json")
+
+    assert first.status_code == 201
+    assert second.status_code == 400
+    assert second.json()["errors"] == {"name": ["taken"]}
+    assert "e.g. 'why QUESTIONS (2)'" in second.json()["detail"]
+    assert Campaign.objects.count() == 1

@@ -238,3 +238,29 @@ def test_rename_to_taken_name_is_400(token_client, stage, campaign):
     response = token_client.patch(stage_url(stage.pk), {"name": "Other"}, format="json")
 
     assert response.status_code == 400
+
+
+def test_live_stage_takes_new_texts_and_rules_but_not_reward(token_client, stage):
+    Campaign.objects.filter(slug="alpha").update(state=CampaignState.LIVE)
+
+    texts = token_client.patch(
+        stage_url(stage.pk), {"instructions": "Shorter, please.", "name": "Write"}, format="json"
+    )
+    money = token_client.patch(
+        stage_url(stage.pk), {"reward": "2.00", "instructions": "x"}, format="json"
+    )
+
+    assert texts.status_code == 200
+    assert texts.json()["instructions"] == "Shorter, please."
+    assert money.status_code == 409
+    assert money.json()["errors"]["reward"] == ["frozen"]
+    stage.refresh_from_db()
+    assert (stage.reward, stage.instructions) == (Decimal("1.25"), "Shorter, please.")
+
+
+def test_completed_stage_takes_nothing(token_client, stage):
+    Campaign.objects.filter(slug="alpha").update(state=CampaignState.COMPLETED)
+
+    response = token_client.patch(stage_url(stage.pk), {"instructions": "x"}, format="json")
+
+    assert response.status_code == 409

@@ -1,0 +1,204 @@
+"""The stage pages without a browser: edit (by state), clone, preview, upload templates,
+the money confirmation, and the pieces they are built from (config fields, item
+templates, the pipeline flow, charts)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from campaigns.models import Campaign, CampaignState, Item, ItemSource
+from campaigns.recipes import RECIPES
+from campaigns.selectors_charts import campaign_work_time_histogram
+from campaigns.selectors_pipeline import campaign_pipeline_flow
+from campaigns.services.items import items_upload
+from campaigns.services.recipes import campaign_create_with_recipe
+from campaigns.tasktypes import task_type_get, task_type_names
+from campaigns.tasktypes.config_fields import config_fields
+from campaigns.tasktypes.item_template import item_template_csv, item_template_jsonl
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(name: str, stage, **extra) -> str:
+    return reverse(
+        f"frontend:{name}", kwargs={"slug": stage.campaign.slug, "stage_id": stage.pk, **extra}
+    )
+
+
+def _item(stage, n: int = 0) -> Item:
+    return Item.objects.create(
+        stage=stage,
+        external_id=f"cell-{n}",
+        data={"topic": "rivers", "complexity_type": "count"},
+        source=ItemSource.UPLOADED,
+    )
+
+
+def _form(stage, **changes) -> dict[str, str]:
+    """The edit form as the page posts it, with ``changes``."""
+    data = {
+        "name": stage.name,
+        "instructions": stage.instructions,
+        "reward": str(stage.reward),
+        "assignments_per_hit": str(stage.assignments_per_hit),
+        "items_per_hit": str(stage.items_per_hit),
+        "assignment_minutes": "60",
+        "lifetime_hours": "168",
+        "gold_ratio": "0",
+        "qualification_requirements": "[]",
+        "review_rules": "[]",
+        "bonus_rules": "[]",
+        "escalation_rule": "{}",
+        "handoff": "{}",
+        "next_stage": "",
+        "config_json": json.dumps(stage.config, indent=2, sort_keys=True),
+        "config_json_original": json.dumps(stage.config, indent=2, sort_keys=True),
+        "cfg__questions_per_hit": str(stage.config.get("questions_per_hit", "")),
+    }
+    data.update(changes)
+    return data
+
+
+def test_every_task_type_schema_gives_fields_with_help(db):
+    for name in task_type_names():
+        task_type = task_type_get(name)
+        for field in config_fields(task_type):
+            assert field.help, f"{name}.{field.name} has no description in its schema"
+
+
+def test_item_templates_pass_the_upload_for_every_task_type(requester):
+    """Whatever the task type, its CSV and JSONL templates are accepted as they are."""
+    campaign = Campaign.objects.create(owner=requester, name="T", slug="t")
+    for position, name in enumerate(task_type_names()):
+        stage = campaign.stages.create(name=name, task_type=name, position=position)
+        task_type = task_type_get(name)
+        csv_text = item_template_csv(task_type)
+        header = next(csv.reader(io.StringIO(csv_text)))
+        assert header[0] == "external_id"
+        result = items_upload(stage=stage, content=csv_text.encode(), filename="t.csv")
+        assert result.created == 1, name
+        jsonl = item_template_jsonl(task_type).replace("example-1", "example-2")
+        assert items_upload(stage=stage, content=jsonl.encode(), filename="t.jsonl").created == 1
+
+
+def test_edit_saves_through_the_service_and_shows_errors_next_to_fields(alice_client, stage):
+    response = alice_client.post(_url("stage-edit", stage), _form(stage, cfg__questions_per_hit="3"))
+    assert response.status_code == 302
+    stage.refresh_from_db()
+    assert stage.config == {"questions_per_hit": 3}
+
+    response = alice_client.post(_url("stage-edit", stage), _form(stage, cfg__questions_per_hit="0"))
+    assert response.status_code == 400
+    assert "greater than or equal to 1" in str(response.context["form"]["cfg__questions_per_hit"].errors)
+
+
+def test_raw_json_wins_when_changed(alice_client, stage):
+    response = alice_client.post(
+        _url("stage-edit", stage), _form(stage, config_json='{"questions_per_hit": 2}')
+    )
+    assert response.status_code == 302
+    stage.refresh_from_db()
+    assert stage.config == {"questions_per_hit": 2}
+
+
+def test_live_campaign_freezes_reward_and_config_on_the_form(alice_client, stage):
+    Campaign.objects.filter(pk=stage.campaign_id).update(state=CampaignState.LIVE)
+    response = alice_client.post(
+        _url("stage-edit", stage),
+        _form(stage, reward="9.00", cfg__questions_per_hit="1", instructions="New words"),
+    )
+    assert response.status_code == 302
+    stage.refresh_from_db()
+    # Disabled inputs are ignored: only the instructions moved.
+    assert (stage.reward, stage.config, stage.instructions) == (
+        Decimal("0.00"),
+        {"questions_per_hit": 5},
+        "New words",
+    )
+
+
+def test_clone_only_while_editable(alice_client, stage):
+    response = alice_client.post(_url("stage-clone", stage))
+    assert response.status_code == 302
+    assert stage.campaign.stages.filter(name="Write questions (copy)").exists()
+    Campaign.objects.filter(pk=stage.campaign_id).update(state=CampaignState.LIVE)
+    alice_client.post(_url("stage-clone", stage))
+    assert stage.campaign.stages.count() == 2
+
+
+def test_preview_renders_the_worker_page_with_the_stage_items(alice_client, stage):
+    _item(stage)
+    response = alice_client.get(_url("stage-preview", stage))
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert response.headers["X-Frame-Options"] == "SAMEORIGIN"
+    assert "rivers" in html
+    assert 'name="questions/4/question"' in html
+    # The unsaved form previews its own settings.
+    response = alice_client.post(
+        _url("stage-preview", stage), _form(stage, cfg__questions_per_hit="2")
+    )
+    html = response.content.decode()
+    assert 'name="questions/1/question"' in html
+    assert 'name="questions/2/question"' not in html
+
+
+def test_preview_without_items_says_so(alice_client, stage):
+    html = alice_client.get(_url("stage-preview", stage)).content.decode()
+    assert "has no items yet" in html
+
+
+def test_template_download_and_unknown_format(alice_client, stage):
+    response = alice_client.get(_url("stage-item-template", stage, fmt="csv"))
+    assert response.status_code == 200
+    assert response["Content-Disposition"].endswith('items-template.csv"')
+    assert response.content.decode().startswith("external_id,topic,complexity_type")
+    assert alice_client.get(_url("stage-item-template", stage, fmt="xlsx")).status_code == 404
+
+
+def test_paid_transition_without_confirmation_goes_to_the_confirmation(alice_client, stage):
+    Campaign.objects.filter(pk=stage.campaign_id).update(provider="mturk")
+    _item(stage)
+    url = reverse("frontend:campaign-transition", kwargs={"slug": stage.campaign.slug})
+    response = alice_client.post(url, {"to_state": "live"})
+    assert response.status_code == 302
+    assert "/transition/confirm/?to_state=live" in response["Location"]
+    assert Campaign.objects.get(pk=stage.campaign_id).state == CampaignState.DRAFT
+
+
+def test_nangia_flow_puts_the_four_arms_side_by_side(requester):
+    campaign = campaign_create_with_recipe(
+        owner=requester, name="Nangia", recipe="nangia", sample=False
+    )
+    flow = campaign_pipeline_flow(campaign=campaign)
+    blocks = [seg for seg in flow if seg.arms]
+    assert len(blocks) == 1
+    assert sorted(blocks[0].arms) == ["BASELINE", "CROWD", "EXPERT", "JUSTIFICATION"]
+    nodes = sum((len(v) for v in blocks[0].arms.values()), 0)
+    shared = [seg.stage.name for seg in flow if seg.stage]
+    assert nodes + len(shared) == len(RECIPES["nangia"].stages) == campaign.stages.count()
+    assert all(n.percent is None for v in blocks[0].arms.values() for n in v)
+
+
+def test_work_time_histogram_is_empty_without_work(requester, stage):
+    histogram = campaign_work_time_histogram(campaign=stage.campaign)
+    assert [n for _, n in histogram] == [0] * len(histogram)
+    assert histogram[0][0] == "0 to 30 s"
+    assert histogram[-1][0] == "≥ 1 h"
+
+
+def test_chart_images_are_svg(alice_client, stage):
+    for name in ("chart-activity", "chart-work-time"):
+        url = reverse(f"frontend:{name}", kwargs={"slug": stage.campaign.slug})
+        response = alice_client.get(url)
+        assert response["Content-Type"] == "image/svg+xml"
+        assert b"<svg" in response.content
+    # The local workforce moves no money: no spend chart.
+    url = reverse("frontend:chart-spend", kwargs={"slug": stage.campaign.slug})
+    assert alice_client.get(url).status_code == 404
