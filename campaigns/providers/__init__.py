@@ -36,6 +36,12 @@ def provider_moves_money(provider: str) -> bool:
     return provider != "local"
 
 
+def provider_has_sandbox(provider: str) -> bool:
+    """Whether ``provider`` offers a sandbox where no real money moves (MTurk's);
+    Prolific has none, so its studies always pay."""
+    return provider == "mturk"
+
+
 def currency_for(provider: str) -> str:
     return "GBP" if provider == "prolific" else "USD"
 

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
 from campaigns.models import Campaign, CampaignState, Provider, Stage
-from campaigns.providers import provider_moves_money
+from campaigns.providers import provider_has_sandbox, provider_moves_money
 from campaigns.selectors import campaign_list_visible
 from campaigns.selectors_pipeline import campaign_pipeline_flow
 from campaigns.selectors_progress import campaign_progress
@@ -207,6 +207,7 @@ def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpRes
         "estimate": estimate,
         "estimate_error": estimate_error,
         "places": sum(s.assignments for s in estimate.stages) if estimate else 0,
+        "no_real_money": campaign.sandbox and provider_has_sandbox(campaign.provider),
     }
     return render(request, "frontend/campaign_confirm.html", context)
 

@@ -22,9 +22,11 @@ CHART_SIZE = {"width": 720, "height": 280}
 
 def _chart(kind: str, **options: Any) -> Any:
     import pygal  # heavy: loaded on the first chart only
+    from pygal.style import DefaultStyle
 
     cls = {"line": pygal.Line, "bar": pygal.Bar}[kind]
     return cls(
+        style=DefaultStyle(no_data_font_size=22, background="transparent"),
         js=[],  # shown as an image: nothing in it runs
         disable_xml_declaration=False,
         legend_at_bottom=True,

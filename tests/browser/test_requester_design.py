@@ -79,7 +79,6 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     assert "Nothing is published yet" in page.locator(".what-changes").inner_text()
 
     # The preview shows the worker's page with the stage's first item, and follows edits.
-    page.screenshot(path="/tmp/uireq_edit.png", full_page=True)
     frame = page.frame_locator("#stage-preview")
     frame.get_by_text("rivers").first.wait_for()
     assert frame.locator('textarea[name="questions/4/question"], input[name="questions/4/question"]').count() == 1
