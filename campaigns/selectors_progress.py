@@ -160,13 +160,13 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         .exclude(status=HITStatus.PENDING)
         .exclude(assignments__status=AssignmentStatus.ACCEPTED)
     )
-    for row in (
+    for done_row in (
         Item.objects.filter(stage_id__in=list(stages), hits__in=done_hits)
         .order_by()
         .values("stage_id")
         .annotate(n=Count("pk", distinct=True))
     ):
-        stages[row["stage_id"]][1].items_done = row["n"]
+        stages[done_row["stage_id"]][1].items_done = done_row["n"]
     for stage_id, (stage, progress) in stages.items():
         progress.done = sum(progress.assignments.get(s, 0) for s in DONE_STATES)
         progress.remaining = (

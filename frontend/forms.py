@@ -58,7 +58,8 @@ class StageAddForm(forms.Form):
         required=False,
         initial=dict,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text='Optional task-type settings as JSON, e.g. {"questions_per_hit": 5}; the stage\'s Edit page has a form for them.',
+        help_text='Optional task-type settings as JSON, e.g. {"questions_per_hit": 5}; '
+        "the stage's Edit page has a form for them.",
     )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

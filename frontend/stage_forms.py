@@ -174,7 +174,9 @@ class StageEditForm(forms.Form):
             if isinstance(value, bool):
                 value = "true" if value else "false"
             initial[CONFIG_PREFIX + spec.name] = value
-        super().__init__(*args, initial=initial, label_suffix="", **kwargs)
+        kwargs["initial"] = initial
+        kwargs["label_suffix"] = ""
+        super().__init__(*args, **kwargs)
         next_field = self.fields["next_stage"]
         assert isinstance(next_field, forms.ChoiceField)
         next_field.choices = [("", "Nothing (last stage)")] + [

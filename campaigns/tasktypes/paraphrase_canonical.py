@@ -100,7 +100,7 @@ class ParaphraseCanonical(TaskType):
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "maximum": 1,
-                "description": "Refuse a paraphrase whose word overlap with the original is higher.",
+                "description": "Highest word overlap with the original a paraphrase may have.",
             },
             "require_entity_mention": {
                 "type": "boolean",

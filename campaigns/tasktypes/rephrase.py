@@ -56,7 +56,7 @@ class Rephrase(TaskType):
                 "type": "number",
                 "exclusiveMinimum": 0,
                 "maximum": 1,
-                "description": "Refuse a rephrasing whose word overlap with the question is higher.",
+                "description": "Highest word overlap with the question a rephrasing may have.",
             },
             "require_question_mark": {
                 "type": "boolean",

@@ -24,9 +24,9 @@ from campaigns.tasktypes.item_template import (
     item_template_jsonl,
 )
 from frontend.stage_forms import StageEditForm
-from qaportal.middleware import policy_with
 from frontend.views.common import add_domain_errors, campaign_or_404, detail_url, stage_or_404
 from frontend.worker.pages import task_template_name
+from qaportal.middleware import policy_with
 
 # What a change does, by campaign state: shown on the edit form.
 EDIT_NOTES = {
@@ -154,7 +154,9 @@ def stage_preview_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRe
         stage.instructions = request.POST.get("instructions", stage.instructions)
         stage.name = request.POST.get("name", stage.name) or stage.name
         problems = [
-            f"{form[f].label}: {' '.join(e)}" for f, e in form.errors.items() if f in form.fields
+            f"{form[f].label}: {' '.join(str(m) for m in e)}"
+            for f, e in form.errors.items()
+            if f in form.fields
         ]
     task_type = task_type_get(stage.task_type)
     template = task_template_name(task_type)

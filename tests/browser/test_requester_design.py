@@ -6,6 +6,7 @@ names. Each test checks what the requester sees on the page."""
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -65,10 +66,21 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     page.wait_for_url(f"**{edit_url(stage)}")
 
     form = page.locator("#stage-form")
-    for label in ("Name", "Instructions", "Reward", "Assignments per HIT", "Items per HIT",
-                  "Time per assignment (minutes)", "HITs available for (hours)",
-                  "Qualification requirements", "Review rules", "Bonus rules",
-                  "Escalation rule", "Accepted output feeds", "Hand-off options"):
+    for label in (
+        "Name",
+        "Instructions",
+        "Reward",
+        "Assignments per HIT",
+        "Items per HIT",
+        "Time per assignment (minutes)",
+        "HITs available for (hours)",
+        "Qualification requirements",
+        "Review rules",
+        "Bonus rules",
+        "Escalation rule",
+        "Accepted output feeds",
+        "Hand-off options",
+    ):
         assert form.get_by_label(label, exact=True).is_editable(), label
     # The task type's own setting, from its schema: label, help text and default.
     per_hit = form.get_by_label("Questions per hit")
@@ -81,7 +93,12 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     # The preview shows the worker's page with the stage's first item, and follows edits.
     frame = page.frame_locator("#stage-preview")
     frame.get_by_text("rivers").first.wait_for()
-    assert frame.locator('textarea[name="questions/4/question"], input[name="questions/4/question"]').count() == 1
+    assert (
+        frame.locator(
+            'textarea[name="questions/4/question"], input[name="questions/4/question"]'
+        ).count()
+        == 1
+    )
     per_hit.fill("2")
     form.get_by_label("Instructions").fill("Ask about length only.")
     frame.get_by_text("Ask about length only.").wait_for()
@@ -110,7 +127,8 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     page.get_by_text("Edit the configuration as JSON").click()
     raw = page.get_by_label("Configuration as JSON")
     assert '"questions_per_hit": 3' in raw.input_value()
-    raw.fill('{"questions_per_hit": 2, "examples": {"count": [{"question": "How many moons has Mars?", "answer": "2"}]}}')
+    example = {"question": "How many moons has Mars?", "answer": "2"}
+    raw.fill(json.dumps({"questions_per_hit": 2, "examples": {"count": [example]}}))
     page.get_by_role("button", name="Save stage").click()
     page.get_by_text("Stage “Write questions” saved.").wait_for()
     stage.refresh_from_db()
@@ -150,7 +168,10 @@ def test_a_live_stage_says_what_may_still_change_and_keeps_the_rest(page):
     assert "new bonus rules add to the cost" in notes
     reward = page.get_by_label("Reward")
     assert reward.is_disabled()
-    assert "Fixed in this state" in page.locator(".field", has=page.get_by_label("Reward")).inner_text()
+    assert (
+        "Fixed in this state"
+        in page.locator(".field", has=page.get_by_label("Reward")).inner_text()
+    )
     assert page.get_by_label("Questions per hit").is_disabled()
     assert page.get_by_role("button", name="Clone this stage").count() == 0
 

@@ -119,9 +119,12 @@ def test_charts_show_and_quality_numbers_replace_measuring_within_a_second(page)
     for i in range(charts.count()):
         img = charts.nth(i)
         img.scroll_into_view_if_needed()
-        page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=img.element_handle())
+        page.wait_for_function(
+            "img => img.complete && img.naturalWidth > 0", arg=img.element_handle()
+        )
     activity = page.request.get(f"/campaigns/{campaign.slug}/charts/activity.svg").text()
-    assert "Submitted" in activity and "Approved" in activity
+    assert "Submitted" in activity
+    assert "Approved" in activity
     assert '<desc class="value">2</desc>' in activity  # two submitted so far
     work = page.request.get(f"/campaigns/{campaign.slug}/charts/work-time.svg").text()
     # Both took under 30 s: the first bar holds them.

@@ -88,14 +88,20 @@ def test_item_templates_pass_the_upload_for_every_task_type(requester):
 
 
 def test_edit_saves_through_the_service_and_shows_errors_next_to_fields(alice_client, stage):
-    response = alice_client.post(_url("stage-edit", stage), _form(stage, cfg__questions_per_hit="3"))
+    response = alice_client.post(
+        _url("stage-edit", stage), _form(stage, cfg__questions_per_hit="3")
+    )
     assert response.status_code == 302
     stage.refresh_from_db()
     assert stage.config == {"questions_per_hit": 3}
 
-    response = alice_client.post(_url("stage-edit", stage), _form(stage, cfg__questions_per_hit="0"))
+    response = alice_client.post(
+        _url("stage-edit", stage), _form(stage, cfg__questions_per_hit="0")
+    )
     assert response.status_code == 400
-    assert "greater than or equal to 1" in str(response.context["form"]["cfg__questions_per_hit"].errors)
+    assert "greater than or equal to 1" in str(
+        response.context["form"]["cfg__questions_per_hit"].errors
+    )
 
 
 def test_raw_json_wins_when_changed(alice_client, stage):

@@ -44,7 +44,7 @@ def test_create_derives_slug_currency_and_starts_in_draft(requester):
 
 def test_a_second_campaign_with_the_same_name_is_refused(requester):
     campaign_create(owner=requester, name="Why QA")
-    with pytest.raises(DomainError, match="e.g. 'why qa \\(2\\)'") as caught:
+    with pytest.raises(DomainError, match=r"e.g. 'why qa \(2\)'") as caught:
         campaign_create(owner=requester, name="  why qa ")
     assert caught.value.errors == {"name": ["taken"]}
     assert Campaign.objects.filter(owner=requester).count() == 1
