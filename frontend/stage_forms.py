@@ -235,6 +235,16 @@ class StageEditForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
+        # The API's shapes (lists of objects, objects), checked before the service sees them.
+        for name in (*JSON_FIELDS, "handoff"):
+            value = cleaned.get(name)
+            if value in (None, "") or name in self.frozen:
+                continue
+            if name in ("escalation_rule", "handoff"):
+                if not isinstance(value, dict):
+                    self.add_error(name, "This is a JSON object: {...}.")
+            elif not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+                self.add_error(name, "This is a JSON list of objects: [{...}, ...].")
         config_inputs = [n for n in self.fields if n.startswith(CONFIG_PREFIX)] + ["config_json"]
         if any(n not in self.frozen for n in config_inputs):
             config = self._config(cleaned)

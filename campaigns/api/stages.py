@@ -20,6 +20,7 @@ from campaigns.api.common import (
 from campaigns.models import Stage
 from campaigns.selectors import stage_list_visible, stage_list_with_counts
 from campaigns.services import stage_add, stage_link, stage_update
+from campaigns.services.campaigns import stage_clone
 from campaigns.tasktypes import task_type_names
 
 STAGE_ERRORS: dict[int, OpenApiResponse] = {
@@ -165,6 +166,26 @@ class StageDetailApi(APIView):
         serializer.is_valid(raise_exception=True)
         stage = stage_update(stage=stage, **serializer.validated_data)
         return Response(_stage_out(stage))
+
+
+class StageCloneApi(APIView):
+    """Append a copy of this stage's settings (no items, HITs or links) to its campaign."""
+
+    class StageCloneInputSerializer(StrictInputSerializer):
+        name = serializers.CharField(
+            max_length=120, required=False, help_text='Default: "<name> (copy)".'
+        )
+
+    @extend_schema(
+        request=StageCloneInputSerializer,
+        responses={201: StageOutputSerializer, **STAGE_ERRORS},
+    )
+    def post(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        serializer = self.StageCloneInputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        copy = stage_clone(stage=stage, name=serializer.validated_data.get("name"))
+        return Response(_stage_out(copy), status=status.HTTP_201_CREATED)
 
 
 class StageLinkApi(APIView):

@@ -45,7 +45,12 @@ from campaigns.api.review import (
     CampaignBulkReviewApi,
 )
 from campaigns.api.rounds import StageRoundApi, StageWageTopUpApi
-from campaigns.api.stages import CampaignStageListCreateApi, StageDetailApi, StageLinkApi
+from campaigns.api.stages import (
+    CampaignStageListCreateApi,
+    StageCloneApi,
+    StageDetailApi,
+    StageLinkApi,
+)
 from campaigns.api.workers import (
     CampaignMessageApi,
     CampaignWorkerListApi,
@@ -91,6 +96,7 @@ urlpatterns = [
     ),
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
+    path("stages/<int:stage_id>/clone/", StageCloneApi.as_view(), name="api-stage-clone"),
     path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
     path(
         "stages/<int:stage_id>/items/upload/",

@@ -99,9 +99,11 @@ def item_example(task_type: TaskType, *, sample: dict[str, Any] | None = None) -
 
 
 def item_template_csv(task_type: TaskType, *, sample: dict[str, Any] | None = None) -> str:
-    """A CSV file: header with ``external_id`` and every column, one example row."""
-    columns = item_columns(task_type)
+    """A CSV file: header with ``external_id`` and the example's columns (the required
+    ones, and optional ones the example fills: an empty cell would be stored as an empty
+    text, which not every optional key accepts), one example row."""
     example = item_example(task_type, sample=sample)
+    columns = [c for c in item_columns(task_type) if c.required or c.name in example]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow([ID_COLUMN] + [c.column for c in columns])

@@ -264,3 +264,22 @@ def test_completed_stage_takes_nothing(token_client, stage):
     response = token_client.patch(stage_url(stage.pk), {"instructions": "x"}, format="json")
 
     assert response.status_code == 409
+
+
+def test_clone_copies_settings_not_items(token_client, stage):
+    response = token_client.post(f"/api/v1/stages/{stage.pk}/clone/", {}, format="json")
+    named = token_client.post(f"/api/v1/stages/{stage.pk}/clone/", {"name": "B"}, format="json")
+
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["name"] == f"{stage.name} (copy)"
+    assert (body["reward"], body["item_count"], body["next_stage"]) == ("1.25", 0, None)
+    assert named.json()["name"] == "B"
+
+
+def test_clone_refused_once_live(token_client, stage):
+    Campaign.objects.filter(slug="alpha").update(state=CampaignState.LIVE)
+
+    response = token_client.post(f"/api/v1/stages/{stage.pk}/clone/", {}, format="json")
+
+    assert response.status_code == 409

@@ -231,7 +231,7 @@ def test_upload_shows_the_columns_and_its_template_uploads_as_is(page, tmp_path)
         columns.get_by_role("link", name="CSV").click()
     csv_path = Path(download.value.path())
     header = csv_path.read_text(encoding="utf-8").splitlines()[0]
-    assert header == "external_id,topic,complexity_type,topic_hint"
+    assert header == "external_id,topic,complexity_type"
     with page.expect_download() as download:
         columns.get_by_role("link", name="JSONL").click()
     assert '"complexity_type": "count"' in Path(download.value.path()).read_text("utf-8")

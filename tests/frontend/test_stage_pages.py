@@ -208,3 +208,22 @@ def test_chart_images_are_svg(alice_client, stage):
     # The local workforce moves no money: no spend chart.
     url = reverse("frontend:chart-spend", kwargs={"slug": stage.campaign.slug})
     assert alice_client.get(url).status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("qualification_requirements", '{"system": "approval_rate"}'),
+        ("review_rules", "[1, 2]"),
+        ("escalation_rule", "[]"),
+        ("handoff", '"x"'),
+        ("bonus_rules", "{"),
+    ],
+)
+def test_rules_of_the_wrong_shape_are_refused_beside_the_field(alice_client, stage, field, value):
+    response = alice_client.post(_url("stage-edit", stage), _form(stage, **{field: value}))
+    assert response.status_code == 400
+    assert response.context["form"][field].errors
+    stage.refresh_from_db()
+    assert stage.qualification_requirements == []
+    assert stage.review_rules == []
