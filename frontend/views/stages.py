@@ -13,6 +13,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.providers import provider_moves_money
 from campaigns.selectors_work import stage_reward_shown
 from campaigns.services import DomainError, stage_link, stage_update
 from campaigns.services.campaigns import EDITABLE_STATES, stage_clone, stage_fields_editable
@@ -85,6 +86,7 @@ def _render_edit(
         "can_clone": campaign.state in EDITABLE_STATES,
         "anything_editable": bool(stage_fields_editable(campaign=campaign)),
         "cost": cost,
+        "moves_money": provider_moves_money(campaign.provider),
         "published_hits": stage.hits.exclude(status="pending").count(),
         "task_type": task_type_get(stage.task_type),
     }
