@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.test import Client, override_settings
 
-from qaportal.health import WORKER_SEEN_KEY, worker_seen_now
+from qaportal.heartbeat import WORKER_SEEN_KEY, worker_seen_now
 from tests.infra.conftest import clean_env, run_python
 
 # Nothing listens on port 1: connections are refused at once.
