@@ -83,9 +83,10 @@ def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
     ]
 
 
-def worker_stage_access_q(*, stage: Stage) -> Q:
+def worker_stage_access_q(*, stage: Stage, qualifications: bool = True) -> Q:
     """``worker_has_stage_access`` as a filter on ``Worker`` rows (one query, any number of
-    workers). Matches nothing when the campaign is not local."""
+    workers). Matches nothing when the campaign is not local. ``qualifications=False``:
+    invited or granted, whatever quizzes they still have to pass."""
     if stage.campaign.provider != Provider.LOCAL:
         return Q(pk__in=[])
     grant = LocalGrant.objects.filter(campaign_id=stage.campaign_id, user_id=OuterRef("user_id"))
@@ -102,7 +103,7 @@ def worker_stage_access_q(*, stage: Stage) -> Q:
             campaign_id=stage.campaign_id, worker_id=OuterRef("pk"), arm=str(arm)
         )
         access &= Q(Exists(placed))
-    for requirement in required_qualification_ids(stage=stage):
+    for requirement in required_qualification_ids(stage=stage) if qualifications else []:
         held = QualificationGrant.objects.filter(
             qualification_type_id=requirement, worker_id=OuterRef("pk"), revoked_at__isnull=True
         )
@@ -143,15 +144,19 @@ def request_workers_get(*, workers: RequestWorkers) -> list[Worker]:
     return found
 
 
-def stage_worker(*, stage: Stage, workers: RequestWorkers) -> Worker | None:
+def stage_worker(
+    *, stage: Stage, workers: RequestWorkers, qualifications: bool = True
+) -> Worker | None:
     """The first of ``workers`` (session order, then the account's) with access to
-    ``stage``, or None; one query, none when the request speaks for nobody."""
+    ``stage``, or None; one query, none when the request speaks for nobody.
+    ``qualifications=False``: the first let in by invitation or grant alone."""
     if not workers or stage.campaign.provider != Provider.LOCAL:
         return None
     who = Q(pk__in=workers.worker_ids)
     if workers.user_id is not None:
         who |= Q(user_id=workers.user_id)
-    found = list(Worker.objects.filter(who).filter(worker_stage_access_q(stage=stage)))
+    access = worker_stage_access_q(stage=stage, qualifications=qualifications)
+    found = list(Worker.objects.filter(who).filter(access))
     order = {pk: n for n, pk in enumerate(workers.worker_ids)}
     found.sort(key=lambda w: order.get(w.pk, len(order)))
     return found[0] if found else None

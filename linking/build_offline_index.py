@@ -7,8 +7,11 @@ Default input ``../shared/data/mintaka/`` (every ``*.json`` in it), default outp
 ``entity`` and the answer entities that carry a Wikidata id, with their labels;
 a question entity's mention, when it differs from the label, becomes an alias
 ("2021 Olympic games" for Q181278 "2020 Summer Olympics"). Mintaka has no
-descriptions: they are left empty. Output is sorted by id number, so rebuilding
-gives the same file. Mintaka is CC BY 4.0 (see ``linking/data/LICENSE.md``).
+Wikidata descriptions, so each item gets one from where Mintaka uses it: the
+topics of its questions and one of them, quoted ("Movies · answer to “Which
+film won …?”"), enough to tell the film Titanic from the ship. Output is sorted
+by id number, so rebuilding gives the same file. Mintaka is CC BY 4.0 (see
+``linking/data/LICENSE.md``).
 """
 
 from __future__ import annotations
@@ -29,10 +32,17 @@ DEFAULT_SOURCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "mint
 def mintaka_records(questions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     """Index records (id, label, aliases, description) from Mintaka questions."""
     items: dict[str, dict[str, Any]] = {}
+    uses: dict[str, dict[str, Any]] = {}
 
-    def add(qid: Any, label: Any, alias: str = "") -> None:
+    def add(qid: Any, label: Any, alias: str = "", *, question: dict[str, Any], role: str) -> None:
         if not is_qid(qid) or not label:
             return
+        use = uses.setdefault(qid, {"topics": [], "example": ""})
+        topic = TOPICS.get(str(question.get("category") or ""), str(question.get("category") or ""))
+        if topic and topic not in use["topics"]:
+            use["topics"].append(topic)
+        if not use["example"] and question.get("question"):
+            use["example"] = f"{role} “{_shortened(str(question['question']))}”"
         item = items.setdefault(qid, {"id": qid, "label": str(label), "aliases": []})
         known = {fold(item["label"])} | {fold(a) for a in item["aliases"]}
         if alias and fold(alias) not in known:
@@ -41,14 +51,42 @@ def mintaka_records(questions: Iterable[dict[str, Any]]) -> list[dict[str, Any]]
     for question in questions:
         for entity in question.get("questionEntity") or []:
             if entity.get("entityType") == "entity":
-                add(entity.get("name"), entity.get("label"), str(entity.get("mention") or ""))
+                add(
+                    entity.get("name"),
+                    entity.get("label"),
+                    str(entity.get("mention") or ""),
+                    question=question,
+                    role="named in",
+                )
         for answer in (question.get("answer") or {}).get("answer") or []:
             if isinstance(answer, dict):
-                add(answer.get("name"), answer.get("label"))
+                add(answer.get("name"), answer.get("label"), question=question, role="answer to")
     return [
-        {**item, "aliases": sorted(item["aliases"]), "description": ""}
+        {
+            **item,
+            "aliases": sorted(item["aliases"]),
+            "description": _description(uses.get(item["id"], {})),
+        }
         for item in sorted(items.values(), key=lambda i: int(i["id"][1:]))
     ]
+
+
+# Mintaka's categories as a reader says them.
+TOPICS = {"videogames": "video games"}
+EXAMPLE_LENGTH = 90
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= EXAMPLE_LENGTH else text[: EXAMPLE_LENGTH - 1].rstrip() + "…"
+
+
+def _description(use: dict[str, Any]) -> str:
+    """ "Movies, history · answer to “…”" from an item's uses; "" when it has none."""
+    topics = ", ".join(use.get("topics") or [])
+    parts = [topics[:1].upper() + topics[1:]] if topics else []
+    if use.get("example"):
+        parts.append(str(use["example"]))
+    return " · ".join(parts)
 
 
 def _questions(sources: list[Path]) -> Iterable[dict[str, Any]]:

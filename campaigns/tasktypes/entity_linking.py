@@ -28,9 +28,9 @@ the offline index or the live client, cache first).
 linked with agreement elsewhere in the campaign) and ``seen``; the page starts
 with the pre-filled ids, and with JavaScript each row searches Wikidata as the
 worker types (``/work/suggest/``).
-Form rows ``items/<i>/spans/<j>/{start,end,text,qid,none}``: one per proposed
-span plus those added by highlighting (JS); a row with neither id nor "not in
-Wikidata" means "no entity here" and is left out of the answer.
+Form rows ``items/<i>/spans/<j>/{start,end,text,qid,none,skip}``: one per proposed
+span plus those added by selecting words (JS); a row with neither id nor "not in
+Wikidata", or with ``skip`` ("not an entity"), is left out of the answer.
 """
 
 from __future__ import annotations
@@ -178,6 +178,8 @@ class _EntityLinking(TaskType):
                 row = f"items/{i}/spans/{j}"
                 qid_text = form_text(form, f"{row}/qid")
                 none = form_bool(form, f"{row}/none")
+                if form_bool(form, f"{row}/skip"):
+                    continue  # marked "not an entity" on the page
                 if not qid_text and not none:
                     continue  # "no entity here": nothing was typed or ticked
                 links.append(
@@ -224,7 +226,7 @@ class _EntityLinking(TaskType):
             elif text[start:end] != link["text"]:
                 errors.append(FieldError(f"{path}/text", "The span does not match the text."))
             else:
-                spans_ok.append((start, end, k))
+                spans_ok.append((start, end, k, link["text"]))
             if qid and none:
                 errors.append(
                     FieldError(
@@ -240,11 +242,18 @@ class _EntityLinking(TaskType):
             elif qid and not re.match(QID_PATTERN, qid):
                 errors.append(FieldError(f"{path}/qid", "A Wikidata id looks like Q42."))
         spans_ok.sort()
-        reach = -1
-        for start, end, k in spans_ok:
+        reach, widest = -1, ""
+        for start, end, k, words in spans_ok:
             if start < reach:
-                errors.append(FieldError(f"{base}/{k}/text", "This span overlaps another one."))
-            reach = max(reach, end)
+                errors.append(
+                    FieldError(
+                        f"{base}/{k}/text",
+                        f"“{words}” overlaps “{widest}”: link only one of them"
+                        " (mark the other “not an entity”).",
+                    )
+                )
+            if end > reach:
+                reach, widest = end, words
         return errors
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:

@@ -139,6 +139,53 @@ def _number_text(value: Any) -> str:
     return str(value)
 
 
+# The review rules and their numbers as a requester reads them (validation/rules.py).
+RULE_WORDS = {
+    "auto_approve": "Approve automatically",
+    "gold_accuracy": "Gold accuracy",
+    "consensus": "Agreement with the majority",
+    "peer_overlap": "Overlap with other workers",
+    "work_time": "Work time",
+    "paste_share": "Pasted text",
+    "duplicates": "Duplicate answers",
+    "no_answer_rate": "“No answer” rate",
+}
+NUMBER_WORDS = {
+    "correct": "correct answers",
+    "gold": "gold items answered",
+    "min": "at least",
+    "max": "at most",
+    "min_gold": "judged from (gold items)",
+    "min_answers": "answers needed for a majority",
+    "agree": "items agreeing",
+    "items": "items counted",
+    "share": "share",
+    "accuracy": "accuracy",
+    "rate": "rate",
+    "score": "score",
+}
+# Numbers that are fractions of one, shown as percentages.
+FRACTIONS = {"share", "accuracy", "rate", "min", "max", "score"}
+
+
+def rule_words(name: str) -> str:
+    """A rule's name in words ("gold_accuracy" → "Gold accuracy")."""
+    return RULE_WORDS.get(name, name.replace("_", " ").capitalize())
+
+
+def _number_words(name: str, value: Any) -> dict[str, str]:
+    if (
+        name in FRACTIONS
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 <= value <= 1
+    ):
+        text = f"{value * 100:.3g} %"
+    else:
+        text = _number_text(value)
+    return {"name": NUMBER_WORDS.get(name, name.replace("_", " ")), "value": text}
+
+
 def review_summary(details: Any) -> dict[str, Any] | None:
     """``review_details["review"]`` as the page shows it: the combined decision and each
     rule's verdict, reason and numbers (as "name: value" text); None before any rule ran."""
@@ -153,10 +200,11 @@ def review_summary(details: Any) -> dict[str, Any] | None:
         rules.append(
             {
                 "rule": str(verdict.get("rule", "")),
+                "rule_words": rule_words(str(verdict.get("rule", ""))),
                 "decision": str(verdict.get("decision", "")),
                 "reason": str(verdict.get("reason", "")),
                 "numbers": [
-                    {"name": str(k).replace("_", " "), "value": _number_text(v)}
+                    _number_words(str(k), v)
                     for k, v in (numbers.items() if isinstance(numbers, Mapping) else [])
                 ],
             }

@@ -28,6 +28,7 @@ from campaigns.selectors_work import (
 )
 from campaigns.services.errors import DomainError
 from campaigns.services.invites import InviteInvalidError, invite_check, invite_redeem
+from campaigns.services.quiz_outcomes import quiz_result, stage_quiz_gates
 from campaigns.services.quizzes import stage_refusal
 from campaigns.services.work import (
     STORED_STATES,
@@ -138,7 +139,15 @@ def _stage_page(
     return render(request, "worker/stage.html", context, status=status)
 
 
-def _no_access(request: HttpRequest) -> HttpResponse:
+def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse:
+    """No access; a worker the invitation let in but a quiz keeps out is told which quiz,
+    with a link to it and their last try."""
+    if stage is not None:
+        invited = stage_worker(stage=stage, workers=_request_workers(request), qualifications=False)
+        gates = stage_quiz_gates(stage=stage, worker=invited, now=timezone.now()) if invited else []
+        if gates:
+            context = {"stage": stage, "campaign": stage.campaign, "gates": gates}
+            return render(request, "worker/quiz_first.html", context, status=403)
     return render(request, "worker/no_access.html", status=403)
 
 
@@ -148,7 +157,7 @@ def stage(request: HttpRequest, stage_id: int) -> HttpResponse:
     stage = _get_stage(stage_id)
     worker = _stage_worker(request, stage)
     if worker is None:
-        return _no_access(request)
+        return _no_access(request, stage)
     return _stage_page(request, stage, worker)
 
 
@@ -170,7 +179,7 @@ def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
         except WorkerNotAllowedError as exc:
             return _stage_page(request, stage, worker, message=str(exc), status=403)
         return redirect("worker:assignment", assignment_id=assignment.pk)
-    return _no_access(request)
+    return _no_access(request, stage)
 
 
 # --- Assignment page ---------------------------------------------------------------------
@@ -250,5 +259,6 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             "assignment": assignment,
             "stage": stage,
             "more_work": hit_next_available(stage=stage, worker=assignment.worker) is not None,
+            "quiz": quiz_result(assignment=assignment, now=timezone.now()),
         },
     )

@@ -82,14 +82,44 @@ def test_records_from_mintaka_questions():
                     {"name": "Q2", "entityType": "entity", "label": "Earth", "mention": "earth's"},
                 ],
                 "answer": {"answer": [{"name": "Q5", "label": "human"}, True]},
-            }
+                "category": "videogames",
+                "question": "Which uni is on earth's moon?",
+            },
+            {
+                "questionEntity": [
+                    {"name": "Q2", "entityType": "entity", "label": "Earth", "mention": "Earth"}
+                ],
+                "category": "geography",
+                "question": "How big is Earth?",
+            },
         ]
     )
+    named = "named in “Which uni is on earth's moon?”"
     assert records == [
-        {"id": "Q1", "label": "Uni", "aliases": [], "description": ""},
-        {"id": "Q2", "label": "Earth", "aliases": ["earth's"], "description": ""},
-        {"id": "Q5", "label": "human", "aliases": [], "description": ""},
+        {"id": "Q1", "label": "Uni", "aliases": [], "description": f"Video games · {named}"},
+        {
+            "id": "Q2",
+            "label": "Earth",
+            "aliases": ["earth's"],
+            "description": f"Video games, geography · {named}",
+        },
+        {
+            "id": "Q5",
+            "label": "human",
+            "aliases": [],
+            "description": "Video games · answer to “Which uni is on earth's moon?”",
+        },
     ]
+
+
+def test_bundled_index_has_descriptions():
+    """Candidates are told apart offline too: every bundled item says where Mintaka
+    uses it."""
+    index = offline_index()
+    hits = index.search("titanic").hits
+    assert hits
+    assert all(h["description"] for h in hits)
+    assert "“" in hits[0]["description"]
 
 
 def test_offline_setting_selects_the_index(settings, tmp_path):

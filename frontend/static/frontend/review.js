@@ -39,10 +39,66 @@
     });
   }
 
+  // Select all on this page (the bulk form's checkbox; "*" on the keyboard).
+  var boxes = Array.prototype.slice.call(document.querySelectorAll('input[name="ids"][form="bulk-review"]'));
+  var all = document.querySelector("[data-select-all]");
+  function syncAll() {
+    if (!all) { return; }
+    var checked = boxes.filter(function (b) { return b.checked; }).length;
+    all.checked = checked === boxes.length && checked > 0;
+    all.indeterminate = checked > 0 && checked < boxes.length;
+  }
+  if (all && boxes.length) {
+    all.closest("label").hidden = false;
+    all.addEventListener("change", function () {
+      boxes.forEach(function (b) { b.checked = all.checked; });
+      syncAll();
+    });
+    boxes.forEach(function (b) { b.addEventListener("change", syncAll); });
+  }
+
+  // Entity-link decisions without a page reload: the form posts with fetch, the item
+  // says what was decided (or why not) in place, and the keyboard moves on.
+  function decideLinks(form) {
+    var status = form.querySelector(".decide-status");
+    var button = form.querySelector('button[type="submit"]');
+    if (button.disabled) { return; }
+    button.disabled = true;
+    if (status) { status.textContent = "Saving…"; }
+    fetch(form.action, {
+      method: "POST", body: new FormData(form), credentials: "same-origin",
+      headers: { Accept: "application/json" }
+    }).then(function (r) {
+      return r.json().catch(function () { return { ok: false, message: "The server answered " + r.status + "." }; });
+    }).then(function (data) {
+      if (status) { status.textContent = data.message || (data.ok ? "Decided." : "Not decided."); }
+      status.classList.toggle("error", !data.ok);
+      var item = form.closest("li.review");
+      if (data.ok && item) {
+        item.classList.add("decided");
+        button.textContent = "Decide again";
+      }
+      button.disabled = false;
+    }).catch(function () {
+      if (status) { status.textContent = "Not saved: the server could not be reached. Try again."; }
+      button.disabled = false;
+    });
+  }
+  Array.prototype.slice.call(document.querySelectorAll("form.link-decide")).forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      decideLinks(form);
+    });
+    form.addEventListener("focusin", function () {
+      var i = rows.indexOf(form.closest("li.review"));
+      if (i >= 0 && i !== current) { focusRow(i); }
+    });
+  });
+
   document.addEventListener("keydown", function (event) {
     var target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
-    if (target && /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(target.tagName) && target.type !== "checkbox") { return; }
+    if (target && /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(target.tagName) && target.type !== "checkbox" && target.type !== "radio") { return; }
     var row = rows[current];
     switch (event.key) {
       case "j": focusRow(current + 1); break;
@@ -68,7 +124,23 @@
           if (more) { event.preventDefault(); more.open = true; more.querySelector('input[name="amount"]').focus(); }
         }
         break;
-      default: return;
+      case "*":
+        if (all && boxes.length) { all.checked = !all.checked; all.dispatchEvent(new Event("change")); }
+        break;
+      case "d":
+        if (row) {
+          var linkForm = row.querySelector("form.link-decide");
+          if (linkForm) { event.preventDefault(); decideLinks(linkForm); }
+        }
+        break;
+      default:
+        if (row && /^[1-9]$/.test(event.key)) {
+          var picks = row.querySelectorAll('form.link-decide input[name="choice"]');
+          var pick = picks[parseInt(event.key, 10) - 1];
+          if (pick) { pick.checked = true; pick.focus(); }
+          return;
+        }
+        return;
     }
   });
 })();

@@ -51,6 +51,8 @@
   var submitting = false;
   form.addEventListener("submit", function (event) {
     write();
+    // A check of the task's page refused this submit and said why: the next click counts.
+    if (event.defaultPrevented) return;
     // One click, one POST; the server stores a submission once anyway.
     if (submitting) { event.preventDefault(); return; }
     submitting = true;
