@@ -25,6 +25,8 @@ class QuizResult:
     passed: bool
     retake: str = ""
     opens: list[Stage] = field(default_factory=list)
+    # Why questions failed ("Question 3: …"): a try can fail with enough points.
+    failed: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,11 @@ def quiz_result(*, assignment: Assignment, now: datetime) -> QuizResult | None:
         passed=passed,
         retake=retake,
         opens=_stages_requiring(stage) if passed else [],
+        failed=[
+            f"Question {n}: {q.get('reason') or 'not passed'}"
+            for n, q in enumerate(score.get("questions") or [], 1)
+            if isinstance(q, dict) and not q.get("passed", True)
+        ],
     )
 
 

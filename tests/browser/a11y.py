@@ -77,7 +77,8 @@ def layout_problems(page: Any, *, touch_min: int = TOUCH_MIN) -> list[str]:
     return problems
 
 
-def assert_person_can_use(page: Any, *, where: str) -> None:
-    """No serious or critical axe violation, no sideways scrolling, no small target."""
-    problems = axe_violations(page) + layout_problems(page)
+def assert_person_can_use(page: Any, *, where: str, touch: bool = True) -> None:
+    """No serious or critical axe violation, no sideways scrolling and (``touch``: the
+    worker pages, made for phones) no target under 44 px."""
+    problems = axe_violations(page) + layout_problems(page, touch_min=TOUCH_MIN if touch else 0)
     assert not problems, f"{where}:\n" + "\n".join(problems)
