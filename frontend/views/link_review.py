@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.contrib import messages
@@ -140,7 +140,7 @@ def set_of(links: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     return list(seen.values())
 
 
-def highlighted_segments(text: str, links: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def highlighted_segments(text: str, links: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """``text`` cut into pieces, each linked piece with its link (the first that covers
     it: an annotator's spans do not overlap once validated). Links whose offsets do not
     fit the text are left out of the highlighting (they still show in the list)."""
