@@ -20,7 +20,7 @@ def ping() -> str:
     return "pong"
 
 
-# --- Local workforce: hand-off and expiry (campaigns/services/work.py, handoff.py) ----
+# --- Local workforce: hand-off and expiry (campaigns/work/) ----
 
 
 @shared_task(name="campaigns.handoff_run", acks_late=True)

@@ -176,7 +176,7 @@ def _batch_apply(
 ) -> None:
     """Write one batch of rule decisions with a constant number of queries.
 
-    The same fields ``campaigns.services.work`` writes for a decision (status,
+    The same fields ``campaigns.work.decisions`` writes for a decision (status,
     ``decided_at``, ``decided_by`` None, ``decision_source``, ``decision_reason``,
     ``feedback`` "", the worker's approved/rejected counter, the hand-off task for
     an approval), in bulk.

@@ -16,7 +16,7 @@ from campaigns.models.choices import CampaignState, ItemSource, ItemStatus, Prov
 class Campaign(models.Model):
     """A requester's data-collection project: a pipeline of stages on one provider.
 
-    The state moves only through ``campaigns.services.campaign_transition``.
+    The state moves only through ``campaigns.design.services.campaign_transition``.
     """
 
     slug = models.SlugField(max_length=80, unique=True)

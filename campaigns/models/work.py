@@ -83,7 +83,8 @@ class HITItem(models.Model):
 class Assignment(models.Model):
     """One worker's work on a HIT.
 
-    Status changes go through the services in ``campaigns.services``; the
+    Status changes go through the services of ``campaigns.work`` (decisions through
+    ``campaigns.work.decisions.assignment_decide``); the
     database keeps one holding assignment per worker per HIT and one stored
     submission per provider assignment id.
     """

@@ -136,7 +136,7 @@ def _paid_assignment(assignment_id: int) -> Assignment:
     )
     if locked.provider == Provider.LOCAL:
         raise DomainError(
-            "Local assignments are reviewed by campaigns.services.work.",
+            "Local assignments are decided in qaportal (campaigns.work.decisions).",
             errors={"provider": [locked.provider]},
         )
     return locked

@@ -1,8 +1,7 @@
 """Places on HITs: adding them (``hit_add_assignments``), and giving them back
 when an assignment is returned or expires.
 
-Part of the local-workforce work services; ``campaigns.services.work`` re-exports
-these and describes the locking order they take part in.
+Locking: the order the work room takes its locks in is in ``campaigns/work/__init__.py``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,6 @@
 """Submitting: page telemetry, storing a worker's answer exactly once.
 
-Part of the local-workforce work services; ``campaigns.services.work`` re-exports
-these and describes the locking order they take part in.
+Locking: the order the work room takes its locks in is in ``campaigns/work/__init__.py``.
 """
 
 from __future__ import annotations

@@ -6,6 +6,6 @@
 - ``common``: the lookups and helpers they share.
 
 Views are thin: reads go through ``campaigns.design.selectors``, writes through
-``campaigns.services``. A campaign the user may not see is a 404, never a 403,
+the rooms' services (``campaigns.design``, ``campaigns.work``, …). A campaign the user may not see is a 404, never a 403,
 so that the slugs of other requesters' campaigns do not leak.
 """
