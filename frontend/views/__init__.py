@@ -5,7 +5,7 @@
 - ``review``: the review queue and the requester's approve/reject decisions;
 - ``common``: the lookups and helpers they share.
 
-Views are thin: reads go through ``campaigns.design.selectors``, writes through
-the rooms' services (``campaigns.design``, ``campaigns.work``, …). A campaign the user may not see is a 404, never a 403,
-so that the slugs of other requesters' campaigns do not leak.
+Views are thin: reads go through the rooms' selectors, writes through their services
+(``campaigns.design``, ``campaigns.work``, …). A campaign the user may not see is a
+404, never a 403, so that the slugs of other requesters' campaigns do not leak.
 """
