@@ -796,8 +796,8 @@ def _route(
             scope = (query.get("workspace_id") or [""])[0]
             if not scope:
                 return _error(400, "workspace_id is required.")
-            rows = [h for h in state.hooks.values() if h["workspace_id"] == scope]
-            return 200, {"results": rows, "_links": {"next": None}}
+            subscribed = [h for h in state.hooks.values() if h["workspace_id"] == scope]
+            return 200, {"results": subscribed, "_links": {"next": None}}
         problems = {}
         if not body.get("workspace_id"):
             problems["workspace_id"] = ["Required."]
@@ -825,15 +825,15 @@ def _route(
         return 201, hook, {"X-Hook-Secret": hook_secret}
     m = re.fullmatch(r"/api/v1/hooks/subscriptions/([^/]+)/", path)
     if m and method == "POST":
-        hook = state.hooks.get(m.group(1))
-        if hook is None:
+        found = state.hooks.get(m.group(1))
+        if found is None:
             return _error(404, "Not found.")
-        if body.get("secret") != state.hook_confirm_secrets.get(hook["id"]):
+        if body.get("secret") != state.hook_confirm_secrets.get(found["id"]):
             return _error(
                 400, {"secret": ["Does not match the X-Hook-Secret of the subscription."]}
             )
-        hook["is_enabled"] = True
-        return 200, hook
+        found["is_enabled"] = True
+        return 200, found
     return _error(404, f"no route {method} {path}")
 
 
