@@ -825,15 +825,15 @@ def _route(
         return 201, hook, {"X-Hook-Secret": hook_secret}
     m = re.fullmatch(r"/api/v1/hooks/subscriptions/([^/]+)/", path)
     if m and method == "POST":
-        found = state.hooks.get(m.group(1))
-        if found is None:
-            return _error(404, "Not found.")
-        if body.get("secret") != state.hook_confirm_secrets.get(found["id"]):
+        subscription = state.hooks.get(m.group(1))
+        if subscription is None:
+            return _error(404, "Not subscription.")
+        if body.get("secret") != state.hook_confirm_secrets.get(subscription["id"]):
             return _error(
                 400, {"secret": ["Does not match the X-Hook-Secret of the subscription."]}
             )
-        found["is_enabled"] = True
-        return 200, found
+        subscription["is_enabled"] = True
+        return 200, subscription
     return _error(404, f"no route {method} {path}")
 
 
