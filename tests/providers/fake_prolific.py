@@ -827,7 +827,7 @@ def _route(
     if m and method == "POST":
         subscription = state.hooks.get(m.group(1))
         if subscription is None:
-            return _error(404, "Not subscription.")
+            return _error(404, "Not found.")
         if body.get("secret") != state.hook_confirm_secrets.get(subscription["id"]):
             return _error(
                 400, {"secret": ["Does not match the X-Hook-Secret of the subscription."]}
