@@ -34,6 +34,7 @@ from campaigns.models import (
     InviteLink,
     InviteRedemption,
     Item,
+    Job,
     LedgerEntry,
     LocalGrant,
     ProviderCredential,
@@ -463,3 +464,13 @@ class ProviderSyncCursorAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("provider", "scope", "updated_at")
     list_filter = ("provider",)
     search_fields = ("scope",)
+
+
+@admin.register(Job)
+class JobAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Background exports and uploads (campaigns.jobs): status, progress and what the
+    # finished file holds (rows, bytes, SHA-256).
+    list_display = ("id", "campaign", "kind", "export_format", "status", "rows_done", "created_at")
+    list_filter = ("kind", "status", "export_format")
+    search_fields = ("campaign__slug", "checksum")
+    list_select_related = ("campaign",)

@@ -26,6 +26,8 @@ from campaigns.models import (
     InviteLink,
     InviteRedemption,
     Item,
+    Job,
+    JobKind,
     LedgerEntry,
     LocalGrant,
     ProviderCredential,
@@ -118,6 +120,7 @@ def rows(requester):
         campaign=campaign, user=requester, export_format="jsonl", via="api", reason="audit"
     )
     Datasheet.objects.create(campaign=campaign, text="# Datasheet\n", updated_by=requester)
+    Job.objects.create(kind=JobKind.EXPORT, campaign=campaign, export_format="jsonl")
     ProviderSyncCursor.objects.create(
         provider="mturk", scope="hit:3H000000000000000000000000001", state={"token": None}
     )
