@@ -87,13 +87,9 @@ class LabelTable:
         """
         import pandas as pd  # on first use: web processes that never aggregate skip it
 
-        item_col = pd.Series(np.asarray(items, dtype=object) if isinstance(items, list) else items)
-        annotator_col = pd.Series(
-            np.asarray(annotators, dtype=object) if isinstance(annotators, list) else annotators
-        )
-        label_col = pd.Series(
-            np.asarray(labels, dtype=object) if isinstance(labels, list) else labels
-        )
+        item_col = pd.Series(np.asarray(items, dtype=object))
+        annotator_col = pd.Series(np.asarray(annotators, dtype=object))
+        label_col = pd.Series(np.asarray(labels, dtype=object))
         if not len(item_col) == len(annotator_col) == len(label_col):
             raise ValueError("items, annotators and labels must have the same length")
         keep = label_col.notna().to_numpy()
