@@ -25,7 +25,13 @@ def stage_platform_rules(*, stage: Stage) -> dict[str, Any]:
     try:
         requirements = stage_requirements(stage=stage)
     except DomainError as exc:
-        return {"requirements": [], "pay": None, "problems": [str(exc)]}
+        return {
+            "platform": rules.name,
+            "explained": False,
+            "requirements": [],
+            "pay": None,
+            "problems": [str(exc)],
+        }
     notes = [n.as_dict() for n in rules.requirement_notes(requirements)]
     pay = rules.pay_check(
         reward=Decimal(stage.reward),
@@ -38,6 +44,8 @@ def stage_platform_rules(*, stage: Stage) -> dict[str, Any]:
         problems.append(pay.problem)
     return {
         "platform": rules.name,
+        # Anything the platform does differently from what the requirements say.
+        "explained": any(n["filter"] or n["note"] or n["refused"] for n in notes),
         "requirements": notes,
         "pay": {
             "currency": pay.currency,
