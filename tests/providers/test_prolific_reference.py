@@ -259,6 +259,8 @@ def test_requirement_mapping_refuses_what_prolific_cannot_express():
         ({"kind": "locale", "countries": ["1"], "exclude": True}, "cannot exclude"),
         ({"kind": "approval_rate", "min": 120}, "0 to 100"),
         ({"kind": "hit_count"}, "no filter"),
+        ({"kind": "locale", "countries": "12"}, "must be a list"),
+        ({"kind": "approved_count", "min": "many"}, "whole number"),
     ):
         with pytest.raises(RequirementRefused, match=message):
             rules.study_filters([req])

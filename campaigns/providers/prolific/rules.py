@@ -113,7 +113,12 @@ class ProlificRules(PlatformRules):
                 NOTE_APPROVED_COUNT.format(n=f"{lower:,}"),
             )
         if kind in ("locale", "country"):
-            values = [str(v) for v in req.get("countries", req.get("values", [])) or []]
+            raw = req.get("countries", req.get("values", []))
+            if not isinstance(raw, list):
+                raise RequirementRefused(
+                    "countries must be a list of Prolific's choice ids.", requirement=req
+                )
+            values = [str(v) for v in raw]
             if req.get("exclude"):
                 raise RequirementRefused(
                     "Prolific's country filter selects countries; it cannot exclude them. "
