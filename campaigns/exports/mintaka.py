@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
 from typing import Any
 
+from django.db.models.expressions import RawSQL
+
 from campaigns.exports.common import Tally, keyset_rows
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem
 from campaigns.tasktypes.base import derived_external_id
@@ -92,7 +94,8 @@ def _links(campaign: Campaign, task_type: str, ids: Iterable[str]) -> dict[str, 
         for r in EntityLinkResolution.objects.filter(
             item__stage__campaign=campaign,
             item__stage__task_type=task_type,
-            item__external_id__in=list(ids),
+            # One array parameter, not one per id: a chunk has tens of thousands of ids.
+            item__external_id__in=RawSQL("SELECT unnest(%s::text[])", [list(ids)]),
             status__in=AGREED,
         ).values("item__external_id", "links")
     }
