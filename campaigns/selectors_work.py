@@ -295,7 +295,7 @@ SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.stat
   s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
   s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
-  s.next_stage_id, s.handoff, s.created_at,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
   w.user_id, w.provider
@@ -335,7 +335,7 @@ _STAGE_FULL_SQL = """
 SELECT s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
   s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
-  s.next_stage_id, s.handoff, s.created_at,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at
 FROM campaigns_stage s INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
@@ -404,6 +404,8 @@ def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:
 def stage_reward_shown(*, stage: Stage) -> bool:
     """Whether workers see a reward line for ``stage``: only when it pays something and the
     campaign's platform moves the money. Local workers are not paid through qaportal, so a
-    reward there would promise money that never moves; a requester who pays an in-house
-    team otherwise says so in the instructions."""
-    return stage.reward > 0 and provider_moves_money(stage.campaign.provider)
+    reward there would promise money that never moves, unless the requester (who pays an
+    in-house team some other way) chose to show it: ``show_reward_to_local_workers``."""
+    if stage.reward <= 0:
+        return False
+    return provider_moves_money(stage.campaign.provider) or stage.show_reward_to_local_workers

@@ -13,6 +13,7 @@ from typing import Any
 from django import forms
 
 from campaigns.models import Stage
+from campaigns.providers import provider_moves_money
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.config_fields import ConfigField, config_fields
 
@@ -125,6 +126,12 @@ class StageEditForm(forms.Form):
         label="Escalation rule",
         help_text="When to add assignments on disagreement (an object; {} for none).",
     )
+    show_reward_to_local_workers = forms.BooleanField(
+        required=False,
+        label="Show the reward to local workers",
+        help_text="The local workforce is paid no rewards through qaportal, so its workers "
+        "see none; tick this if you pay them this amount some other way.",
+    )
     next_stage = forms.TypedChoiceField(
         label="Accepted output feeds",
         coerce=int,
@@ -163,6 +170,7 @@ class StageEditForm(forms.Form):
             "assignment_minutes": int(stage.assignment_duration.total_seconds() // 60),
             "lifetime_hours": int(stage.lifetime.total_seconds() // 3600),
             "gold_ratio": stage.gold_ratio,
+            "show_reward_to_local_workers": stage.show_reward_to_local_workers,
             "next_stage": stage.next_stage_id,
             "handoff": stage.handoff or {},
             "config_json": _json_text(config),
@@ -177,6 +185,8 @@ class StageEditForm(forms.Form):
         kwargs["initial"] = initial
         kwargs["label_suffix"] = ""
         super().__init__(*args, **kwargs)
+        if provider_moves_money(stage.campaign.provider):
+            del self.fields["show_reward_to_local_workers"]  # platforms show the reward
         next_field = self.fields["next_stage"]
         assert isinstance(next_field, forms.ChoiceField)
         next_field.choices = [("", "Nothing (last stage)")] + [
@@ -279,6 +289,8 @@ class StageEditForm(forms.Form):
         for name in ("name", "instructions", "reward", "assignments_per_hit", "items_per_hit"):
             values[name] = data.get(name)
         values["gold_ratio"] = data.get("gold_ratio")
+        if "show_reward_to_local_workers" in self.fields:
+            values["show_reward_to_local_workers"] = bool(data.get("show_reward_to_local_workers"))
         if data.get("assignment_minutes") is not None:
             values["assignment_duration"] = timedelta(minutes=data["assignment_minutes"])
         if data.get("lifetime_hours") is not None:

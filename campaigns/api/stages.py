@@ -74,6 +74,7 @@ class StageOutputSerializer(serializers.ModelSerializer):
             "escalation_rule",
             "review_rules",
             "bonus_rules",
+            "show_reward_to_local_workers",
             "next_stage",
             "handoff",
             "item_count",
@@ -110,6 +111,10 @@ class StageEditInputSerializer(StrictInputSerializer):
     escalation_rule = serializers.DictField(required=False)
     review_rules = serializers.ListField(child=serializers.DictField(), required=False)
     bonus_rules = serializers.ListField(child=serializers.DictField(), required=False)
+    show_reward_to_local_workers = serializers.BooleanField(
+        required=False,
+        help_text="Local workforce only: show workers the reward line (paid outside qaportal).",
+    )
 
 
 class StageCreateInputSerializer(StageEditInputSerializer):

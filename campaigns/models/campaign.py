@@ -108,6 +108,10 @@ class Stage(models.Model):
         help_text="Which accepted outputs become items of the next stage, and how.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    # The local workforce is paid no rewards through qaportal, so its workers see no
+    # reward line unless the requester (who pays them some other way) chooses to. Last
+    # field, so the raw column lists of campaigns/selectors_work.py end with it.
+    show_reward_to_local_workers = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["campaign_id", "position", "id"]

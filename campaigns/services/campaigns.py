@@ -162,6 +162,7 @@ def stage_add(
     escalation_rule: dict[str, Any] | None = None,
     review_rules: list[dict[str, Any]] | None = None,
     bonus_rules: list[dict[str, Any]] | None = None,
+    show_reward_to_local_workers: bool = False,
 ) -> Stage:
     """Append a stage to a draft or pilot campaign, its config validated by the task type.
 
@@ -212,6 +213,7 @@ def stage_add(
             escalation_rule=escalation_rule or {},
             review_rules=review_rules or [],
             bonus_rules=bonus_rules or [],
+            show_reward_to_local_workers=show_reward_to_local_workers,
             **extra,
         )
 
@@ -231,6 +233,7 @@ STAGE_EDITABLE_FIELDS = frozenset(
         "escalation_rule",
         "review_rules",
         "bonus_rules",
+        "show_reward_to_local_workers",
     }
 )
 
@@ -240,7 +243,14 @@ STAGE_EDITABLE_FIELDS = frozenset(
 # qualification requirements are on the published HITs (on MTurk they cannot change).
 # What only shapes the page text and the decisions still to come may change.
 STAGE_FIELDS_WHILE_PUBLISHED = frozenset(
-    {"name", "instructions", "review_rules", "bonus_rules", "escalation_rule"}
+    {
+        "name",
+        "instructions",
+        "review_rules",
+        "bonus_rules",
+        "escalation_rule",
+        "show_reward_to_local_workers",
+    }
 )
 
 
@@ -320,6 +330,7 @@ STAGE_CLONED_FIELDS = (
     "escalation_rule",
     "review_rules",
     "bonus_rules",
+    "show_reward_to_local_workers",
 )
 
 

@@ -227,3 +227,28 @@ def test_rules_of_the_wrong_shape_are_refused_beside_the_field(alice_client, sta
     stage.refresh_from_db()
     assert stage.qualification_requirements == []
     assert stage.review_rules == []
+
+
+def test_local_workers_see_a_reward_only_when_the_requester_chooses(alice_client, stage):
+    from datetime import timedelta
+
+    from django.test import Client
+
+    from campaigns.services.invites import invite_create, invite_token
+
+    Campaign.objects.filter(pk=stage.campaign_id).update(state=CampaignState.LIVE)
+    stage.reward = Decimal("0.25")
+    stage.save(update_fields=["reward"])
+    invite = invite_create(
+        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
+    )
+    worker = Client()
+    worker.post(reverse("worker:invite", kwargs={"token": invite_token(invite=invite)}))
+    page = reverse("worker:stage", kwargs={"stage_id": stage.pk})
+    assert "Reward per task" not in worker.get(page).content.decode()
+
+    form = _form(stage, reward="0.25", show_reward_to_local_workers="on")
+    assert alice_client.post(_url("stage-edit", stage), form).status_code == 302
+    stage.refresh_from_db()
+    assert stage.show_reward_to_local_workers is True
+    assert "Reward per task: 0.25 USD." in worker.get(page).content.decode()
