@@ -180,6 +180,14 @@ def test_local_campaign_shows_no_money_that_does_not_move(page):
     worker_page.get_by_role("button", name="Start").click()
     worker_page.get_by_role("heading", name="Instructions").wait_for()
     assert "Reward" not in worker_page.locator("main").inner_text()
+
+    # ... unless the requester, who pays them some other way, chooses to show it.
+    page.goto(f"/campaigns/{campaign.slug}/stages/{stage.pk}/edit/")
+    page.get_by_label("Show the reward to local workers").check()
+    page.get_by_role("button", name="Save stage").click()
+    page.get_by_text("Stage “Write” saved.").wait_for()
+    worker_page.reload()
+    assert "Reward per task: 0.25 USD." in worker_page.locator("main").inner_text()
     worker.close()
 
 
