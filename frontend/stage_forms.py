@@ -128,7 +128,7 @@ class StageEditForm(forms.Form):
     )
     show_reward_to_local_workers = forms.BooleanField(
         required=False,
-        label="Show the reward to local workers",
+        label="Tell local workers what they earn",
         help_text="The local workforce is paid no rewards through qaportal, so its workers "
         "see none; tick this if you pay them this amount some other way.",
     )

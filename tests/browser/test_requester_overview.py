@@ -67,8 +67,9 @@ def test_nangia_pipeline_is_a_flow_with_the_four_arms_side_by_side(page):
 
     # A node leads to the stage's card, which opens.
     page.locator("#pipeline .flow-node", has_text="Validation quiz").click()
-    card = page.locator(".stage", has_text="Validation quiz").locator("details.stage-card")
-    assert card.get_attribute("open") is not None
+    page.locator(".stage", has_text="Validation quiz").locator(
+        "details.stage-card[open]"
+    ).wait_for()
 
 
 def test_progress_fits_1280_and_an_empty_stage_is_not_done(page):
@@ -183,7 +184,7 @@ def test_local_campaign_shows_no_money_that_does_not_move(page):
 
     # ... unless the requester, who pays them some other way, chooses to show it.
     page.goto(f"/campaigns/{campaign.slug}/stages/{stage.pk}/edit/")
-    page.get_by_label("Show the reward to local workers").check()
+    page.get_by_label("Tell local workers what they earn").check()
     page.get_by_role("button", name="Save stage").click()
     page.get_by_text("Stage “Write” saved.").wait_for()
     worker_page.reload()
