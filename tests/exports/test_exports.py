@@ -322,6 +322,7 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
         "jsonl",
         "csv",
         "collection-metadata",
+        "answer-agreement",
         "mturk-csv",
         "hf",
         "croissant",
