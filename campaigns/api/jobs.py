@@ -34,6 +34,14 @@ from campaigns.services.jobs import job_export_start, job_file_open, job_live
 
 
 class JobSerializer(serializers.Serializer):
+    """A job as the API shows it; ``errors`` (a field named like ``Serializer.errors``)
+    is declared in ``get_fields``: an upload's row errors, as ``UploadRejected`` lists."""
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        fields["errors"] = serializers.ListField(child=serializers.DictField())
+        return fields
+
     id = serializers.UUIDField()
     kind = serializers.CharField(help_text="export or upload")
     status = serializers.CharField(help_text="queued, running, done or failed")
@@ -47,7 +55,6 @@ class JobSerializer(serializers.Serializer):
     checksum_sha256 = serializers.CharField(help_text="Of the file (export) or input (upload).")
     result = serializers.DictField(help_text="Upload: created, batch.")
     error = serializers.CharField()
-    errors = serializers.ListField(child=serializers.DictField())
     attempt = serializers.IntegerField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)

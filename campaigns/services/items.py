@@ -548,7 +548,7 @@ def _copy_items(
     buffer.seek(0)
     table = connection.ops.quote_name(Item._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.copy_expert(  # type: ignore[attr-defined]
+        cursor.copy_expert(
             f"COPY {table} (stage_id, external_id, data, gold, source, upload_batch, status, "
             "created_at) FROM STDIN WITH (FORMAT csv)",
             buffer,

@@ -101,7 +101,7 @@ def job_export_start(
         job = Job.objects.create(
             kind=JobKind.EXPORT,
             campaign=campaign,
-            created_by=actor if isinstance(actor, AbstractBaseUser) else None,
+            created_by_id=actor.pk if isinstance(actor, AbstractBaseUser) else None,
             export_format=fmt.name,
             options={**options, "reveal": reveal},
             rows_total=export_rows_estimate(campaign=campaign, fmt=fmt),
@@ -129,7 +129,7 @@ def job_upload_start(
             kind=JobKind.UPLOAD,
             campaign_id=stage.campaign_id,
             stage=stage,
-            created_by=actor if isinstance(actor, AbstractBaseUser) else None,
+            created_by_id=actor.pk if isinstance(actor, AbstractBaseUser) else None,
             input_name=name,
             input_filename=filename[:200],
             rows_total=content.count(b"\n") or 1,

@@ -30,7 +30,7 @@ def job_status_dict(request: HttpRequest, job_id: str) -> dict[str, object]:
     )
     for key in ("created_at", "finished_at"):
         value = data[key]
-        data[key] = value.isoformat() if value is not None else None  # type: ignore[attr-defined]
+        data[key] = value.isoformat() if value is not None else None
     return data
 
 
