@@ -6,10 +6,12 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.forms.fields import InvalidJSONInput
 
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES
 from campaigns.tasktypes import task_type_get, task_type_names
+from qaportal.jsonsafe import MAX_JSON_DEPTH, json_depth_exceeds, unstorable_path
 
 
 class CampaignCreateForm(forms.Form):
@@ -37,6 +39,31 @@ class CampaignCreateForm(forms.Form):
     )
 
 
+class SafeJSONField(forms.JSONField):
+    """Django's JSON field, refusing JSON nested too deep to parse safely (a 400 with a
+    message instead of a RecursionError) and text ``jsonb`` cannot store."""
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, str) and json_depth_exceeds(value):
+            raise forms.ValidationError(
+                f"The JSON is nested more than {MAX_JSON_DEPTH} levels deep.", code="invalid"
+            )
+        converted = super().to_python(value)
+        found = unstorable_path(converted)
+        if found is not None:
+            where, reason = found
+            raise forms.ValidationError(f"The value at {where or 'the top'!r} {reason}.")
+        return converted
+
+    def bound_data(self, data: Any, initial: Any) -> Any:
+        # Shown again as typed: decoding it again would recurse or yield unprintable text.
+        if isinstance(data, str) and (
+            json_depth_exceeds(data) or unstorable_path(super().bound_data(data, initial))
+        ):
+            return InvalidJSONInput(data)
+        return super().bound_data(data, initial)
+
+
 class StageAddForm(forms.Form):
     name = forms.CharField(max_length=120)
     task_type = forms.ChoiceField(choices=())
@@ -54,7 +81,7 @@ class StageAddForm(forms.Form):
         label="Items per HIT", min_value=1, max_value=1000, initial=1
     )
     instructions = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
-    config = forms.JSONField(
+    config = SafeJSONField(
         required=False,
         initial=dict,
         widget=forms.Textarea(attrs={"rows": 3}),

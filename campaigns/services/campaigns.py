@@ -17,6 +17,7 @@ from campaigns.providers import currency_for
 from campaigns.services.errors import DomainError, IllegalTransition, StateConflict
 from campaigns.services.stage_rules import stage_rules_problems
 from campaigns.tasktypes import UnknownTaskType, task_type_get
+from qaportal.jsonsafe import unstorable_path
 
 # The state machine: from each state, the states it may move to.
 TRANSITIONS: dict[str, frozenset[str]] = {
@@ -93,6 +94,13 @@ def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
         tt = task_type_get(task_type)
     except UnknownTaskType as exc:
         raise DomainError(str(exc), errors={"task_type": [str(exc)]}) from exc
+    unstorable = unstorable_path(config)
+    if unstorable is not None:
+        where, reason = unstorable
+        raise DomainError(
+            f"The configuration's value at {where or 'the top'!r} {reason}.",
+            errors={"config": [f"{where}: {reason}"]},
+        )
     problems = tt.validate_config(config)
     if problems:
         raise DomainError(

@@ -191,6 +191,9 @@ def test_add_stage(alice_client, campaign, stage):
     ("change", "field"),
     [
         ({"config": '{"questions_per_hit": 99}'}, "config"),
+        ({"config": '{"questions_per_hit": 5, "note": "a\\u0000b"}'}, "config"),
+        ({"config": '{"questions_per_hit": 5, "note": "a\\ud800b"}'}, "config"),
+        ({"config": "[" * 20_000 + "]" * 20_000}, "config"),
         ({"name": "Write questions"}, "name"),
         ({"task_type": "telepathy"}, "task_type"),
         ({"reward": "-1"}, "reward"),

@@ -65,7 +65,7 @@ def test_a_bad_large_upload_stores_nothing_and_says_why(
     assert job["status"] == "failed"
     assert "Nothing from" in job["error"]
     assert job["errors"][0]["row"] == 2502
-    assert not Item.objects.exists()
+    assert not Item.objects.filter(stage=stage).exists()
 
 
 def test_small_uploads_stay_in_the_request(client, stage, django_capture_on_commit_callbacks):
