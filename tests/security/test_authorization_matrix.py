@@ -12,12 +12,15 @@ here (requester, worker page, public) or the test fails.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.authtoken.models import Token
@@ -29,6 +32,7 @@ from campaigns.models import (
     HITItem,
     InviteLink,
     Item,
+    Job,
     LedgerEntry,
     LocalGrant,
     ProviderOperation,
@@ -75,6 +79,7 @@ STATE = (
     HITItem,
     Assignment,
     InviteLink,
+    Job,
     LocalGrant,
     LedgerEntry,
     ProviderOperation,
@@ -94,8 +99,27 @@ def _routes(patterns: list[Any], prefix: str = "") -> Iterator[tuple[str, str | 
             yield prefix + str(p.pattern), p.name, p.pattern
 
 
+def _finished_job(campaign: Campaign, owner: Any) -> Job:
+    """Alice's finished export job, its file in storage (a tmp MEDIA_ROOT)."""
+    content = b"a,b\n1,2\n"
+    name = default_storage.save("jobs/matrix/export.csv", ContentFile(content))
+    return Job.objects.create(
+        kind="export",
+        campaign=campaign,
+        created_by=owner,
+        status="done",
+        file_name=name,
+        download_name="export.csv",
+        content_type="text/csv",
+        row_count=1,
+        byte_count=len(content),
+        checksum=hashlib.sha256(content).hexdigest(),
+    )
+
+
 @pytest.fixture
-def world(requester):
+def world(requester, settings, tmp_path):
+    settings.MEDIA_ROOT = str(tmp_path / "media")
     campaign, writing, _linking = local_pipeline(requester, slug="alices")
     work = submitted_assignment(writing)
     item = Item.objects.filter(hits=work.hit_id).get()
@@ -120,6 +144,7 @@ def world(requester):
         "name": "jsonl",
         "token": invite_token(invite=invite),
         "question_id": generated.pk,
+        "job_id": _finished_job(campaign, requester).pk,
     }
     return campaign, work, values
 
@@ -127,7 +152,7 @@ def world(requester):
 def _fill(route: str, values: dict[str, Any]) -> str:
     url = "/" + route
     for key, value in values.items():
-        for converter in ("slug", "int", "str"):
+        for converter in ("slug", "int", "str", "uuid"):
             url = url.replace(f"<{converter}:{key}>", str(value))
     assert "<" not in url, f"no value for a parameter of {route}"
     return url
