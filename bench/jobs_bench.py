@@ -6,8 +6,8 @@ run by a real Celery worker while the requests that start and follow them stay s
     .venv/bin/python bench/jobs_bench.py --reuse         # measure an earlier build again
 
 Recreates the database named in ``DATABASE_URL`` (default below; the name must hold
-"bench"), builds the campaign of ``money_workers_bench`` (``--export-rows``
-assignments), starts ``celery worker --pool solo`` on a queue of its own (Redis db 9 by
+"bench"), builds a campaign of ``--export-rows`` submitted assignments (SQL, seconds),
+starts ``celery worker --pool solo`` on a queue of its own (Redis db 9 by
 default) and measures, through the same views the API serves:
 
 - the upload: POST of a 200,000-row CSV (answered 202), the job's rows per second
@@ -48,6 +48,41 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("MEDIA_ROOT", tempfile.mkdtemp(prefix="qaportal-jobs-bench-"))
 
 import money_workers_bench as base  # noqa: E402 - after the path and the environment
+
+
+def build(assignments: int, workers: int) -> None:
+    """A local campaign "bench": one question-writing stage, ``assignments`` HITs with
+    one submitted assignment each over ``workers`` workers, written by SQL in seconds."""
+    from django.contrib.auth.models import User
+    from django.db import connection
+
+    from campaigns.models import Campaign, Stage, Worker
+
+    owner = User.objects.create(username="bench")
+    campaign = Campaign.objects.create(owner=owner, name="Bench", slug="bench", state="live")
+    stage = Stage.objects.create(campaign=campaign, name="Write", task_type="question_writing")
+    Worker.objects.bulk_create(
+        Worker(provider="local", external_id=f"L{n:08d}", pseudonym=f"w_{n:016x}")
+        for n in range(workers)
+    )
+    first = Worker.objects.order_by("pk").values_list("pk", flat=True).first()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO campaigns_hit (stage_id, provider, provider_group_id, max_assignments,"
+            " places_left, reward, status, created_at) SELECT %s, 'local', '', 1, 0, 0.50,"
+            " 'published', now() FROM generate_series(1, %s)",
+            [stage.pk, assignments],
+        )
+        cursor.execute(
+            "INSERT INTO campaigns_assignment (hit_id, worker_id, provider, status, answers,"
+            " accepted_at, submitted_at, work_seconds, telemetry, decision_source,"
+            " decision_reason, feedback, review_details)"
+            " SELECT h.id, %s + (h.id %% %s), 'local', 'submitted',"
+            " jsonb_build_object('question', 'Which river is longer, number ' || h.id || '?'),"
+            " now() - interval '1 hour', now(), 3600, '{}', '', '', '', '{}'"
+            " FROM campaigns_hit h WHERE h.stage_id = %s",
+            [first, workers, stage.pk],
+        )
 
 
 def _vm_hwm_mb(pid: int) -> float:
@@ -116,7 +151,7 @@ def main() -> None:
     call_command("migrate", verbosity=0)
     if not args.reuse:
         started = time.perf_counter()
-        base.build(args.export_rows, args.workers)
+        build(args.export_rows, args.workers)
         print(f"built {args.export_rows:,} assignments in {time.perf_counter() - started:.1f} s")
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
