@@ -102,7 +102,7 @@ class ExportTooLargeToStream(APIException):
 def export_stream_check(*, campaign: Campaign, fmt: ExportFormat, request: Request) -> None:
     """Refuse to stream an export of more than ``EXPORT_STREAM_MAX_ROWS`` rows (a long
     response is cut by the server's timeout and looks complete): those run as jobs."""
-    rows = export_rows_estimate(campaign=campaign, fmt=fmt)
+    rows = export_rows_estimate(campaign=campaign, fmt=fmt, at_most=settings.EXPORT_STREAM_MAX_ROWS)
     limit: int = settings.EXPORT_STREAM_MAX_ROWS
     if rows > limit:
         url = reverse(
@@ -111,7 +111,7 @@ def export_stream_check(*, campaign: Campaign, fmt: ExportFormat, request: Reque
             request=request,
         )
         raise ExportTooLargeToStream(
-            f"This export has about {rows} rows, more than the {limit} that are streamed; "
+            f"This export has more than {limit} rows, the most that are streamed; "
             f"start it as a job with POST {url} and download the file when it is done "
             "(its row count and checksum are named)."
         )

@@ -71,14 +71,20 @@ def _dispatch_on_commit(job_id: uuid.UUID) -> None:
     transaction.on_commit(lambda: _dispatch(job_id))
 
 
-def export_rows_estimate(*, campaign: Campaign, fmt: ExportFormat) -> int:
+def export_rows_estimate(
+    *, campaign: Campaign, fmt: ExportFormat, at_most: int | None = None
+) -> int:
     """About how many rows ``fmt``'s export of ``campaign`` has: the format's own
     ``estimate`` if it has one, else the campaign's assignments (the progress bar's
-    scale, and what decides whether an export may still be streamed)."""
+    scale, and what decides whether an export may still be streamed). ``at_most``
+    stops counting past it (a cheap answer to "more than N?")."""
     estimate = getattr(fmt, "estimate", None)
     if estimate is not None:
         return int(estimate(campaign=campaign))
-    return Assignment.objects.filter(hit__stage__campaign=campaign).count()
+    assignments = Assignment.objects.filter(hit__stage__campaign=campaign)
+    if at_most is not None:
+        return assignments.order_by()[: at_most + 1].count()
+    return assignments.count()
 
 
 def job_export_start(
@@ -104,7 +110,6 @@ def job_export_start(
             created_by_id=actor.pk if isinstance(actor, AbstractBaseUser) else None,
             export_format=fmt.name,
             options={**options, "reveal": reveal},
-            rows_total=export_rows_estimate(campaign=campaign, fmt=fmt),
             download_name=f"{download_name}.zip" if folder else download_name,
             content_type="application/zip" if folder else fmt.content_type,
         )
@@ -271,6 +276,9 @@ def _write_folder(fmt: ExportFormat, job: Job, ticker: _Ticker, out: IO[bytes]) 
 def _run_export(job: Job) -> None:
     fmt = export_format_get(job.export_format)
     ticker = _Ticker(job)
+    if job.rows_total is None:  # counted here, not in the request that asked for the job
+        job.rows_total = export_rows_estimate(campaign=job.campaign, fmt=fmt)
+        Job.objects.filter(pk=job.pk).update(rows_total=job.rows_total)
     options = dict(job.options)
     reveal = bool(options.pop("reveal", False))
     with tempfile.TemporaryFile() as raw:

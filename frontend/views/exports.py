@@ -26,11 +26,12 @@ def campaign_export_view(request: HttpRequest, slug: str, name: str) -> HttpResp
     split = request.GET.get("split", "all")
     if fmt is None or split not in ("all", *SPLITS):
         raise Http404("No such export.")
-    rows = export_rows_estimate(campaign=campaign, fmt=fmt)
+    rows = export_rows_estimate(campaign=campaign, fmt=fmt, at_most=settings.EXPORT_STREAM_MAX_ROWS)
     if rows > settings.EXPORT_STREAM_MAX_ROWS:
         messages.error(
             request,
-            f"{fmt.title} has about {rows} rows, too many for a direct download: "
+            f"{fmt.title} has more than {settings.EXPORT_STREAM_MAX_ROWS} rows, too many for a "
+            "direct download: "
             "use its Export button (a background job).",
         )
         return redirect(reverse("frontend:campaign-detail", args=[campaign.slug]) + "#export")
