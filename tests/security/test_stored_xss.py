@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
-from campaigns.models import Item, QualificationType
+from campaigns.models import Item, Job, QualificationType
 from linking.models import GeneratedQuestion
 from tests.helpers import local_pipeline, submitted_assignment
 from tests.security.test_authorization_matrix import (
@@ -62,6 +62,16 @@ def test_markup_is_text_on_every_page(requester):
         "name": "jsonl",
         "token": "x",
         "question_id": generated.pk,
+        # A failed upload job: its page shows the file name and the error as text.
+        "job_id": Job.objects.create(
+            kind="upload",
+            campaign=campaign,
+            created_by=requester,
+            status="failed",
+            input_filename=MARKUP,
+            error=MARKUP,
+            errors=[{"row": 2, "field": MARKUP, "message": MARKUP}],
+        ).pk,
     }
     page = Client()
     page.force_login(requester)
