@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -109,7 +110,7 @@ class Worker:
         self.log.close()
 
 
-def _follow(client, url: str, label: str) -> tuple[dict, float]:  # type: ignore[no-untyped-def]
+def _follow(client: Any, url: str, label: str) -> tuple[dict[str, Any], float]:
     """Poll the job until it is finished; the job and the slowest status request."""
     slowest = 0.0
     while True:
@@ -122,10 +123,12 @@ def _follow(client, url: str, label: str) -> tuple[dict, float]:  # type: ignore
         time.sleep(2)
 
 
-def _rate(job: dict, rows: int) -> str:  # type: ignore[type-arg]
+def _rate(job: dict[str, Any], rows: int) -> str:
     from campaigns.models import Job
 
     row = Job.objects.get(pk=job["id"])
+    assert row.finished_at is not None
+    assert row.started_at is not None
     seconds = (row.finished_at - row.started_at).total_seconds()
     return f"{rows:,} rows in {seconds:.1f} s = {rows / seconds:,.0f} rows/s"
 
@@ -214,7 +217,7 @@ def main() -> None:
             f"worker peak RSS {_vm_hwm_mb(worker.proc.pid):.0f} MB"
         )
         started = time.perf_counter()
-        download = client.get(job["download_url"], HTTP_HOST="127.0.0.1")
+        download: Any = client.get(job["download_url"], HTTP_HOST="127.0.0.1")
         digest, size, lines_seen = hashlib.sha256(), 0, 0
         for block in download.streaming_content:
             digest.update(block)

@@ -23,7 +23,8 @@ class LoginView(auth_views.LoginView):
             seconds = math.ceil(wait)
             when = f"{seconds} seconds" if seconds < 120 else f"{math.ceil(seconds / 60)} minutes"
             # Not validated: validating would call authenticate(), itself a failed login.
-            form._errors, form.cleaned_data = ErrorDict(), {}
+            form._errors = ErrorDict()  # type: ignore[attr-defined]  # Django's private state
+            form.cleaned_data = {}
             form.add_error(
                 None,
                 f"Too many failed logins. Try again in {when}, or ask your "

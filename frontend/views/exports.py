@@ -20,7 +20,9 @@ from frontend.views.common import campaign_or_404
 
 @login_required
 @require_GET
-def campaign_export_view(request: HttpRequest, slug: str, name: str) -> HttpResponse:
+def campaign_export_view(
+    request: HttpRequest, slug: str, name: str
+) -> HttpResponse | StreamingHttpResponse:
     campaign = campaign_or_404(request, slug)
     fmt = FORMATS.get(name)
     split = request.GET.get("split", "all")
