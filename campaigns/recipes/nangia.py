@@ -365,7 +365,7 @@ def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
 
 
 def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
-    stages: list[StageSpec] = [_tutorial(arm)]
+    stages: list[StageSpec] = []
     for number in (1, 2, 3):
         name = f"{arm}: Round {number}"
         requires = (
@@ -460,6 +460,10 @@ VALIDATION = StageSpec(
 )
 
 STAGES: tuple[StageSpec, ...] = (
+    # §3.3: the tutorials of CROWD and EXPERT come first, so that a new worker's first
+    # stage is their arm's (a shared stage listed earlier would be their entry).
+    _tutorial("CROWD"),
+    _tutorial("EXPERT"),
     # §3.1-3.2: BASELINE and JUSTIFICATION write at once, with no tutorial.
     _writing(
         "BASELINE",
