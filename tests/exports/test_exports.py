@@ -306,6 +306,7 @@ def test_api_lists_and_streams_exports(linked, token_client, requester):
         "jsonl",
         "csv",
         "collection-metadata",
+        "answer-agreement",
         "mturk-csv",
     ]
     mturk = token_client.get(base + "mturk-csv/")

@@ -50,7 +50,8 @@ def test_stage_review_decides_with_reasons_and_numbers():
     assert summary.decisions == {"approve": 1, "reject": 2, "hold": 1}
     for row in (a, b, c, lone):
         row.refresh_from_db()
-    assert (a.status, a.decision_source) == ("approved", "rule:consensus+work_time")
+    # work_time only looks for problems: it passes, the approval is consensus's.
+    assert (a.status, a.decision_source) == ("approved", "rule:consensus")
     assert a.decided_by is None
     assert a.decided_at is not None
     assert (b.status, b.decision_source) == ("rejected", "rule:work_time")
@@ -58,7 +59,7 @@ def test_stage_review_decides_with_reasons_and_numbers():
     assert (c.status, c.decision_source) == ("rejected", "rule:consensus")
     rules = {v["rule"]: v for v in c.review_details["review"]["rules"]}
     assert rules["consensus"]["numbers"] == {"agree": 0, "items": 1, "share": 0.0, "min": 0.5}
-    assert rules["work_time"]["decision"] == "approve"
+    assert rules["work_time"]["decision"] == "pass"
     assert lone.status == "submitted"
     assert lone.review_details["review"]["decision"] == "hold"
     assert Worker.objects.get(pk=w1.pk).approved_count == 1
