@@ -151,6 +151,10 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
         assert rows.count() == 4
         assert "longer" not in text.locator("mark.tt-hl").all_inner_texts()
 
+        # (A full-page screenshot restores the scroll position late: taken here, it
+        # cannot move the page between the press and the release of the Submit click.)
+        screenshot(page, "worker-linking-ready")
+
         # "Star Wars": the highlight also covers the outer span; a click starts narrow.
         text.locator("mark.tt-hl", has_text="Star Wars").click()
         assert "tt-active" in (star_wars.get_attribute("class") or "")
@@ -161,7 +165,6 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
         # Submit follows at once: the click submits.
         search.press_sequentially(" w")
         star_wars.get_by_role("option").filter(has_text="Q462").first.click()
-        screenshot(page, "worker-linking-ready")
         page.get_by_role("button", name="Submit").click()
         page.get_by_role("heading", name="Thank you!").wait_for()
     finally:
@@ -169,6 +172,7 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
 
     stored = Assignment.objects.get(hit__stage=stage)
     assert stored.status == AssignmentStatus.SUBMITTED
+    assert stored.answers is not None
     links = stored.answers["items"][0]["links"]
     assert sorted((lk["text"], lk["qid"], lk["none"]) for lk in links) == [
         ("Star Wars", "Q462", False),
@@ -199,5 +203,7 @@ def test_a_refused_answer_keeps_the_links_and_the_overlap_can_be_resolved(page, 
     rows.nth(1).get_by_role("button", name="Keep “The Godfather”").click()
     page.get_by_role("button", name="Submit").click()
     page.get_by_role("heading", name="Thank you!").wait_for()
-    links = Assignment.objects.get(hit__stage=stage).answers["items"][0]["links"]
+    answers = Assignment.objects.get(hit__stage=stage).answers
+    assert answers is not None
+    links = answers["items"][0]["links"]
     assert [(lk["text"], lk["qid"]) for lk in links] == [("The Godfather", "Q47703")]
