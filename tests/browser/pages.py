@@ -72,3 +72,6 @@ def screenshot(page: Any, name: str) -> None:
     width = page.viewport_size["width"]
     Path(folder).mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(Path(folder) / f"{name}-{width}.png"), full_page=True)
+    # A full-page capture resizes the viewport and restores the scroll position a
+    # little later: let that settle before the test clicks on.
+    page.wait_for_timeout(300)

@@ -151,6 +151,10 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
         assert rows.count() == 4
         assert "longer" not in text.locator("mark.tt-hl").all_inner_texts()
 
+        # (A full-page screenshot restores the scroll position late: taken here, it
+        # cannot move the page between the press and the release of the Submit click.)
+        screenshot(page, "worker-linking-ready")
+
         # "Star Wars": the highlight also covers the outer span; a click starts narrow.
         text.locator("mark.tt-hl", has_text="Star Wars").click()
         assert "tt-active" in (star_wars.get_attribute("class") or "")
@@ -161,7 +165,6 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
         # Submit follows at once: the click submits.
         search.press_sequentially(" w")
         star_wars.get_by_role("option").filter(has_text="Q462").first.click()
-        screenshot(page, "worker-linking-ready")
         page.get_by_role("button", name="Submit").click()
         page.get_by_role("heading", name="Thank you!").wait_for()
     finally:

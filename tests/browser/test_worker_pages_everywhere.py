@@ -34,7 +34,8 @@ def test_worker_pages_fit_and_pass_axe(browser, live_server, task_type, width):
         start(page, invite_path)
         assert page.get_by_role("button", name="Accept this task").is_visible()
         assert_person_can_use(page, where=f"{task_type} stage page at {width} px")
-        screenshot(page, f"worker-stage-{task_type}")
+        if task_type == "question_writing":  # one stage page is enough for the docs
+            screenshot(page, "worker-stage")
         accept(page)
         assert page.get_by_role("button", name="Submit").is_visible()
         assert_person_can_use(page, where=f"{task_type} task page at {width} px")

@@ -210,6 +210,9 @@
       timer = setTimeout(lookup, DEBOUNCE_MS);
     });
     search.addEventListener("focus", function () {
+      // A linked row opens its list on typing or the arrow keys only: focus coming
+      // back (a window switch, a screenshot) never drops a list over the next click.
+      if (p.qid.value.trim()) return;
       var query = (search.value.trim() || words).trim();
       if (shownFor === query && options.length) { list.hidden = false; search.setAttribute("aria-expanded", "true"); }
       else lookup();
@@ -219,7 +222,7 @@
       if (e.key === "ArrowDown" || e.key === "ArrowUp") {
         if (list.hidden && options.length) { list.hidden = false; search.setAttribute("aria-expanded", "true"); }
         var n = options.length;
-        if (!n) return;
+        if (!n) { e.preventDefault(); lookup(); return; }
         e.preventDefault();
         setActive(e.key === "ArrowDown" ? (active + 1) % n : (active - 1 + n) % n);
       } else if (e.key === "Enter") {
