@@ -172,6 +172,7 @@ def test_worker_links_entities_on_the_text(browser, live_server, width):
 
     stored = Assignment.objects.get(hit__stage=stage)
     assert stored.status == AssignmentStatus.SUBMITTED
+    assert stored.answers is not None
     links = stored.answers["items"][0]["links"]
     assert sorted((lk["text"], lk["qid"], lk["none"]) for lk in links) == [
         ("Star Wars", "Q462", False),
@@ -202,5 +203,7 @@ def test_a_refused_answer_keeps_the_links_and_the_overlap_can_be_resolved(page, 
     rows.nth(1).get_by_role("button", name="Keep “The Godfather”").click()
     page.get_by_role("button", name="Submit").click()
     page.get_by_role("heading", name="Thank you!").wait_for()
-    links = Assignment.objects.get(hit__stage=stage).answers["items"][0]["links"]
+    answers = Assignment.objects.get(hit__stage=stage).answers
+    assert answers is not None
+    links = answers["items"][0]["links"]
     assert [(lk["text"], lk["qid"]) for lk in links] == [("The Godfather", "Q47703")]

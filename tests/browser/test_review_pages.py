@@ -96,7 +96,7 @@ def test_link_review_side_by_side_without_reloads(browser, live_server, width):
         assert navigations == []  # no page reload
         resolution = EntityLinkResolution.objects.get(item=item)
         assert resolution.status == ResolutionStatus.DECIDED
-        assert [link.get("none") for link in resolution.links] == [False, True]
+        assert [link.get("none") for link in resolution.links or []] == [False, True]
 
         # A refused decision says why, in place.
         entry.get_by_label("Enter links yourself").check()

@@ -38,7 +38,11 @@ def test_answers_ranked_candidates_as_json(working):
     assert response["Content-Type"] == "application/json"
     data = response.json()
     assert data["query"] == "tom cruise"
-    assert data["candidates"][0] == {"id": "Q37079", "label": "Tom Cruise", "description": ""}
+    assert data["candidates"][0] == {
+        "id": "Q37079",
+        "label": "Tom Cruise",
+        "description": "Movies · named in “What was Tom Cruise's second movie?”",
+    }
     assert all(set(c) == {"id", "label", "description"} for c in data["candidates"])
     assert client.get(URL, {"a": assignment.pk, "q": "  "}).json()["candidates"] == []
 
