@@ -14,6 +14,7 @@ from campaigns.design.platform import platform_for
 from campaigns.models import HIT, Campaign, Stage
 from campaigns.simulate.crowd import DEFAULT_PROFILES, CrowdSimulation, SimulationError
 from campaigns.simulate.prolific import ProlificHooks, ProlificSimulation
+from campaigns.simulate.server import DEFAULT_THREADS as DEFAULT_SERVER_THREADS
 from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import TaskType, task_type_get
@@ -103,7 +104,7 @@ def simulate_crowd(
 
     if base_url:
         return run(base_url)
-    with LocalServer() as url:
+    with LocalServer(threads=max(DEFAULT_SERVER_THREADS, 2 * concurrency)) as url:
         return run(url)
 
 
