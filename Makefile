@@ -26,6 +26,9 @@ TEST_DATABASE_URL := $(or $(DATABASE_URL),postgres://postgres@127.0.0.1:5432/qap
 TEST_REDIS_URL := $(or $(REDIS_URL),redis://127.0.0.1:6379/1)
 TEST_BROKER_URL := $(or $(CELERY_BROKER_URL),$(TEST_REDIS_URL))
 PYTEST_ARGS ?=
+# Parallel test processes (pytest-xdist), each with its own test database, cache keys and
+# Celery queue (tests/settings.py). Measured on the 2-core machine: see bench/README.md.
+PYTEST_WORKERS ?= 2
 
 .PHONY: help run test lint typecheck pytest bench bench-faults venv dev-venv clean
 
@@ -80,7 +83,8 @@ typecheck: $(DEV_STAMP)
 pytest: $(DEV_STAMP)
 	@rc=0; \
 	DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' \
-	CELERY_BROKER_URL='$(TEST_BROKER_URL)' $(BIN)/pytest $(PYTEST_ARGS) || rc=$$?; \
+	CELERY_BROKER_URL='$(TEST_BROKER_URL)' $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal \
+	$(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make pytest: pytest collected no tests (exit 5)"; fi; \
 	exit $$rc
 

@@ -47,6 +47,7 @@ RULES = [
     {"rule": "gold_disqualify", "min": 0.5, "min_gold": 4, "block": True},
 ]
 BONUS = [{"rule": "gold_bonus", "amount": "0.10"}]
+PROFILE = False
 WORDS = [
     "river",
     "empire",
@@ -208,6 +209,34 @@ def vacuum() -> None:
         cursor.execute("VACUUM ANALYZE")
 
 
+def fingerprint(stage_id: int) -> str:
+    """A digest of every decision written (status, source, reason, review details without
+    their time stamps) and of the worker counters, blocks and ledger: equal digests,
+    equal results."""
+    import hashlib
+    import json
+
+    from campaigns.models import Assignment, LedgerEntry, Worker, WorkerBlock
+
+    digest = hashlib.sha256()
+    rows = Assignment.objects.filter(hit__stage_id=stage_id).order_by("pk")
+    for row in rows.values_list(
+        "pk", "status", "decision_source", "decision_reason", "feedback", "review_details"
+    ).iterator(chunk_size=5000):
+        details = dict(row[5] or {})
+        if "review" in details:
+            details["review"] = {k: v for k, v in details["review"].items() if k != "at"}
+        digest.update(json.dumps([*row[:5], details], sort_keys=True, default=str).encode())
+    for model, fields in (
+        (Worker, ("pk", "approved_count", "rejected_count")),
+        (WorkerBlock, ("worker_id", "reason")),
+        (LedgerEntry, ("worker_id", "kind", "amount")),
+    ):
+        for row in model.objects.order_by(*fields).values_list(*fields):
+            digest.update(json.dumps([model.__name__, *row], default=str).encode())
+    return digest.hexdigest()[:16]
+
+
 def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -223,10 +252,21 @@ def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
     WorkerBlock.objects.all().delete()
     vacuum()
     stage = Stage.objects.get(pk=stage_id)
+    profiler = None
+    if PROFILE:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(async_mode="disabled")
+        profiler.start()
     with CaptureQueriesContext(connection) as ctx:
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         summary = stage_review(stage=stage, batch_size=batch_size)
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if profiler is not None:
+        profiler.stop()
+        print(profiler.output_text(unicode=False, color=False)[:8000])
+    digest = fingerprint(stage_id)
+    print(f"  batch {batch_size}: {cpu:.1f} s CPU in this process; fingerprint {digest}")
     return (
         seconds,
         len(ctx.captured_queries),
@@ -244,7 +284,10 @@ def main() -> None:
     parser.add_argument("--per-hit", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", action="store_true", help="pyinstrument (dev tool)")
     args = parser.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     recreate_database(os.environ["DATABASE_URL"])
 
     import django

@@ -17,6 +17,21 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 
 from qaportal.settings import *  # noqa: F403
 
+# Parallel workers (pytest-xdist: gw0, gw1, ...) each have their own test database
+# (pytest-django appends _gwN to its name) and, on the one Redis database they share,
+# their own cache keys (a prefix, and a clear() limited to it: tests/cache.py) and
+# their own default Celery queue, so that no worker ever sees another's keys or tasks.
+TEST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if REDIS_URL:  # noqa: F405
+    CACHES = {
+        "default": {
+            **CACHES["default"],  # noqa: F405
+            "BACKEND": "tests.cache.ScopedRedisCache",
+            "KEY_PREFIX": f"qaportal-test-{TEST_WORKER}",
+        }
+    }
+CELERY_TASK_DEFAULT_QUEUE = f"qaportal-test-{TEST_WORKER}"
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

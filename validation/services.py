@@ -187,17 +187,18 @@ def _batch_apply(
             Assignment.objects.select_for_update()
             .filter(pk__in=list(by_id), status=AssignmentStatus.SUBMITTED)
             .order_by("pk")
-            .values_list("pk", "worker_id", "provider", "review_details")
+            .values_list("pk", "worker_id", "provider")
         )
         decided: list[_Decided] = []
         held: list[tuple[int, dict[str, Any]]] = []
         approved: Counter[int] = Counter()
         rejected: Counter[int] = Counter()
-        for pk, worker_id, provider, old in rows:
+        for pk, worker_id, provider in rows:
             result = by_id[pk]
             local = provider == Provider.LOCAL
             applies = local and result.decision in (APPROVE, REJECT)
-            details = _details(old, result, applied=applies, now=now)
+            # Only the "review" key: the writes merge it into the stored review_details.
+            details = _details(None, result, applied=applies, now=now)["review"]
             summary.reviewed += 1
             if applies:
                 approve = result.decision == APPROVE
@@ -222,18 +223,25 @@ def _batch_apply(
                     handoff_run_task.delay_on_commit(row.pk)
 
 
-# Constant statements: PostgreSQL unpacks the arrays (one parameter per column).
+# Constant statements: PostgreSQL unpacks the arrays (one parameter per column). The
+# review goes into the stored review_details as ``_details`` does it (the old object with
+# its "review" key replaced; {} when it is not an object), in the database: the batch's
+# old details are neither read back into Python nor sent again.
 _DECIDED_SQL = """
 UPDATE campaigns_assignment AS a
 SET status = v.status, decided_at = v.at, decided_by_id = NULL, decision_source = v.source,
-    decision_reason = v.reason, feedback = '', review_details = v.details
+    decision_reason = v.reason, feedback = '',
+    review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
+    ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
 FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::jsonb[])
-  AS v(id, status, at, source, reason, details)
+  AS v(id, status, at, source, reason, review)
 WHERE a.id = v.id
 """
 _HELD_SQL = """
-UPDATE campaigns_assignment AS a SET review_details = v.details
-FROM unnest(%s::bigint[], %s::jsonb[]) AS v(id, details) WHERE a.id = v.id
+UPDATE campaigns_assignment AS a
+SET review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
+    ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
+FROM unnest(%s::bigint[], %s::jsonb[]) AS v(id, review) WHERE a.id = v.id
 """
 _COUNTERS_SQL = """
 UPDATE campaigns_worker AS w
@@ -259,12 +267,23 @@ class _Decided(NamedTuple):
 
 
 def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[str, Any]]]) -> None:
-    """Write decided rows (all decision fields) and held rows (``review_details``).
+    """Write decided rows (all decision fields) and held rows; ``details`` is the new
+    ``review_details["review"]``, merged into the stored details.
 
     On PostgreSQL one ``UPDATE … FROM unnest(…)`` each: Django's ``bulk_update``
     builds a CASE per field and row, which costs seconds per thousand rows.
     """
     if connection.vendor != "postgresql":
+        stored = dict(
+            Assignment.objects.filter(
+                pk__in=[r.pk for r in decided] + [pk for pk, _ in held]
+            ).values_list("pk", "review_details")
+        )
+
+        def merged(pk: int, review: dict[str, Any]) -> dict[str, Any]:
+            old = stored.get(pk)
+            return {**(old if isinstance(old, Mapping) else {}), "review": review}
+
         for row in decided:
             Assignment.objects.filter(pk=row.pk).update(
                 status=row.status,
@@ -273,10 +292,10 @@ def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[st
                 decision_source=row.source,
                 decision_reason=row.reason,
                 feedback="",
-                review_details=row.details,
+                review_details=merged(row.pk, row.details),
             )
         for pk, details in held:
-            Assignment.objects.filter(pk=pk).update(review_details=details)
+            Assignment.objects.filter(pk=pk).update(review_details=merged(pk, details))
         return
     with connection.cursor() as cursor:
         if decided:

@@ -37,6 +37,7 @@ from campaigns.services.errors import DomainError
 from campaigns.services.invites import invite_create, invite_revoke, invite_token
 from campaigns.services.work import assignment_approve
 from campaigns.simulate.browser import Browser, Page
+from campaigns.simulate.server import DEFAULT_THREADS as DEFAULT_SERVER_THREADS
 from campaigns.simulate.server import LocalServer
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
@@ -495,7 +496,7 @@ def simulate_crowd(
 
     if base_url:
         return run(base_url)
-    with LocalServer() as url:
+    with LocalServer(threads=max(DEFAULT_SERVER_THREADS, 2 * concurrency)) as url:
         return run(url)
 
 

@@ -7,7 +7,9 @@ import time
 
 import pytest
 from django.conf import settings
+from django.core.cache.backends.redis import RedisCache
 from django.test import Client, override_settings
+from django.utils.module_loading import import_string
 
 from tests.infra.conftest import clean_env, run_python
 
@@ -19,7 +21,8 @@ UNREACHABLE_POSTGRES = "postgres://postgres@127.0.0.1:1/qaportal"
 @pytest.fixture
 def real_redis_configured() -> None:
     """The suite runs against Redis, as production does; fail loudly if it does not."""
-    assert settings.CACHES["default"]["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    backend = import_string(settings.CACHES["default"]["BACKEND"])
+    assert issubclass(backend, RedisCache)
     assert settings.CELERY_BROKER_URL.startswith("redis://")
 
 

@@ -1,0 +1,191 @@
+"""The crowd simulator's dry run of a Mintaka pilot: requests per second, end to end.
+
+    .venv/bin/python bench/simulate_bench.py                       # PostgreSQL and SQLite
+    .venv/bin/python bench/simulate_bench.py --db sqlite --per-cell 2
+    .venv/bin/python bench/simulate_bench.py --db postgres --profile   # + pyinstrument
+
+A requester's dry run of a pilot: ``load_recipe mintaka`` with its sample (8 topics x 9
+complexity types = 72 cells), a few places per cell (``--per-cell``, the pilot size),
+``campaign_start(pilot)``, then ``simulate_crowd`` with ``--workers`` workers
+(``--approve-all``, the default profile mix) through the in-process server until no
+stage has work left: questions written, answers linked, question spans proposed and
+linked. Celery is eager (the dry run's machine runs no worker), as on the embedded
+default.
+
+PostgreSQL: recreates the database ``--pg-url`` (its name must contain "bench").
+SQLite: a fresh file in a temporary folder (the embedded default's settings).
+Each back end runs in a process of its own (settings are read at start-up).
+
+Prints wall time, CPU time of the process (server threads included), requests,
+requests/s, and a fingerprint of the outcome (statuses, items, answers per stage):
+two runs with the same seed and sizes must print the same fingerprint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PG = "postgres://postgres@127.0.0.1:5432/qaportal_simulate_bench"
+
+
+def recreate_database(url: str) -> None:
+    import psycopg2
+
+    name = urlparse(url).path.lstrip("/")
+    if "bench" not in name:
+        raise SystemExit(f"refusing to recreate {name!r}: its name must contain 'bench'")
+    admin = urlparse(url)._replace(path="/postgres").geturl()
+    conn = psycopg2.connect(admin)
+    conn.autocommit = True
+    with conn.cursor() as cur:
+        cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        cur.execute(f'CREATE DATABASE "{name}"')
+    conn.close()
+
+
+def fingerprint(campaign) -> tuple[dict, str]:
+    from campaigns.models import Assignment, Item
+
+    digest = hashlib.sha256()
+    counts: dict[str, dict[str, int]] = {}
+    for stage in campaign.stages.order_by("position", "id"):
+        items = Item.objects.filter(stage=stage).order_by("external_id", "id")
+        for external_id, data in items.values_list("external_id", "data"):
+            digest.update(json.dumps([stage.name, external_id, data], sort_keys=True).encode())
+        rows = Assignment.objects.filter(hit__stage=stage).order_by("id")
+        tally: dict[str, int] = {"items": items.count()}
+        for status, answers, source in rows.values_list("status", "answers", "decision_source"):
+            tally[status] = tally.get(status, 0) + 1
+            digest.update(json.dumps([status, answers, source], sort_keys=True).encode())
+        counts[stage.name] = tally
+    return counts, digest.hexdigest()[:16]
+
+
+def child(args: argparse.Namespace) -> None:
+    """One run in this process, with the settings of ``args.db``."""
+    os.environ["DJANGO_SETTINGS_MODULE"] = "qaportal.settings"
+    os.environ["CELERY_TASK_ALWAYS_EAGER"] = "1"
+    os.environ["LOG_LEVEL"] = "WARNING"
+    os.environ["DEBUG"] = "0"
+    os.environ.setdefault("SECRET_KEY", "bench-only-secret-key")
+    os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost"
+    os.environ["SESSION_COOKIE_SECURE"] = "0"
+    os.environ["CSRF_COOKIE_SECURE"] = "0"
+    os.environ["SECURE_SSL_REDIRECT"] = "0"
+    for name in ("REDIS_URL", "CELERY_BROKER_URL"):
+        os.environ.pop(name, None)
+    tmp = tempfile.mkdtemp(prefix="simbench-")
+    os.environ["QAPORTAL_VAR_DIR"] = tmp
+    if args.db == "postgres":
+        os.environ["DATABASE_URL"] = args.pg_url
+        recreate_database(args.pg_url)
+    else:
+        os.environ.pop("DATABASE_URL", None)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+
+    from campaigns.services import campaign_create
+    from campaigns.services.campaigns import stage_update
+    from campaigns.services.recipes import recipe_apply
+    from campaigns.services.work import campaign_start
+    from campaigns.simulate import simulate_crowd
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    owner = get_user_model().objects.create_user(username="bench-owner", password="x")
+    campaign = campaign_create(owner=owner, name="Mintaka pilot", slug="mintaka-pilot")
+    set_up = time.monotonic()
+    write, *_ = recipe_apply(campaign=campaign, name="mintaka", sample=True)
+    if args.cells < 72:
+        write.items.exclude(
+            pk__in=list(write.items.order_by("id").values_list("pk", flat=True)[: args.cells])
+        ).delete()
+    stage_update(stage=write, assignments_per_hit=args.per_cell)
+    campaign = campaign_start(campaign=campaign, to_state="pilot")
+    set_up = time.monotonic() - set_up
+
+    if os.environ.get("SIMBENCH_COUNT_QUERIES"):
+        from django.conf import settings
+
+        settings.MIDDLEWARE = ["perf_probe_mw.CountQueries", *settings.MIDDLEWARE]
+    profiler = None
+    if args.profile:
+        from pyinstrument import Profiler
+
+        profiler = Profiler(async_mode="disabled")
+        profiler.start()
+    cpu, wall = time.process_time(), time.monotonic()
+    result = simulate_crowd(
+        campaign=campaign, workers=args.workers, seed=args.seed, approve_all=True
+    )
+    wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    if profiler is not None:
+        profiler.stop()
+        out = ROOT / "bench" / "out" / f"simulate_{args.db}.html"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(profiler.output_html())
+        print(profiler.output_text(unicode=False, color=False, show_all=False)[:12000])
+    if os.environ.get("SIMBENCH_COUNT_QUERIES"):
+        import perf_probe_mw
+
+        for key, (n, q, cpu_s) in sorted(perf_probe_mw.STATS.items(), key=lambda kv: -kv[1][2]):
+            print(f"{n:6d} x {q / n:6.1f} queries {cpu_s / n * 1000:7.1f} ms cpu  {key}")
+    counts, digest = fingerprint(campaign)
+    print(
+        json.dumps(
+            {
+                "db": args.db,
+                "per_cell": args.per_cell,
+                "workers": args.workers,
+                "set_up_s": round(set_up, 2),
+                "wall_s": round(wall, 2),
+                "cpu_s": round(cpu, 2),
+                "requests": result.requests,
+                "requests_per_s": round(result.requests / wall, 1),
+                "ok": result.ok,
+                "errors": result.errors[:5],
+                "stages": counts,
+                "fingerprint": digest,
+            }
+        )
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
+    parser.add_argument("--pg-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_PG))
+    parser.add_argument("--per-cell", type=int, default=2, help="places per cell (2)")
+    parser.add_argument("--workers", type=int, default=12)
+    parser.add_argument("--cells", type=int, default=72, help="sample cells kept (72: all)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--profile", action="store_true", help="pyinstrument (dev tool)")
+    args = parser.parse_args()
+    if args.db != "both":
+        child(args)
+        return
+    for db in ("postgres", "sqlite"):
+        command = [sys.executable, __file__, "--db", db, "--pg-url", args.pg_url]
+        command += ["--per-cell", str(args.per_cell), "--workers", str(args.workers)]
+        command += ["--seed", str(args.seed), "--cells", str(args.cells)] + (
+            ["--profile"] if args.profile else []
+        )
+        subprocess.run(command, check=True)
+
+
+if __name__ == "__main__":
+    main()
