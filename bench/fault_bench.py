@@ -125,7 +125,7 @@ def recreate_database() -> None:
 def point_at(fake: Any) -> None:
     from django.conf import settings
 
-    from tests.providers.fake_mturk import FakeMTurk
+    from tests.campaigns.platforms.fake_mturk import FakeMTurk
 
     settings.MTURK_ACCESS_KEY_ID = FakeMTurk.ACCESS_KEY
     settings.MTURK_SECRET_ACCESS_KEY = FakeMTurk.SECRET_KEY
@@ -141,7 +141,7 @@ def one_run(
     n: int, kind: str, fault: str, args: argparse.Namespace, rng: random.Random, tmp: Path
 ) -> dict[str, Any]:
     """One batch, one fault (``kill``: the worker; ``redis``: the broker); its record."""
-    from tests.providers.fake_mturk import FakeMTurk
+    from tests.campaigns.platforms.fake_mturk import FakeMTurk
     from tests.reliability import faults
 
     broker: RedisServer = args.broker

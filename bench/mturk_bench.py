@@ -5,7 +5,7 @@
     .venv/bin/python bench/mturk_bench.py --quick         # 100 HITs x 10 assignments
 
 Recreates the database named in ``DATABASE_URL`` (its name must contain "bench"),
-migrates it, and starts ``tests/providers/fake_mturk.FakeMTurk`` (a real HTTP server
+migrates it, and starts ``tests/campaigns/platforms/fake_mturk.FakeMTurk`` (a real HTTP server
 speaking MTurk's JSON 1.1 protocol; the real boto3 client talks to it).
 
 1. Publish: an MTurk campaign whose stage has ``--hits`` items (one per HIT, 10
@@ -138,7 +138,7 @@ def submit_everything(stage, fake, workers: int) -> int:
     from django.utils import timezone
 
     from campaigns.models import HIT, Assignment, AssignmentStatus, Worker, worker_pseudonym
-    from tests.providers.mturk_helpers import ANSWERS
+    from tests.campaigns.platforms.mturk_helpers import ANSWERS
 
     ids = [f"AWORKER{n:06d}" for n in range(workers)]
     Worker.objects.bulk_create(
@@ -217,7 +217,7 @@ def main() -> None:
     from django.conf import settings
     from django.core.management import call_command
 
-    from tests.providers.fake_mturk import FakeMTurk
+    from tests.campaigns.platforms.fake_mturk import FakeMTurk
 
     call_command("migrate", verbosity=0)
     with FakeMTurk() as fake:

@@ -33,7 +33,7 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
 FIXTURE = Path(__file__).resolve().parent.parent / (
-    "tests/mturk_csv/fixtures/Batch_4242_batch_results.csv"
+    "tests/campaigns/platforms/mturk/csv/fixtures/Batch_4242_batch_results.csv"
 )
 
 

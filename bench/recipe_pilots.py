@@ -5,7 +5,7 @@ and the export's count of each field. Run by hand on a scratch database:
     DATABASE_URL=postgres://…/scratch CELERY_TASK_ALWAYS_EAGER=1 DEBUG=1 \\
         python manage.py migrate && python bench/recipe_pilots.py [whyqa] [nangia]
 
-Nangia's requester side is scripted as in tests/recipes/test_nangia_simulated.py: the
+Nangia's requester side is scripted as in tests/campaigns/recipes/test_nangia_simulated.py: the
 BASELINE and JUSTIFICATION workers are made experts, each training round is closed
 through the API with the recipe's defaults once its writing is in; the pilot lowers
 grades per example to 2 (experts) and 1 (crowd) and promotes half of CROWD's round-1

@@ -17,8 +17,8 @@ import pytest
 from campaigns import tasktypes
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITItem
 from tests.browser import mturk_urls
+from tests.campaigns.work.conftest import TEMPLATES_DIR, EchoTask, add_items
 from tests.factories import CampaignFactory, StageFactory
-from tests.work.conftest import TEMPLATES_DIR, EchoTask, add_items
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

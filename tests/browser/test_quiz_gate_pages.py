@@ -20,8 +20,8 @@ from campaigns.platforms.publishing import campaign_start
 from campaigns.work.invites import invite_create, invite_token
 from tests.browser.a11y import assert_person_can_use
 from tests.browser.pages import accept, screenshot
+from tests.campaigns.tasktypes.test_quiz_survey import WHYQA
 from tests.factories import UserFactory
-from tests.tasktypes.test_quiz_survey import WHYQA
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -182,7 +182,7 @@ def test_a_live_stage_says_what_may_still_change_and_keeps_the_rest(page):
     assert stage.instructions == "Now with an example of a good question."
     assert stage.reward == Decimal("0.50")
 
-    # (The API uses the same service: tests/api/test_stages.py.)
+    # (The API uses the same service: tests/campaigns/api/test_stages.py.)
     Campaign.objects.filter(pk=stage.campaign_id).update(state=CampaignState.COMPLETED)
     page.goto(edit_url(stage))
     assert "completed" in page.locator(".what-changes").inner_text()
@@ -245,7 +245,7 @@ def test_upload_shows_the_columns_and_its_template_uploads_as_is(page, tmp_path)
 
 def test_a_second_campaign_with_the_same_name_is_refused_on_the_form(page):
     """Point 6: the form refuses the name with a free one suggested (the API agrees:
-    tests/api/test_campaigns.py)."""
+    tests/campaigns/api/test_campaigns.py)."""
     alice = UserFactory.create(username="alice")
     campaign_create(owner=alice, name="Mintaka pilot")
     log_in(page)

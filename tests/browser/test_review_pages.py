@@ -13,9 +13,9 @@ import pytest
 
 from campaigns.models import Assignment
 from linking.models import EntityLinkResolution, ResolutionStatus, WikidataCacheEntry
-from tests.api.review_builders import link_review_item, reviewed_stage
 from tests.browser.a11y import assert_person_can_use
 from tests.browser.pages import screenshot
+from tests.campaigns.api.review_builders import link_review_item, reviewed_stage
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, submit, worker
 

@@ -10,7 +10,7 @@ import pytest
 from campaigns.tasktypes import task_type_names
 from tests.browser.a11y import assert_person_can_use
 from tests.browser.pages import WIDTHS, accept, live_stage, screenshot, start
-from tests.tasktypes.test_templates import CASES
+from tests.campaigns.tasktypes.test_templates import CASES
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

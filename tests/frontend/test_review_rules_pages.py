@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, Worker
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus, WikidataCacheEntry
-from tests.api.review_builders import (
+from tests.campaigns.api.review_builders import (
     RULES,
     TOM,
     VAL_NIL,

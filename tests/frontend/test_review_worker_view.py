@@ -13,8 +13,8 @@ from django.utils import timezone
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, Item, ItemSource
 from campaigns.platforms.publishing import campaign_start
+from tests.campaigns.tasktypes.test_whyqa import entry, sel_items
 from tests.factories import WorkerFactory
-from tests.tasktypes.test_whyqa import entry, sel_items
 
 pytestmark = pytest.mark.django_db
 

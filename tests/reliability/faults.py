@@ -53,7 +53,7 @@ def worker_env(
 ) -> dict[str, str]:
     """The environment of a worker that sees the caller's database, broker and fake
     (``secret_key``: the caller's, so both make the same MTurk tokens and annotations)."""
-    from tests.providers.fake_mturk import FakeMTurk
+    from tests.campaigns.platforms.fake_mturk import FakeMTurk
 
     env = {k: os.environ[k] for k in _KEPT if k in os.environ}
     env.update(
@@ -211,7 +211,7 @@ def _submitted_work(fake: Any, tag: str, units: int, review_rules: list[dict[str
     and stored by the page; returns (campaign, assignments)."""
     from campaigns.models import HIT
     from campaigns.platforms.publishing import stage_provider_publish
-    from tests.providers.mturk_helpers import page_submit
+    from tests.campaigns.platforms.mturk_helpers import page_submit
 
     campaign = _campaign(tag)
     stage = _stage(campaign, 0, units, review_rules)

@@ -25,7 +25,7 @@ from django.db import connection
 from campaigns.models import OperationState
 from campaigns.platforms.operations import operations_reconcile
 from qaportal.celery import app
-from tests.providers.fake_mturk import FakeMTurk
+from tests.campaigns.platforms.fake_mturk import FakeMTurk
 from tests.reliability import faults
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

@@ -1,7 +1,7 @@
 """CSRF on every form: each page route that takes a POST refuses one without the CSRF
 token (403) from a logged-in owner, and changes nothing; every form the pages render
 carries the token. Worker pages framed by MTurk use a signed token of their own
-(tests/work/test_mturk_entry.py); webhooks are signed (tests/providers)."""
+(tests/campaigns/work/test_mturk_entry.py); webhooks are signed (tests/campaigns/platforms)."""
 
 from __future__ import annotations
 

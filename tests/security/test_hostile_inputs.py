@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from campaigns.models import LedgerEntry
-from tests.api.test_workers_api import team
+from tests.campaigns.api.test_workers_api import team
 from tests.factories import CampaignFactory, StageFactory
 
 __all__ = ["team"]

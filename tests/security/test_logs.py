@@ -20,9 +20,9 @@ from campaigns.models import Assignment
 from campaigns.platforms.credentials import campaign_credentials_set
 from campaigns.platforms.prolific.studies import prolific_studies_sync
 from campaigns.platforms.review import paid_assignment_approve, paid_bonus_pay
-from tests.providers.conftest import WEBHOOK_SECRET, make_campaign, run_operations
-from tests.providers.fake_prolific import FakeProlific
-from tests.providers.test_prolific_flow import publish, work
+from tests.campaigns.platforms.conftest import WEBHOOK_SECRET, make_campaign, run_operations
+from tests.campaigns.platforms.fake_prolific import FakeProlific
+from tests.campaigns.platforms.test_prolific_flow import publish, work
 
 pytestmark = pytest.mark.django_db
 
@@ -39,7 +39,7 @@ def fake(settings):
         settings.PROLIFIC_TIMEOUT = 5
         settings.PROLIFIC_WEBHOOK_SECRET = WEBHOOK_SECRET
         settings.SITE_URL = "https://qaportal.example.org"
-        settings.ROOT_URLCONF = "tests.providers.urls"
+        settings.ROOT_URLCONF = "tests.campaigns.platforms.urls"
         yield server
 
 

@@ -1,0 +1,241 @@
+"""The provider contract: every provider passes the same checks (local, Prolific, MTurk).
+
+Each check requests an operation, executes it (twice, as a redelivered task
+would), and looks at the effect in the database and on the platform: done once,
+whatever the retries.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    LedgerStatus,
+    OperationKind,
+    OperationState,
+    ProviderOperation,
+)
+from campaigns.platforms import provider_for
+from campaigns.platforms.base import OperationCall, PermanentProviderError
+from campaigns.platforms.mturk.sync import mturk_hits_sync
+from campaigns.platforms.operations import operation_request
+from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.invites import invite_create, invite_redeem, invite_token
+from campaigns.work.submission import assignment_submit
+from tests.campaigns.platforms.conftest import FORM, execute, make_campaign
+from tests.campaigns.platforms.mturk_helpers import page_submit
+
+pytestmark = pytest.mark.django_db
+
+
+class Env:
+    """One provider under contract: a published stage and a way to get a submission."""
+
+    def __init__(self, name: str, requester, fake, client, mturk=None) -> None:
+        self.name = name
+        self.fake = mturk if name == "mturk" else fake
+        self.client = client
+        self.campaign, self.stage = make_campaign(requester, provider=name, slug=f"contract-{name}")
+
+    def publish(self) -> ProviderOperation:
+        if self.name in ("prolific", "mturk"):
+            op = stage_provider_publish(stage=self.stage)
+            assert op is not None
+            return op
+        from campaigns.work.publishing import stage_publish
+
+        stage_publish(stage=self.stage)  # local HITs publish at once; the operation is a no-op
+        hit_ids = list(HIT.objects.filter(stage=self.stage).values_list("pk", flat=True))
+        op, _ = operation_request(
+            provider="local",
+            kind=OperationKind.CREATE_HIT,
+            key=f"publish:stage:{self.stage.pk}",
+            payload={"stage_id": self.stage.pk, "hit_ids": hit_ids},
+            campaign=self.campaign,
+        )
+        return op
+
+    def platform_calls(self, method: str, path: str, mturk: str = "") -> int:
+        """Calls the platform got: Prolific by method and path, MTurk by operation."""
+        if self.name == "mturk":
+            return self.fake.state.calls[mturk]
+        return len(self.fake.calls(method, path)) if self.name == "prolific" else 0
+
+    def submitted(self) -> Assignment:
+        op = self.publish()
+        execute(op.pk)
+        if self.name == "local":
+            invite = invite_create(
+                campaign=self.campaign, created_by=self.campaign.owner, expires_in=timedelta(days=1)
+            )
+            _, worker = invite_redeem(token=invite_token(invite=invite))
+            assignment = assignment_accept(stage=self.stage, worker=worker)
+            assignment_submit(assignment_id=assignment.pk, worker=worker, form=FORM, telemetry={})
+            return Assignment.objects.get(pk=assignment.pk)
+        if self.name == "mturk":
+            hit = HIT.objects.filter(stage=self.stage).earliest("pk")
+            assignment = page_submit(self.fake, hit, "AWORKERCONTRACT1")
+            mturk_hits_sync()
+            return Assignment.objects.get(pk=assignment.pk)
+        study_id = HIT.objects.filter(stage=self.stage).earliest("pk").provider_group_id
+        session = self.fake.start_submission(study_id)
+        response = self.client.get(
+            "/work/prolific/",
+            {
+                "PROLIFIC_PID": session["participant"],
+                "STUDY_ID": study_id,
+                "SESSION_ID": session["id"],
+            },
+        )
+        self.client.post(response["Location"], FORM)
+        self.fake.complete_submission(session["id"], "X")
+        prolific_studies_sync()
+        return Assignment.objects.get(provider_assignment_id=session["id"])
+
+
+@pytest.fixture(params=["local", "prolific", "mturk"])
+def env(request, requester, fake, mturk, client) -> Env:
+    return Env(request.param, requester, fake, client, mturk)
+
+
+def test_publish_is_done_once(env):
+    op = env.publish()
+    first = execute(op.pk)
+    assert first.state == OperationState.DONE, first.last_error
+    again = execute(op.pk)
+    assert again.state == OperationState.DONE
+    hits = HIT.objects.filter(stage=env.stage)
+    assert {h.status for h in hits} == {HITStatus.PUBLISHED}
+    assert all(h.provider_hit_id for h in hits)
+    assert env.platform_calls("POST", r"/api/v1/studies/$", "CreateHITWithHITType") == (
+        {"prolific": 1, "mturk": hits.count()}.get(env.name, 0)
+    )
+    if env.name == "mturk":
+        assert len(env.fake.state.hits) == hits.count()
+
+
+def test_approve_decides_once_and_pays_once(env):
+    assignment = env.submitted()
+    payload = {
+        "assignment_id": assignment.pk,
+        "submission_id": assignment.provider_assignment_id,
+        "source": "contract",
+    }
+    op, created = operation_request(
+        provider=env.name,
+        kind=OperationKind.APPROVE,
+        key=f"approve:assignment:{assignment.pk}",
+        payload=payload,
+        campaign=env.campaign,
+    )
+    _, again = operation_request(
+        provider=env.name,
+        kind=OperationKind.APPROVE,
+        key=f"approve:assignment:{assignment.pk}",
+        payload=payload,
+        campaign=env.campaign,
+    )
+    assert created
+    assert not again
+    LedgerEntry.objects.create(
+        key=f"reward:assignment:{assignment.pk}",
+        campaign=env.campaign,
+        kind=LedgerKind.REWARD,
+        status=LedgerStatus.COMMITTED,
+        amount=Decimal("1.00"),
+        assignment=assignment,
+        operation=op,
+    )
+    for _ in range(2):
+        assert execute(op.pk).state == OperationState.DONE
+    assignment.refresh_from_db()
+    assert assignment.status == AssignmentStatus.APPROVED
+    assert assignment.worker.approved_count == 1
+    assert LedgerEntry.objects.get(operation=op).status == LedgerStatus.PAID
+    assert env.platform_calls(
+        "POST", r"/api/v1/submissions/.*/transition/", "ApproveAssignment"
+    ) == (0 if env.name == "local" else 1)
+    if env.name == "mturk":
+        assert env.fake.state.approvals[assignment.provider_assignment_id] == 1
+
+
+def test_bonus_is_paid_once(env):
+    assignment = env.submitted()
+    op, _ = operation_request(
+        provider=env.name,
+        kind=OperationKind.BONUS,
+        key="bonus:contract",
+        payload={
+            "assignment_id": assignment.pk,
+            "study_id": assignment.hit.provider_group_id,
+            "submission_id": assignment.provider_assignment_id,
+            "amount": "0.75",
+            "reason": "Agreement bonus",
+        },
+        campaign=env.campaign,
+    )
+    LedgerEntry.objects.create(
+        key="bonus:contract",
+        campaign=env.campaign,
+        kind=LedgerKind.BONUS,
+        status=LedgerStatus.COMMITTED,
+        amount=Decimal("0.75"),
+        assignment=assignment,
+        operation=op,
+    )
+    for _ in range(2):
+        assert execute(op.pk).state == OperationState.DONE
+    assert LedgerEntry.objects.get(key="bonus:contract").status == LedgerStatus.PAID
+    if env.name == "prolific":
+        assert env.platform_calls("POST", r"/api/v1/bulk-bonus-payments/") == 1
+        assert env.fake.submission(assignment.provider_assignment_id)["bonus_payments"] == [75]
+    if env.name == "mturk":
+        assert env.platform_calls("", "", "SendBonus") == 1
+        assert [b["BonusAmount"] for b in env.fake.state.bonuses] == ["0.75"]
+
+
+def test_add_assignments_adds_places_once(env):
+    publish = env.publish()
+    execute(publish.pk)
+    hit = HIT.objects.filter(stage=env.stage).earliest("pk")
+    op, _ = operation_request(
+        provider=env.name,
+        kind=OperationKind.ADD_ASSIGNMENTS,
+        key=f"escalate:hit:{hit.pk}",
+        payload={"hit_id": hit.pk, "count": 2, "study_id": hit.provider_group_id},
+        campaign=env.campaign,
+    )
+    for _ in range(2):
+        assert execute(op.pk).state == OperationState.DONE
+    before = hit.max_assignments
+    hit.refresh_from_db()
+    assert hit.max_assignments == before + 2
+    if env.name == "prolific":
+        assert env.fake.state.studies[hit.provider_group_id]["total_available_places"] == 4
+    if env.name == "mturk":
+        assert env.fake.state.added[hit.provider_hit_id] == 2
+        assert env.fake.state.hits[hit.provider_hit_id]["MaxAssignments"] == before + 2
+
+
+def test_unknown_kind_fails_with_a_reason(env):
+    with pytest.raises(PermanentProviderError):
+        provider_for(env.name).execute(
+            OperationCall(operation_id=0, kind="teleport", key="k", payload={})
+        )
+    op, _ = operation_request(
+        provider=env.name, kind="teleport", key="k", payload={}, campaign=env.campaign
+    )
+    op = execute(op.pk)
+    assert op.state == OperationState.FAILED
+    assert "teleport" in op.last_error

@@ -1,0 +1,104 @@
+"""Queries per worker request on the hot path (accept → page → submit).
+
+The worker pages run thousands of cycles a minute; these bounds keep them from
+growing back (bench/README.md: accept took 19, page 5, submit 9 before the
+``places_left`` counter and the folded checks).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from campaigns import tasktypes
+from campaigns.models import Assignment, AssignmentStatus, Stage
+from campaigns.tasktypes.base import TaskType
+from campaigns.work.invites import invite_create, invite_token
+from campaigns.work.publishing import stage_publish
+from tests.campaigns.work.conftest import EchoTask
+
+# Outside a test transaction, so that the services' own transactions are the outermost
+# ones, as in production (no SAVEPOINT queries counted).
+pytestmark = pytest.mark.django_db(transaction=True)
+
+# Counted as bench/worker_cycles.py counts them: BEGIN and COMMIT included.
+ACCEPT_MAX = 8  # one more for task types with exclusive keys (the worker's keys)
+PAGE_MAX = 3
+SUBMIT_MAX = 6
+
+
+class PlainEchoTask(EchoTask):
+    """The test task type without exclusive keys (as ``rephrase``, the bench's type)."""
+
+    name = "test_echo_plain"
+    exclusive_key = TaskType.exclusive_key
+
+
+@pytest.fixture(params=["test_echo_plain", "test_echo"])
+def task_type_name(request, monkeypatch) -> str:
+    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
+    return request.param
+
+
+@pytest.fixture
+def worker_client(make_stage, task_type_name):
+    stage = make_stage(items=30)
+    Stage.objects.filter(pk=stage.pk).update(task_type=task_type_name)
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    link = invite_create(
+        campaign=stage.campaign, created_by=stage.campaign.owner, expires_in=timedelta(days=1)
+    )
+    client = Client()
+    client.post(reverse("worker:invite", kwargs={"token": invite_token(invite=link)}))
+    return client, stage
+
+
+def _cycle(client: Client, stage, *, text: str) -> tuple[int, int, int]:
+    """One accept → page → submit; the number of queries of each."""
+    counts = []
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
+    assert response.status_code == 302
+    counts.append(len(ctx))
+    url = response["Location"]
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.get(url).status_code == 200
+    counts.append(len(ctx))
+    with CaptureQueriesContext(connection) as ctx:
+        assert client.post(url, {"items/0/text": text}).status_code == 302
+    counts.append(len(ctx))
+    return counts[0], counts[1], counts[2]
+
+
+def test_cycle_query_counts(worker_client, task_type_name, django_assert_max_num_queries):
+    client, stage = worker_client
+    _cycle(client, stage, text="warm up the session")
+    accept_url = reverse("worker:accept", kwargs={"stage_id": stage.pk})
+    keys = task_type_name == "test_echo"
+
+    with django_assert_max_num_queries(ACCEPT_MAX + keys):
+        response = client.post(accept_url)
+    assert response.status_code == 302
+    url = response["Location"]
+    with django_assert_max_num_queries(PAGE_MAX):
+        assert client.get(url).status_code == 200
+    with django_assert_max_num_queries(SUBMIT_MAX):
+        assert client.post(url, {"items/0/text": "counted answer"}).status_code == 302
+    assert Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).count() == 2
+
+
+def test_query_counts_do_not_grow_with_the_stage(worker_client):
+    """The 20th cycle costs what the 2nd does: no query scans the stage's HITs."""
+    client, stage = worker_client
+    first = _cycle(client, stage, text="first answer")
+    second = _cycle(client, stage, text="second answer")
+    for n in range(17):
+        _cycle(client, stage, text=f"answer {n}")
+    assert _cycle(client, stage, text="last answer") == second
+    assert first == second
