@@ -306,6 +306,8 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         ),
         "rows": rows,
         "can_decide": can_decide,
+        # The local workforce is paid no rewards through qaportal: no money shown.
+        "moves_money": platform_for(campaign).pays_workers,
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }

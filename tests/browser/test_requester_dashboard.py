@@ -78,9 +78,11 @@ def test_requester_publishes_watches_progress_and_bulk_approves(page, live_serve
     submitted = Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).count()
     assert submitted == 3
 
-    # Bulk approval: the confirmation names the money before anything moves.
+    # Bulk approval asks first; the local workforce is paid nothing through qaportal,
+    # so neither the rows nor the confirmation state money (issue 20, point 11).
     page.get_by_role("link", name="Review").click()
     page.wait_for_url("**/review/")
+    assert page.locator("dd.pay").count() == 0
     for box in page.locator('input[name="ids"]').all():
         box.check()
     dialogs: list[str] = []
@@ -92,7 +94,7 @@ def test_requester_publishes_watches_progress_and_bulk_approves(page, live_serve
     page.on("dialog", accept)
     page.get_by_role("button", name="Approve selected").click()
     page.get_by_text("Approved 3 assignments.").wait_for()
-    assert dialogs == ["Approve 3 assignment(s)? This pays 0.75 USD in rewards."]
+    assert dialogs == ["Approve 3 assignment(s)?"]
     assert Assignment.objects.filter(status=AssignmentStatus.APPROVED).count() == 3
 
     # The dataset in Mintaka's schema, downloaded from the campaign page.

@@ -30,6 +30,14 @@
         fee += cents(row.getAttribute("data-fee"));
       });
       var currency = bulk.getAttribute("data-currency") || "";
+      // The local workforce is paid nothing through qaportal: no money to state.
+      if (bulk.getAttribute("data-moves-money") === "0") {
+        var plain = decision === "approve"
+          ? "Approve " + chosen.length + " assignment(s)?"
+          : "Reject " + chosen.length + " assignment(s)? Their workers see your feedback.";
+        if (!window.confirm(plain)) { event.preventDefault(); }
+        return;
+      }
       var text = decision === "approve"
         ? "Approve " + chosen.length + " assignment(s)? This pays " + money(reward) + " " + currency +
           " in rewards" + (fee ? " + " + money(fee) + " " + currency + " in fees" : "") + "."
