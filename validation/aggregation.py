@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Hashable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -213,7 +213,9 @@ def dawid_skene(
     assert model.labels_ is not None
     return ModelAggregation(
         method="dawid_skene",
-        labels={table.items[int(t)]: table.labels[int(v)] for t, v in model.labels_.items()},
+        labels={
+            table.items[int(cast(int, t))]: table.labels[int(v)] for t, v in model.labels_.items()
+        },
         reliability=reliability,
     )
 
@@ -242,7 +244,9 @@ def mace(
     assert model.labels_ is not None
     return ModelAggregation(
         method="mace",
-        labels={table.items[int(t)]: table.labels[int(v)] for t, v in model.labels_.items()},
+        labels={
+            table.items[int(cast(int, t))]: table.labels[int(v)] for t, v in model.labels_.items()
+        },
         reliability={
             table.annotators[int(w)]: float(c)
             for w, c in zip(worker_order, competence, strict=True)

@@ -116,7 +116,7 @@ class Platform(ABC):
         self,
         *,
         campaign: Campaign,
-        actor: AbstractBaseUser | None,
+        actor: AbstractBaseUser,
         workers: list[Worker],
         subject: str,
         body: str,

@@ -41,7 +41,7 @@ class CrowdPlatform(Platform):
         self,
         *,
         campaign: Campaign,
-        actor: AbstractBaseUser | None,
+        actor: AbstractBaseUser,
         workers: list[Worker],
         subject: str,
         body: str,

@@ -100,9 +100,7 @@ def stage_provider_publish(
     platform = platform_for(stage.campaign)
     if not platform.pays_workers:
         raise DomainError("stage_provider_publish handles campaigns on paid platforms.")
-    return platform.stage_publish(  # type: ignore[no-any-return]
-        stage=stage, allow_partial=allow_partial, test=test
-    )
+    return platform.stage_publish(stage=stage, allow_partial=allow_partial, test=test)
 
 
 def hits_being_published(*, stage: Stage) -> set[int]:

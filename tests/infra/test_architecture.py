@@ -132,12 +132,13 @@ def test_no_application_import_inside_a_function_but_the_allowed() -> None:
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             for sub in ast.walk(node):
-                names = []
                 if isinstance(sub, ast.ImportFrom) and sub.module:
-                    names = [sub.module]
+                    names, line = [sub.module], sub.lineno
                 elif isinstance(sub, ast.Import):
-                    names = [a.name for a in sub.names]
+                    names, line = [a.name for a in sub.names], sub.lineno
+                else:
+                    continue
                 for name in names:
                     if name.split(".")[0] in APPS and (rel, name) not in LAZY_ALLOWED:
-                        found.append(f"{rel}:{sub.lineno}: {name}")
+                        found.append(f"{rel}:{line}: {name}")
     assert found == [], "\n".join(found)

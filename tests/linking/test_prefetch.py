@@ -8,9 +8,10 @@ import json
 import pytest
 from django.urls import reverse
 
-from campaigns.models import Item
+from campaigns.models import Assignment, Item
 from campaigns.platforms.publishing import campaign_start
-from linking.hooks import answer_stored, stage_published
+from campaigns.tasktypes import task_type_get
+from linking.hooks import on_answer_stored, on_stage_published
 from linking.models import WikidataCacheEntry
 from linking.tasks import prefetch_stage_task
 from linking.wikidata import reset_host_gates
@@ -84,16 +85,18 @@ def test_prefetch_of_a_stage_that_is_not_linking_does_nothing(linking_stage):
 
 def test_hooks_enqueue_only_for_linking_stages(linking_stage, django_capture_on_commit_callbacks):
     stage = linking_stage(items=[{"external_id": "a", "question": "Q?", "answer": "Paris"}])
+    stored = Assignment(hit_id=1)  # unsaved: the hook reads its HIT id only
     with django_capture_on_commit_callbacks() as callbacks:
-        stage_published(stage=stage)
-        answer_stored(stage=stage, hit_id=1)
+        on_stage_published(stage=stage)
+        on_answer_stored(assignment=stored, stage=stage, task_type=task_type_get(stage.task_type))
         stage.task_type = "question_writing"
-        stage_published(stage=stage)
-        answer_stored(stage=stage, hit_id=1)
-    assert len(callbacks) == 2
+        on_stage_published(stage=stage)
+        on_answer_stored(assignment=stored, stage=stage, task_type=task_type_get(stage.task_type))
+    assert len(callbacks) == 2  # through the outbox: one message each, sent after commit
     stage.task_type, stage.escalation_rule = "answer_entity_linking", {}
     with django_capture_on_commit_callbacks() as callbacks:
-        answer_stored(stage=stage, hit_id=1)  # no entity-agreement rule: nothing to judge
+        # no entity-agreement rule: nothing to judge
+        on_answer_stored(assignment=stored, stage=stage, task_type=task_type_get(stage.task_type))
     assert callbacks == []
 
 

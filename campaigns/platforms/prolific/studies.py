@@ -211,7 +211,7 @@ def prolific_stage_publish(
             "study": body,
         }
         if running is not None:
-            payload["grow_study_id"] = running.result["study_id"]
+            payload["grow_study_id"] = (running.result or {})["study_id"]
         if test:
             payload["test"] = True
         op, _ = operation_request(
