@@ -31,6 +31,7 @@ import django
 django.setup()
 
 from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.models import User  # noqa: E402
 from django.db.models import Count, Sum  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
@@ -55,12 +56,12 @@ from campaigns.simulate import simulate_crowd  # noqa: E402
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
-def _owner(name: str):  # type: ignore[no-untyped-def]
+def _owner(name: str) -> User:
     user, _ = get_user_model().objects.get_or_create(username=name)
     return user
 
 
-def _fresh(slug: str, name: str, owner) -> Campaign:  # type: ignore[no-untyped-def]
+def _fresh(slug: str, name: str, owner: User) -> Campaign:
     Campaign.objects.filter(slug=slug).delete()
     return campaign_create(owner=owner, name=name, slug=slug)
 
@@ -110,9 +111,10 @@ def report(campaign: Campaign, recipe: str) -> dict[str, object]:
             exports[name] = {"rows": rows, "fields": dict(sorted(fields.items()))}
         else:
             header = text.splitlines()[0].split(",") if text else []
-            exports[name] = {"rows": rows, "columns": len(header), "header": header}
+            summary: dict[str, object] = {"rows": rows, "columns": len(header), "header": header}
             if name == "answer-agreement":
-                exports[name]["table"] = text.splitlines()[1:]
+                summary["table"] = text.splitlines()[1:]
+            exports[name] = summary
     pilot = recipe_cost(name=recipe, provider="mturk", scale="pilot")
     return {
         "campaign": campaign.slug,

@@ -23,7 +23,9 @@ UNREACHABLE_POSTGRES = "postgres://postgres@127.0.0.1:1/qaportal"
 @pytest.fixture
 def real_redis_configured() -> None:
     """The suite runs against Redis, as production does; fail loudly if it does not."""
-    backend = import_string(settings.CACHES["default"]["BACKEND"])
+    backend_path = settings.CACHES["default"]["BACKEND"]
+    assert isinstance(backend_path, str)
+    backend = import_string(backend_path)
     assert issubclass(backend, RedisCache)
     assert settings.CELERY_BROKER_URL.startswith("redis://")
 

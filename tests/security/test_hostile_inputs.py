@@ -207,9 +207,9 @@ def test_a_stage_may_name_only_its_owners_qualification_types(
 
 def test_upload_errors_quote_only_a_short_prefix_of_the_bad_value(client, stage):
     huge = "Q" * 100_000
-    body = f"id,topic,complexity_type\n{'i' * 300},{huge},nonsense\n".encode()
+    upload = f"id,topic,complexity_type\n{'i' * 300},{huge},nonsense\n".encode()
     response = client.post(
-        f"/api/v1/stages/{stage.pk}/items/upload/", body, content_type="text/csv"
+        f"/api/v1/stages/{stage.pk}/items/upload/", upload, content_type="text/csv"
     )
     body = _json_400(response)
     assert len(response.content) < 5_000

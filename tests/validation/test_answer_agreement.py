@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Hashable
 from decimal import Decimal
+from typing import cast
 
 import pytest
 from django.utils import timezone
@@ -14,7 +16,7 @@ from campaigns.design.services import campaign_create, stage_add
 from campaigns.exports import export_write
 from campaigns.models import HIT, Assignment, HITItem, Item, ItemSource, ItemStatus
 from tests.factories import WorkerFactory
-from validation.answer_agreement import RANDOM, WITH, WITHOUT, answer_agreement
+from validation.answer_agreement import RANDOM, WITH, WITHOUT, Answer, answer_agreement
 
 # Table 2 of the paper: the five answers to "Why is the moon crucial to the rare earth
 # hypothesis?" by their sentence ids.
@@ -22,7 +24,9 @@ TABLE_2 = [{20, 21}, {18, 19, 20}, {20, 21, 22}, {18, 20, 21}, {18, 21}]
 
 
 def test_sentence_id_agreement_on_the_papers_table_2_example():
-    answers = {"fermi": [(ids, f"sentences {sorted(ids)}") for ids in TABLE_2]}
+    answers: dict[Hashable, list[Answer]] = {
+        "fermi": [(ids, f"sentences {sorted(ids)}") for ids in TABLE_2]
+    }
     result = answer_agreement(answers)
     # Ten pairs: 1/4 2/3 2/3 1/3 1/5 1/2 1/4 1/2 1/4 2/3 -> 4.2833 / 10.
     assert result.sentence_ids[WITHOUT]["total_average"] == pytest.approx(0.4283, abs=1e-4)
@@ -38,7 +42,7 @@ def test_sentence_id_agreement_on_the_papers_table_2_example():
 
 def test_rouge_with_and_without_no_answer_and_the_random_baseline():
     same = "the moon stabilises the axis of the earth"
-    answers = {
+    answers: dict[Hashable, list[Answer]] = {
         "q1": [({1}, same), ({1}, same), (None, ""), (None, "")],
         "q2": [({4}, "ferries carry cars across the bay at night"), ({4}, "ferries carry cars")],
     }
@@ -47,10 +51,16 @@ def test_rouge_with_and_without_no_answer_and_the_random_baseline():
     assert result.rouge[WITHOUT]["rouge1"] == pytest.approx((1 + 6 / 11) / 2, abs=1e-4)
     # NoA included: q1 has 6 pairs (identical 1, NoA-NoA 1, four mixed 0), q2 one.
     assert result.pairs[WITH] == 7
-    assert result.rouge[WITH]["rouge1"] < result.rouge[WITHOUT]["rouge1"]
+    with_noa, without_noa = result.rouge[WITH]["rouge1"], result.rouge[WITHOUT]["rouge1"]
+    random_rouge = result.rouge[RANDOM]["rouge1"]
+    assert with_noa is not None
+    assert without_noa is not None
+    assert random_rouge is not None
+    assert with_noa < without_noa
     assert result.pairs[RANDOM] == 7
-    assert result.rouge[RANDOM]["rouge1"] < result.rouge[WITHOUT]["rouge1"]
-    assert set(result.as_json()["paper"]["rouge"]) == {WITH, WITHOUT, RANDOM}
+    assert random_rouge < without_noa
+    paper = cast(dict[str, dict[str, dict[str, float]]], result.as_json()["paper"])
+    assert set(paper["rouge"]) == {WITH, WITHOUT, RANDOM}
 
 
 @pytest.mark.django_db

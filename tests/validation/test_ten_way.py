@@ -4,6 +4,7 @@ vote the gold label, the other six estimate human performance."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from decimal import Decimal
 
 import pytest
@@ -25,7 +26,7 @@ def test_estimate_uses_four_plus_the_writer_for_gold_and_six_for_humans():
     assert (result.items, result.scored, result.gold) == (1, 1, {"q": "1"})
     voters = ten_way_gold_labels({"q": labels}, gold_votes=4)["q"]
     assert len(voters) == 4
-    held = list(labels)
+    held: list[Hashable] = list(labels)
     for label in voters:
         held.remove(label)
     assert len(held) == 6

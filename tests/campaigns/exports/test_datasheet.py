@@ -4,7 +4,10 @@ the ``hf`` export."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
@@ -67,7 +70,7 @@ def test_page_edits_and_the_export_includes_it(agreed, tmp_path):  # noqa: F811
 def test_others_cannot_see_or_edit(agreed):  # noqa: F811
     campaign = agreed.campaign
     stranger = Client()
-    stranger.force_login(UserFactory(username="mallory"))
+    stranger.force_login(cast(User, UserFactory(username="mallory")))
     url = reverse("frontend:campaign-datasheet", args=[campaign.slug])
     assert stranger.get(url).status_code == 404
     assert stranger.post(url, {"text": "mine now"}).status_code == 404

@@ -12,12 +12,15 @@ import io
 import json
 import re
 import zipfile
+from collections.abc import Iterator
 from decimal import Decimal
 from html import unescape
 from pathlib import Path
+from typing import cast
 
 import pytest
 from django.core.management import CommandError, call_command
+from django.http import StreamingHttpResponse
 from django.test import Client
 from django.urls import reverse
 
@@ -35,6 +38,13 @@ from tests.validation.db_helpers import hits, make_stage, mc_item, submit, worke
 pytestmark = pytest.mark.django_db
 
 MINTAKA_JSON = Path("/work/shared/data/mintaka/mintaka_dev_sample.json")
+
+
+def _streamed(response: object) -> bytes:
+    """The body of a streamed (file) response."""
+    content = cast(StreamingHttpResponse, response).streaming_content
+    assert isinstance(content, Iterator)
+    return b"".join(content)
 
 
 def _load(folder: Path):
@@ -350,7 +360,7 @@ def test_api_croissant_and_zipped_folder(agreed, tmp_path):
     response = client.get(base + "croissant/?version=2.0.0&license=cc-by-4.0")
     assert response.status_code == 200
     assert response["Content-Type"].startswith("application/ld+json")
-    jsonld = json.loads(b"".join(response.streaming_content))
+    jsonld = json.loads(_streamed(response))
     assert jsonld["version"] == "2.0.0"
     assert jsonld["license"] == "https://creativecommons.org/licenses/by/4.0/"
 
@@ -358,7 +368,7 @@ def test_api_croissant_and_zipped_folder(agreed, tmp_path):
     assert response.status_code == 200
     assert response["Content-Type"] == "application/zip"
     assert response["Content-Disposition"] == f'attachment; filename="{campaign.slug}-hf.zip"'
-    with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as zf:
+    with zipfile.ZipFile(io.BytesIO(_streamed(response))) as zf:
         zf.extractall(tmp_path)
     assert sum(len(s) for s in _load(tmp_path / campaign.slug).values()) == 8
     audits = ExportAudit.objects.filter(campaign=campaign, via="api").order_by("pk")
@@ -380,7 +390,7 @@ def test_page_links_and_downloads_the_zip(agreed):
     assert reverse("frontend:campaign-datasheet", args=[campaign.slug]) in page
     response = client.get(reverse("frontend:campaign-export", args=[campaign.slug, "hf"]))
     assert response.status_code == 200
-    with zipfile.ZipFile(io.BytesIO(b"".join(response.streaming_content))) as zf:
+    with zipfile.ZipFile(io.BytesIO(_streamed(response))) as zf:
         assert f"{campaign.slug}/README.md" in zf.namelist()
     assert ExportAudit.objects.get(via="page").row_counts == {"train": 5, "test": 3}
 

@@ -10,16 +10,20 @@ import csv
 import hashlib
 import io
 import zipfile
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from typing import cast
 
 import pytest
+from django.http import StreamingHttpResponse
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from campaigns import exports as export_registry
 from campaigns import jobs as job_service
+from campaigns.exports import Stream
 from campaigns.models import ExportAudit, Job, JobStatus
 from campaigns.tasks import job_run_task
 from tests.factories import AssignmentFactory, CampaignFactory, HITFactory, StageFactory
@@ -61,10 +65,12 @@ def start(django_capture_on_commit_callbacks):
     return post
 
 
-def _download(client: APIClient, job: dict) -> tuple[bytes, object]:
-    response = client.get(job["download_url"])
+def _download(client: APIClient, job: dict) -> tuple[bytes, StreamingHttpResponse]:
+    response = cast(StreamingHttpResponse, client.get(job["download_url"]))
     assert response.status_code == 200
-    return b"".join(response.streaming_content), response
+    content = response.streaming_content
+    assert isinstance(content, Iterator)
+    return b"".join(content), response
 
 
 def test_export_job_runs_and_names_rows_and_checksum(worked, requester, start):
@@ -196,7 +202,8 @@ def test_a_folder_format_is_zipped(worked, requester, monkeypatch, start):
         tally.rows = 2
 
     base = export_registry.FORMATS["jsonl"]
-    folder_format = replace(base, name="folderish", extension="", stream=None)
+    # A folder format has no stream: None, so that calling it would fail the test.
+    folder_format = replace(base, name="folderish", extension="", stream=cast(Stream, None))
     object.__setattr__(folder_format, "folder", folder)
     monkeypatch.setitem(export_registry.FORMATS, "folderish", folder_format)
     client = _client(requester)

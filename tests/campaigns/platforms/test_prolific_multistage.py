@@ -137,9 +137,12 @@ def test_later_batches_grow_the_stage_study_and_no_hit_is_in_two_studies(
     # The second batch became more places on the stage's one study (PATCH), with its codes.
     assert len(ops) == 2
     (linking_study,) = _studies_of(linking)
-    second = ops.order_by("pk").last()
+    first_batch, second = ops.order_by("pk").first(), ops.order_by("pk").last()
+    assert first_batch is not None
+    assert second is not None
+    assert second.result is not None
     assert second.payload["grow_study_id"] == linking_study
-    assert second.payload["codes"] == ops.order_by("pk").first().payload["codes"]
+    assert second.payload["codes"] == first_batch.payload["codes"]
     assert second.result["grown"] is True
     assert fake.state.studies[linking_study]["total_available_places"] == sum(
         HIT.objects.filter(stage=linking).values_list("max_assignments", flat=True)
@@ -169,6 +172,7 @@ def test_a_stopped_study_is_not_grown_a_new_one_is_made(
     last = ProviderOperation.objects.filter(
         kind=OperationKind.CREATE_STUDY, payload__stage_id=linking.pk
     ).latest("pk")
+    assert last.result is not None
     assert last.result["grow_refused"] == "AWAITING REVIEW"
     assert last.result["created"]
     assert not fake.calls("PATCH")

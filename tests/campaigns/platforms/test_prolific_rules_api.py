@@ -90,6 +90,7 @@ def test_usd_recipe_is_converted_at_the_requesters_rate(token_client, fake, sett
     assert made.status_code == 201
     campaign = Campaign.objects.get(slug=made.json()["slug"])
     write = campaign.stages.order_by("position").first()
+    assert write is not None
     assert write.reward == Decimal("1.00")  # $1.25 x 0.8
     # Without a rate, the server's setting, and it says so.
     other = token_client.post(
@@ -98,6 +99,7 @@ def test_usd_recipe_is_converted_at_the_requesters_rate(token_client, fake, sett
         format="json",
     ).json()
     write = Campaign.objects.get(slug=other["slug"]).stages.order_by("position").first()
+    assert write is not None
     assert write.reward == Decimal("0.94")  # 1.25 x 0.75, half up
     estimate = token_client.get(f"/api/v1/campaigns/{other['slug']}/cost-estimate/").json()
     assert estimate["conversions"]["Write questions"]["source"] == "setting"
@@ -142,6 +144,7 @@ def test_test_participants_and_a_test_study_pilot_cost_nothing(
     assert moved.status_code == 200, moved.json()
     run_operations()
     op = ProviderOperation.objects.get(kind=OperationKind.CREATE_STUDY)
+    assert op.result is not None
     study_id = op.result["study_id"]
     assert fake.state.studies[study_id]["is_test"] is True
     assert not fake.calls("POST", r"/api/v1/studies/[^/]+/transition/")  # never published

@@ -196,20 +196,20 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
         assert bonus.count() == len(qualified)
         assert {b.amount for b in bonus} == {Decimal(("5.00", "7.00", "10.00")[number - 1])}
         if name.startswith("CROWD") and number > 1:  # round 1 is graded by experts
-            grading = LedgerEntry.objects.filter(
+            grading_bonus = LedgerEntry.objects.filter(
                 key__startswith=f"bonus:round-grading:{writing.pk}:{number}:"
             )
-            assert grading.exists()
-            assert {b.amount for b in grading} == {Decimal("5.00")}
+            assert grading_bonus.exists()
+            assert {b.amount for b in grading_bonus} == {Decimal("5.00")}
         # Nobody graded their own example.
         grading_stage = stages[name.replace("Round", "Grading")]
         for g in Assignment.objects.filter(hit__stage=grading_stage).prefetch_related(
             "hit__items__source_assignment"
         ):
-            writers = {
+            graded_writers = {
                 i.source_assignment.worker_id for i in g.hit.items.all() if i.source_assignment
             }
-            assert g.worker_id not in writers
+            assert g.worker_id not in graded_writers
 
     # Expert grading was done by the experts only (EXPERT's rounds and CROWD's round 1);
     # CROWD's rounds 2 and 3 by the writers promoted after round 1 only (§3.3).

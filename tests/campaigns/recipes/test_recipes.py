@@ -191,6 +191,7 @@ def test_recipe_scales_in_the_api_and_the_page(token_client, client, requester):
     )
     assert made.status_code == 201, made.content
     quiz = Campaign.objects.get(slug="why-paper").stages.order_by("position").first()
+    assert quiz is not None
     assert quiz.assignments_per_hit == 2355
     bad = token_client.post(
         "/api/v1/campaigns/", {"name": "X", "recipe": "whyqa", "scale": "huge"}, format="json"
@@ -206,6 +207,7 @@ def test_recipe_scales_in_the_api_and_the_page(token_client, client, requester):
         {"name": "Why paper", "provider": "local", "recipe": "whyqa", "scale": "paper"},
     )
     quiz = Campaign.objects.get(name="Why paper").stages.order_by("position").first()
+    assert quiz is not None
     assert quiz.assignments_per_hit == 2355
 
 

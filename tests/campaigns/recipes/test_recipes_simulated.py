@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any, cast
 
 import pytest
 
@@ -74,7 +75,7 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages():
     written = [
         p["question"]
         for a in Assignment.objects.filter(hit__stage=write, status=AssignmentStatus.APPROVED)
-        for p in a.answers["questions"]
+        for p in cast(dict[str, Any], a.answers)["questions"]
     ]
     assert {q.data["question"] for q in questions} == set(written)
     assert Assignment.objects.filter(

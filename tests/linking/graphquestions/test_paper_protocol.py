@@ -9,8 +9,10 @@ import json
 import random
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
+from django.contrib.auth.models import User
 
 from campaigns.design.items import items_upload
 from campaigns.design.services import campaign_create, stage_update
@@ -38,7 +40,7 @@ EX = "http://example.org/"
 PERSON, PARENT, BORN = EX + "Person", EX + "parent", EX + "birthDate"
 TTL = Path(__file__).parent / "people.ttl"
 CANONICAL = "what is the number of films directed by steven spielberg?"
-ITEM = {
+ITEM: dict[str, Any] = {
     "external_id": "gq-1",
     "data": {
         "canonical_question": CANONICAL,
@@ -139,7 +141,9 @@ def test_sending_to_the_recipes_stage_needs_two_checks_and_never_collides(reques
     assert generated_questions_send(campaign=campaign, stage=paraphrase) == 0  # one check
     generated_questions_decide(questions=stored, accept=True, user=requester)  # same person
     assert generated_questions_send(campaign=campaign, stage=paraphrase) == 0
-    generated_questions_decide(questions=stored, accept=True, user=UserFactory(username="bo"))
+    generated_questions_decide(
+        questions=stored, accept=True, user=cast(User, UserFactory(username="bo"))
+    )
     assert generated_questions_send(campaign=campaign, stage=paraphrase) == len(stored)
     sent = Item.objects.filter(stage=paraphrase, source="generated")
     assert sent.count() == len(stored)

@@ -10,9 +10,11 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 from pathlib import Path
+from typing import cast
 from urllib.parse import parse_qs
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
@@ -119,7 +121,9 @@ def test_page_edit_accept_reject_and_send(campaign, alice_client):
     # GraphQuestions §7.1: one check is not enough; a second person's makes it sendable.
     assert (keep.status, keep.canonical_question) == ("proposed", "Who is <b>Carl</b>'s child?")
     assert "checked by 1 of 2 people" in alice_client.get(url).content.decode()
-    generated_questions_decide(questions=[keep], accept=True, user=UserFactory(username="carol"))
+    generated_questions_decide(
+        questions=[keep], accept=True, user=cast(User, UserFactory(username="carol"))
+    )
     keep.refresh_from_db()
     assert keep.status == "accepted"
     assert drop.status == "rejected"
