@@ -28,10 +28,12 @@ from campaigns.exports.mintaka_values import (
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.base import answer_for_item, derived_external_id
+from campaigns.tasktypes.entity_linking import QuestionEntityLinking
 from campaigns.tasktypes.question_writing import (
     NUMERIC_TYPES as NUMERIC_CELLS,
 )
 from campaigns.tasktypes.question_writing import (
+    QuestionWriting,
     detect_answer_type,
     linked_answer_text,
     yes_no_value,
@@ -71,7 +73,7 @@ def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
     """Approved QA pairs, a chunk of writing assignments at a time."""
     queryset = Assignment.objects.filter(
         hit__stage__campaign=campaign,
-        hit__stage__task_type="question_writing",
+        hit__stage__task_type=QuestionWriting.name,
         status=AssignmentStatus.APPROVED,
     )
     for rows in keyset_rows(queryset, ("hit_id", "answers")):
@@ -137,7 +139,7 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
     out: dict[str, list[dict[str, Any]]] = {}
     for row in Item.objects.filter(
         stage__campaign=campaign,
-        stage__task_type="question_entity_linking",
+        stage__task_type=QuestionEntityLinking.name,
         external_id__in=list(ids),
     ).values("external_id", "data"):
         spans = (row["data"] or {}).get("proposed_spans") or []
