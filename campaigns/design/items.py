@@ -547,7 +547,8 @@ def _copy_items(
         )
     buffer.seek(0)
     table = connection.ops.quote_name(Item._meta.db_table)
-    with connection.cursor() as cursor:
+    # The raw cursor's errors become Django's (a taken id: IntegrityError, refused whole).
+    with connection.cursor() as cursor, connection.wrap_database_errors:
         cursor.copy_expert(
             f"COPY {table} (stage_id, external_id, data, gold, source, upload_batch, status, "
             "created_at) FROM STDIN WITH (FORMAT csv)",

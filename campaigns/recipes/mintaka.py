@@ -158,6 +158,8 @@ LINK_QUESTIONS = StageSpec(
     bonus_rules=[{"rule": "per_agreed_entity", "amount": "0.10", "beyond": 1}],
     # Every question, whatever its answer (fed by both earlier stages).
     paper_items=PAPER_QUESTIONS,
+    # The pilot links the questions its writing stage asks for: 2 HITs per cell, 5 each.
+    pilot_items=len(TOPICS) * len(COMPLEXITY_TYPES) * 2 * QUESTIONS_PER_HIT,
 )
 TRANSLATE = StageSpec(
     name="Translate questions",

@@ -70,6 +70,11 @@ class Translation(TaskType):
             "source_id": {"type": "string", "maxLength": 255},
         },
     }
+    # The upload template's example row (a language code, not a placeholder word).
+    example_item: ClassVar[dict[str, Any] | None] = {
+        "question": "Which river is longer, the Nile or the Amazon?",
+        "language": "de",
+    }
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

@@ -1,5 +1,5 @@
 """Issue 20, the campaign page in Debian's chromium (Playwright): the pipeline as a flow
-with the protocol arms side by side (Nangia's 19 stages), a progress table that fits
+with the protocol arms side by side (Nangia's 20 stages), a progress table that fits
 1280 px and tells an empty stage from a finished one, charts and quality numbers that
 show, and no money that does not move for the local workforce. The last test keeps
 the screenshots under docs/screenshots/ when QAPORTAL_SCREENSHOTS names that folder."""
@@ -34,11 +34,11 @@ def _no_horizontal_scroll(page) -> bool:
 
 
 def test_nangia_pipeline_is_a_flow_with_the_four_arms_side_by_side(page):
-    """Point 7: 19 stages as a flow; the arms are columns next to each other, each
+    """Point 7: 20 stages as a flow; the arms are columns next to each other, each
     stage with its counts; the page is no longer an 8,000-pixel list."""
     alice = UserFactory.create(username="alice")
     campaign = campaign_create_with_recipe(owner=alice, name="Nangia", recipe="nangia")
-    assert campaign.stages.count() == 19
+    assert campaign.stages.count() == 20
     log_in(page)
     page.set_viewport_size(WIDE)
     page.goto(f"/campaigns/{campaign.slug}/")
@@ -54,7 +54,7 @@ def test_nangia_pipeline_is_a_flow_with_the_four_arms_side_by_side(page):
     assert all(b["x"] + b["width"] <= 1280 for b in boxes)
     # Every stage is in the flow once, with its counts.
     nodes = page.locator("#pipeline .flow-node")
-    assert nodes.count() == 19
+    assert nodes.count() == 20
     tutorial = page.locator("#pipeline .flow-node", has_text="Tutorial")
     assert "item" in tutorial.locator(".flow-counts").inner_text()
     crowd = page.locator('.arm[aria-label="Arm CROWD"] .flow-node')

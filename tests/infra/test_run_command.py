@@ -103,7 +103,12 @@ def test_make_run_serves_the_app_with_demo_data_on_the_embedded_default(tmp_path
         status, _, body = http_get(base + "/healthz")
         assert status == 200, body
         health = json.loads(body)
-        assert health["checks"] == {"database": "ok", "broker": "eager", "cache": "ok"}
+        assert health["checks"] == {
+            "database": "ok",
+            "broker": "eager",
+            "cache": "ok",
+            "worker": "eager",
+        }
 
         status, headers, _ = http_get(base + "/")
         assert status in {200, 302}

@@ -96,7 +96,9 @@ class PrivateRedis:
             self.process = None
 
     def queued(self) -> int:
-        return int(redis.Redis.from_url(self.url).llen("celery"))
+        """Messages waiting on the default queue (per test worker under xdist)."""
+        queue = app.conf.task_default_queue or "celery"
+        return int(redis.Redis.from_url(self.url).llen(queue))
 
 
 @contextmanager

@@ -155,7 +155,7 @@ def test_campaign_created_from_a_recipe_through_api_and_page(token_client, clien
     assert page.status_code == 302
     made = Campaign.objects.get(name="Mintaka 2")
     assert made.recipe == "mintaka"
-    assert Item.objects.filter(stage__campaign=made).count() == 72
+    assert Item.objects.filter(stage__campaign=made).count() == 80
 
 
 @pytest.mark.parametrize("name", recipe_names())
