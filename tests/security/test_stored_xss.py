@@ -51,6 +51,7 @@ def test_markup_is_text_on_every_page(requester):
     values = {
         "slug": campaign.slug,
         "stage_id": writing.pk,
+        "fmt": "csv",
         "item_id": item.pk,
         "assignment_id": work.pk,
         "hit_id": work.hit_id,
