@@ -266,8 +266,9 @@ class CrowdSimulation:
         browser = worker.browser
         stage_path = reverse("worker:stage", kwargs={"stage_id": stage.pk})
         page = browser.get(stage_path)
-        if page.status == 403 and "w-no-access" in page.text:
-            return False  # not this worker's stage (another arm's, or not invited to it)
+        if page.status == 403 and ("w-no-access" in page.text or "w-gate" in page.text):
+            # not this worker's stage (another arm's, not invited to it, or a quiz first)
+            return False
         if self._expect(worker, page, 200) is None:
             return False
         current = re.search(r'href="(/work/a/\d+/)"', page.text)

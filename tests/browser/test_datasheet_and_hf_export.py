@@ -53,7 +53,8 @@ def test_requester_completes_the_datasheet_and_downloads_the_dataset(page, tmp_p
 
     page.goto(f"/campaigns/{campaign.slug}/#export")
     with page.expect_download() as download_info:
-        page.locator("#export").get_by_role("link", name="Hugging Face dataset (zip)").click()
+        row = page.locator("#export li", has_text="Hugging Face dataset (zip)")
+        row.get_by_role("link", name="direct download").click()
     archive = tmp_path / "hf.zip"
     download_info.value.save_as(archive)
     with zipfile.ZipFile(archive) as zf:

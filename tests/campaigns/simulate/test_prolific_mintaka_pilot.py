@@ -106,7 +106,7 @@ def test_mintaka_pilot_on_prolific_writing_to_export_with_the_ledger_exact(reque
         sample=False,
         usd_rate=Decimal("0.80"),
     )
-    write, link_answers, link_questions = campaign.stages.order_by("position")
+    write, link_answers, link_questions, *_translate = campaign.stages.order_by("position")
     assert campaign.currency == "GBP"
 
     # $1.25 became £1.00 at the requester's rate, said so on the stage; bonuses too.
