@@ -106,7 +106,7 @@ def test_mintaka_pilot_on_prolific_writing_to_export_with_the_ledger_exact(reque
         sample=False,
         usd_rate=Decimal("0.80"),
     )
-    write, link_answers, link_questions, *_translate = campaign.stages.order_by("position")
+    write, link_answers, link_questions, *translate = campaign.stages.order_by("position")
     assert campaign.currency == "GBP"
 
     # $1.25 became £1.00 at the requester's rate, said so on the stage; bonuses too.
@@ -164,12 +164,18 @@ def test_mintaka_pilot_on_prolific_writing_to_export_with_the_ledger_exact(reque
     assert "requires at least 6.00 GBP an hour" in link_cost.pay_warning
     with pytest.raises(DomainError, match=r"4\.80 GBP an hour"):
         campaign_start(campaign=campaign, to_state=CampaignState.PILOT)
-    for stage in (link_answers, link_questions):
+    # The translation stage (off, for local translators) pays nothing: Prolific would
+    # refuse it, so on Prolific it gets a reward like the linking stages.
+    for stage in (link_answers, link_questions, *translate):
         stage.refresh_from_db()
         stage_update(
             stage=stage,
             reward=Decimal("0.10"),
-            config={**stage.config, "max_tasks_per_participant": 20},
+            config={
+                "estimated_minutes": 1,
+                **stage.config,
+                "max_tasks_per_participant": 20,
+            },
         )
     assert all(not s.pay_warning for s in campaign_cost_estimate(campaign=campaign).stages)
 
