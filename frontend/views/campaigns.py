@@ -199,7 +199,16 @@ def _render_detail(
         "progress": progress,
         "live": campaign.state in LIVE_STATES,
         "live_seconds": LIVE_SECONDS,
-        "export_formats": list(FORMATS.values()),
+        # Plain values: a template would call ``ExportFormat.stream`` instead of testing it.
+        "export_formats": [
+            {
+                "name": f.name,
+                "title": f.title,
+                "description": f.description,
+                "stream": f.stream is not None,
+            }
+            for f in FORMATS.values()
+        ],
         "export_splits": SPLITS,
     }
     return render(request, "frontend/campaign_detail.html", context, status=status)
