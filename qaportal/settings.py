@@ -139,6 +139,8 @@ if REDIS_URL:
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+            # Several deployments (or test runs) sharing one Redis database keep apart.
+            "KEY_PREFIX": os.environ.get("CACHE_KEY_PREFIX", ""),
         }
     }
 else:

@@ -76,6 +76,8 @@ def test_an_export_job_survives_a_killed_worker(tmp_path: Path, settings):
         stale_minutes=1,
         secret_key=django_settings.SECRET_KEY,
         REDIS_URL=django_settings.CELERY_BROKER_URL,  # the cache: heartbeats seen here
+        # with this test worker's keys (tests/settings.py prefixes them per xdist worker)
+        CACHE_KEY_PREFIX=str(django_settings.CACHES["default"].get("KEY_PREFIX", "")),
         MEDIA_ROOT=str(media),
         JOB_STALE_SECONDS=str(STALE_SECONDS),
     )
