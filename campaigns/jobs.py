@@ -234,21 +234,6 @@ def job_run(*, job_id: uuid.UUID | str) -> str:
     return str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
 
 
-class _HashingWriter:
-    """A binary file that counts and hashes what is written, in flat memory."""
-
-    def __init__(self, out: IO[bytes]) -> None:
-        self.out = out
-        self.sha = hashlib.sha256()
-        self.size = 0
-
-    def write_text(self, text: str) -> None:
-        data = text.encode("utf-8")
-        self.out.write(data)
-        self.sha.update(data)
-        self.size += len(data)
-
-
 def _write_folder(fmt: ExportFormat, job: Job, ticker: _Ticker, out: IO[bytes]) -> int:
     """A folder format (``fmt.folder(directory=…)``) written to a temporary directory,
     then zipped into ``out``; rows as the format counts them."""
@@ -284,10 +269,9 @@ def _run_export(job: Job) -> None:
         if getattr(fmt, "folder", None) is not None:
             rows = _write_folder(fmt, job, ticker, raw)
         else:
-            writer = _HashingWriter(raw)
             tally = Tally()
             for text in fmt.stream(campaign=job.campaign, reveal=reveal, tally=tally, **options):
-                writer.write_text(text)
+                raw.write(text.encode("utf-8"))
                 ticker.report("writing", tally.rows)
             rows = tally.rows
         # The digest of exactly the bytes stored (for a zip, of the zip file).
