@@ -331,9 +331,9 @@ def _existing_ids(*, stage: Stage, ids: list[str]) -> set[str]:
         # One array parameter instead of thousands of IN parameters.
         wanted = RawSQL("SELECT unnest(%s::text[])", [ids])
         return set(
-            Item.objects.filter(stage=stage, external_id__in=wanted).values_list(
-                "external_id", flat=True
-            )
+            Item.objects.filter(stage=stage, external_id__in=wanted)
+            .order_by()
+            .values_list("external_id", flat=True)
         )
     for start in range(0, len(ids), ID_QUERY_CHUNK):
         chunk = ids[start : start + ID_QUERY_CHUNK]
@@ -343,6 +343,12 @@ def _existing_ids(*, stage: Stage, ids: list[str]) -> set[str]:
             )
         )
     return found
+
+
+def _add_taken(problems: _Problems, *, stage: Stage, line_of: dict[str, int]) -> None:
+    """A problem for each id (``line_of``: id -> first line) the stage holds already."""
+    for taken in _existing_ids(stage=stage, ids=list(line_of)):
+        problems.add(line_of[taken], "id", f"an item with the id {taken!r} exists in this stage")
 
 
 def _check_state(campaign: Campaign) -> None:
@@ -402,8 +408,9 @@ def items_upload(
 
     Locking: parsing and validation run without locks; the insert runs in one
     transaction holding the campaign row (``select_for_update``, the lock
-    ``campaign_transition`` takes), so the state check and the check against
-    existing ids hold until the items are stored.
+    ``campaign_transition`` takes), so the state check holds until the items are
+    stored. Ids already in the stage are found by the unique constraint on
+    (stage, external id) as the rows go in, and then named row by row.
 
     ``progress(phase, rows)`` is called every few thousand rows, ``phase`` being
     ``"checking"`` then ``"storing"`` (a background job shows it; it must not write
@@ -463,11 +470,9 @@ def items_upload(
             for r in rows:
                 if r.external_id is not None:
                     line_of.setdefault(r.external_id, r.line)
-            for taken in _existing_ids(stage=stage, ids=list(line_of)):
-                problems.add(
-                    line_of[taken], "id", f"an item with the id {taken!r} exists in this stage"
-                )
             if problems:
+                # Refused already: name the ids the stage holds too, in the same answer.
+                _add_taken(problems, stage=stage, line_of=line_of)
                 raise problems.reject(filename=filename, numbering=numbering)
             batch = uuid.uuid4()
             if any(r.external_id is None for r in rows):
@@ -476,9 +481,25 @@ def items_upload(
                 ):
                     batch = uuid.uuid4()
             suffix = f"-{batch.hex[:8]}"
-            _insert(
-                stage=stage, rows=rows, suffix=suffix, source=source, batch=batch, progress=progress
-            )
+            try:
+                # The unique constraint on (stage, external id) checks the file's ids
+                # against the stage's items as they are stored: one pass, no query of
+                # every id first. A taken id undoes the insert; then the ids are looked
+                # up to name their rows.
+                with transaction.atomic():
+                    _insert(
+                        stage=stage,
+                        rows=rows,
+                        suffix=suffix,
+                        source=source,
+                        batch=batch,
+                        progress=progress,
+                    )
+            except IntegrityError:
+                _add_taken(problems, stage=stage, line_of=line_of)
+                if problems:
+                    raise problems.reject(filename=filename, numbering=numbering) from None
+                raise
     except IntegrityError as exc:
         raise _reject_one(
             "Items with some of these ids were added to the stage while the file was "

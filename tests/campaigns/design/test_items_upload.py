@@ -150,6 +150,29 @@ def test_duplicate_id_against_existing_items_of_the_stage(stage):
     assert Item.objects.filter(stage=stage).count() == 1
 
 
+def test_ids_the_stage_holds_are_named_after_earlier_chunks_went_in(stage, monkeypatch):
+    # The unique constraint finds them as the rows are stored: the chunks stored before
+    # the one holding a taken id are undone with it, and every taken id is named.
+    monkeypatch.setattr(items_service, "COPY_CHUNK", 3)
+    for external_id in ("q-9", "q-11"):
+        ItemFactory.create(stage=stage, external_id=external_id)
+    error = _rejected(stage, _csv(12))
+
+    assert [(e["row"], e["field"]) for e in error.errors] == [(9, "id"), (11, "id")]
+    assert "'q-9'" in error.errors[0]["message"]
+    assert Item.objects.filter(stage=stage).count() == 2
+
+
+def test_taken_ids_and_bad_rows_are_listed_together(stage):
+    ItemFactory.create(stage=stage, external_id="q-4")
+    error = _rejected(stage, _csv(6, bad_line=6))
+
+    assert [(e["row"], e["field"]) for e in error.errors] == [
+        (4, "id"),
+        (6, "complexity_type"),
+    ]
+
+
 def test_same_ids_may_be_uploaded_to_another_stage(stage):
     items_upload(stage=stage, content=_csv(5), filename="a.csv")
     other = StageFactory.create(campaign=stage.campaign)
