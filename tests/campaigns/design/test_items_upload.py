@@ -173,6 +173,30 @@ def test_taken_ids_and_bad_rows_are_listed_together(stage):
     ]
 
 
+def test_csv_ids_are_stripped_blank_ones_generated_long_ones_refused(stage):
+    good = b"id,topic,complexity_type\n  q-1  ,t,count\n,t,count\n"
+    error = _rejected(stage, good + b"x" * 201 + b",t,count\n")
+    assert [(e["row"], e["field"]) for e in error.errors] == [(4, "id")]
+    assert "longer than 200" in error.errors[0]["message"]
+
+    result = items_upload(stage=stage, content=good, filename="a.csv")
+
+    stored = Item.objects.filter(stage=stage).order_by("pk")
+    ids = list(stored.values_list("external_id", flat=True))
+    assert ids == ["q-1", f"row-3-{result.batch.hex[:8]}"]
+
+
+def test_text_only_and_json_column_files_store_the_same_rows(stage):
+    items_upload(stage=stage, content=b"id,topic,complexity_type\na,t,count\n", filename="a.csv")
+    other = StageFactory.create(campaign=stage.campaign, task_type="question_writing")
+    json_file = b'id,topic,complexity_type:json\na,t,"""count"""\n'
+    items_upload(stage=other, content=json_file, filename="a.csv")
+
+    text_only, with_json = (Item.objects.get(stage=s) for s in (stage, other))
+    assert text_only.data == with_json.data == {"topic": "t", "complexity_type": "count"}
+    assert text_only.external_id == with_json.external_id == "a"
+
+
 def test_same_ids_may_be_uploaded_to_another_stage(stage):
     items_upload(stage=stage, content=_csv(5), filename="a.csv")
     other = StageFactory.create(campaign=stage.campaign)
