@@ -86,6 +86,16 @@ def build(assignments: int, workers: int) -> None:
         )
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _load() -> str:
+    return "load {:.1f} {:.1f} {:.1f}".format(*os.getloadavg())
+
+
 def _vm_hwm_mb(pid: int) -> float:
     text = Path(f"/proc/{pid}/status").read_text()
     match = re.search(r"VmHWM:\s+(\d+) kB", text)
@@ -123,14 +133,20 @@ def _follow(client: Any, url: str, label: str) -> tuple[dict[str, Any], float]:
         time.sleep(2)
 
 
-def _rate(job: dict[str, Any], rows: int) -> str:
+def _rate(job: dict[str, Any], rows: int, cpu: float) -> tuple[float, str]:
+    """Rows per second from the worker's start to its finish, and the line that says so
+    with the worker process's CPU seconds over the job."""
     from campaigns.models import Job
 
     row = Job.objects.get(pk=job["id"])
     assert row.finished_at is not None
     assert row.started_at is not None
     seconds = (row.finished_at - row.started_at).total_seconds()
-    return f"{rows:,} rows in {seconds:.1f} s = {rows / seconds:,.0f} rows/s"
+    rate = rows / seconds
+    return rate, (
+        f"{rows:,} rows in {seconds:.1f} s = {rate:,.0f} rows/s "
+        f"(worker CPU {cpu:.1f} s = {rows / cpu:,.0f} rows per CPU second)"
+    )
 
 
 def main() -> None:
@@ -172,8 +188,14 @@ def main() -> None:
     queue = f"qaportal-jobs-bench-{uuid.uuid4().hex[:8]}"
     app.conf.task_default_queue = queue
     worker = Worker(queue, Path(os.environ["MEDIA_ROOT"]) / "worker.log")
-    # The first request imports every view (a cold start, not a request's work).
+    # The first request imports every view (a cold start, not a request's work); then
+    # what qaportal/wsgi.py does before a web process serves (qaportal.warmup).
+    from qaportal.warmup import process_warm_up
+
     client.get("/api/v1/campaigns/", HTTP_HOST="127.0.0.1")
+    process_warm_up()
+    summary: list[str] = []
+    slowest_request = 0.0
     try:
         # --- Upload ---------------------------------------------------------------
         stage = Stage.objects.filter(campaign=campaign).order_by("position").first()
@@ -183,7 +205,8 @@ def main() -> None:
         tag = uuid.uuid4().hex[:6]
         lines = "".join(f"bench-{tag}-{n},topic {n % 97},count\n" for n in range(args.upload_rows))
         content = (header + lines).encode()
-        print(f"upload: {args.upload_rows:,} rows, {len(content) / 2**20:.1f} MB")
+        print(f"upload: {args.upload_rows:,} rows, {len(content) / 2**20:.1f} MB; {_load()}")
+        cpu = _cpu_seconds(worker.proc.pid)
         started = time.perf_counter()
         response = client.post(
             f"/api/v1/stages/{stage.pk}/items/upload/",
@@ -195,13 +218,18 @@ def main() -> None:
         assert response.status_code == 202, response.content[:500]
         job, slowest = _follow(client, response["Location"], "upload")
         assert job["status"] == "done", job["error"]
+        assert job["row_count"] == args.upload_rows
+        rate, line = _rate(job, job["row_count"], _cpu_seconds(worker.proc.pid) - cpu)
+        slowest_request = max(slowest_request, post_seconds, slowest)
+        summary.append(f"upload {rate:,.0f} rows/s (POST {post_seconds * 1000:.0f} ms)")
         print(
             f"upload: POST answered {response.status_code} in {post_seconds * 1000:.0f} ms; "
-            f"{_rate(job, job['row_count'])}; slowest status request {slowest * 1000:.0f} ms; "
-            f"worker peak RSS {_vm_hwm_mb(worker.proc.pid):.0f} MB"
+            f"{line}; slowest status request {slowest * 1000:.0f} ms; "
+            f"worker peak RSS {_vm_hwm_mb(worker.proc.pid):.0f} MB; {_load()}"
         )
 
         # --- Export ---------------------------------------------------------------
+        cpu = _cpu_seconds(worker.proc.pid)
         started = time.perf_counter()
         response = client.post(
             f"/api/v1/campaigns/{campaign.slug}/exports/collection-metadata/jobs/",
@@ -211,10 +239,15 @@ def main() -> None:
         assert response.status_code == 202, response.content[:500]
         job, slowest = _follow(client, response["Location"], "export")
         assert job["status"] == "done", job["error"]
+        assert job["row_count"] == args.export_rows
+        rate, line = _rate(job, job["row_count"], _cpu_seconds(worker.proc.pid) - cpu)
+        slowest_request = max(slowest_request, post_seconds, slowest)
+        summary.append(f"export {rate:,.0f} rows/s (POST {post_seconds * 1000:.0f} ms)")
+        peak = _vm_hwm_mb(worker.proc.pid)
         print(
             f"export: POST answered {response.status_code} in {post_seconds * 1000:.0f} ms; "
-            f"{_rate(job, job['row_count'])}; slowest status request {slowest * 1000:.0f} ms; "
-            f"worker peak RSS {_vm_hwm_mb(worker.proc.pid):.0f} MB"
+            f"{line}; slowest status request {slowest * 1000:.0f} ms; "
+            f"worker peak RSS {peak:.0f} MB; {_load()}"
         )
         started = time.perf_counter()
         download: Any = client.get(job["download_url"], HTTP_HOST="127.0.0.1")
@@ -230,6 +263,13 @@ def main() -> None:
             f"download: {size / 2**20:.0f} MB, {lines_seen:,} lines (X-Row-Count "
             f"{download['X-Row-Count']}), SHA-256 checked, in {seconds:.1f} s "
             "(a file transfer, sent with sendfile by gunicorn)"
+        )
+        assert lines_seen == args.export_rows + 1  # the header and every row
+        print(
+            f"SUMMARY {args.upload_rows:,} rows in, {args.export_rows:,} out: "
+            f"{'; '.join(summary)}; slowest request {slowest_request * 1000:.0f} ms "
+            f"(targets: >= 20,000 rows/s each way, every request < 1,000 ms); "
+            f"worker peak RSS {peak:.0f} MB; {_load()}"
         )
     finally:
         worker.stop()

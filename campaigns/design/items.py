@@ -6,7 +6,7 @@ import csv
 import io
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -223,28 +223,51 @@ def _csv_columns(header: list[str], *, line: int, problems: _Problems) -> list[_
 def _csv_rows(text: str, problems: _Problems) -> Iterator[_Row]:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     columns: list[_Column] | None = None
+    row_of: Callable[[list[str], int], _Row] | None = None
+    width = 0
     line = 0
     try:
         for record in reader:
             start, line = line + 1, reader.line_num
-            if not any(cell.strip() for cell in record):
+            if not "".join(record).strip():
                 continue  # blank line, or a spreadsheet's trailing row of empty cells
-            if columns is None:
+            if row_of is None:
                 columns = _csv_columns(record, line=start, problems=problems)
                 if columns is None:
                     return
+                row_of, width = _csv_row_maker(columns, problems), len(columns)
                 continue
-            if len(record) < len(columns) or any(c.strip() for c in record[len(columns) :]):
-                problems.add(
-                    start, "", f"has {len(record)} cells but the header has {len(columns)}"
-                )
+            if len(record) != width and (
+                len(record) < width or any(c.strip() for c in record[width:])
+            ):
+                problems.add(start, "", f"has {len(record)} cells but the header has {width}")
                 continue
-            yield _csv_row(columns, record, line=start, problems=problems)
+            yield row_of(record, start)
     except csv.Error as exc:
         reason = str(exc)
         if reason == "unexpected end of data":
             reason = "a quoted cell that starts on this row is never closed"
         problems.add(line + 1, "", f"malformed CSV: {reason}")
+
+
+def _csv_row_maker(columns: list[_Column], problems: _Problems) -> Callable[[list[str], int], _Row]:
+    """``(record, line) -> _Row`` for a file with these columns. Text and id columns
+    alone (the common file) take a short path, one dict per row and no per-cell role
+    tests; a file with JSON or gold columns takes ``_csv_row``. Both make the same rows."""
+    if any(column.role not in ("id", "text") for column in columns):
+        return lambda record, line: _csv_row(columns, record, line=line, problems=problems)
+    text = [(n, column.key) for n, column in enumerate(columns) if column.role == "text"]
+    ids = [(n, column.header) for n, column in enumerate(columns) if column.role == "id"]
+
+    def row_of(record: list[str], line: int) -> _Row:
+        external_id = None
+        for n, header in ids:  # at most one: two id columns are a header problem
+            external_id = record[n].strip() or None
+            if external_id is not None and len(external_id) > EXTERNAL_ID_MAX_LENGTH:
+                external_id = _external_id(record[n], line=line, key=header, problems=problems)
+        return _Row(line=line, external_id=external_id, data={key: record[n] for n, key in text})
+
+    return row_of
 
 
 def _csv_row(columns: list[_Column], record: list[str], *, line: int, problems: _Problems) -> _Row:
@@ -331,9 +354,9 @@ def _existing_ids(*, stage: Stage, ids: list[str]) -> set[str]:
         # One array parameter instead of thousands of IN parameters.
         wanted = RawSQL("SELECT unnest(%s::text[])", [ids])
         return set(
-            Item.objects.filter(stage=stage, external_id__in=wanted).values_list(
-                "external_id", flat=True
-            )
+            Item.objects.filter(stage=stage, external_id__in=wanted)
+            .order_by()
+            .values_list("external_id", flat=True)
         )
     for start in range(0, len(ids), ID_QUERY_CHUNK):
         chunk = ids[start : start + ID_QUERY_CHUNK]
@@ -343,6 +366,12 @@ def _existing_ids(*, stage: Stage, ids: list[str]) -> set[str]:
             )
         )
     return found
+
+
+def _add_taken(problems: _Problems, *, stage: Stage, line_of: dict[str, int]) -> None:
+    """A problem for each id (``line_of``: id -> first line) the stage holds already."""
+    for taken in _existing_ids(stage=stage, ids=list(line_of)):
+        problems.add(line_of[taken], "id", f"an item with the id {taken!r} exists in this stage")
 
 
 def _check_state(campaign: Campaign) -> None:
@@ -402,8 +431,9 @@ def items_upload(
 
     Locking: parsing and validation run without locks; the insert runs in one
     transaction holding the campaign row (``select_for_update``, the lock
-    ``campaign_transition`` takes), so the state check and the check against
-    existing ids hold until the items are stored.
+    ``campaign_transition`` takes), so the state check holds until the items are
+    stored. Ids already in the stage are found by the unique constraint on
+    (stage, external id) as the rows go in, and then named row by row.
 
     ``progress(phase, rows)`` is called every few thousand rows, ``phase`` being
     ``"checking"`` then ``"storing"`` (a background job shows it; it must not write
@@ -463,11 +493,9 @@ def items_upload(
             for r in rows:
                 if r.external_id is not None:
                     line_of.setdefault(r.external_id, r.line)
-            for taken in _existing_ids(stage=stage, ids=list(line_of)):
-                problems.add(
-                    line_of[taken], "id", f"an item with the id {taken!r} exists in this stage"
-                )
             if problems:
+                # Refused already: name the ids the stage holds too, in the same answer.
+                _add_taken(problems, stage=stage, line_of=line_of)
                 raise problems.reject(filename=filename, numbering=numbering)
             batch = uuid.uuid4()
             if any(r.external_id is None for r in rows):
@@ -476,9 +504,25 @@ def items_upload(
                 ):
                     batch = uuid.uuid4()
             suffix = f"-{batch.hex[:8]}"
-            _insert(
-                stage=stage, rows=rows, suffix=suffix, source=source, batch=batch, progress=progress
-            )
+            try:
+                # The unique constraint on (stage, external id) checks the file's ids
+                # against the stage's items as they are stored: one pass, no query of
+                # every id first. A taken id undoes the insert; then the ids are looked
+                # up to name their rows.
+                with transaction.atomic():
+                    _insert(
+                        stage=stage,
+                        rows=rows,
+                        suffix=suffix,
+                        source=source,
+                        batch=batch,
+                        progress=progress,
+                    )
+            except IntegrityError:
+                _add_taken(problems, stage=stage, line_of=line_of)
+                if problems:
+                    raise problems.reject(filename=filename, numbering=numbering) from None
+                raise
     except IntegrityError as exc:
         raise _reject_one(
             "Items with some of these ids were added to the stage while the file was "
@@ -527,24 +571,24 @@ def _copy_items(
     *, stage: Stage, rows: list[_Row], suffix: str, source: str, batch: uuid.UUID
 ) -> None:
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
     now = timezone.now().isoformat()
     batch_text = str(batch)
+    stage_id, status = stage.pk, str(ItemStatus.PENDING)
     dumps = json.JSONEncoder(ensure_ascii=False).encode
-    for r in rows:
-        writer.writerow(
-            (
-                stage.pk,
-                r.external_id or f"row-{r.line}{suffix}",
-                dumps(r.data),
-                # An empty unquoted field is NULL: no gold answer.
-                "" if r.gold is None else dumps(r.gold),
-                source,
-                batch_text,
-                ItemStatus.PENDING,
-                now,
-            )
+    csv.writer(buffer).writerows(
+        (
+            stage_id,
+            r.external_id or f"row-{r.line}{suffix}",
+            dumps(r.data),
+            # An empty unquoted field is NULL: no gold answer.
+            "" if r.gold is None else dumps(r.gold),
+            source,
+            batch_text,
+            status,
+            now,
         )
+        for r in rows
+    )
     buffer.seek(0)
     table = connection.ops.quote_name(Item._meta.db_table)
     # The raw cursor's errors become Django's (a taken id: IntegrityError, refused whole).

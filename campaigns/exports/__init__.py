@@ -21,15 +21,12 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from campaigns.exports.answer_agreement import answer_agreement_stream
+from campaigns.exports.collection_metadata import collection_metadata_stream
 from campaigns.exports.common import Tally
 from campaigns.exports.graphquestions import graphquestions_stream
 from campaigns.exports.hf import croissant_stream, hf_zip_stream
 from campaigns.exports.mintaka import mintaka_stream
-from campaigns.exports.provenance import (
-    collection_metadata_stream,
-    csv_stream,
-    jsonl_stream,
-)
+from campaigns.exports.provenance import csv_stream, jsonl_stream
 from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
 Stream = Callable[..., Iterator[Any]]

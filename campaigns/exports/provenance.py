@@ -1,6 +1,6 @@
-"""Provenance exports: ``jsonl`` and ``csv`` (one row per accepted example with its stage
-lineage) and ``collection-metadata`` (one row per stored assignment, what WhyQA released
-beside its corpus).
+"""Provenance exports: ``jsonl`` and ``csv``, one row per accepted example with its stage
+lineage (``collection-metadata``, one row per stored assignment, is
+``campaigns.exports.collection_metadata``).
 
 An accepted example is an approved assignment: what a worker produced and the requester
 (or a rule) accepted. Its lineage is the chain of assignments whose output became the
@@ -46,19 +46,6 @@ CSV_COLUMNS = (
     "item_data",
     "answers",
     "lineage",
-)
-METADATA_COLUMNS = (
-    "worker",
-    "hit_id",
-    "assignment_id",
-    "stage",
-    "reward",
-    "approval_status",
-    "rejected",
-    "upload_time",
-    "accept_time",
-    "submit_time",
-    "work_time_seconds",
 )
 
 
@@ -209,56 +196,3 @@ def csv_stream(
     tally.rows += len(rows)
     if rows:
         yield _csv_text(rows)
-
-
-def collection_metadata_stream(
-    *, campaign: Campaign, reveal: bool = False, tally: Tally | None = None, **_: Any
-) -> Iterator[str]:
-    """Per stored assignment (submitted, approved or rejected; rejected ones marked):
-    worker, HIT id, assignment id, stage, reward, approval status, upload time (the
-    HIT's publication), accept and submit times, work time. CSV."""
-    tally = tally or Tally()
-    yield _csv_text([list(METADATA_COLUMNS)])
-    queryset = Assignment.objects.filter(
-        hit__stage__campaign=campaign,
-        status__in=(
-            AssignmentStatus.SUBMITTED,
-            AssignmentStatus.APPROVED,
-            AssignmentStatus.REJECTED,
-        ),
-    )
-    fields = (
-        "status",
-        "provider_assignment_id",
-        "hit_id",
-        "hit__provider_hit_id",
-        "hit__reward",
-        "hit__published_at",
-        "hit__created_at",
-        "hit__stage__name",
-        "worker__pseudonym",
-        "worker__external_id",
-        "accepted_at",
-        "submitted_at",
-        "work_seconds",
-    )
-    for rows in keyset_rows(queryset, fields):
-        tally.rows += len(rows)
-        yield _csv_text(
-            [
-                [
-                    _worker(r, reveal),
-                    r["hit__provider_hit_id"] or r["hit_id"],
-                    r["provider_assignment_id"] or r["id"],
-                    r["hit__stage__name"],
-                    f"{r['hit__reward']:.2f}",
-                    r["status"],
-                    "yes" if r["status"] == AssignmentStatus.REJECTED else "no",
-                    iso(r["hit__published_at"] or r["hit__created_at"]),
-                    iso(r["accepted_at"]),
-                    iso(r["submitted_at"]),
-                    r["work_seconds"] if r["work_seconds"] is not None else "",
-                ]
-                for r in rows
-            ]
-        )

@@ -150,6 +150,53 @@ def test_duplicate_id_against_existing_items_of_the_stage(stage):
     assert Item.objects.filter(stage=stage).count() == 1
 
 
+def test_ids_the_stage_holds_are_named_after_earlier_chunks_went_in(stage, monkeypatch):
+    # The unique constraint finds them as the rows are stored: the chunks stored before
+    # the one holding a taken id are undone with it, and every taken id is named.
+    monkeypatch.setattr(items_service, "COPY_CHUNK", 3)
+    for external_id in ("q-9", "q-11"):
+        ItemFactory.create(stage=stage, external_id=external_id)
+    error = _rejected(stage, _csv(12))
+
+    assert [(e["row"], e["field"]) for e in error.errors] == [(9, "id"), (11, "id")]
+    assert "'q-9'" in error.errors[0]["message"]
+    assert Item.objects.filter(stage=stage).count() == 2
+
+
+def test_taken_ids_and_bad_rows_are_listed_together(stage):
+    ItemFactory.create(stage=stage, external_id="q-4")
+    error = _rejected(stage, _csv(6, bad_line=6))
+
+    assert [(e["row"], e["field"]) for e in error.errors] == [
+        (4, "id"),
+        (6, "complexity_type"),
+    ]
+
+
+def test_csv_ids_are_stripped_blank_ones_generated_long_ones_refused(stage):
+    good = b"id,topic,complexity_type\n  q-1  ,t,count\n,t,count\n"
+    error = _rejected(stage, good + b"x" * 201 + b",t,count\n")
+    assert [(e["row"], e["field"]) for e in error.errors] == [(4, "id")]
+    assert "longer than 200" in error.errors[0]["message"]
+
+    result = items_upload(stage=stage, content=good, filename="a.csv")
+
+    stored = Item.objects.filter(stage=stage).order_by("pk")
+    ids = list(stored.values_list("external_id", flat=True))
+    assert ids == ["q-1", f"row-3-{result.batch.hex[:8]}"]
+
+
+def test_text_only_and_json_column_files_store_the_same_rows(stage):
+    items_upload(stage=stage, content=b"id,topic,complexity_type\na,t,count\n", filename="a.csv")
+    other = StageFactory.create(campaign=stage.campaign, task_type="question_writing")
+    json_file = b'id,topic,complexity_type:json\na,t,"""count"""\n'
+    items_upload(stage=other, content=json_file, filename="a.csv")
+
+    text_only, with_json = (Item.objects.get(stage=s) for s in (stage, other))
+    assert text_only.data == with_json.data == {"topic": "t", "complexity_type": "count"}
+    assert text_only.external_id == with_json.external_id == "a"
+
+
 def test_same_ids_may_be_uploaded_to_another_stage(stage):
     items_upload(stage=stage, content=_csv(5), filename="a.csv")
     other = StageFactory.create(campaign=stage.campaign)

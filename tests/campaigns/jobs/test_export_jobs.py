@@ -94,6 +94,22 @@ def test_export_job_runs_and_names_rows_and_checksum(worked, requester, start):
     assert 'filename="jobbed-mturk-csv.csv"' in response["Content-Disposition"]
 
 
+def test_the_written_file_is_moved_into_storage_leaving_no_temporary_file(
+    worked, requester, start, settings, tmp_path, media_root
+):
+    settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path / "tmp")
+    (tmp_path / "tmp").mkdir()
+    client = _client(requester)
+    started = start(client, f"/api/v1/campaigns/{worked.slug}/exports/collection-metadata/jobs/")
+
+    job = client.get(started["Location"]).json()
+    assert job["status"] == "done"
+    assert job["row_count"] == 7
+    assert list((tmp_path / "tmp").iterdir()) == []
+    (stored,) = (media_root / "jobs" / job["id"]).rglob("*.csv")
+    assert hashlib.sha256(stored.read_bytes()).hexdigest() == job["checksum_sha256"]
+
+
 def test_job_is_its_creators(worked, requester, other_requester, start):
     worked.collaborators.add(other_requester)
     job = start(_client(requester), f"/api/v1/campaigns/{worked.slug}/exports/csv/jobs/").json()

@@ -68,6 +68,19 @@ def test_a_bad_large_upload_stores_nothing_and_says_why(
     assert not Item.objects.filter(stage=stage).exists()
 
 
+def test_an_id_the_stage_holds_fails_the_job_naming_its_row(
+    client, stage, settings, django_capture_on_commit_callbacks
+):
+    settings.ITEM_UPLOAD_INLINE_MAX_BYTES = 1000
+    Item.objects.create(stage=stage, external_id="q2900", data={"topic": "t"})
+    response = _post(client, stage, _csv(3000), django_capture_on_commit_callbacks)
+    job = client.get(response["Location"]).json()
+    assert job["status"] == "failed"
+    assert [(e["row"], e["field"]) for e in job["errors"]] == [(2902, "id")]
+    assert "'q2900'" in job["errors"][0]["message"]
+    assert Item.objects.filter(stage=stage).count() == 1
+
+
 def test_small_uploads_stay_in_the_request(client, stage, django_capture_on_commit_callbacks):
     response = _post(client, stage, _csv(3), django_capture_on_commit_callbacks)
     assert response.status_code == 201
