@@ -50,7 +50,7 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages(full_size):
     )
     stage_update(stage=write, assignments_per_hit=1)
     # The suite's: the types the assertions below are about (count, superlative, yes/no).
-    types = ("superlative", "yesno", "count")
+    types: tuple[str, ...] = ("superlative", "yesno", "count")
     if full_size:
         types = ("comparative", "superlative", "yesno", "count", "generic")
     cells = [
