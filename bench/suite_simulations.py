@@ -1,8 +1,9 @@
 """The test suite's crowd simulations at full size (issue 24).
 
-`make test` runs the recipe simulations small (tests/campaigns/recipes/: one passage per
-Nangia writing stage, fewer Mintaka cells and workers): every stage, hand-off, arm and
-rule still runs and every assertion still holds, in a fraction of the time. This script
+`make test` runs the recipe simulations small (tests/campaigns/recipes/: Nangia with two
+workers per arm and one passage per writing stage, fewer Mintaka cells, four WhyQA
+questions): every stage, hand-off, arm and rule still runs and every assertion still
+holds, in a fraction of the time. This script
 runs the same tests, with the same assertions, at the size they had before (the recipe's
 pilot sample), through pytest's ``--full-size`` option:
 
