@@ -61,12 +61,21 @@ run: $(RUNTIME_STAMP)
 	@echo "qaportal: serving on http://127.0.0.1:$(PORT)/ (Ctrl-C to stop)"
 	DEBUG=$(DEBUG) PORT=$(PORT) PYTHONUNBUFFERED=1 exec $(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
-# Runs every check even when one fails, so that one CI run reports them all.
+# Runs every check even when one fails, so that one CI run reports them all. lint and
+# typecheck run alongside pytest (the test processes wait on PostgreSQL, live servers and
+# browsers much of the time, so the CPU has room for them; bench/README.md, "The test suite
+# in ten minutes"); their output is kept and printed once pytest is done.
 test: $(DEV_STAMP)
-	@failed=""; \
-	$(MAKE) --no-print-directory lint || failed="$$failed lint"; \
-	$(MAKE) --no-print-directory typecheck || failed="$$failed typecheck"; \
+	@failed=""; logs=$$(mktemp -d); \
+	( $(MAKE) --no-print-directory lint >$$logs/lint 2>&1; echo $$? >$$logs/lint.rc ) & \
+	( $(MAKE) --no-print-directory typecheck >$$logs/typecheck 2>&1; echo $$? >$$logs/typecheck.rc ) & \
 	$(MAKE) --no-print-directory pytest || failed="$$failed pytest"; \
+	wait; \
+	for step in lint typecheck; do \
+		echo "==> make $$step"; cat $$logs/$$step; \
+		[ "$$(cat $$logs/$$step.rc 2>/dev/null)" = 0 ] || failed="$$failed $$step"; \
+	done; \
+	rm -rf $$logs; \
 	if [ -n "$$failed" ]; then echo "make test: FAILED:$$failed"; exit 1; fi; \
 	echo "make test: lint, typecheck and pytest passed"
 

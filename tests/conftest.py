@@ -29,3 +29,19 @@ def token_client(requester) -> APIClient:
     token, _ = Token.objects.get_or_create(user=requester)
     client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
     return client
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--full-size",
+        action="store_true",
+        default=False,
+        help="run the crowd simulations at their full size (bench/suite_simulations.py); "
+        "the suite runs them small",
+    )
+
+
+@pytest.fixture(scope="session")
+def full_size(request: pytest.FixtureRequest) -> bool:
+    """True under ``--full-size``: simulations at the size a requester's pilot has."""
+    return bool(request.config.getoption("--full-size"))

@@ -7,12 +7,18 @@ requester closes each round through the API with the recipe's defaults: the top 
 requalify, feedback messages carry each writer's numbers, round and grading bonuses
 land in the ledger; only round 3's qualifiers write the main round; validators pass the
 validation quiz, gold questions earn gold bonuses, final labels come from the majority
-over writer and validators, and the export parses."""
+over writer and validators, and the export parses.
+
+The suite runs it small (SMALL: two workers per arm, one passage per writing stage;
+every stage, hand-off, arm and rule still runs); ``--full-size`` runs it as a pilot
+(FULL: four workers per arm, the recipe's sample of three passages per writing stage),
+as ``bench/suite_simulations.py`` does."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from decimal import Decimal
 from io import StringIO
 
@@ -35,7 +41,7 @@ from campaigns.models import (
 )
 from campaigns.platforms.publishing import campaign_start
 from campaigns.platforms.workers import paid_qualification_grant
-from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS
+from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS, RECIPE
 from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
 from campaigns.workforce.qualification_types import round_qualification_type
@@ -59,21 +65,57 @@ GOLD = [
 ]
 
 
-def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
+@dataclass(frozen=True)
+class Size:
+    """How big the simulated pilot is."""
+
+    workers_per_arm: int
+    # Passages per writing stage (None: the recipe's pilot sample, 3).
+    passages: int | None
+    # Writers per passage in training rounds 1, 2 and 3.
+    round_places: tuple[int, int, int]
+    # The share of CROWD's ranked round-1 writers promoted to grade rounds 2 and 3: at
+    # least two, so that each example has a grader who did not write it.
+    graders_share: float
+
+
+# A pilot's small crowd: four writers per arm, three per training passage, so that each
+# round has writers besides the one promoted to grade it; the promoted crowd can give
+# one grade per example (the paper: five, §3.3), and the eight experts two (three).
+FULL = Size(workers_per_arm=4, passages=None, round_places=(3, 3, 3), graders_share=0.5)
+# The suite's: two writers per arm and one passage per writing stage. Every stage still
+# runs: round 1 ranks both writers of an arm, its top 80 % (one) requalifies, CROWD
+# promotes both to grade (each grades the other's example), the four experts grade
+# twice; rounds 2 and 3 and the main round are the qualified writer's.
+SMALL = Size(workers_per_arm=2, passages=1, round_places=(2, 2, 2), graders_share=1.0)
+
+
+def _sample_upload(stages: dict[str, Stage], *, passages: int | None) -> None:
+    """The recipe's sample items, each writing stage's cut to its first ``passages``."""
+    for name, rows in RECIPE.sample_items.items():
+        if passages is not None and stages[name].task_type == "mc_question_writing":
+            rows = rows[:passages]
+        items_upload(
+            stage=stages[name],
+            content="\n".join(json.dumps(row) for row in rows).encode(),
+            filename="nangia-sample.jsonl",
+        )
+
+
+def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
+    size = FULL if full_size else SMALL
     owner = UserFactory.create(username="owner-nangia")
     campaign = campaign_create(owner=owner, name="Nangia pilot", slug="nangia-pilot")
-    stages = {s.name: s for s in recipe_apply(campaign=campaign, name="nangia")}
+    stages = {s.name: s for s in recipe_apply(campaign=campaign, name="nangia", sample=False)}
+    _sample_upload(stages, passages=size.passages)
     validation = stages["Validation"]
     # Validation HITs of 8 questions, half of them gold at first, so that a validator
     # meets a whole block of 4 gold questions in one HIT.
     stage_update(stage=validation, gold_ratio=Decimal("0.5"), items_per_hit=8)
-    # A pilot's small crowd: three writers per training passage, so that each round
-    # has writers besides the one promoted to grade it; with four writers per arm the
-    # promoted crowd can give one grade per example (the paper: five, §3.3), and the
-    # eight experts two (the paper: three).
     for arm in ("CROWD", "EXPERT"):
         for number in (1, 2, 3):
-            stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=3)
+            per_passage = size.round_places[number - 1]
+            stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=per_passage)
             grading = stages[f"{arm}: Grading {number}"]
             crowd_grading = arm == "CROWD" and number > 1
             stage_update(stage=grading, assignments_per_hit=1 if crowd_grading else 2)
@@ -113,10 +155,11 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
                     hit__stage=writing, status=AssignmentStatus.APPROVED
                 ).exists():
                     break
-                # The recipe's defaults, but for a pilot's handful of writers half of
+                # The recipe's defaults, but for a pilot's handful of writers more of
                 # them grade rounds 2 and 3 (the paper's 20 % of a large pool).
                 crowd_first = arm == "CROWD" and number == 1
-                body = {"preview": False, **({"graders_share": 0.5} if crowd_first else {})}
+                share = {"graders_share": size.graders_share} if crowd_first else {}
+                body = {"preview": False, **share}
                 response = api.post(f"/api/v1/stages/{writing.pk}/rounds/", body, format="json")
                 assert response.status_code == 200, response.content
                 closed[name] = response.json()
@@ -126,7 +169,7 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
 
     result = simulate_crowd(
         campaign=campaign,
-        workers=16,
+        workers=4 * size.workers_per_arm,
         seed=3,
         approve_all=True,
         shares={"good": 1.0},
@@ -137,7 +180,7 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation():
 
     # Arms: balanced blocks, every worker in one arm, writing only in their arm's stages.
     places = dict(CampaignWorker.objects.filter(campaign=campaign).values_list("worker_id", "arm"))
-    assert Counter(places.values()) == dict.fromkeys(ARMS, 4)
+    assert Counter(places.values()) == dict.fromkeys(ARMS, size.workers_per_arm)
     for stage in Stage.objects.filter(campaign=campaign):
         stage_arm = (stage.config or {}).get("arm")
         if stage_arm:
