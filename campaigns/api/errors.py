@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import DataError
 from rest_framework import exceptions, status
@@ -31,6 +32,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return Response(
             {"detail": "A value is out of the range the database can store; nothing was saved."},
             status=status.HTTP_400_BAD_REQUEST,
+        )
+    if isinstance(exc, ObjectDoesNotExist):
+        # A row the view found was deleted by a concurrent request before the
+        # service locked it (e.g. PATCH racing a DELETE of the same campaign).
+        return Response(
+            {"detail": "Not found: it was deleted while this request ran.", "code": "not_found"},
+            status=status.HTTP_404_NOT_FOUND,
         )
     if isinstance(exc, DjangoValidationError):
         exc = exceptions.ValidationError(

@@ -322,3 +322,25 @@ def test_a_second_campaign_with_the_same_name_is_400(token_client):
     assert second.json()["errors"] == {"name": ["taken"]}
     assert "e.g. 'why QUESTIONS (2)'" in second.json()["detail"]
     assert Campaign.objects.count() == 1
+
+
+def test_edit_of_a_campaign_deleted_meanwhile_is_a_404_not_a_500(
+    token_client, requester, monkeypatch
+):
+    # The view finds the campaign, then a concurrent DELETE removes it before the
+    # service locks the row (a race a hostile probe found): 404, nothing written.
+    import campaigns.api.campaigns as api_campaigns
+
+    campaign = CampaignFactory.create(owner=requester, slug="racing")
+    real_update = api_campaigns.campaign_update
+
+    def deleted_first(**kwargs):
+        Campaign.objects.filter(pk=kwargs["campaign"].pk).delete()
+        return real_update(**kwargs)
+
+    monkeypatch.setattr(api_campaigns, "campaign_update", deleted_first)
+    response = token_client.patch(detail(campaign.slug), {"name": "New"}, format="json")
+
+    assert response.status_code == 404, response.content
+    assert "deleted" in response.json()["detail"]
+    assert not Campaign.objects.filter(slug="racing").exists()
