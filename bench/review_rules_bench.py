@@ -254,17 +254,19 @@ def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
     stage = Stage.objects.get(pk=stage_id)
     profiler = None
     if PROFILE:
-        from pyinstrument import Profiler
+        import cProfile
 
-        profiler = Profiler(async_mode="disabled")
-        profiler.start()
+        profiler = cProfile.Profile()
+        profiler.enable()
     with CaptureQueriesContext(connection) as ctx:
         started, cpu = time.perf_counter(), time.process_time()
         summary = stage_review(stage=stage, batch_size=batch_size)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     if profiler is not None:
-        profiler.stop()
-        print(profiler.output_text(unicode=False, color=False)[:8000])
+        import pstats
+
+        profiler.disable()
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
     digest = fingerprint(stage_id)
     print(f"  batch {batch_size}: {cpu:.1f} s CPU in this process; fingerprint {digest}")
     return (
@@ -284,7 +286,7 @@ def main() -> None:
     parser.add_argument("--per-hit", type=int, default=5)
     parser.add_argument("--workers", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--profile", action="store_true", help="pyinstrument (dev tool)")
+    parser.add_argument("--profile", action="store_true", help="cProfile of each run")
     args = parser.parse_args()
     global PROFILE
     PROFILE = args.profile

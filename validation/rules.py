@@ -51,7 +51,7 @@ no decision (the assignment stays submitted).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,7 +59,6 @@ from decimal import Decimal, InvalidOperation
 from statistics import mean
 from typing import Any
 
-from validation.aggregation import majority_vote
 from validation.gold import DEFAULT_SENTENCE_THRESHOLD, gold_accuracy, gold_correct
 from validation.projections import (
     DEFAULT_TEXT_FIELDS,
@@ -479,22 +478,22 @@ def _gold_facts(facts: StageFacts, ordered: Sequence[Submission], threshold: flo
 
 
 def _consensus_facts(facts: StageFacts, ordered: Sequence[Submission], dimension: str) -> None:
-    triples = []
+    """Per item: the plurality label of the answers not rejected (None on a tie, as
+    ``majority_vote(ties="none")`` decides it) and how many answers have a label.
+    Counted here rather than through ``majority_vote``: the labels are strings, and a
+    stage's review should not pay for building a pandas table (or importing pandas)."""
+    votes: dict[int, Counter[Hashable]] = {}
     for sub in ordered:
         if sub.status == "rejected":
             continue
         for item_id, entry in sub.entries.items():
             label = categorical_label(facts.task_type, entry, dimension=dimension)
             if label is not None:
-                triples.append((item_id, sub.id, label))
-    if not triples:
-        return
-    vote = majority_vote(triples, ties="none")
-    answered: dict[int, int] = defaultdict(int)
-    for item_id, _, _ in triples:
-        answered[item_id] += 1
-    for item_id, n in answered.items():
-        facts.consensus[(dimension, item_id)] = (vote.labels.get(item_id), n)
+                votes.setdefault(item_id, Counter())[label] += 1
+    for item_id, counts in votes.items():
+        top = counts.most_common(2)
+        winner = top[0][0] if len(top) == 1 or top[0][1] > top[1][1] else None
+        facts.consensus[(dimension, item_id)] = (winner, sum(counts.values()))
 
 
 def _duplicate_facts(
