@@ -404,6 +404,27 @@ class StageFacts:
             self._sentence_sets[key] = sentence_set(sub.entries.get(item_id))
         return self._sentence_sets[key]
 
+    _peer_best: dict[int, dict[int, float]] = field(default_factory=dict)
+
+    def peer_sentence_best(self, item_id: int) -> dict[int, float]:
+        """For each peer (``peers``) of the item, the highest ``sentence_overlap`` of
+        its sentences with another peer's; computed once per item, each pair once.
+        A peer alone on the item has no entry."""
+        best = self._peer_best.get(item_id)
+        if best is None:
+            ids = self.peers.get(item_id, [])
+            sets = [self.sentences(self.submissions[a], item_id) for a in ids]
+            best = {}
+            for i in range(len(ids)):
+                for j in range(i + 1, len(ids)):
+                    score = sentence_overlap(sets[i], sets[j])
+                    if score > best.get(ids[i], -1.0):
+                        best[ids[i]] = score
+                    if score > best.get(ids[j], -1.0):
+                        best[ids[j]] = score
+            self._peer_best[item_id] = best
+        return best
+
     def gold_tally(self, worker_id: int, threshold: float) -> GoldTally:
         return self.gold.get((threshold, worker_id)) or GoldTally()
 
@@ -634,6 +655,13 @@ def rule_peer_overlap(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
     metric, fields = p["metric"], tuple(p["fields"])
     best: list[float] = []
     for item_id, entry in sub.entries.items():
+        if metric == "sentences" and sub.status != "rejected":
+            # A submission not rejected is among the item's peers: its best match
+            # is computed once for all of them.
+            score_of = facts.peer_sentence_best(item_id)
+            if sub.id in score_of:
+                best.append(score_of[sub.id])
+            continue
         others = [facts.submissions[a] for a in facts.peers.get(item_id, []) if a != sub.id]
         peer_entries = [o.entries[item_id] for o in others if item_id in o.entries]
         if not peer_entries:
