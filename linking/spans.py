@@ -40,7 +40,9 @@ links non-overlapping ones.
 
 The spaCy model is loaded once per process, lazily and under a lock; texts are
 batched with ``nlp.pipe`` with the lemmatizer disabled (the tagger, attribute
-ruler and parser are needed for noun chunks, the NER for entities).
+ruler and parser are needed for noun chunks, the NER for entities). Its matrix
+products go through numpy's BLAS on one thread instead of thinc's BLIS
+(``_matmul_ops``): the same proposals for about a quarter less CPU.
 """
 
 from __future__ import annotations
