@@ -27,6 +27,7 @@ import time
 from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -253,6 +254,41 @@ def backend_cpu() -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def writer_counted() -> dict[str, float]:
+    """Count what ``stage_review``'s writer thread does on its own connection (its
+    queries and its PostgreSQL backend's CPU), which the main thread's
+    ``CaptureQueriesContext`` and backend do not see."""
+    import threading
+
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from validation import services
+
+    counts = {"queries": 0.0, "backend_cpu": 0.0}
+    apply = getattr(services._batch_apply, "__wrapped__", services._batch_apply)
+    close = getattr(services._connection_close, "__wrapped__", services._connection_close)
+
+    def counted_apply(**kwargs: Any) -> None:
+        if threading.current_thread() is threading.main_thread():
+            apply(**kwargs)  # counted by the caller's context
+            return
+        with CaptureQueriesContext(connection) as ctx:
+            apply(**kwargs)
+        counts["queries"] += len(ctx.captured_queries)
+
+    def counted_close() -> None:
+        if connection.connection is not None:
+            counts["backend_cpu"] += backend_cpu() or 0.0
+        close()
+
+    counted_apply.__wrapped__ = apply  # type: ignore[attr-defined]
+    counted_close.__wrapped__ = close  # type: ignore[attr-defined]
+    services._batch_apply = counted_apply
+    services._connection_close = counted_close
+    return counts
+
+
 def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -274,13 +310,19 @@ def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
 
         profiler = cProfile.Profile()
         profiler.enable()
+    writer = writer_counted()
     pg_before = backend_cpu()
     with CaptureQueriesContext(connection) as ctx:
         started, cpu = time.perf_counter(), time.process_time()
         summary = stage_review(stage=stage, batch_size=batch_size)
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     pg_after = backend_cpu()
-    pg = f"{pg_after - pg_before:.1f} s" if pg_before is not None and pg_after else "n/a"
+    pg = (
+        f"{pg_after - pg_before + writer['backend_cpu']:.1f} s"
+        if pg_before is not None and pg_after
+        else "n/a"
+    )
+    queries = len(ctx.captured_queries) + int(writer["queries"])
     if profiler is not None:
         import pstats
 
@@ -293,7 +335,7 @@ def run(stage_id: int, batch_size: int) -> tuple[float, int, int, dict]:
     )
     return (
         seconds,
-        len(ctx.captured_queries),
+        queries,
         summary.batches,
         {
             "decisions": dict(summary.decisions),
