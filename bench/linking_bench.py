@@ -43,7 +43,11 @@ from linking.spans import get_nlp, propose_spans_batch, spacy_model_name  # noqa
 from linking.wikidata import WikidataClient, reset_host_gates  # noqa: E402
 from tests.linking.fake_wikidata import FakeWikidata  # noqa: E402
 
-MINTAKA = ROOT.parent / "shared" / "data" / "mintaka" / "mintaka_dev_sample.json"
+# MINTAKA_SAMPLE overrides it (a worktree's parent may not hold shared/).
+MINTAKA = Path(
+    os.environ.get("MINTAKA_SAMPLE")
+    or ROOT.parent / "shared" / "data" / "mintaka" / "mintaka_dev_sample.json"
+)
 AGENT = "qaportal-bench/1.0 (https://example.org/qaportal; bench@example.org)"
 
 
