@@ -405,6 +405,23 @@ class StageFacts:
         return self._sentence_sets[key]
 
     _peer_best: dict[int, dict[int, float]] = field(default_factory=dict)
+    _worker_verdicts: dict[tuple[str, int, int], tuple[Mapping[str, Any], Verdict]] = field(
+        default_factory=dict
+    )
+
+    def worker_verdict(
+        self, rule: str, worker_id: int, p: Mapping[str, Any], compute: Callable[[], Verdict]
+    ) -> Verdict:
+        """The verdict of a rule that looks only at the worker (the same for all their
+        assignments), computed once per worker and parameters. The verdict is shared:
+        not to be changed."""
+        key = (rule, worker_id, id(p))
+        cached = self._worker_verdicts.get(key)
+        if cached is not None and cached[0] is p:
+            return cached[1]
+        verdict = compute()
+        self._worker_verdicts[key] = (p, verdict)  # holds p: its id is not reused
+        return verdict
 
     def peer_sentence_best(self, item_id: int) -> dict[int, float]:
         """For each peer (``peers``) of the item, the highest ``sentence_overlap`` of
@@ -597,7 +614,13 @@ def rule_auto_approve(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
 
 
 def rule_gold_accuracy(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
-    tally = facts.gold_tally(sub.worker_id, float(p["sentence_threshold"]))
+    return facts.worker_verdict(
+        "gold_accuracy", sub.worker_id, p, lambda: _gold_accuracy(sub.worker_id, facts, p)
+    )
+
+
+def _gold_accuracy(worker_id: int, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
+    tally = facts.gold_tally(worker_id, float(p["sentence_threshold"]))
     nums = {"correct": tally.correct, "gold": tally.total, "min": p["min"]}
     if tally.total < p["min_gold"]:
         return _missing(
@@ -756,7 +779,13 @@ def rule_duplicates(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) ->
 
 
 def rule_no_answer_rate(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
-    na, n = facts.no_answers.get(sub.worker_id, (0, 0))
+    return facts.worker_verdict(
+        "no_answer_rate", sub.worker_id, p, lambda: _no_answer_rate(sub.worker_id, facts, p)
+    )
+
+
+def _no_answer_rate(worker_id: int, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
+    na, n = facts.no_answers.get(worker_id, (0, 0))
     if n < p["min_answers"]:
         return _missing(
             "no_answer_rate", p, f"{n} answer(s) so far; judged from {p['min_answers']}", answers=n
