@@ -274,13 +274,9 @@ def _batch_apply(
     """
     by_id = {sub.id: result for sub, result in reviews}
     now = timezone.now()
+    at = now.isoformat()
     with transaction.atomic():
-        rows = list(
-            Assignment.objects.select_for_update()
-            .filter(pk__in=list(by_id), status=AssignmentStatus.SUBMITTED)
-            .order_by("pk")
-            .values_list("pk", "worker_id", "provider")
-        )
+        rows = _batch_lock(list(by_id))
         decided: list[_Decided] = []
         held: list[tuple[int, dict[str, Any]]] = []
         approved: Counter[int] = Counter()
@@ -289,8 +285,11 @@ def _batch_apply(
             result = by_id[pk]
             local = not platform_for(provider).pays_workers
             applies = local and result.decision in (APPROVE, REJECT)
-            # Only the "review" key: the writes merge it into the stored review_details.
-            details = _details(None, result, applied=applies, now=now)["review"]
+            # Only the "review" key (what ``_details`` puts there): the writes merge it
+            # into the stored review_details.
+            details = result.details()
+            details["at"] = at
+            details["applied"] = applies
             summary.reviewed += 1
             if applies:
                 approve = result.decision == APPROVE
@@ -313,25 +312,48 @@ def _batch_apply(
                     assignment_decided.announce(assignment_id=row.pk, approved=True)
 
 
-# Constant statements: PostgreSQL unpacks the arrays (one parameter per column). The
+def _batch_lock(ids: list[int]) -> list[tuple[int, int, str]]:
+    """Lock the rows of ``ids`` still submitted (``SELECT … FOR UPDATE``, in id order);
+    their (id, worker id, provider). On PostgreSQL with the ids as one array parameter:
+    Django's ``pk__in`` prepares every id of the batch on its own."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(_LOCK_SQL, [ids, AssignmentStatus.SUBMITTED])
+            return [(pk, worker_id, provider) for pk, worker_id, provider in cursor.fetchall()]
+    return list(
+        Assignment.objects.select_for_update()
+        .filter(pk__in=ids, status=AssignmentStatus.SUBMITTED)
+        .order_by("pk")
+        .values_list("pk", "worker_id", "provider")
+    )
+
+
+# Constant statements: PostgreSQL unpacks one JSON array of the batch's rows (or arrays,
+# one parameter per column). The
 # review goes into the stored review_details as ``_details`` does it (the old object with
 # its "review" key replaced; {} when it is not an object), in the database: the batch's
 # old details are neither read back into Python nor sent again.
+# One JSON document per statement: a single ``json.dumps`` of the batch, one parameter to
+# quote, one value for PostgreSQL to parse (a text[] of 1,000 documents cost more in both).
+_LOCK_SQL = """
+SELECT id, worker_id, provider FROM campaigns_assignment
+WHERE id = ANY(%s::bigint[]) AND status = %s ORDER BY id FOR UPDATE
+"""
 _DECIDED_SQL = """
 UPDATE campaigns_assignment AS a
 SET status = v.status, decided_at = v.at, decided_by_id = NULL, decision_source = v.source,
     decision_reason = v.reason, feedback = '',
     review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
     ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
-FROM unnest(%s::bigint[], %s::text[], %s::timestamptz[], %s::text[], %s::text[], %s::jsonb[])
-  AS v(id, status, at, source, reason, review)
+FROM jsonb_to_recordset(%s::jsonb)
+  AS v(id bigint, status text, at timestamptz, source text, reason text, review jsonb)
 WHERE a.id = v.id
 """
 _HELD_SQL = """
 UPDATE campaigns_assignment AS a
 SET review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
     ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
-FROM unnest(%s::bigint[], %s::jsonb[]) AS v(id, review) WHERE a.id = v.id
+FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, review jsonb) WHERE a.id = v.id
 """
 _COUNTERS_SQL = """
 UPDATE campaigns_worker AS w
@@ -389,17 +411,20 @@ def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[st
         return
     with connection.cursor() as cursor:
         if decided:
-            cursor.execute(
-                _DECIDED_SQL,
-                _columns(
-                    [
-                        (r.pk, r.status, r.decided_at, r.source, r.reason, _json(r.details))
-                        for r in decided
-                    ]
-                ),
-            )
+            rows = [
+                {
+                    "id": r.pk,
+                    "status": r.status,
+                    "at": r.decided_at.isoformat(),
+                    "source": r.source,
+                    "reason": r.reason,
+                    "review": r.details,
+                }
+                for r in decided
+            ]
+            cursor.execute(_DECIDED_SQL, [_json(rows)])
         if held:
-            cursor.execute(_HELD_SQL, _columns([(pk, _json(d)) for pk, d in held]))
+            cursor.execute(_HELD_SQL, [_json([{"id": pk, "review": d} for pk, d in held])])
 
 
 def _json(value: Any) -> str:
