@@ -351,6 +351,7 @@ class Submission:
     telemetry: Mapping[str, Any] = field(default_factory=dict)
     submitted_at: datetime | None = None
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # item id -> entry
+    provider: str = ""  # the assignment's provider ("" when not read)
 
 
 @dataclass

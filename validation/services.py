@@ -226,14 +226,15 @@ class _BatchWriter:
         return self
 
     def write(self, reviews: Sequence[tuple[Submission, Review]]) -> None:
+        rows = _batch_prepare(reviews)
         if self._executor is None:
-            self._apply(reviews)
+            self._apply(rows)
             return
         self._wait()
-        self._pending = self._executor.submit(self._apply, reviews)
+        self._pending = self._executor.submit(self._apply, rows)
 
-    def _apply(self, reviews: Sequence[tuple[Submission, Review]]) -> None:
-        _batch_apply(stage=self.stage, reviews=reviews, summary=self.summary)
+    def _apply(self, rows: Sequence[_Row]) -> None:
+        _batch_apply(stage=self.stage, reviews=rows, summary=self.summary)
         self.summary.batches += 1
 
     def _wait(self) -> None:
@@ -262,47 +263,81 @@ def _connection_close() -> None:
     connection.close()
 
 
-def _batch_apply(
-    *, stage: Stage, reviews: Sequence[tuple[Submission, Review]], summary: ReviewSummary
-) -> None:
+class _Row(NamedTuple):
+    """One assignment's decision, ready to write (``_batch_prepare``)."""
+
+    pk: int
+    worker_id: int
+    decision: str  # the review's: approve / reject / hold / none
+    status: str  # approved / rejected when the decision applies, else ""
+    data: dict[str, Any]  # the row of the UPDATE: id, [status, at, source, reason,] review
+    encoded: str  # ``data`` as JSON (PostgreSQL), else ""
+
+
+def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> list[_Row]:
+    """What ``_batch_apply`` writes for each review, encoded as JSON for PostgreSQL: done
+    by the deciding thread, so that the writer thread only locks and writes."""
+    at = timezone.now().isoformat()
+    encode = connection.vendor == "postgresql"
+    rows = []
+    for sub, result in reviews:
+        applies = (
+            result.decision in (APPROVE, REJECT) and not platform_for(sub.provider).pays_workers
+        )
+        # Only the "review" key (what ``_details`` puts there): the writes merge it into
+        # the stored review_details.
+        review = result.details()
+        review["at"] = at
+        review["applied"] = applies
+        status = ""
+        if applies:
+            approve = result.decision == APPROVE
+            status = AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED
+            data = {
+                "id": sub.id,
+                "status": status,
+                "at": at,
+                "source": result.source[:80],
+                "reason": result.reason,
+                "review": review,
+            }
+        else:
+            data = {"id": sub.id, "review": review}
+        rows.append(
+            _Row(
+                sub.id, sub.worker_id, result.decision, status, data, _json(data) if encode else ""
+            )
+        )
+    return rows
+
+
+def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummary) -> None:
     """Write one batch of rule decisions with a constant number of queries.
 
     The same fields ``campaigns.work.decisions`` writes for a decision (status,
     ``decided_at``, ``decided_by`` None, ``decision_source``, ``decision_reason``,
     ``feedback`` "", the worker's approved/rejected counter, the hand-off task for
-    an approval), in bulk.
+    an approval), in bulk, for the rows still submitted once locked.
     """
-    by_id = {sub.id: result for sub, result in reviews}
-    now = timezone.now()
-    at = now.isoformat()
+    by_id = {row.pk: row for row in reviews}
     with transaction.atomic():
-        rows = _batch_lock(list(by_id))
-        decided: list[_Decided] = []
-        held: list[tuple[int, dict[str, Any]]] = []
+        locked = _batch_lock(list(by_id))
+        decided: list[_Row] = []
+        held: list[_Row] = []
         approved: Counter[int] = Counter()
         rejected: Counter[int] = Counter()
-        for pk, worker_id, provider in rows:
-            result = by_id[pk]
-            local = not platform_for(provider).pays_workers
-            applies = local and result.decision in (APPROVE, REJECT)
-            # Only the "review" key (what ``_details`` puts there): the writes merge it
-            # into the stored review_details.
-            details = result.details()
-            details["at"] = at
-            details["applied"] = applies
+        for pk in locked:
+            row = by_id[pk]
             summary.reviewed += 1
-            if applies:
-                approve = result.decision == APPROVE
-                status = AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED
-                decided.append(
-                    _Decided(pk, worker_id, status, now, result.source[:80], result.reason, details)
-                )
-                (approved if approve else rejected)[worker_id] += 1
-                summary.decisions[result.decision] += 1
+            if row.status:
+                decided.append(row)
+                approve = row.status == AssignmentStatus.APPROVED
+                (approved if approve else rejected)[row.worker_id] += 1
+                summary.decisions[row.decision] += 1
             else:
-                held.append((pk, details))
-                proposal = result.decision in (APPROVE, REJECT)
-                summary.decisions[PROPOSED if proposal else result.decision] += 1
+                held.append(row)
+                proposal = row.decision in (APPROVE, REJECT)
+                summary.decisions[PROPOSED if proposal else row.decision] += 1
         _assignments_write(decided=decided, held=held)
         if approved or rejected:
             _worker_counters_add(approved=approved, rejected=rejected)
@@ -312,19 +347,19 @@ def _batch_apply(
                     assignment_decided.announce(assignment_id=row.pk, approved=True)
 
 
-def _batch_lock(ids: list[int]) -> list[tuple[int, int, str]]:
-    """Lock the rows of ``ids`` still submitted (``SELECT … FOR UPDATE``, in id order);
-    their (id, worker id, provider). On PostgreSQL with the ids as one array parameter:
-    Django's ``pk__in`` prepares every id of the batch on its own."""
+def _batch_lock(ids: list[int]) -> list[int]:
+    """Lock the rows of ``ids`` still submitted (``SELECT … FOR UPDATE``); their ids, in
+    order. On PostgreSQL with the ids as one array parameter: Django's ``pk__in``
+    prepares every id of the batch on its own."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute(_LOCK_SQL, [ids, AssignmentStatus.SUBMITTED])
-            return [(pk, worker_id, provider) for pk, worker_id, provider in cursor.fetchall()]
+            return [pk for (pk,) in cursor.fetchall()]
     return list(
         Assignment.objects.select_for_update()
         .filter(pk__in=ids, status=AssignmentStatus.SUBMITTED)
         .order_by("pk")
-        .values_list("pk", "worker_id", "provider")
+        .values_list("pk", flat=True)
     )
 
 
@@ -336,7 +371,7 @@ def _batch_lock(ids: list[int]) -> list[tuple[int, int, str]]:
 # One JSON document per statement: a single ``json.dumps`` of the batch, one parameter to
 # quote, one value for PostgreSQL to parse (a text[] of 1,000 documents cost more in both).
 _LOCK_SQL = """
-SELECT id, worker_id, provider FROM campaigns_assignment
+SELECT id FROM campaigns_assignment
 WHERE id = ANY(%s::bigint[]) AND status = %s ORDER BY id FOR UPDATE
 """
 _DECIDED_SQL = """
@@ -368,28 +403,19 @@ def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
     return [list(column) for column in zip(*rows, strict=True)]
 
 
-class _Decided(NamedTuple):
-    pk: int
-    worker_id: int
-    status: str
-    decided_at: datetime
-    source: str
-    reason: str
-    details: dict[str, Any]
+def _assignments_write(*, decided: list[_Row], held: list[_Row]) -> None:
+    """Write decided rows (all decision fields) and held rows; ``data["review"]`` is the
+    new ``review_details["review"]``, merged into the stored details.
 
-
-def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[str, Any]]]) -> None:
-    """Write decided rows (all decision fields) and held rows; ``details`` is the new
-    ``review_details["review"]``, merged into the stored details.
-
-    On PostgreSQL one ``UPDATE … FROM unnest(…)`` each: Django's ``bulk_update``
-    builds a CASE per field and row, which costs seconds per thousand rows.
+    On PostgreSQL one ``UPDATE … FROM jsonb_to_recordset(…)`` each, the rows already
+    encoded: Django's ``bulk_update`` builds a CASE per field and row, which costs
+    seconds per thousand rows.
     """
     if connection.vendor != "postgresql":
         stored = dict(
-            Assignment.objects.filter(
-                pk__in=[r.pk for r in decided] + [pk for pk, _ in held]
-            ).values_list("pk", "review_details")
+            Assignment.objects.filter(pk__in=[r.pk for r in [*decided, *held]]).values_list(
+                "pk", "review_details"
+            )
         )
 
         def merged(pk: int, review: dict[str, Any]) -> dict[str, Any]:
@@ -399,32 +425,23 @@ def _assignments_write(*, decided: list[_Decided], held: list[tuple[int, dict[st
         for row in decided:
             Assignment.objects.filter(pk=row.pk).update(
                 status=row.status,
-                decided_at=row.decided_at,
+                decided_at=datetime.fromisoformat(row.data["at"]),
                 decided_by=None,
-                decision_source=row.source,
-                decision_reason=row.reason,
+                decision_source=row.data["source"],
+                decision_reason=row.data["reason"],
                 feedback="",
-                review_details=merged(row.pk, row.details),
+                review_details=merged(row.pk, row.data["review"]),
             )
-        for pk, details in held:
-            Assignment.objects.filter(pk=pk).update(review_details=merged(pk, details))
+        for row in held:
+            Assignment.objects.filter(pk=row.pk).update(
+                review_details=merged(row.pk, row.data["review"])
+            )
         return
     with connection.cursor() as cursor:
         if decided:
-            rows = [
-                {
-                    "id": r.pk,
-                    "status": r.status,
-                    "at": r.decided_at.isoformat(),
-                    "source": r.source,
-                    "reason": r.reason,
-                    "review": r.details,
-                }
-                for r in decided
-            ]
-            cursor.execute(_DECIDED_SQL, [_json(rows)])
+            cursor.execute(_DECIDED_SQL, ["[" + ",".join(r.encoded for r in decided) + "]"])
         if held:
-            cursor.execute(_HELD_SQL, [_json([{"id": pk, "review": d} for pk, d in held])])
+            cursor.execute(_HELD_SQL, ["[" + ",".join(r.encoded for r in held) + "]"])
 
 
 def _json(value: Any) -> str:
