@@ -261,7 +261,8 @@ def spans_from_doc(doc: Doc) -> list[Span]:
     text = doc.text
     by_offsets: dict[tuple[int, int], Span] = {}
     entities: list[Span] = []
-    for ent in doc.ents:
+    ents = list(doc.ents)  # each ``doc.ents`` builds its spans anew
+    for ent in ents:
         trimmed = _trim(ent)
         if trimmed is None:
             continue
@@ -274,11 +275,11 @@ def spans_from_doc(doc: Doc) -> list[Span]:
     candidates: list[Span] = []
     for chunk in _tag_chunks(doc):
         trimmed = _trim(chunk)
-        if trimmed and _has_capital(doc, *trimmed):
+        if trimmed and _has_capital(chunk, *trimmed):
             candidates.append(Span(*trimmed, text[trimmed[0] : trimmed[1]], ENTITY, "chunk"))
         elif trimmed and chunk[0].tag_ in {"WDT", "WP"} and len(chunk) > 1:
             candidates.append(Span(*trimmed, text[trimmed[0] : trimmed[1]], ENTITY, "wh"))
-    for first, second in zip(doc.ents, doc.ents[1:], strict=False):
+    for first, second in itertools.pairwise(ents):
         # "Dallas, Texas": a place and its region, which Mintaka links as one span.
         between = text[first.end_char : second.start_char]
         if first.label_ == second.label_ == "GPE" and between == ", ":
@@ -309,8 +310,11 @@ def _counts_as_capital(token: Token) -> bool:
     return not token.is_sent_start or token.tag_ in _PROPER_NOUN_TAGS
 
 
-def _has_capital(doc: Doc, start: int, end: int) -> bool:
-    return any(_counts_as_capital(t) for t in doc if start <= t.idx and t.idx + len(t) <= end)
+def _has_capital(chunk: SpacySpan, start: int, end: int) -> bool:
+    """Whether a token of ``chunk`` within the characters ``start:end`` (the trimmed
+    chunk) counts as capitalised. The widening may reach past the chunk, but only
+    over a possessive ending or quotes, never capitalised."""
+    return any(_counts_as_capital(t) for t in chunk if start <= t.idx and t.idx + len(t) <= end)
 
 
 def _trim(span: SpacySpan) -> tuple[int, int] | None:
