@@ -51,7 +51,7 @@ no decision (the assignment stays submitted).
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -59,7 +59,6 @@ from decimal import Decimal, InvalidOperation
 from statistics import mean
 from typing import Any
 
-from validation.aggregation import majority_vote
 from validation.gold import DEFAULT_SENTENCE_THRESHOLD, gold_accuracy, gold_correct
 from validation.projections import (
     DEFAULT_TEXT_FIELDS,
@@ -352,6 +351,7 @@ class Submission:
     telemetry: Mapping[str, Any] = field(default_factory=dict)
     submitted_at: datetime | None = None
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # item id -> entry
+    provider: str = ""  # the assignment's provider ("" when not read)
 
 
 @dataclass
@@ -404,6 +404,44 @@ class StageFacts:
         if key not in self._sentence_sets:
             self._sentence_sets[key] = sentence_set(sub.entries.get(item_id))
         return self._sentence_sets[key]
+
+    _peer_best: dict[int, dict[int, float]] = field(default_factory=dict)
+    _worker_verdicts: dict[tuple[str, int, int], tuple[Mapping[str, Any], Verdict]] = field(
+        default_factory=dict
+    )
+
+    def worker_verdict(
+        self, rule: str, worker_id: int, p: Mapping[str, Any], compute: Callable[[], Verdict]
+    ) -> Verdict:
+        """The verdict of a rule that looks only at the worker (the same for all their
+        assignments), computed once per worker and parameters. The verdict is shared:
+        not to be changed."""
+        key = (rule, worker_id, id(p))
+        cached = self._worker_verdicts.get(key)
+        if cached is not None and cached[0] is p:
+            return cached[1]
+        verdict = compute()
+        self._worker_verdicts[key] = (p, verdict)  # holds p: its id is not reused
+        return verdict
+
+    def peer_sentence_best(self, item_id: int) -> dict[int, float]:
+        """For each peer (``peers``) of the item, the highest ``sentence_overlap`` of
+        its sentences with another peer's; computed once per item, each pair once.
+        A peer alone on the item has no entry."""
+        best = self._peer_best.get(item_id)
+        if best is None:
+            ids = self.peers.get(item_id, [])
+            sets = [self.sentences(self.submissions[a], item_id) for a in ids]
+            best = {}
+            for i in range(len(ids)):
+                for j in range(i + 1, len(ids)):
+                    score = sentence_overlap(sets[i], sets[j])
+                    if score > best.get(ids[i], -1.0):
+                        best[ids[i]] = score
+                    if score > best.get(ids[j], -1.0):
+                        best[ids[j]] = score
+            self._peer_best[item_id] = best
+        return best
 
     def gold_tally(self, worker_id: int, threshold: float) -> GoldTally:
         return self.gold.get((threshold, worker_id)) or GoldTally()
@@ -479,22 +517,22 @@ def _gold_facts(facts: StageFacts, ordered: Sequence[Submission], threshold: flo
 
 
 def _consensus_facts(facts: StageFacts, ordered: Sequence[Submission], dimension: str) -> None:
-    triples = []
+    """Per item: the plurality label of the answers not rejected (None on a tie, as
+    ``majority_vote(ties="none")`` decides it) and how many answers have a label.
+    Counted here rather than through ``majority_vote``: the labels are strings, and a
+    stage's review should not pay for building a pandas table (or importing pandas)."""
+    votes: dict[int, Counter[Hashable]] = {}
     for sub in ordered:
         if sub.status == "rejected":
             continue
         for item_id, entry in sub.entries.items():
             label = categorical_label(facts.task_type, entry, dimension=dimension)
             if label is not None:
-                triples.append((item_id, sub.id, label))
-    if not triples:
-        return
-    vote = majority_vote(triples, ties="none")
-    answered: dict[int, int] = defaultdict(int)
-    for item_id, _, _ in triples:
-        answered[item_id] += 1
-    for item_id, n in answered.items():
-        facts.consensus[(dimension, item_id)] = (vote.labels.get(item_id), n)
+                votes.setdefault(item_id, Counter())[label] += 1
+    for item_id, counts in votes.items():
+        top = counts.most_common(2)
+        winner = top[0][0] if len(top) == 1 or top[0][1] > top[1][1] else None
+        facts.consensus[(dimension, item_id)] = (winner, sum(counts.values()))
 
 
 def _duplicate_facts(
@@ -577,7 +615,13 @@ def rule_auto_approve(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
 
 
 def rule_gold_accuracy(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
-    tally = facts.gold_tally(sub.worker_id, float(p["sentence_threshold"]))
+    return facts.worker_verdict(
+        "gold_accuracy", sub.worker_id, p, lambda: _gold_accuracy(sub.worker_id, facts, p)
+    )
+
+
+def _gold_accuracy(worker_id: int, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
+    tally = facts.gold_tally(worker_id, float(p["sentence_threshold"]))
     nums = {"correct": tally.correct, "gold": tally.total, "min": p["min"]}
     if tally.total < p["min_gold"]:
         return _missing(
@@ -635,6 +679,13 @@ def rule_peer_overlap(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
     metric, fields = p["metric"], tuple(p["fields"])
     best: list[float] = []
     for item_id, entry in sub.entries.items():
+        if metric == "sentences" and sub.status != "rejected":
+            # A submission not rejected is among the item's peers: its best match
+            # is computed once for all of them.
+            score_of = facts.peer_sentence_best(item_id)
+            if sub.id in score_of:
+                best.append(score_of[sub.id])
+            continue
         others = [facts.submissions[a] for a in facts.peers.get(item_id, []) if a != sub.id]
         peer_entries = [o.entries[item_id] for o in others if item_id in o.entries]
         if not peer_entries:
@@ -729,7 +780,13 @@ def rule_duplicates(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) ->
 
 
 def rule_no_answer_rate(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
-    na, n = facts.no_answers.get(sub.worker_id, (0, 0))
+    return facts.worker_verdict(
+        "no_answer_rate", sub.worker_id, p, lambda: _no_answer_rate(sub.worker_id, facts, p)
+    )
+
+
+def _no_answer_rate(worker_id: int, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
+    na, n = facts.no_answers.get(worker_id, (0, 0))
     if n < p["min_answers"]:
         return _missing(
             "no_answer_rate", p, f"{n} answer(s) so far; judged from {p['min_answers']}", answers=n

@@ -64,6 +64,7 @@ _FIELDS = (
     "work_seconds",
     "telemetry",
     "submitted_at",
+    "provider",
 )
 
 
@@ -85,8 +86,19 @@ def stage_submissions(*, stage: Stage, scope: Q | None = None) -> list[Submissio
             work_seconds=seconds,
             telemetry=telemetry or {},
             submitted_at=submitted_at,
+            provider=provider,
         )
-        for pk, hit_id, worker_id, status, answers, seconds, telemetry, submitted_at in rows
+        for (
+            pk,
+            hit_id,
+            worker_id,
+            status,
+            answers,
+            seconds,
+            telemetry,
+            submitted_at,
+            provider,
+        ) in rows
     ]
 
 

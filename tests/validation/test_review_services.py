@@ -8,6 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from campaigns.models import (
     HIT,
+    Assignment,
     AssignmentStatus,
     HITStatus,
     Item,
@@ -92,6 +93,58 @@ def test_a_constant_number_of_queries_per_batch():
     per_batch = (q6 - q12) / 2
     assert per_batch == (q3 - q6) / 4
     assert per_batch <= 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stage_review_outside_a_transaction_writes_batches_on_a_thread(monkeypatch):
+    """Committed data, no caller's transaction: on PostgreSQL each batch is written by
+    the writer thread (its own connection, closed at the end) while the next one is decided;
+    the decisions are those of the inline path, and a failed write is raised."""
+    import threading
+
+    from validation import services
+
+    stage = make_stage(items=4, review_rules=RULES)
+    people = [worker(f"t{n}") for n in range(3)]
+    rows = [
+        submit(hit, who, {"choice": n % 2}, seconds=5 if n == 2 else 60)
+        for hit in hits(stage)
+        for n, who in enumerate(people)
+    ]
+    threads: list[str] = []
+    apply = services._batch_apply
+
+    def recorded(**kwargs):
+        threads.append(threading.current_thread().name)
+        apply(**kwargs)
+
+    monkeypatch.setattr(services, "_batch_apply", recorded)
+    summary = stage_review(stage=stage, batch_size=5)
+
+    assert summary.batches == 3  # 12 assignments
+    assert len(threads) == 3
+    # The writer thread is PostgreSQL's; other databases write inline.
+    writer = "stage-review-writer" if connection.vendor == "postgresql" else "MainThread"
+    assert all(name.startswith(writer) for name in threads)
+    assert summary.decisions == {"approve": 4, "reject": 8}
+    statuses = sorted(r.status for r in Assignment.objects.filter(pk__in=[r.pk for r in rows]))
+    assert statuses == ["approved"] * 4 + ["rejected"] * 8
+    assert (
+        sum(
+            Worker.objects.filter(pk__in=[w.pk for w in people]).values_list(
+                "rejected_count", flat=True
+            )
+        )
+        == 8
+    )
+
+    def broken(**kwargs):
+        raise RuntimeError("write failed")
+
+    Assignment.objects.filter(pk__in=[r.pk for r in rows]).update(status="submitted")
+    monkeypatch.setattr(services, "_batch_apply", broken)
+    with pytest.raises(RuntimeError, match="write failed"):
+        stage_review(stage=stage, batch_size=5)
 
 
 def test_requester_override_of_a_rule_decision_and_of_a_hold():
