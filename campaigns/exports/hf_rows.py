@@ -29,7 +29,7 @@ from typing import Any
 
 from django.db import connection
 
-from campaigns.exports.mintaka import SPLITS, _pairs, mintaka_examples
+from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_ids
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -96,7 +96,7 @@ def mintaka_features() -> Any:
 
 
 def _mintaka_ids(campaign: Campaign) -> list[Any]:
-    return [p["id"] for chunk in _pairs(campaign) for p in chunk]
+    return list(pair_ids(campaign))
 
 
 # ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, one encoder for all.

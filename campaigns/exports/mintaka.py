@@ -122,8 +122,8 @@ def _question_id(example_id: str, question: str, mention: str) -> str:
     return derived_external_id_of_json(example_id, "q", canonical)
 
 
-def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
-    """Approved QA pairs, a chunk of writing assignments at a time."""
+def _pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
+    """``PAIRS_PAGE_SQL``'s rows, a page of ``CHUNK`` writing assignments at a time."""
     sql = PAIRS_PAGE_SQL.format(
         assignment=Assignment._meta.db_table,
         hit=HIT._meta.db_table,
@@ -141,6 +141,26 @@ def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
         if not page:
             return
         last = page[-1][0]
+        yield page
+
+
+def pair_ids(campaign: Campaign) -> list[str]:
+    """The ids of the approved QA pairs in ``_pairs``' order, without the rest of them
+    (the split is drawn over all ids before the first row is written)."""
+    ids = []
+    for page in _pages(campaign):
+        for _, answers_text, external_id, *_cell in page:
+            source = str(external_id)
+            answers = _json_or(answers_text, None)
+            for i, pair in enumerate((answers or {}).get("questions", [])):
+                question, answer = str(pair.get("question", "")), str(pair.get("answer", ""))
+                ids.append(_pair_id(source, i + 1, question, answer))
+    return ids
+
+
+def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
+    """Approved QA pairs, a chunk of writing assignments at a time."""
+    for page in _pages(campaign):
         chunk = []
         for _, answers_text, external_id, topic, topic_kind, ctype, ctype_kind in page:
             answers = _json_or(answers_text, None)
@@ -361,7 +381,7 @@ def split_of(
     ratios (train and dev rounded down, test takes the rest): the same seed and data
     give the same split, and the sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 /
     2,000 / 4,000)."""
-    ids = [p["id"] for chunk in _pairs(campaign) for p in chunk]
+    ids = pair_ids(campaign)
     order = list(range(len(ids)))
     random.Random(seed).shuffle(order)
     n_train = int(len(ids) * ratios[0])
