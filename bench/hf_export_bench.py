@@ -13,13 +13,19 @@ mintaka`` first gives every assignment five QA pairs and every item a topic and 
 complexity type, marks the campaign as Mintaka's recipe, and exports one row per QA
 pair in Mintaka's schema. Measures ``parquet_write`` (the rows: what a background job
 streams, with its progress callback) and then ``hf_folder_write`` (rows plus the
-dashboard's figures for the card and Croissant), the second under ``tracemalloc``.
-Target (issue 23): >= 20,000 rows/s.
+dashboard's figures for the card and Croissant); ``--memory`` runs the folder a second
+time under ``tracemalloc`` for the peak Python memory (tracemalloc slows Python several
+times over, so that run is not timed). Prints the rows' fingerprint (a SHA-256 over the
+rows read back from the Parquet files, split by split, and the data files' checksum) to
+compare runs, the CPU seconds of this process and of its PostgreSQL backend, and a last
+``SUMMARY`` line. Target (issue 23): >= 20,000 rows/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import resource
 import shutil
@@ -37,15 +43,61 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import money_workers_bench as base  # noqa: E402 - after the path and the environment
 
+# Five QA pairs per assignment with answers of every type (an entity named once, yes/no,
+# a number with a unit, a date, a lower-case phrase, an entity named often), "how many"
+# questions among them, and four complexity types, so that answer typing and value
+# parsing take the paths a real campaign's rows take.
 MINTAKA_SQL = [
     """UPDATE campaigns_assignment SET answers = jsonb_build_object('questions', (
          SELECT jsonb_agg(jsonb_build_object(
-             'question', 'Which river number ' || id || '-' || k || ' is longer?',
-             'answer', 'The Nile')) FROM generate_series(1, 5) AS k))""",
+             'question', CASE WHEN k = 2
+                 THEN 'How many countries does river ' || id || ' cross?'
+                 ELSE 'Which river number ' || id || '-' || k || ' is longer?' END,
+             'answer', CASE (id + k) % 6
+                 WHEN 0 THEN 'River ' || id || '-' || k
+                 WHEN 1 THEN CASE WHEN k % 2 = 0 THEN 'Yes' ELSE 'No' END
+                 WHEN 2 THEN (100 + id % 900) || ' km'
+                 WHEN 3 THEN 'March ' || k || ', ' || (1900 + id % 120)
+                 WHEN 4 THEN 'it flows north through eleven countries of east africa'
+                 ELSE 'The Nile' END,
+             'numeric_value', k)) FROM generate_series(1, 5) AS k))""",
     """UPDATE campaigns_item SET data = jsonb_build_object(
-         'topic', 'geography', 'complexity_type', 'comparative')""",
+         'topic', 'geography', 'complexity_type',
+         (ARRAY['comparative', 'count', 'superlative', 'generic'])[id % 4 + 1])""",
     "UPDATE campaigns_campaign SET recipe = 'mintaka' WHERE slug = 'bench'",
 ]
+
+
+def rows_fingerprint(folder: Path, counts: dict[str, int]) -> str:
+    """SHA-256 over every row read back from the Parquet files (split by split, in file
+    order, each row as sorted JSON): equal for two runs exactly when the rows are."""
+    import pyarrow.parquet as pq
+
+    digest = hashlib.sha256()
+    for split in ("train", "dev", "test"):
+        if split not in counts:
+            continue
+        digest.update(f"[{split}]".encode())
+        parquet = pq.ParquetFile(folder / f"data/{split}-00000-of-00001.parquet")
+        for batch in parquet.iter_batches(batch_size=20_000):
+            for row in batch.to_pylist():
+                digest.update(json.dumps(row, sort_keys=True, default=str).encode())
+                digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def backend_cpu() -> float:
+    """CPU seconds of this connection's PostgreSQL backend so far (0 if unreadable)."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -55,6 +107,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="20,000 assignments, 500 workers")
     parser.add_argument("--reuse", action="store_true", help="measure an earlier build")
     parser.add_argument("--shape", choices=("examples", "mintaka"), default="examples")
+    parser.add_argument(
+        "--memory", action="store_true", help="also write the folder under tracemalloc"
+    )
     args = parser.parse_args()
     if args.quick:
         args.assignments, args.workers = 20_000, 500
@@ -87,9 +142,13 @@ def main() -> None:
     campaign = Campaign.objects.get(slug="bench")
     shape = dataset_shape(campaign=campaign)
     shape.features()  # import datasets and pyarrow before the clock starts
+    from campaigns.exports.card_facts import campaign_facts
+    from campaigns.exports.hf import data_checksum
+
     work = Path(tempfile.mkdtemp(prefix="hf-bench-"))
     try:
         reports: list[int] = []
+        db_cpu = backend_cpu()
         cpu = time.process_time()
         started = time.perf_counter()
         counts = parquet_write(
@@ -102,25 +161,52 @@ def main() -> None:
         )
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu
+        db_cpu = backend_cpu() - db_cpu
+        load = os.getloadavg()[0]
         rows = sum(counts.values())
         print(
             f"parquet_write ({shape.name}): {rows:,} rows {counts} in {elapsed:.1f} s = "
             f"{rows / elapsed:,.0f} rows/s ({rows / cpu:,.0f} rows per CPU second of this "
-            f"process; load average {os.getloadavg()[0]:.1f}); {len(reports)} progress reports"
+            f"process, {cpu:.1f} s CPU; PostgreSQL backend {db_cpu:.1f} s CPU; "
+            f"load average {load:.1f}); {len(reports)} progress reports"
         )
-        tracemalloc.start()
+        files = [f"data/{s}-00000-of-00001.parquet" for s in counts]
+        fingerprint = rows_fingerprint(work / "rows", counts)
+        print(f"rows fingerprint {fingerprint}; data files {data_checksum(work / 'rows', files)}")
+
+        facts_cpu = time.process_time()
+        started = time.perf_counter()
+        campaign_facts(campaign=campaign)
+        facts_wall = time.perf_counter() - started
+        facts_cpu = time.process_time() - facts_cpu
+        print(f"campaign_facts (the card's figures): {facts_wall:.1f} s, {facts_cpu:.1f} s CPU")
+
+        folder_cpu = time.process_time()
+        db_cpu = backend_cpu()
         started = time.perf_counter()
         result = hf_folder_write(campaign=campaign, target=work / "hf")
-        elapsed = time.perf_counter() - started
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        folder_wall = time.perf_counter() - started
+        folder_cpu = time.process_time() - folder_cpu
+        db_cpu = backend_cpu() - db_cpu
         size = sum(p.stat().st_size for p in (work / "hf").rglob("*") if p.is_file())
         print(
             f"hf_folder_write: {result.contents.rows:,} rows, card and Croissant in "
-            f"{elapsed:.1f} s (under tracemalloc) = {result.contents.rows / elapsed:,.0f} rows/s; "
-            f"folder {size / 2**20:.1f} MB; peak Python memory {peak / 2**20:.1f} MB, "
-            f"process peak RSS {rss:.0f} MB"
+            f"{folder_wall:.1f} s = {result.contents.rows / folder_wall:,.0f} rows/s "
+            f"({folder_cpu:.1f} s CPU, PostgreSQL backend {db_cpu:.1f} s CPU; load average "
+            f"{os.getloadavg()[0]:.1f}); folder {size / 2**20:.1f} MB"
+        )
+        if args.memory:
+            tracemalloc.start()
+            hf_folder_write(campaign=campaign, target=work / "hf-memory")
+            _, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            print(f"hf_folder_write under tracemalloc: peak Python memory {peak / 2**20:.1f} MB")
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(
+            f"SUMMARY {shape.name}: {rows:,} rows, parquet_write {rows / elapsed:,.0f} rows/s "
+            f"wall, {rows / cpu:,.0f} rows/s CPU (target >= 20,000); folder {folder_wall:.1f} s "
+            f"wall, {folder_cpu:.1f} s CPU; load {load:.1f}; process peak RSS {rss:.0f} MB; "
+            f"fingerprint {fingerprint}"
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -125,15 +125,23 @@ def _stage_option(stage: Stage, name: str) -> dict[str, Any]:
 
 
 def stage_label_triples(
-    *, stage: Stage, include_rejected: bool = False, dimension: str | None = None
+    *,
+    stage: Stage,
+    include_rejected: bool = False,
+    dimension: str | None = None,
+    loaded: tuple[Mapping[int, list[ItemRef]], Sequence[Submission]] | None = None,
 ) -> list[tuple[int, int, Hashable]]:
     """``(item id, worker id, label)`` of the stage's stored answers, categorical
-    projection per task type (``validation.projections.categorical_label``)."""
+    projection per task type (``validation.projections.categorical_label``).
+    ``loaded``: the stage's ``stage_items_by_hit`` and ``stage_submissions`` when the
+    caller has them already (``stage_quality``), so they are not read twice."""
     dimension = dimension or _stage_option(stage, "final_labels")["dimension"]
-    items = stage_items_by_hit(stage=stage)
+    if loaded is None:
+        loaded = (stage_items_by_hit(stage=stage), stage_submissions(stage=stage))
+    items, submissions = loaded
     triples: list[tuple[int, int, Hashable]] = []
     seen: set[tuple[int, int]] = set()
-    for sub in stage_submissions(stage=stage):
+    for sub in submissions:
         if sub.status == AssignmentStatus.REJECTED and not include_rejected:
             continue
         refs = [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])]
@@ -204,11 +212,17 @@ class AgreementSummary:
     per_worker: dict[int, float] = field(default_factory=dict)  # worker -> agreement with peers
 
 
-def stage_agreement(*, stage: Stage, include_rejected: bool = False) -> AgreementSummary:
+def stage_agreement(
+    *,
+    stage: Stage,
+    include_rejected: bool = False,
+    loaded: tuple[Mapping[int, list[ItemRef]], Sequence[Submission]] | None = None,
+) -> AgreementSummary:
     """Agreement over the stage's categorical answers, and each worker's agreement with
     peers: the share of other annotators giving the worker's label on the worker's
-    items (items with ≥ 2 labels), averaged over those items."""
-    triples = stage_label_triples(stage=stage, include_rejected=include_rejected)
+    items (items with ≥ 2 labels), averaged over those items. ``loaded`` as in
+    ``stage_label_triples``."""
+    triples = stage_label_triples(stage=stage, include_rejected=include_rejected, loaded=loaded)
     if not triples:
         return AgreementSummary(None, None, 0, 0, 0)
     table = LabelTable.from_triples(triples)
@@ -293,13 +307,15 @@ def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> 
             0.5,
         )
     )
+    items_by_hit = stage_items_by_hit(stage=stage)
     facts = facts_build(
         task_type=stage.task_type,
-        items_by_hit=stage_items_by_hit(stage=stage),
+        items_by_hit=items_by_hit,
         submissions=submissions,
         rules=[{"rule": "gold_accuracy", "sentence_threshold": gold_threshold}],
     )
-    agreement = stage_agreement(stage=stage)
+    # The same stored answers and items, read once for both.
+    agreement = stage_agreement(stage=stage, loaded=(items_by_hit, submissions))
     by_worker: dict[int, list[Submission]] = defaultdict(list)
     for sub in submissions:
         by_worker[sub.worker_id].append(sub)

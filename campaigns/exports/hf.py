@@ -15,11 +15,13 @@ an export runs.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -104,6 +106,21 @@ def _storage_type(t: Any, pa: Any) -> Any:
     return t
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """Python's cycle collector paused while rows are made: they hold no cycles
+    (reference counting frees them), yet the buffered row groups, alive across many
+    allocations, made it run full collections over them and the whole heap, a fifth
+    of the export's time. Resumed afterwards if it was on."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def parquet_write(
     *,
     campaign: Campaign,
@@ -150,14 +167,15 @@ def parquet_write(
                 progress(tally.rows)
 
     try:
-        for split, row in dataset_rows(
-            campaign=campaign, ratios=ratios, seed=seed, reveal=reveal, shape=shape
-        ):
-            buffers[split].append(row)
-            if len(buffers[split]) >= ROW_GROUP:
+        with _no_cycle_collection():
+            for split, row in dataset_rows(
+                campaign=campaign, ratios=ratios, seed=seed, reveal=reveal, shape=shape
+            ):
+                buffers[split].append(row)
+                if len(buffers[split]) >= ROW_GROUP:
+                    flush(split)
+            for split in SPLITS:
                 flush(split)
-        for split in SPLITS:
-            flush(split)
     finally:
         for writer in writers.values():
             writer.close()

@@ -29,7 +29,7 @@ from typing import Any
 
 from django.db import connection
 
-from campaigns.exports.mintaka import SPLITS, _pairs, mintaka_examples
+from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_ids
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -45,6 +45,7 @@ from campaigns.recipes import RECIPES
 
 # Mintaka's languages, in the order of the released files' ``translations``.
 MINTAKA_LANGUAGES = ("ar", "de", "ja", "hi", "pt", "es", "it", "fr")
+NO_TRANSLATIONS = dict.fromkeys(MINTAKA_LANGUAGES)  # shared by the rows: only read
 
 
 def split_membership(ids: Sequence[Any], *, ratios: Sequence[Decimal], seed: int) -> dict[Any, str]:
@@ -95,11 +96,11 @@ def mintaka_features() -> Any:
 
 
 def _mintaka_ids(campaign: Campaign) -> list[Any]:
-    return [p["id"] for chunk in _pairs(campaign) for p in chunk]
+    return list(pair_ids(campaign))
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+# ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, one encoder for all.
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
@@ -107,10 +108,14 @@ def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[
     for example in mintaka_examples(campaign=campaign):
         given = example.get("translations")
         translations = (
-            {
-                lang: (str(given[lang]) if given.get(lang) is not None else None)
-                for lang in MINTAKA_LANGUAGES
-            }
+            (
+                {
+                    lang: (str(given[lang]) if given.get(lang) is not None else None)
+                    for lang in MINTAKA_LANGUAGES
+                }
+                if given
+                else NO_TRANSLATIONS
+            )
             if isinstance(given, dict)
             else None
         )

@@ -14,20 +14,22 @@ import json
 import random
 from collections.abc import Iterable, Iterator, Sequence
 from decimal import Decimal
+from json.encoder import encode_basestring as _json_string  # as json.dumps(ensure_ascii=False)
 from typing import Any
 
+from django.db import connection
 from django.db.models.expressions import RawSQL
 
-from campaigns.exports.common import Tally, keyset_rows
+from campaigns.exports.common import CHUNK, Tally
 from campaigns.exports.mintaka_values import (
     answer_dates,
     answer_number,
     numeric,
     question_value,
 )
-from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
 from campaigns.tasktypes.answer_types import AnswerType
-from campaigns.tasktypes.base import answer_for_item, derived_external_id
+from campaigns.tasktypes.base import answer_for_item, derived_external_id_of_json
 from campaigns.tasktypes.entity_linking import QuestionEntityLinking
 from campaigns.tasktypes.question_writing import (
     NUMERIC_TYPES as NUMERIC_CELLS,
@@ -69,43 +71,122 @@ def parse_ratios(text: str) -> tuple[Decimal, Decimal, Decimal]:
     return ratios[0], ratios[1], ratios[2]
 
 
+# One page of approved writing assignments with the first item of their HIT (by
+# position): the answers as the database's JSON text (decoded here, without the ORM's
+# per-row conversions), the item's external id, and its topic and complexity type as
+# text with their JSON type (NULL when the key is missing). An assignment whose HIT has
+# no item is left out.
+PAIRS_PAGE_SQL = """
+SELECT a.id, a.answers::text, it.external_id,
+       it.data ->> 'topic', jsonb_typeof(it.data -> 'topic'),
+       it.data ->> 'complexity_type', jsonb_typeof(it.data -> 'complexity_type')
+FROM {assignment} a
+JOIN {hit} h ON h.id = a.hit_id
+JOIN {stage} s ON s.id = h.stage_id
+JOIN LATERAL (
+    SELECT hi.item_id FROM {hititem} hi WHERE hi.hit_id = a.hit_id
+    ORDER BY hi.position, hi.id LIMIT 1
+) first_item ON TRUE
+JOIN {item} it ON it.id = first_item.item_id
+WHERE s.campaign_id = %s AND s.task_type = %s AND a.status = %s AND a.id > %s
+ORDER BY a.id
+LIMIT %s
+"""
+
+
+def _json_or(text: str | None, default: Any) -> Any:
+    return default if text is None else json.loads(text)
+
+
+def _json_value(text: str | None, kind: str | None, default: Any) -> Any:
+    """The value of a JSON field read as ``->>`` text and its ``jsonb_typeof``:
+    ``default`` when the key is missing, a string as it is, anything else decoded."""
+    if kind is None:
+        return default
+    if kind == "string":
+        return text
+    return None if kind == "null" else json.loads(str(text))
+
+
+def _pair_id(source: str, index: int, question: str, answer: str) -> str:
+    """``derived_external_id(source, f"q{index}", [question, answer])``: the JSON text
+    of two strings written directly (the export derives it for every pair, twice)."""
+    canonical = f"[{_json_string(question)}, {_json_string(answer)}]"
+    return derived_external_id_of_json(source, f"q{index}", canonical)
+
+
+def _question_id(example_id: str, question: str, mention: str) -> str:
+    """Id of the question linking item of an example: ``derived_external_id(example_id,
+    "q", {"question": question, "answer": mention})``, its JSON text written directly."""
+    canonical = f'{{"answer": {_json_string(mention)}, "question": {_json_string(question)}}}'
+    return derived_external_id_of_json(example_id, "q", canonical)
+
+
+def _pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
+    """``PAIRS_PAGE_SQL``'s rows, a page of ``CHUNK`` writing assignments at a time."""
+    sql = PAIRS_PAGE_SQL.format(
+        assignment=Assignment._meta.db_table,
+        hit=HIT._meta.db_table,
+        stage=Stage._meta.db_table,
+        hititem=HITItem._meta.db_table,
+        item=Item._meta.db_table,
+    )
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                sql, [campaign.pk, QuestionWriting.name, AssignmentStatus.APPROVED, last, CHUNK]
+            )
+            page = cursor.fetchall()
+        if not page:
+            return
+        last = page[-1][0]
+        yield page
+
+
+def pair_ids(campaign: Campaign) -> list[str]:
+    """The ids of the approved QA pairs in ``_pairs``' order, without the rest of them
+    (the split is drawn over all ids before the first row is written)."""
+    ids = []
+    for page in _pages(campaign):
+        for _, answers_text, external_id, *_cell in page:
+            source = str(external_id)
+            answers = _json_or(answers_text, None)
+            for i, pair in enumerate((answers or {}).get("questions", [])):
+                question, answer = str(pair.get("question", "")), str(pair.get("answer", ""))
+                ids.append(_pair_id(source, i + 1, question, answer))
+    return ids
+
+
 def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
     """Approved QA pairs, a chunk of writing assignments at a time."""
-    queryset = Assignment.objects.filter(
-        hit__stage__campaign=campaign,
-        hit__stage__task_type=QuestionWriting.name,
-        status=AssignmentStatus.APPROVED,
-    )
-    for rows in keyset_rows(queryset, ("hit_id", "answers")):
-        cells: dict[int, Any] = {}
-        for link in (
-            HITItem.objects.filter(hit_id__in={r["hit_id"] for r in rows})
-            .order_by("hit_id", "position")
-            .values("hit_id", "item__external_id", "item__data")
-        ):
-            cells.setdefault(link["hit_id"], link)
+    for page in _pages(campaign):
         chunk = []
-        for r in rows:
-            cell = cells.get(r["hit_id"])
-            if cell is None:
-                continue
-            data = cell["item__data"] or {}
-            for i, pair in enumerate((r["answers"] or {}).get("questions", [])):
+        for _, answers_text, external_id, topic, topic_kind, ctype, ctype_kind in page:
+            answers = _json_or(answers_text, None)
+            source = str(external_id)
+            category = _json_value(topic, topic_kind, "")
+            complexity_type = _json_value(ctype, ctype_kind, "generic")
+            for i, pair in enumerate((answers or {}).get("questions", [])):
                 question, answer = str(pair.get("question", "")), str(pair.get("answer", ""))
                 chunk.append(
                     {
-                        "id": derived_external_id(
-                            str(cell["item__external_id"]), f"q{i + 1}", [question, answer]
-                        ),
+                        "id": _pair_id(source, i + 1, question, answer),
                         "question": question,
                         "answer": answer,
                         "pair": pair,
-                        "category": data.get("topic", ""),
-                        "complexityType": data.get("complexity_type", "generic"),
+                        "category": category,
+                        "complexityType": complexity_type,
                     }
                 )
         if chunk:
             yield chunk
+
+
+def _text_array(ids: Iterable[str]) -> RawSQL:
+    """``ids`` as one array parameter for an ``__in`` lookup, not one parameter per id
+    (a chunk has tens of thousands of ids: Django prepares each parameter by itself)."""
+    return RawSQL("SELECT unnest(%s::text[])", [list(ids)])
 
 
 def _links(campaign: Campaign, task_type: str, ids: Iterable[str]) -> dict[str, list[Any]]:
@@ -114,8 +195,7 @@ def _links(campaign: Campaign, task_type: str, ids: Iterable[str]) -> dict[str, 
         for r in EntityLinkResolution.objects.filter(
             item__stage__campaign=campaign,
             item__stage__task_type=task_type,
-            # One array parameter, not one per id: a chunk has tens of thousands of ids.
-            item__external_id__in=RawSQL("SELECT unnest(%s::text[])", [list(ids)]),
+            item__external_id__in=_text_array(ids),
             status__in=AGREED,
         ).values("item__external_id", "links")
     }
@@ -140,7 +220,7 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
     for row in Item.objects.filter(
         stage__campaign=campaign,
         stage__task_type=QuestionEntityLinking.name,
-        external_id__in=list(ids),
+        external_id__in=_text_array(ids),
     ).values("external_id", "data"):
         spans = (row["data"] or {}).get("proposed_spans") or []
         out[row["external_id"]] = [s for s in spans if s.get("kind") in VALUE_KINDS]
@@ -155,7 +235,8 @@ def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str,
         for row in Item.objects.filter(
             stage__campaign=campaign,
             stage__task_type=Translation.name,
-            data__source_id__in=list(ids),
+            # ``data -> 'source_id'`` equal to one of the ids as a JSON string.
+            data__source_id__in=RawSQL("SELECT to_jsonb(unnest(%s::text[]))", [list(ids)]),
         ).values("id", "external_id", "data")
     }
     if not items:
@@ -181,11 +262,13 @@ def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str,
     return out
 
 
-def _answer(p: dict[str, Any], links: list[Any] | None, labels: dict[str, str]) -> dict[str, Any]:
-    """The ``answer`` object as released: answerType, answer, mention (the counted
-    entities for a count question), answerNum for count and superlative (§4.1)."""
+def _answer(
+    p: dict[str, Any], mention: str, links: list[Any] | None, labels: dict[str, str]
+) -> dict[str, Any]:
+    """The ``answer`` object as released: answerType, answer, ``mention`` (the pair's
+    ``linked_answer_text``: the counted entities for a count question), answerNum for
+    count and superlative (§4.1)."""
     pair, ctype = p["pair"], p["complexityType"]
-    mention = linked_answer_text(pair, complexity_type=ctype)
     kind = detect_answer_type(
         question=p["question"],
         answer=p["answer"],
@@ -259,16 +342,12 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
     questionEntity, answer, category, complexityType."""
     for chunk in _pairs(campaign):
         ids = [p["id"] for p in chunk]
+        mentions = [
+            linked_answer_text(p["pair"], complexity_type=p["complexityType"]) for p in chunk
+        ]
         question_ids = {
-            p["id"]: derived_external_id(
-                p["id"],
-                "q",
-                {
-                    "question": p["question"],
-                    "answer": linked_answer_text(p["pair"], complexity_type=p["complexityType"]),
-                },
-            )
-            for p in chunk
+            p["id"]: _question_id(p["id"], p["question"], mention)
+            for p, mention in zip(chunk, mentions, strict=True)
         }
         answer_links = _links(campaign, "answer_entity_linking", ids)
         question_links = _links(campaign, "question_entity_linking", [*ids, *question_ids.values()])
@@ -281,7 +360,7 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
             if link.get("qid") and not link.get("none")
         }
         labels = _labels(qids)
-        for p in chunk:
+        for p, mention in zip(chunk, mentions, strict=True):
             qid_key = question_ids[p["id"]]
             links = question_links.get(qid_key, question_links.get(p["id"], []))
             yield {
@@ -289,7 +368,7 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
                 "question": p["question"],
                 "translations": translations.get(p["id"], {}),
                 "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
-                "answer": _answer(p, answer_links.get(p["id"]), labels),
+                "answer": _answer(p, mention, answer_links.get(p["id"]), labels),
                 "category": p["category"],
                 "complexityType": p["complexityType"],
             }
@@ -302,7 +381,7 @@ def split_of(
     ratios (train and dev rounded down, test takes the rest): the same seed and data
     give the same split, and the sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 /
     2,000 / 4,000)."""
-    ids = [p["id"] for chunk in _pairs(campaign) for p in chunk]
+    ids = pair_ids(campaign)
     order = list(range(len(ids)))
     random.Random(seed).shuffle(order)
     n_train = int(len(ids) * ratios[0])

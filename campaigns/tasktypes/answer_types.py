@@ -80,6 +80,10 @@ _NUMBER_WORDS = {
 _COUNT_QUESTION = re.compile(r"\bhow (?:many|much)\b", re.IGNORECASE)
 _FEET_INCHES = re.compile(r"^\d{1,2}\s?(?:'|ft|feet)\s?\d{1,2}\s?(?:\"|in|inches)?$")
 _UNIT_WORD = re.compile(r"^[a-z]{1,12}\.?$")
+_PARTS = re.compile(r",|;| and ")
+_SPELLED_SPLIT = re.compile(r"[\s-]+")
+# Every date, year, number and height pattern above needs a digit (as ``\d`` has it).
+_DIGIT = re.compile(r"\d")
 
 
 def detect_answer_type(answer: str, *, question: str = "") -> AnswerType:
@@ -91,13 +95,15 @@ def detect_answer_type(answer: str, *, question: str = "") -> AnswerType:
     bare = text.strip(".!?").strip().casefold()
     if bare in _BOOLEAN:
         return AnswerType.BOOLEAN
-    counting = bool(question and _COUNT_QUESTION.search(question))
-    if _YEAR_ONLY.match(bare):
+    digits = _DIGIT.search(text) is not None
+    if digits and _YEAR_ONLY.match(bare):
+        counting = bool(question and _COUNT_QUESTION.search(question))
         return AnswerType.NUMERIC if counting else AnswerType.DATE
-    parts = [p.strip() for p in re.split(r",|;| and ", bare) if p.strip()]
-    if all(_DATE.match(p) or _YEAR_ONLY.match(p) for p in parts):
+    parts = [p.strip() for p in _PARTS.split(bare) if p.strip()]
+    # Without a digit no part is a date (nor a year), unless there is no part at all.
+    if (digits or not parts) and all(_DATE.match(p) or _YEAR_ONLY.match(p) for p in parts):
         return AnswerType.DATE
-    if _is_number(text.strip(".!?").strip()):
+    if _is_number(text.strip(".!?").strip(), digits=digits):
         return AnswerType.NUMERIC
     words = text.split()
     if len(words) > 6 and "," not in text and not any(w[:1].isupper() for w in words):
@@ -110,13 +116,18 @@ def needs_answer_linking(answer: str, *, question: str = "") -> bool:
     return detect_answer_type(answer, question=question) not in NOT_LINKED
 
 
-def _is_number(text: str) -> bool:
+def _is_number(text: str, *, digits: bool = True) -> bool:
     """A number, possibly followed by a unit of one or two words ("46 years",
     "39 years old", "fifteen books"; lower-case, so "1906 Chicago Cubs" is no
-    number), or a height in feet and inches (6'2")."""
-    if _FEET_INCHES.match(text):
+    number), or a height in feet and inches (6'2"). ``digits=False`` says the text
+    has no digit: only a spelled number can then be one."""
+    if digits and _FEET_INCHES.match(text):
         return True
     words = text.split()
+    if not digits and (
+        not words or _SPELLED_SPLIT.split(words[0].casefold())[0] not in _NUMBER_WORDS
+    ):
+        return False  # every head below starts with the first word's first part
     for cut in range(len(words), max(0, len(words) - 3), -1):
         head, unit = " ".join(words[:cut]), words[cut:]
         if all(_UNIT_WORD.match(w) for w in unit) and (
@@ -127,5 +138,5 @@ def _is_number(text: str) -> bool:
 
 
 def _is_spelled_number(text: str) -> bool:
-    words = re.split(r"[\s-]+", text)
+    words = _SPELLED_SPLIT.split(text)
     return bool(words) and all(w in _NUMBER_WORDS for w in words) and words != ["a"]

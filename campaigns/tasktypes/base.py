@@ -353,15 +353,25 @@ def duplicate_errors(texts: list[tuple[str, str]], *, what: str) -> list[FieldEr
 # --- Items, answers and hand-off ---------------------------------------------------
 
 
+# ``json.dumps(content, sort_keys=True, ensure_ascii=False)`` without building an encoder
+# per call (an export derives an id per row, several times).
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False)
+
+
 def derived_external_id(source: str, tag: str, content: Any) -> str:
     """External id of an item produced from item ``source`` at position ``tag``.
 
     ``<source>/<tag>-<10 hex digits of the content's SHA-1>``; a long source is
     shortened to a prefix plus its own digest so the id fits the database column.
     """
-    digest = hashlib.sha1(
-        json.dumps(content, sort_keys=True, ensure_ascii=False).encode(), usedforsecurity=False
-    ).hexdigest()[:10]
+    return derived_external_id_of_json(source, tag, _CANONICAL_JSON.encode(content))
+
+
+def derived_external_id_of_json(source: str, tag: str, canonical: str) -> str:
+    """``derived_external_id`` of the content whose canonical JSON text (sorted keys,
+    no ASCII escaping, default separators) is ``canonical``: for a caller that writes
+    that text faster than ``json`` does for its own values."""
+    digest = hashlib.sha1(canonical.encode(), usedforsecurity=False).hexdigest()[:10]
     suffix = f"/{tag}-{digest}"
     if len(source) + len(suffix) > MAX_EXTERNAL_ID_LENGTH:
         source_digest = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()[:10]

@@ -68,3 +68,26 @@ def test_agrees_with_mintaka_answer_types():
     assert right / len(questions) >= 0.97
     booleans = [q for q in questions if q["answer"]["answerType"] == "boolean"]
     assert all(detect_answer_type(q["answer"]["mention"]) == AnswerType.BOOLEAN for q in booleans)
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        # Without a digit only a spelled number can be numeric (the fast path) ...
+        ("fifteen books", AnswerType.NUMERIC),
+        ("Dozen eggs", AnswerType.NUMERIC),
+        ("a hundred and five", AnswerType.NUMERIC),
+        ("none", AnswerType.NUMERIC),
+        ("a", AnswerType.ENTITY),
+        ("-five", AnswerType.ENTITY),
+        ("one-of-a-kind", AnswerType.ENTITY),
+        ("Seven Dwarfs", AnswerType.ENTITY),
+        ("it flows north through eleven countries of east africa", AnswerType.STRING),
+        (",", AnswerType.DATE),  # no part left: an empty list of dates, as before
+        # ... and a digit is any Unicode decimal digit, as the patterns' \d.
+        ("\u0663", AnswerType.NUMERIC),
+        ("\u0663 km", AnswerType.NUMERIC),
+    ],
+)
+def test_detects_answers_without_digits_as_before(answer, expected):
+    assert detect_answer_type(answer) == expected

@@ -1,0 +1,124 @@
+"""The Mintaka export's rows read a page at a time: ids written without ``json.dumps``
+equal ``derived_external_id``'s; the pair's cell (topic, complexity type) read as the
+JSON it holds; a HIT's first item by position; translations and question values found
+by the ids passed as one array parameter."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.design.services import stage_add
+from campaigns.exports.mintaka import (
+    _pair_id,
+    _question_id,
+    _question_values,
+    _translations,
+    mintaka_examples,
+)
+from campaigns.models import AssignmentStatus, HITItem, Item, ItemSource
+from campaigns.tasktypes.base import derived_external_id
+from campaigns.work.decisions import assignment_approve
+from tests.helpers import local_pipeline, submitted_assignment
+from tests.validation.db_helpers import hits, make_stage, submit, worker
+
+TRICKY = [
+    "Which river is longer?",
+    'He said "yes" \\ no',
+    "Zürich \u2013 São Paulo 東京 \u2028 \U0001f30d",
+    "tab\tnew\nline\x01\x1f\x7f",
+    "",
+    "x" * 300,
+]
+
+
+@pytest.mark.parametrize("question", TRICKY)
+@pytest.mark.parametrize("answer", ["The Nile", 'a "quoted" \\ answer', "\u00e9\n"])
+def test_pair_and_question_ids_equal_derived_external_id(question, answer):
+    for source in ("cell-1", "c" * 195):  # a long source is shortened with its digest
+        assert _pair_id(source, 3, question, answer) == derived_external_id(
+            source, "q3", [question, answer]
+        )
+        example_id = derived_external_id(source, "q1", [question, answer])
+        assert _question_id(example_id, question, answer) == derived_external_id(
+            example_id, "q", {"question": question, "answer": answer}
+        )
+
+
+@pytest.mark.django_db
+def test_cells_are_read_as_the_json_they_hold(requester):
+    campaign, writing, _ = local_pipeline(requester, slug="cells", topics=("a", "b", "c", "d"))
+    cells = {
+        "cell-0": {"topic": "rivers", "complexity_type": "count"},
+        "cell-1": {"topic": 7},  # not text; no complexity type: "generic"
+        "cell-2": {"topic": None, "complexity_type": "yesno"},
+        "cell-3": {},
+    }
+    for n in range(4):
+        written = submitted_assignment(writing, question=f"Which river number {n} is longer?")
+        assignment_approve(assignment=written, decided_by=requester, source="requester")
+    for external_id, data in cells.items():  # the export reads the cells as they are now
+        Item.objects.filter(stage=writing, external_id=external_id).update(data=data)
+
+    examples = list(mintaka_examples(campaign=campaign))
+
+    by_cell = {e["id"].split("/")[0]: e for e in examples}
+    assert {k: (e["category"], e["complexityType"]) for k, e in by_cell.items()} == {
+        "cell-0": ("rivers", "count"),
+        "cell-1": (7, "generic"),
+        "cell-2": (None, "yesno"),
+        "cell-3": ("", "generic"),
+    }
+    for e in examples:
+        cell = e["id"].split("/")[0]
+        assert e["id"] == derived_external_id(cell, "q1", [e["question"], "The Nile"])
+
+
+@pytest.mark.django_db
+def test_first_item_of_the_hit_by_position(requester):
+    campaign, writing, _ = local_pipeline(requester, slug="first-item", topics=("a",))
+    written = submitted_assignment(writing)
+    assignment_approve(assignment=written, decided_by=requester, source="requester")
+    extra = Item.objects.create(
+        stage=writing, external_id="before", data={"topic": "z"}, source=ItemSource.UPLOADED
+    )
+    HITItem.objects.filter(hit=written.hit).update(position=2)
+    HITItem.objects.create(hit=written.hit, item=extra, position=1)
+
+    (example,) = mintaka_examples(campaign=campaign)
+
+    assert example["id"].startswith("before/q1-")
+    assert example["category"] == "z"
+
+
+@pytest.mark.django_db
+def test_translations_are_matched_by_the_example_id_as_json_text():
+    sources = ["ex-1", 5, "ex-3"]  # the number 5 is no match for the id "5"
+    stage = make_stage(
+        items=3,
+        task_type="translation",
+        data=lambda n: {"source_id": sources[n], "language": ("de", "fr", "it")[n]},
+        per_hit=1,
+    )
+    for n, hit in enumerate(hits(stage)):
+        submit(hit, worker(f"t{n}"), {"translation": f"T{n}"}, status=AssignmentStatus.APPROVED)
+
+    assert _translations(stage.campaign, ["ex-1", "5", "ex-3", "ex-9"]) == {
+        "ex-1": {"de": "T0"},
+        "ex-3": {"it": "T2"},
+    }
+
+
+@pytest.mark.django_db
+def test_question_values_are_matched_by_id(requester):
+    campaign, _writing, _ = local_pipeline(requester, slug="by-id", topics=("a",))
+    linking = stage_add(campaign=campaign, name="Questions", task_type="question_entity_linking")
+    span = {"start": 0, "end": 4, "text": "1942", "kind": "date"}
+    for external_id in ("q-1", "q-2"):
+        Item.objects.create(
+            stage=linking,
+            external_id=external_id,
+            data={"proposed_spans": [span, {**span, "kind": "person"}]},
+            source=ItemSource.UPLOADED,
+        )
+
+    assert _question_values(campaign, ["q-1", "q-9"]) == {"q-1": [span]}
