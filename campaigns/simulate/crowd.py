@@ -32,7 +32,7 @@ from django.db import connections
 from django.urls import reverse
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign
-from campaigns.simulate.browser import Browser, Page
+from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
@@ -126,6 +126,7 @@ class CrowdSimulation:
         max_seconds: float | None,
         concurrency: int,
         requester: Callable[[Campaign], bool] | None = None,
+        app: WSGIApp | None = None,
     ) -> None:
         self.campaign = campaign
         self.requester = requester
@@ -146,7 +147,7 @@ class CrowdSimulation:
                 number=n,
                 profile=profile,
                 rng=random.Random(f"{seed}:{n}"),
-                browser=Browser(base_url=self.base_url),
+                browser=Browser(base_url=self.base_url, app=app),
             )
             for n, profile in enumerate(profile_mix(workers=workers, shares=shares, seed=seed))
         ]

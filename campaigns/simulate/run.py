@@ -12,10 +12,10 @@ from typing import Any
 
 from campaigns.design.platform import platform_for
 from campaigns.models import HIT, Campaign, Stage
+from campaigns.simulate.browser import WSGIApp
 from campaigns.simulate.crowd import DEFAULT_PROFILES, CrowdSimulation, SimulationError
 from campaigns.simulate.prolific import ProlificHooks, ProlificSimulation
-from campaigns.simulate.server import DEFAULT_THREADS as DEFAULT_SERVER_THREADS
-from campaigns.simulate.server import LocalServer
+from campaigns.simulate.server import local_app
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.selectors import WORKABLE_STATES
@@ -24,6 +24,8 @@ from campaigns.work.selectors import WORKABLE_STATES
 # command line also takes for them.
 ENTRIES = ("invite", "study_url")
 ENTRY_NAMES = {"prolific": "study_url"}
+# The site's address when the app is called in process (no socket behind it).
+IN_PROCESS_URL = "http://127.0.0.1"
 
 
 def simulate_crowd(
@@ -46,11 +48,13 @@ def simulate_crowd(
     ``"invite"`` (local campaigns): a campaign-wide invite link is made for the run and
     revoked at its end; ``"prolific"`` (Prolific campaigns, whose studies must be
     published): each worker is a participant entering every study through its URL
-    parameters and sent back to Prolific's completion URL (``campaigns.simulate.prolific``;
-    ``prolific_hooks`` tells a fake Prolific about the sessions); ``"auto"``: by the
-    campaign's provider. Without ``base_url`` the real WSGI app is served in-process
-    on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
-    assignment is approved after each round (``assignment_approve``, source
+    parameters and sent back to Prolific's completion URL
+    (``campaigns.simulate.prolific``; ``prolific_hooks`` tells a fake Prolific about the
+    sessions); ``"auto"``: by the campaign's provider. Without ``base_url`` the
+    simulated browsers call the real WSGI app in process (``WSGITransport``: the whole
+    middleware and view stack, as a server would call it, without sockets or server
+    threads) as http://127.0.0.1. With ``approve_all`` (invite entry only), every
+    submitted assignment is approved after each round (``assignment_approve``, source
     "simulator") so that approved answers hand off to the next stage; otherwise only
     stages with an auto_approve rule flow. ``requester`` (either entry) is the
     requester's side between rounds (on Prolific: sync, approve, publish hand-offs);
@@ -87,10 +91,11 @@ def simulate_crowd(
                 f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
             )
 
-    def run(url: str) -> SimulationResult:
+    def run(url: str, app: WSGIApp | None = None) -> SimulationResult:
         options: dict[str, Any] = {
             "campaign": campaign,
             "base_url": url,
+            "app": app,
             "workers": workers,
             "seed": seed,
             "shares": shares or DEFAULT_PROFILES,
@@ -104,8 +109,7 @@ def simulate_crowd(
 
     if base_url:
         return run(base_url)
-    with LocalServer(threads=max(DEFAULT_SERVER_THREADS, 2 * concurrency)) as url:
-        return run(url)
+    return run(IN_PROCESS_URL, local_app())
 
 
 def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:
