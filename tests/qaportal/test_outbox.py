@@ -175,10 +175,15 @@ def test_deferred_messages_run_at_the_end_in_order_and_a_repeat_runs_once(eager)
 @pytest.mark.django_db(transaction=True)
 def test_deferred_messages_stay_undone_when_the_block_raises(eager):
     eager(True)
-    with pytest.raises(RuntimeError), outbox.outbox_deferred():
-        with transaction.atomic():
-            outbox.task_after_commit("tests.outbox_probe", 1)
-        raise RuntimeError("the caller failed")
+
+    def commit_then_fail() -> None:
+        with outbox.outbox_deferred():
+            with transaction.atomic():
+                outbox.task_after_commit("tests.outbox_probe", 1)
+            raise RuntimeError("the caller failed")
+
+    with pytest.raises(RuntimeError):
+        commit_then_fail()
     assert RUNS == []
     assert OutboxMessage.objects.filter(done_at__isnull=True).count() == 1
     with transaction.atomic():
