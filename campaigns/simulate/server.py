@@ -1,4 +1,6 @@
-"""An in-process HTTP server for the simulator: the real WSGI app on 127.0.0.1."""
+"""qaportal's WSGI app for the simulator: ``local_app()`` (what ``simulate_crowd``'s
+browsers call in process) and ``LocalServer``, the same app behind a real socket on
+127.0.0.1 for a client that needs one."""
 
 from __future__ import annotations
 
