@@ -71,6 +71,38 @@ def fingerprint(campaign) -> tuple[dict, str]:
     return counts, digest.hexdigest()[:16]
 
 
+def _profiler():
+    """Start a profiler of this thread (the simulated browsers call the app in process,
+    so the whole run is here); the function that stops it and prints the report.
+    pyinstrument when installed (a dev tool), else cProfile on CPU time."""
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    try:
+        from pyinstrument import Profiler
+    except ImportError:
+        import cProfile
+        import pstats
+
+        profile = cProfile.Profile(time.process_time)
+        profile.enable()
+
+        def stop(db: str) -> None:
+            profile.disable()
+            profile.dump_stats(out / f"simulate_{db}.prof")
+            pstats.Stats(profile).sort_stats("cumulative").print_stats(60)
+
+        return stop
+    profiler = Profiler(async_mode="disabled")
+    profiler.start()
+
+    def stop_pyinstrument(db: str) -> None:
+        profiler.stop()
+        (out / f"simulate_{db}.html").write_text(profiler.output_html())
+        print(profiler.output_text(unicode=False, color=False, show_all=False)[:12000])
+
+    return stop_pyinstrument
+
+
 def child(args: argparse.Namespace) -> None:
     """One run in this process, with the settings of ``args.db``."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "qaportal.settings"
@@ -121,29 +153,27 @@ def child(args: argparse.Namespace) -> None:
         from django.conf import settings
 
         settings.MIDDLEWARE = ["perf_probe_mw.CountQueries", *settings.MIDDLEWARE]
-    profiler = None
-    if args.profile:
-        from pyinstrument import Profiler
-
-        profiler = Profiler(async_mode="disabled")
-        profiler.start()
+    profiler = _profiler() if args.profile else None
     cpu, wall = time.process_time(), time.monotonic()
     result = simulate_crowd(
         campaign=campaign, workers=args.workers, seed=args.seed, approve_all=True
     )
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     if profiler is not None:
-        profiler.stop()
-        out = ROOT / "bench" / "out" / f"simulate_{args.db}.html"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(profiler.output_html())
-        print(profiler.output_text(unicode=False, color=False, show_all=False)[:12000])
+        profiler(args.db)
     if os.environ.get("SIMBENCH_COUNT_QUERIES"):
         import perf_probe_mw
 
         for key, (n, q, cpu_s) in sorted(perf_probe_mw.STATS.items(), key=lambda kv: -kv[1][2]):
             print(f"{n:6d} x {q / n:6.1f} queries {cpu_s / n * 1000:7.1f} ms cpu  {key}")
     counts, digest = fingerprint(campaign)
+    load = os.getloadavg()[0]
+    print(
+        f"SUMMARY simulate {args.db}: {result.requests} requests in {wall:.1f} s wall / "
+        f"{cpu:.1f} s CPU = {result.requests / wall:.1f} requests/s "
+        f"({result.requests / cpu:.1f} per CPU-second); fingerprint {digest}; "
+        f"ok={result.ok}; load {load:.1f}"
+    )
     print(
         json.dumps(
             {
@@ -153,6 +183,7 @@ def child(args: argparse.Namespace) -> None:
                 "set_up_s": round(set_up, 2),
                 "wall_s": round(wall, 2),
                 "cpu_s": round(cpu, 2),
+                "load_avg": round(load, 1),
                 "requests": result.requests,
                 "requests_per_s": round(result.requests / wall, 1),
                 "ok": result.ok,

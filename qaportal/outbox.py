@@ -11,12 +11,17 @@ succeeded either way: a broker outage delays the work, never loses it.
 Delivery is at least once: every task run through the outbox takes ids and is
 idempotent (the house rule for Celery tasks), so a second run changes nothing.
 With ``CELERY_TASK_ALWAYS_EAGER`` (the embedded default, and the tests) the message
-runs in-process at commit, by configuration, not as a fallback.
+runs in-process at commit, by configuration, not as a fallback; inside
+``outbox_deferred()`` it waits for the end of the block instead, as in a worker's queue.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -30,6 +35,9 @@ from qaportal.models import OutboxMessage
 logger = logging.getLogger(__name__)
 
 RUN_TASK = "qaportal.outbox_run"
+
+# Per thread: the ids of the messages committed inside ``outbox_deferred()``, in order.
+_deferred = threading.local()
 
 
 def _app() -> Any:
@@ -69,11 +77,69 @@ def task_send(task: str, *args: Any) -> None:
         )
 
 
+@contextmanager
+def outbox_deferred() -> Iterator[None]:
+    """In eager mode, the messages this thread commits inside the block run at its end
+    instead of at each commit, in commit order, as a worker draining its queue runs
+    them; those their runs commit join the queue. A message whose task and arguments
+    come again later in the queue is left to that later run and marked done (tasks run
+    through the outbox are idempotent and work from the current state: one preparation
+    of a stage after a batch of hand-offs covers them all). Outside eager mode nothing
+    changes (the broker gets each message at commit). If the block raises, the queued
+    messages stay undone, for ``outbox_redispatch``. Nested blocks join the outer one.
+
+    For a process that runs no worker and commits many changes in a row (the crowd
+    simulator's approvals): per message, each hand-off published its HITs and each
+    publication prepared the whole linking stage again.
+    """
+    if getattr(_deferred, "queue", None) is not None or not _app().conf.task_always_eager:
+        yield
+        return
+    queue: list[int] = []
+    _deferred.queue = queue
+    try:
+        yield
+        while queue:
+            batch = list(queue)
+            queue.clear()
+            _drain(batch)
+    finally:
+        _deferred.queue = None
+
+
+def _drain(batch: list[int]) -> None:
+    """Run the messages ``batch`` (ids, in order); repeats of a later message are done."""
+    keys = {
+        pk: (task, json.dumps(args, sort_keys=True))
+        for pk, task, args in OutboxMessage.objects.filter(pk__in=batch).values_list(
+            "pk", "task", "args"
+        )
+    }
+    last = {keys[pk]: pk for pk in batch if pk in keys}
+    repeats = [pk for pk in batch if pk in keys and last[keys[pk]] != pk]
+    if repeats:
+        OutboxMessage.objects.filter(pk__in=repeats, done_at__isnull=True).update(
+            done_at=timezone.now(), last_error=""
+        )
+    for pk in batch:
+        if pk in keys and last[keys[pk]] == pk:
+            _dispatch(message_id=pk)
+
+
 def outbox_dispatch(*, message_id: int) -> bool:
     """Send message ``message_id`` to a worker (or run it, in eager mode); True if sent.
 
     A broker that cannot be reached is logged and leaves the message for beat.
+    Inside ``outbox_deferred()`` (eager mode) the message is queued for the block's end.
     """
+    queue = getattr(_deferred, "queue", None)
+    if queue is not None:
+        queue.append(message_id)
+        return True
+    return _dispatch(message_id=message_id)
+
+
+def _dispatch(*, message_id: int) -> bool:
     app = _app()
     try:
         if app.conf.task_always_eager:

@@ -2,18 +2,32 @@
 
 Standard library only (``urllib.request`` + ``http.cookiejar``). Every answer,
 whatever its status, comes back as a ``Page``; nothing raises on 4xx or 5xx.
+
+Over HTTP to any server (``base_url``), or, given a WSGI ``app``, in process: the
+request goes through the app's whole stack (middleware, views, templates, the request
+signals) as a WSGI server would call it, without a socket, a server thread or HTTP
+parsing in between (``WSGITransport``).
 """
 
 from __future__ import annotations
 
+import email.message
 import http.cookiejar
+import io
+import logging
 import re
+import sys
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+logger = logging.getLogger(__name__)
+
+WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken"\s+value="([^"]+)"')
@@ -88,7 +102,7 @@ class Page:
 class Browser:
     """One simulated browser: its own cookie jar (so its own session and worker)."""
 
-    def __init__(self, *, base_url: str, timeout: float = 30.0) -> None:
+    def __init__(self, *, base_url: str, timeout: float = 30.0, app: WSGIApp | None = None) -> None:
         if urllib.parse.urlsplit(base_url).scheme not in {"http", "https"}:
             raise ValueError(f"The base URL must be http(s)://..., got {base_url!r}.")
         self.base_url = base_url.rstrip("/")
@@ -97,6 +111,7 @@ class Browser:
         self._opener = urllib.request.build_opener(
             urllib.request.HTTPCookieProcessor(self.cookies), _SameSiteRedirects()
         )
+        self._transport = None if app is None else WSGITransport(app, self.cookies)
         self.requests = 0
         self.statuses: Counter[int] = Counter()
 
@@ -140,6 +155,8 @@ class Browser:
         return page
 
     def _fetch(self, request: urllib.request.Request) -> Page:
+        if self._transport is not None:
+            return self._transport.fetch(request)
         method = request.get_method()
         try:
             with self._opener.open(request, timeout=self.timeout) as response:
@@ -178,3 +195,137 @@ class Browser:
                 method=method,
                 requested=request.full_url,
             )
+
+
+# What urllib sends with every request (``OpenerDirector.addheaders``, ``do_request_``).
+_USER_AGENT = f"Python-urllib/{sys.version_info.major}.{sys.version_info.minor}"
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+# urllib follows at most this many redirects (``HTTPRedirectHandler.max_redirections``).
+_MAX_REDIRECTS = 10
+
+
+class _Response:
+    """The little of a urllib response that ``CookieJar.extract_cookies`` reads."""
+
+    def __init__(self, headers: list[tuple[str, str]]) -> None:
+        self._message = email.message.Message()
+        for name, value in headers:
+            self._message[name] = value
+
+    def info(self) -> email.message.Message:
+        return self._message
+
+
+class WSGITransport:
+    """Requests handed to a WSGI app in the calling thread, as a WSGI server would hand
+    them (PEP 3333 environ, ``start_response``, the body iterated and closed so that the
+    request signals run), with the same cookies, redirects and answers as the HTTP path
+    through urllib: what the app sees differs only in having no socket behind it."""
+
+    def __init__(self, app: WSGIApp, cookies: http.cookiejar.CookieJar) -> None:
+        self.app = app
+        self.cookies = cookies
+
+    def fetch(self, request: urllib.request.Request) -> Page:
+        method, requested = request.get_method(), request.full_url
+        for _ in range(_MAX_REDIRECTS + 1):
+            status, headers, body = self._call(request)
+            location = next((v for k, v in headers if k.lower() == "location"), None)
+            if status not in _REDIRECTS or location is None:
+                return Page(
+                    url=request.full_url,
+                    status=status,
+                    text=body.decode("utf-8", "replace"),
+                    method=method,
+                    requested=requested,
+                )
+            target = urllib.parse.urljoin(request.full_url, location)
+            here = urllib.parse.urlsplit(request.full_url).netloc
+            if urllib.parse.urlsplit(target).netloc != here:
+                return Page(
+                    url=target,
+                    status=status,
+                    text="",
+                    method=method,
+                    requested=requested,
+                    offsite=True,
+                )
+            if status in (307, 308) and request.get_method() not in ("GET", "HEAD"):
+                # urllib does not re-send a body on a redirect: an HTTPError.
+                return Page(
+                    url=request.full_url,
+                    status=status,
+                    text=body.decode("utf-8", "replace"),
+                    method=method,
+                    requested=requested,
+                )
+            # As urllib: the next request is a GET with the same headers but the body's.
+            headers_kept = {
+                k: v
+                for k, v in request.headers.items()
+                if k.lower() not in ("content-length", "content-type")
+            }
+            request = urllib.request.Request(  # noqa: S310 (on this site: checked above)
+                target, headers=headers_kept, method="GET"
+            )
+        return Page(
+            url=request.full_url,
+            status=status,
+            text=body.decode("utf-8", "replace"),
+            method=method,
+            requested=requested,
+        )
+
+    def _call(self, request: urllib.request.Request) -> tuple[int, list[tuple[str, str]], bytes]:
+        self.cookies.add_cookie_header(request)
+        split = urllib.parse.urlsplit(request.full_url)
+        body = request.data if isinstance(request.data, bytes) else b""
+        environ: dict[str, Any] = {
+            "REQUEST_METHOD": request.get_method(),
+            "SCRIPT_NAME": "",
+            "PATH_INFO": urllib.parse.unquote(split.path or "/", "iso-8859-1"),
+            "QUERY_STRING": split.query,
+            "SERVER_NAME": split.hostname or "127.0.0.1",
+            "SERVER_PORT": str(split.port or (443 if split.scheme == "https" else 80)),
+            "SERVER_PROTOCOL": "HTTP/1.1",
+            "REMOTE_ADDR": "127.0.0.1",
+            "CONTENT_LENGTH": str(len(body)) if body else "",
+            "wsgi.version": (1, 0),
+            "wsgi.url_scheme": split.scheme,
+            "wsgi.input": io.BytesIO(body),
+            "wsgi.errors": sys.stderr,
+            "wsgi.multithread": True,
+            "wsgi.multiprocess": False,
+            "wsgi.run_once": False,
+            "HTTP_HOST": split.netloc,
+            "HTTP_USER_AGENT": _USER_AGENT,
+            "HTTP_ACCEPT_ENCODING": "identity",
+            "HTTP_CONNECTION": "close",
+        }
+        for name, value in request.header_items():
+            key = name.upper().replace("-", "_")
+            if key == "CONTENT_TYPE":
+                environ["CONTENT_TYPE"] = value
+            elif key not in ("HOST", "CONTENT_LENGTH"):
+                environ[f"HTTP_{key}"] = value
+        started: list[Any] = []
+
+        def start_response(status: str, headers: list[tuple[str, str]], exc_info: Any = None):
+            started[:] = [int(status.split(" ", 1)[0]), headers]
+            return lambda data: None  # the legacy write(): Django never calls it
+
+        try:
+            result = self.app(environ, start_response)
+            try:
+                body_out = b"".join(result)
+            finally:
+                close = getattr(result, "close", None)
+                if close is not None:
+                    close()
+        except Exception:
+            # What a WSGI server answers when the app itself raises (wsgiref: a 500).
+            logger.exception("The app raised on %s %s", environ["REQUEST_METHOD"], split.path)
+            return 500, [], b"A server error occurred."
+        status, headers = started
+        self.cookies.extract_cookies(_Response(headers), request)  # type: ignore[arg-type]
+        return status, headers, body_out

@@ -29,10 +29,12 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import connections
+from django.db.models import Exists, OuterRef, Q
 from django.urls import reverse
+from django.utils import timezone
 
-from campaigns.models import Assignment, AssignmentStatus, Campaign
-from campaigns.simulate.browser import Browser, Page
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITStatus, Stage
+from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
@@ -40,6 +42,7 @@ from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
 from campaigns.work.selectors import hit_items
 from qaportal.errors import DomainError
+from qaportal.outbox import outbox_deferred
 
 DEFAULT_PROFILES: dict[str, float] = {"good": 0.6, "sloppy": 0.25, "spammer": 0.15}
 # A worker gives up on a stage after returning this many of its tasks.
@@ -126,6 +129,7 @@ class CrowdSimulation:
         max_seconds: float | None,
         concurrency: int,
         requester: Callable[[Campaign], bool] | None = None,
+        app: WSGIApp | None = None,
     ) -> None:
         self.campaign = campaign
         self.requester = requester
@@ -146,7 +150,7 @@ class CrowdSimulation:
                 number=n,
                 profile=profile,
                 rng=random.Random(f"{seed}:{n}"),
-                browser=Browser(base_url=self.base_url),
+                browser=Browser(base_url=self.base_url, app=app),
             )
             for n, profile in enumerate(profile_mix(workers=workers, shares=shares, seed=seed))
         ]
@@ -155,6 +159,8 @@ class CrowdSimulation:
         # grows, so a worker that found nothing waits for it to change.
         self._progress = 0
         self._lock = threading.Lock()
+        # (progress, stages with work) as last read (``_stages_with_work``).
+        self._with_work: tuple[int, set[int]] | None = None
 
     def _advance(self) -> None:
         with self._lock:
@@ -223,17 +229,24 @@ class CrowdSimulation:
     def _approve_submitted(self) -> int:
         """The requester's side (``--approve-all``): approve what was submitted."""
         approved = 0
-        for assignment in Assignment.objects.filter(
+        submitted = Assignment.objects.filter(
             hit__stage__campaign=self.campaign, status=AssignmentStatus.SUBMITTED
-        ).order_by("id"):
-            assignment_approve(
-                assignment=assignment,
-                source="simulator",
-                reason="simulated requester decision (simulate_crowd --approve-all)",
-            )
-            self.result.stage_by_id(assignment.hit.stage_id).approved += 1
-            approved += 1
-            self._advance()
+        )
+        # The hand-offs (and the publications and stage preparations they set off) run
+        # after the round's approvals, as a worker would drain them from its queue,
+        # not one by one inside each approval: a stage is prepared once per round.
+        with outbox_deferred():
+            for assignment in submitted.select_related("hit").order_by("id"):
+                assignment_approve(
+                    assignment=assignment,
+                    source="simulator",
+                    reason="simulated requester decision (simulate_crowd --approve-all)",
+                )
+                self.result.stage_by_id(assignment.hit.stage_id).approved += 1
+                approved += 1
+                self._advance()
+        if approved:
+            self._advance()  # what the hand-offs published
         return approved
 
     # --- One worker -------------------------------------------------------------------
@@ -252,15 +265,46 @@ class CrowdSimulation:
         if worker.idle_at == self._progress:
             return False
         seen = self._progress
+        with_work = self._stages_with_work(seen)
         for stage in self.stages:
             if worker.returns[stage.pk] >= MAX_RETURNS_PER_STAGE:
                 continue
+            if stage.pk not in with_work:
+                continue  # its page would say "no task" to everyone
             if self._out_of_time():
                 return False
             if self._work_in_stage(worker, stage):
                 return True
         worker.idle_at = seen
         return False
+
+    def _stages_with_work(self, progress: int) -> set[int]:
+        """The stages whose page may offer someone a task: a published, unexpired HIT
+        with a free place (what ``hits_open`` reads), or an accepted assignment to go
+        on with. The page of any other stage shows every worker no task, so it is not
+        asked for: one query per change of the run's progress instead of a page per
+        worker and stage (idle workers polled pages that could offer nothing).
+        Cached by progress: everything that can open a place (a return, an approval
+        and its hand-off, the requester's turn) advances it."""
+        with self._lock:
+            if self._with_work is not None and self._with_work[0] == progress:
+                return self._with_work[1]
+        stage_ids = [stage.pk for stage in self.stages]
+        now = timezone.now()
+        open_hits = HIT.objects.filter(
+            stage_id=OuterRef("pk"), status=HITStatus.PUBLISHED, places_left__gt=0
+        ).filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
+        held = Assignment.objects.filter(
+            hit__stage_id=OuterRef("pk"), status=AssignmentStatus.ACCEPTED
+        )
+        found = set(
+            Stage.objects.filter(pk__in=stage_ids)
+            .filter(Exists(open_hits) | Exists(held))
+            .values_list("pk", flat=True)
+        )
+        with self._lock:
+            self._with_work = (progress, found)
+        return found
 
     def _work_in_stage(self, worker: SimulatedWorker, stage: _Stage) -> bool:
         browser = worker.browser

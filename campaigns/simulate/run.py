@@ -7,15 +7,19 @@ through a study URL with their ids (``prolific.py``). The platform says which
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from django.db import connection, connections
+from django.db.backends.signals import connection_created
 
 from campaigns.design.platform import platform_for
 from campaigns.models import HIT, Campaign, Stage
+from campaigns.simulate.browser import WSGIApp
 from campaigns.simulate.crowd import DEFAULT_PROFILES, CrowdSimulation, SimulationError
 from campaigns.simulate.prolific import ProlificHooks, ProlificSimulation
-from campaigns.simulate.server import DEFAULT_THREADS as DEFAULT_SERVER_THREADS
-from campaigns.simulate.server import LocalServer
+from campaigns.simulate.server import local_app
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.selectors import WORKABLE_STATES
@@ -24,6 +28,8 @@ from campaigns.work.selectors import WORKABLE_STATES
 # command line also takes for them.
 ENTRIES = ("invite", "study_url")
 ENTRY_NAMES = {"prolific": "study_url"}
+# The site's address when the app is called in process (no socket behind it).
+IN_PROCESS_URL = "http://127.0.0.1"
 
 
 def simulate_crowd(
@@ -46,11 +52,13 @@ def simulate_crowd(
     ``"invite"`` (local campaigns): a campaign-wide invite link is made for the run and
     revoked at its end; ``"prolific"`` (Prolific campaigns, whose studies must be
     published): each worker is a participant entering every study through its URL
-    parameters and sent back to Prolific's completion URL (``campaigns.simulate.prolific``;
-    ``prolific_hooks`` tells a fake Prolific about the sessions); ``"auto"``: by the
-    campaign's provider. Without ``base_url`` the real WSGI app is served in-process
-    on a free 127.0.0.1 port. With ``approve_all`` (invite entry only), every submitted
-    assignment is approved after each round (``assignment_approve``, source
+    parameters and sent back to Prolific's completion URL
+    (``campaigns.simulate.prolific``; ``prolific_hooks`` tells a fake Prolific about the
+    sessions); ``"auto"``: by the campaign's provider. Without ``base_url`` the
+    simulated browsers call the real WSGI app in process (``WSGITransport``: the whole
+    middleware and view stack, as a server would call it, without sockets or server
+    threads) as http://127.0.0.1. With ``approve_all`` (invite entry only), every
+    submitted assignment is approved after each round (``assignment_approve``, source
     "simulator") so that approved answers hand off to the next stage; otherwise only
     stages with an auto_approve rule flow. ``requester`` (either entry) is the
     requester's side between rounds (on Prolific: sync, approve, publish hand-offs);
@@ -87,10 +95,11 @@ def simulate_crowd(
                 f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
             )
 
-    def run(url: str) -> SimulationResult:
+    def run(url: str, app: WSGIApp | None = None) -> SimulationResult:
         options: dict[str, Any] = {
             "campaign": campaign,
             "base_url": url,
+            "app": app,
             "workers": workers,
             "seed": seed,
             "shares": shares or DEFAULT_PROFILES,
@@ -104,8 +113,39 @@ def simulate_crowd(
 
     if base_url:
         return run(base_url)
-    with LocalServer(threads=max(DEFAULT_SERVER_THREADS, 2 * concurrency)) as url:
-        return run(url)
+    with _commits_unsynced():
+        return run(IN_PROCESS_URL, local_app())
+
+
+@contextmanager
+def _commits_unsynced() -> Iterator[None]:
+    """While the app runs in this process for a dry run on PostgreSQL, its sessions
+    commit without waiting for the write-ahead log to reach the disk
+    (``synchronous_commit = off``): each simulated request commits a few times, and
+    waiting for the disk was most of a run's wall time. A crash of the database server
+    may lose the last fraction of a second of simulated work; it never leaves the
+    database inconsistent, and no other session's setting changes. Restored at the end
+    for the connections still open."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+
+    def unsynced(sender: Any, connection: Any, **kwargs: Any) -> None:
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET synchronous_commit TO off")
+
+    connection_created.connect(unsynced)
+    try:
+        if connection.connection is not None:
+            unsynced(None, connection)
+        yield
+    finally:
+        connection_created.disconnect(unsynced)
+        for conn in connections.all(initialized_only=True):
+            if conn.vendor == "postgresql" and conn.connection is not None:
+                with conn.cursor() as cursor:
+                    cursor.execute("RESET synchronous_commit")
 
 
 def _check_prolific(*, campaign: Campaign, approve_all: bool) -> None:

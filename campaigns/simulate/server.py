@@ -1,4 +1,6 @@
-"""An in-process HTTP server for the simulator: the real WSGI app on 127.0.0.1."""
+"""qaportal's WSGI app for the simulator: ``local_app()`` (what ``simulate_crowd``'s
+browsers call in process) and ``LocalServer``, the same app behind a real socket on
+127.0.0.1 for a client that needs one."""
 
 from __future__ import annotations
 
@@ -67,6 +69,14 @@ class _PooledWSGIServer(WSGIServer):
             thread.join(timeout=10)
 
 
+def local_app() -> Any:
+    """qaportal's WSGI app as ``LocalServer`` serves it, static files included: from the
+    finders as ``runserver`` does, or, with hashed names (``DEBUG`` off; they are not in
+    the finders), by the app's WhiteNoise from the collected files, as in production."""
+    app = get_wsgi_application()
+    return app if isinstance(staticfiles_storage, ManifestFilesMixin) else StaticFilesHandler(app)
+
+
 class LocalServer:
     """``with LocalServer() as url:`` serves qaportal (and its static files: from the
     finders as ``runserver`` does, or collected with hashed names through WhiteNoise
@@ -84,11 +94,7 @@ class LocalServer:
 
     def start(self) -> str:
         server = _PooledWSGIServer(("127.0.0.1", 0), threads=self.threads)
-        app = get_wsgi_application()
-        # Hashed names (DEBUG off) are not in the finders: the app's WhiteNoise serves
-        # the collected files then, as in production.
-        hashed = isinstance(staticfiles_storage, ManifestFilesMixin)
-        server.set_app(app if hashed else StaticFilesHandler(app))
+        server.set_app(local_app())
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever, name="simulate-crowd-server", daemon=True

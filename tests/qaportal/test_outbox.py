@@ -140,3 +140,62 @@ def test_an_event_calls_handlers_in_the_transaction_and_tasks_after_commit():
         assert seen == [1, 2]
         assert RUNS == []
     assert RUNS == [(2,)]
+
+
+@shared_task(name="tests.outbox_chains")
+def outbox_chains(*args: object) -> None:
+    """Commits a message of its own, as a hand-off commits a stage's preparation."""
+    RUNS.append(("chains", *args))
+    with transaction.atomic():
+        outbox.task_after_commit("tests.outbox_probe", "prepare")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deferred_messages_run_at_the_end_in_order_and_a_repeat_runs_once(eager):
+    eager(True)
+    with outbox.outbox_deferred():
+        for args in [(1,), ("prepare",), (2,), ("prepare",)]:
+            with transaction.atomic():
+                outbox.task_after_commit("tests.outbox_probe", *args)
+        with transaction.atomic():
+            outbox.task_after_commit("tests.outbox_chains", 3)
+            outbox.task_after_commit("tests.outbox_chains", 4)
+        assert RUNS == []  # not at each commit
+    # In commit order; the first "prepare" was left to the second; the chained messages
+    # (two the same) queued after the batch and ran once.
+    assert RUNS == [(1,), (2,), ("prepare",), ("chains", 3), ("chains", 4), ("prepare",)]
+    assert not OutboxMessage.objects.filter(done_at__isnull=True).exists()
+    assert OutboxMessage.objects.count() == 8
+    # Outside the block, each message runs at its commit again.
+    with transaction.atomic():
+        outbox.task_after_commit("tests.outbox_probe", 5)
+    assert RUNS[-1] == (5,)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deferred_messages_stay_undone_when_the_block_raises(eager):
+    eager(True)
+
+    def commit_then_fail() -> None:
+        with outbox.outbox_deferred():
+            with transaction.atomic():
+                outbox.task_after_commit("tests.outbox_probe", 1)
+            raise RuntimeError("the caller failed")
+
+    with pytest.raises(RuntimeError):
+        commit_then_fail()
+    assert RUNS == []
+    assert OutboxMessage.objects.filter(done_at__isnull=True).count() == 1
+    with transaction.atomic():
+        outbox.task_after_commit("tests.outbox_probe", 2)
+    assert RUNS == [(2,)]  # the block's queue is gone
+
+
+@pytest.mark.django_db(transaction=True)
+def test_deferral_changes_nothing_with_a_broker(eager, monkeypatch):
+    eager(False)
+    sent: list[tuple[object, ...]] = []
+    monkeypatch.setattr(app, "send_task", lambda name, args, **kw: sent.append((name, *args)))
+    with outbox.outbox_deferred(), transaction.atomic():
+        message = outbox.task_after_commit("tests.outbox_probe", 1)
+    assert sent == [(outbox.RUN_TASK, message.pk)]

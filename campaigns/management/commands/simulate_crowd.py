@@ -44,7 +44,10 @@ class Command(BaseCommand):
         parser.add_argument(
             "--base-url",
             default="",
-            help="A running qaportal on the same database; default: serve it in-process.",
+            help=(
+                "A running qaportal on the same database; default: call the app in "
+                "process (the whole WSGI stack, no socket)."
+            ),
         )
         parser.add_argument(
             "--approve-all",

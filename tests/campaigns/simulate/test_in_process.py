@@ -1,0 +1,72 @@
+"""The simulator's browsers call the app in process (``WSGITransport``): cookies,
+redirects and answers as over HTTP; on PostgreSQL the run's sessions commit without
+waiting for the disk, and get their setting back at the end."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from campaigns.platforms.publishing import campaign_start
+from campaigns.simulate import simulate_crowd
+from campaigns.simulate.browser import Browser
+from campaigns.simulate.server import local_app
+
+
+def _app(environ, start_response):
+    """Sets a cookie, redirects on the site and off it, echoes what it was sent."""
+    path, method = environ["PATH_INFO"], environ["REQUEST_METHOD"]
+    if path == "/login":
+        start_response("302 Found", [("Location", "/home"), ("Set-Cookie", "sid=abc; Path=/")])
+        return [b""]
+    if path == "/away":
+        start_response("302 Found", [("Location", "https://example.org/done?cc=X")])
+        return [b""]
+    if path == "/boom":
+        raise RuntimeError("the app raised")
+    body = environ["wsgi.input"].read(int(environ.get("CONTENT_LENGTH") or 0))
+    text = f"{method} {path} cookie={environ.get('HTTP_COOKIE', '')} body={body.decode()}"
+    start_response("404 Not Found" if path == "/missing" else "200 OK", [])
+    return [text.encode()]
+
+
+def test_cookies_redirects_and_statuses_as_over_http():
+    browser = Browser(base_url="http://127.0.0.1", app=_app)
+    page = browser.post("/login", {"a": ["1"]}, csrf="t", referer="/")
+    # A POST answered by a redirect goes on as a GET, with the cookie just set.
+    assert (page.status, page.path, page.method) == (200, "/home", "POST")
+    assert page.text == "GET /home cookie=sid=abc body="
+    assert browser.get("/echo").text == "GET /echo cookie=sid=abc body="
+    assert browser.post("/echo", {"b": ["2"]}, csrf="t", referer="/").text.endswith(
+        "body=b=2&csrfmiddlewaretoken=t"
+    )
+    away = browser.get("/away")
+    assert (away.offsite, away.status, away.url) == (True, 302, "https://example.org/done?cc=X")
+    assert browser.get("/missing").status == 404
+    assert browser.get("/boom").status == 500
+    assert browser.requests == 6
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_real_app_in_process():
+    browser = Browser(base_url="http://127.0.0.1", app=local_app())
+    assert browser.get("/healthz").status == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_commits_unsynced_during_a_run_only(mintaka_campaign):
+    campaign = campaign_start(campaign=mintaka_campaign(stages=1), to_state="live")
+    seen: list[str] = []
+
+    def requester(campaign) -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            seen.append(cursor.fetchone()[0])
+        return False
+
+    result = simulate_crowd(campaign=campaign, workers=2, seed=1, requester=requester)
+    assert result.ok, "\n".join(result.lines())
+    assert seen == ["off"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
