@@ -102,6 +102,7 @@ def _sample_upload(stages: dict[str, Stage], *, passages: int | None) -> None:
         )
 
 
+@pytest.mark.slow(seconds=120)
 def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
     size = FULL if full_size else SMALL
     owner = UserFactory.create(username="owner-nangia")

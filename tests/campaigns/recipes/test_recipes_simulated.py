@@ -43,6 +43,7 @@ def _campaign(name: str, slug: str):
     return campaign_create(owner=owner, name=name, slug=slug)
 
 
+@pytest.mark.slow(seconds=40)
 def test_mintaka_pilot_flows_from_writing_to_both_linking_stages(full_size):
     campaign = _campaign("Mintaka pilot", "mintaka-pilot")
     write, link_answers, link_questions, _translate = recipe_apply(
@@ -105,6 +106,7 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages(full_size):
     assert any(e["entityType"] == "date" for r in rows for e in r["questionEntity"])
 
 
+@pytest.mark.slow(seconds=20)
 def test_whyqa_pilot_flows_from_articles_to_rephrasings(full_size):
     # One why-question per QGenHIT (§2.2.1): ten writers give the article's ten; the
     # suite asks four of six workers for four, rephrased two to a HIT (not five).
