@@ -89,9 +89,14 @@ class Assignment(models.Model):
     submission per provider assignment id.
     """
 
-    hit = models.ForeignKey(HIT, on_delete=models.CASCADE, related_name="assignments")
+    # No single-column indexes on hit and worker: the (hit, status) and (worker, status)
+    # indexes below lead with them and serve the same look-ups, and every index is one
+    # more write on each status change (a review of 100,000 assignments updates them all).
+    hit = models.ForeignKey(
+        HIT, on_delete=models.CASCADE, related_name="assignments", db_index=False
+    )
     worker = models.ForeignKey(
-        "campaigns.Worker", on_delete=models.PROTECT, related_name="assignments"
+        "campaigns.Worker", on_delete=models.PROTECT, related_name="assignments", db_index=False
     )
     provider = models.CharField(max_length=16, choices=Provider.choices)
     provider_assignment_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
