@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 ST = Path(sys.executable).parent / "st"
 
 
-@pytest.mark.slow(seconds=45)
+@pytest.mark.slow(seconds=330)
 def test_no_server_error_for_generated_requests(live_server, requester):
     _campaign, writing, _ = local_pipeline(requester, slug="fuzzed")
     submitted_assignment(writing)
