@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet
 
 CHUNK = 5000
@@ -41,6 +42,23 @@ def keyset_rows(
             return
         yield rows
         last = rows[-1]["id"]
+
+
+def keyset_sql_pages(
+    sql: str, params: Sequence[Any], *, chunk: int = CHUNK
+) -> Iterator[list[tuple[Any, ...]]]:
+    """``keyset_rows`` for raw SQL: ``sql`` takes ``params`` then the last key seen and
+    the page size (``… WHERE key > %s ORDER BY key LIMIT %s``) and returns rows whose
+    first column is that key; one page at a time, no cursor held between pages."""
+    last = 0
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, last, chunk])
+            page = cursor.fetchall()
+        if not page:
+            return
+        yield page
+        last = page[-1][0]
 
 
 def iso(value: Any) -> str | None:

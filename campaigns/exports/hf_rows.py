@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.db import connection
-
+from campaigns.exports.common import keyset_sql_pages
 from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_ids
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
@@ -198,14 +197,8 @@ def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict
         hititem=HITItem._meta.db_table,
         item=Item._meta.db_table,
     )
-    last = 0
-    while True:
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [campaign.pk, AssignmentStatus.APPROVED, last, EXAMPLES_PAGE])
-            page = cursor.fetchall()
-        if not page:
-            return
-        last = page[-1][0]
+    params = [campaign.pk, AssignmentStatus.APPROVED]
+    for page in keyset_sql_pages(sql, params, chunk=EXAMPLES_PAGE):
         lineages = _lineages({r[0]: r[11] for r in page if r[11] is not None}, reveal)
         for r in page:
             yield (

@@ -17,10 +17,9 @@ from decimal import Decimal
 from json.encoder import encode_basestring as _json_string  # as json.dumps(ensure_ascii=False)
 from typing import Any
 
-from django.db import connection
 from django.db.models.expressions import RawSQL
 
-from campaigns.exports.common import CHUNK, Tally
+from campaigns.exports.common import CHUNK, Tally, keyset_sql_pages
 from campaigns.exports.mintaka_values import (
     answer_dates,
     answer_number,
@@ -131,17 +130,9 @@ def _pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
         hititem=HITItem._meta.db_table,
         item=Item._meta.db_table,
     )
-    last = 0
-    while True:
-        with connection.cursor() as cursor:
-            cursor.execute(
-                sql, [campaign.pk, QuestionWriting.name, AssignmentStatus.APPROVED, last, CHUNK]
-            )
-            page = cursor.fetchall()
-        if not page:
-            return
-        last = page[-1][0]
-        yield page
+    yield from keyset_sql_pages(
+        sql, [campaign.pk, QuestionWriting.name, AssignmentStatus.APPROVED], chunk=CHUNK
+    )
 
 
 def pair_ids(campaign: Campaign) -> list[str]:

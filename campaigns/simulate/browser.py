@@ -228,37 +228,26 @@ class WSGITransport:
 
     def fetch(self, request: urllib.request.Request) -> Page:
         method, requested = request.get_method(), request.full_url
+
+        def page(url: str, status: int, body: bytes, *, offsite: bool = False) -> Page:
+            text = "" if offsite else body.decode("utf-8", "replace")
+            return Page(
+                url=url, status=status, text=text, method=method, requested=requested,
+                offsite=offsite,
+            )  # fmt: skip
+
         for _ in range(_MAX_REDIRECTS + 1):
             status, headers, body = self._call(request)
             location = next((v for k, v in headers if k.lower() == "location"), None)
             if status not in _REDIRECTS or location is None:
-                return Page(
-                    url=request.full_url,
-                    status=status,
-                    text=body.decode("utf-8", "replace"),
-                    method=method,
-                    requested=requested,
-                )
+                return page(request.full_url, status, body)
             target = urllib.parse.urljoin(request.full_url, location)
             here = urllib.parse.urlsplit(request.full_url).netloc
             if urllib.parse.urlsplit(target).netloc != here:
-                return Page(
-                    url=target,
-                    status=status,
-                    text="",
-                    method=method,
-                    requested=requested,
-                    offsite=True,
-                )
+                return page(target, status, body, offsite=True)
             if status in (307, 308) and request.get_method() not in ("GET", "HEAD"):
                 # urllib does not re-send a body on a redirect: an HTTPError.
-                return Page(
-                    url=request.full_url,
-                    status=status,
-                    text=body.decode("utf-8", "replace"),
-                    method=method,
-                    requested=requested,
-                )
+                return page(request.full_url, status, body)
             # As urllib: the next request is a GET with the same headers but the body's.
             headers_kept = {
                 k: v
@@ -268,13 +257,7 @@ class WSGITransport:
             request = urllib.request.Request(  # noqa: S310 (on this site: checked above)
                 target, headers=headers_kept, method="GET"
             )
-        return Page(
-            url=request.full_url,
-            status=status,
-            text=body.decode("utf-8", "replace"),
-            method=method,
-            requested=requested,
-        )
+        return page(request.full_url, status, body)
 
     def _call(self, request: urllib.request.Request) -> tuple[int, list[tuple[str, str]], bytes]:
         self.cookies.add_cookie_header(request)
