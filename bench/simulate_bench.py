@@ -169,7 +169,8 @@ def child(args: argparse.Namespace) -> None:
     counts, digest = fingerprint(campaign)
     load = os.getloadavg()[0]
     print(
-        f"SUMMARY simulate {args.db}: {result.requests} requests in {wall:.1f} s wall / "
+        f"SUMMARY simulate {args.db}: {result.requests} requests ({result.pages} pages) "
+        f"in {wall:.1f} s wall / "
         f"{cpu:.1f} s CPU = {result.requests / wall:.1f} requests/s "
         f"({result.requests / cpu:.1f} per CPU-second); fingerprint {digest}; "
         f"ok={result.ok}; load {load:.1f}"
@@ -185,6 +186,7 @@ def child(args: argparse.Namespace) -> None:
                 "cpu_s": round(cpu, 2),
                 "load_avg": round(load, 1),
                 "requests": result.requests,
+                "pages": result.pages,
                 "requests_per_s": round(result.requests / wall, 1),
                 "ok": result.ok,
                 "errors": result.errors[:5],

@@ -9,14 +9,22 @@ from __future__ import annotations
 from typing import Any
 
 from campaigns.work.events import answer_stored, assignment_decided
+from campaigns.work.handoff import handoffs_run
 from campaigns.workforce.quizzes import quiz_answer_stored
+from qaportal.outbox import task_batch_register
 
 
 def _handoff_args(*, assignment_id: int, approved: bool, **_: Any) -> list[Any] | None:
     return [assignment_id] if approved else None
 
 
+def _handoffs_run(args_lists: list[list[Any]]) -> None:
+    handoffs_run(assignment_ids=[int(args[0]) for args in args_lists])
+
+
 def subscribe() -> None:
-    """Quizzes are scored when stored; approved work is handed off after commit."""
+    """Quizzes are scored when stored; approved work is handed off after commit (a
+    queue of hand-offs drained in one go runs as one, ``handoffs_run``)."""
     answer_stored.subscribe(quiz_answer_stored)
     assignment_decided.subscribe_task("campaigns.handoff_run", args=_handoff_args)
+    task_batch_register("campaigns.handoff_run", _handoffs_run)

@@ -20,7 +20,7 @@ from campaigns.work.events import answer_stored, stage_published
 from linking import agreement
 from linking.agreement import EscalationRule
 from linking.selectors import entries_resolve_redirects
-from qaportal.outbox import task_after_commit
+from qaportal.outbox import task_after_commit, task_batch_register
 
 if TYPE_CHECKING:
     from campaigns.models import Assignment, Stage
@@ -39,6 +39,13 @@ def on_answer_stored(*, assignment: Assignment, stage: Stage, task_type: Any, **
         task_after_commit("linking.entity_agreement_check", assignment.hit_id)
 
 
+def _agreement_checks_run(args_lists: list[list[Any]]) -> None:
+    """Queued ``linking.entity_agreement_check`` messages drained in one go."""
+    from linking.services import hits_entity_agreement_check
+
+    hits_entity_agreement_check(hit_ids=[int(args[0]) for args in args_lists])
+
+
 RULE_CHECKS = RuleChecks(
     owner="linking",
     bonus_rules=frozenset({agreement.BONUS_RULE}),
@@ -55,3 +62,4 @@ def subscribe() -> None:
     answer_stored.subscribe(on_answer_stored)
     stage_rule_checks_register(RULE_CHECKS)
     redirect_resolver_register(entries_resolve_redirects)
+    task_batch_register("linking.entity_agreement_check", _agreement_checks_run)

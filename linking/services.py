@@ -252,13 +252,28 @@ def hit_entity_agreement_check(*, hit_id: int) -> AgreementCheck:
     Locking: the HIT row for the whole check (two answers landing at once are
     judged one after the other), the same row ``hit_add_assignments`` locks.
     """
-    hit = HIT.objects.select_related("stage__campaign").filter(pk=hit_id).first()
-    if hit is None:
-        return AgreementCheck(hit_id, "not_applicable")
-    stage = hit.stage
-    rule = escalation_rule_get(stage)
-    if rule is None:
-        return AgreementCheck(hit_id, "not_applicable")
+    return hits_entity_agreement_check(hit_ids=[hit_id])[0]
+
+
+def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementCheck]:
+    """``hit_entity_agreement_check`` of each of ``hit_ids`` in turn (each HIT locked
+    for its own check, as there), their stages read once: for a queue of checks
+    drained in one go (the crowd simulator's round of submissions)."""
+    stage_of = dict(HIT.objects.filter(pk__in=hit_ids).values_list("pk", "stage_id"))
+    stages = Stage.objects.in_bulk(set(stage_of.values()))
+    rules = {pk: escalation_rule_get(stage) for pk, stage in stages.items()}
+    checks = []
+    for hit_id in hit_ids:
+        stage_id = stage_of.get(hit_id)
+        rule = rules.get(stage_id) if stage_id is not None else None
+        if stage_id is None or rule is None:
+            checks.append(AgreementCheck(hit_id, "not_applicable"))
+        else:
+            checks.append(_agreement_check(hit_id=hit_id, stage=stages[stage_id], rule=rule))
+    return checks
+
+
+def _agreement_check(*, hit_id: int, stage: Stage, rule: EscalationRule) -> AgreementCheck:
     with transaction.atomic():
         hit = HIT.objects.select_for_update().get(pk=hit_id)
         hit.stage = stage
@@ -268,12 +283,16 @@ def hit_entity_agreement_check(*, hit_id: int) -> AgreementCheck:
             and hit.places_left > 0
             and (hit.expires_at is None or hit.expires_at > now)
         )
-        at_work = Assignment.objects.filter(hit=hit, status=AssignmentStatus.ACCEPTED).exists()
+        # Every assignment of the HIT in one read: those at work, and the answers.
+        assignments = list(
+            Assignment.objects.filter(
+                hit=hit, status__in=(AssignmentStatus.ACCEPTED, *ANSWERED)
+            ).order_by("submitted_at", "id")
+        )
+        at_work = any(a.status == AssignmentStatus.ACCEPTED for a in assignments)
         if open_places or at_work:
             return AgreementCheck(hit_id, "waiting")
-        answers = list(
-            Assignment.objects.filter(hit=hit, status__in=ANSWERED).order_by("submitted_at", "id")
-        )
+        answers = [a for a in assignments if a.status in ANSWERED]
         items = hit_items(hit=hit)
         decided = set(
             EntityLinkResolution.objects.filter(

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
@@ -38,6 +38,19 @@ RUN_TASK = "qaportal.outbox_run"
 
 # Per thread: the ids of the messages committed inside ``outbox_deferred()``, in order.
 _deferred = threading.local()
+
+# Task name -> a body that runs many queued messages of that task at once, given their
+# argument lists in queue order (``task_batch_register``).
+_BATCH_RUNNERS: dict[str, Callable[[list[list[Any]]], Any]] = {}
+
+
+def task_batch_register(task: str, run_many: Callable[[list[list[Any]]], Any]) -> None:
+    """Let ``outbox_deferred()`` hand consecutive queued messages of ``task`` to
+    ``run_many(args_lists)`` in one call instead of one run each. ``run_many`` must do
+    what running them one after the other would (same idempotency), and may share the
+    work they have in common (the hand-offs of a round of approvals publish each
+    stage once). Outside ``outbox_deferred()`` each message still runs on its own."""
+    _BATCH_RUNNERS[task] = run_many
 
 
 def _app() -> Any:
@@ -84,7 +97,8 @@ def outbox_deferred() -> Iterator[None]:
     them; those their runs commit join the queue. A message whose task and arguments
     come again later in the queue is left to that later run and marked done (tasks run
     through the outbox are idempotent and work from the current state: one preparation
-    of a stage after a batch of hand-offs covers them all). Outside eager mode nothing
+    of a stage after a batch of hand-offs covers them all). Consecutive messages of a
+    task with a batch runner (``task_batch_register``) run in one call. Outside eager mode nothing
     changes (the broker gets each message at commit). If the block raises, the queued
     messages stay undone, for ``outbox_redispatch``. Nested blocks join the outer one.
 
@@ -121,9 +135,44 @@ def _drain(batch: list[int]) -> None:
         OutboxMessage.objects.filter(pk__in=repeats, done_at__isnull=True).update(
             done_at=timezone.now(), last_error=""
         )
-    for pk in batch:
-        if pk in keys and last[keys[pk]] == pk:
-            _dispatch(message_id=pk)
+    runs = [pk for pk in batch if pk in keys and last[keys[pk]] == pk]
+    start = 0
+    while start < len(runs):
+        task = keys[runs[start]][0]
+        end = start + 1
+        if task in _BATCH_RUNNERS:
+            while end < len(runs) and keys[runs[end]][0] == task:
+                end += 1
+        if end - start > 1:
+            _run_many(task=task, message_ids=runs[start:end])
+        else:
+            _dispatch(message_id=runs[start])
+        start = end
+
+
+def _run_many(*, task: str, message_ids: list[int]) -> None:
+    """Run the undone messages ``message_ids`` of ``task`` through its batch runner and
+    mark them done; an error is recorded on each of them, which stay undone for
+    ``outbox_redispatch`` (raised, as ``_dispatch`` does, when eager runs propagate)."""
+    undone = dict(
+        OutboxMessage.objects.filter(pk__in=message_ids, done_at__isnull=True).values_list(
+            "pk", "args"
+        )
+    )
+    ids = [pk for pk in message_ids if pk in undone]
+    if not ids:
+        return
+    mine = OutboxMessage.objects.filter(pk__in=ids)
+    try:
+        _BATCH_RUNNERS[task]([undone[pk] for pk in ids])
+    except Exception as exc:
+        mine.update(last_error=repr(exc)[:2000])
+        if settings.CELERY_TASK_EAGER_PROPAGATES:
+            raise
+        logger.warning("outbox messages %s not run (%s); beat will retry", ids, exc)
+        return
+    now = timezone.now()
+    mine.update(done_at=now, dispatched_at=now, dispatches=F("dispatches") + 1, last_error="")
 
 
 def outbox_dispatch(*, message_id: int) -> bool:

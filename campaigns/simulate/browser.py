@@ -55,7 +55,10 @@ class _OffsiteRedirect(Exception):
 
 class _SameSiteRedirects(urllib.request.HTTPRedirectHandler):
     """Follow redirects on the site; stop at one that leaves it (a platform's completion
-    URL): the browser reports it instead of loading another site."""
+    URL): the browser reports it instead of loading another site. Counts the redirects
+    it follows (each is one more request to the server)."""
+
+    followed = 0
 
     def redirect_request(
         self,
@@ -70,7 +73,10 @@ class _SameSiteRedirects(urllib.request.HTTPRedirectHandler):
         if urllib.parse.urlsplit(newurl).netloc != here:
             fp.close()
             raise _OffsiteRedirect(newurl, code)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
+        followed = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if followed is not None:
+            self.followed += 1
+        return followed
 
 
 @dataclass
@@ -108,12 +114,22 @@ class Browser:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.cookies = http.cookiejar.CookieJar(policy=_LoopbackSecurePolicy())
+        self._redirects = _SameSiteRedirects()
         self._opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(self.cookies), _SameSiteRedirects()
+            urllib.request.HTTPCookieProcessor(self.cookies), self._redirects
         )
         self._transport = None if app is None else WSGITransport(app, self.cookies)
-        self.requests = 0
+        # Pages loaded (a GET or a POST, with the redirects it led to), and their
+        # statuses; ``requests`` counts every HTTP request, each redirect followed too.
+        self.pages = 0
         self.statuses: Counter[int] = Counter()
+
+    @property
+    def requests(self) -> int:
+        """HTTP requests sent: one per page, plus one per redirect followed."""
+        if self._transport is not None:
+            return self._transport.calls
+        return self.pages + self._redirects.followed
 
     def url(self, path: str) -> str:
         """``path`` on this site; absolute URLs (redirect targets) only if http(s)."""
@@ -149,7 +165,7 @@ class Browser:
         return self._open(request)
 
     def _open(self, request: urllib.request.Request) -> Page:
-        self.requests += 1
+        self.pages += 1
         page = self._fetch(request)
         self.statuses[page.status] += 1
         return page
@@ -225,6 +241,7 @@ class WSGITransport:
     def __init__(self, app: WSGIApp, cookies: http.cookiejar.CookieJar) -> None:
         self.app = app
         self.cookies = cookies
+        self.calls = 0  # requests handed to the app, redirects followed included
 
     def fetch(self, request: urllib.request.Request) -> Page:
         method, requested = request.get_method(), request.full_url
@@ -260,6 +277,7 @@ class WSGITransport:
         return page(request.full_url, status, body)
 
     def _call(self, request: urllib.request.Request) -> tuple[int, list[tuple[str, str]], bytes]:
+        self.calls += 1
         self.cookies.add_cookie_header(request)
         split = urllib.parse.urlsplit(request.full_url)
         body = request.data if isinstance(request.data, bytes) else b""

@@ -145,6 +145,7 @@ class ProlificSimulation(CrowdSimulation):
             self.result.seconds = time.monotonic() - started
             for worker in self.workers:
                 self.result.requests += worker.browser.requests
+                self.result.pages += worker.browser.pages
                 self.result.statuses.update(worker.browser.statuses)
             self.result.collect_stage_state(campaign=self.campaign)
         return self.result

@@ -48,7 +48,10 @@ class SimulationResult:
     joined: int = 0
     rounds: int = 0
     replays: int = 0
+    # HTTP requests the app served (each redirect followed is one) and the pages they
+    # made up (a form's POST and the page its redirect led to are one page).
     requests: int = 0
+    pages: int = 0
     seconds: float = 0.0
     # Prolific entry: where each stored submission sent its participant (not followed).
     completion_urls: list[str] = field(default_factory=list)
@@ -99,6 +102,7 @@ class SimulationResult:
             "rounds": self.rounds,
             "replays": self.replays,
             "requests": self.requests,
+            "pages": self.pages,
             "seconds": round(self.seconds, 2),
             "completion_urls": list(self.completion_urls),
         }
@@ -107,8 +111,8 @@ class SimulationResult:
         """The summary as text, for the command line."""
         out = [
             f"campaign {self.campaign}: {self.joined} workers joined, seed {self.seed}, "
-            f"{self.rounds} round(s), {self.requests} requests in {self.seconds:.1f} s "
-            f"({self.base_url})",
+            f"{self.rounds} round(s), {self.requests} requests ({self.pages} pages) "
+            f"in {self.seconds:.1f} s ({self.base_url})",
             "stage                          accepted submitted returned re-prompted "
             "closed approved  items (by status)",
         ]

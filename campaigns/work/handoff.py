@@ -41,62 +41,109 @@ def handoff_run(*, assignment: Assignment) -> int:
     Locking: the next stage's row while items are added, the same lock
     ``stage_publish`` takes, so a concurrent publication sees all or none of them.
     """
-    assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
-    stage = assignment.hit.stage
-    if assignment.status != AssignmentStatus.APPROVED or stage.next_stage_id is None:
-        return 0
-    source_type = task_type_get(stage.task_type)
-    produced = list(
-        source_type.next_items(
-            answer=assignment.answers or {},
-            items=hit_items(hit=assignment.hit),
-            handoff=stage.handoff or {},
+    return handoffs_run(assignment_ids=[assignment.pk])
+
+
+def handoffs_run(*, assignment_ids: list[int]) -> int:
+    """``handoff_run`` for many approvals at once, in the order given; the items made.
+
+    The same items as one hand-off after another (the first answer to produce an
+    item makes it), but each source stage's next stages are locked once for all its
+    answers, and each target stage is published once, after all of them, with the
+    remainder when a stage feeding it is drained by then. For a queue drained in one
+    go (``qaportal.outbox.outbox_deferred``: the crowd simulator's round of
+    approvals), where a publication after each approval re-read the stage each time.
+    """
+    by_pk = {
+        a.pk: a
+        for a in Assignment.objects.select_related("hit__stage__campaign").filter(
+            pk__in=assignment_ids, status=AssignmentStatus.APPROVED
         )
-    )
+    }
+    by_stage: dict[int, list[Assignment]] = {}
+    for pk in dict.fromkeys(assignment_ids):
+        assignment = by_pk.get(pk)
+        if assignment is not None and assignment.hit.stage.next_stage_id is not None:
+            by_stage.setdefault(assignment.hit.stage_id, []).append(assignment)
+    created = 0
+    # target stage id -> (stage, publish the remainder too)
+    publish: dict[int, tuple[Stage, bool]] = {}
+    for assignments in by_stage.values():
+        stage = assignments[0].hit.stage
+        targets, made = _items_make(stage=stage, assignments=assignments)
+        created += made
+        if stage.campaign.state in WORKABLE_STATES:
+            drained = stage_drained(stage=stage)
+            for target in targets:
+                earlier = publish.get(target.pk)
+                publish[target.pk] = (target, drained or (earlier is not None and earlier[1]))
+    for target, drained in publish.values():
+        stage_publish(stage=target, allow_partial=drained)
+        # Paid HITs stay pending until their platform publishes them, in batches.
+        platform_for(target.campaign).hits_publish_due(stage=target, force=drained)
+    return created
+
+
+def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[Stage], int]:
+    """The next stages' items from ``assignments`` (approved, all of ``stage``), under
+    the lock of those stages' rows; the stages items went to, and how many were made."""
+    source_type = task_type_get(stage.task_type)
+    produced = [
+        (
+            assignment,
+            list(
+                source_type.next_items(
+                    answer=assignment.answers or {},
+                    items=hit_items(hit=assignment.hit),
+                    handoff=stage.handoff or {},
+                )
+            ),
+        )
+        for assignment in assignments
+    ]
     created = 0
     with transaction.atomic():
-        next_stage = Stage.objects.select_for_update().get(pk=stage.next_stage_id)
+        next_stage = (
+            Stage.objects.select_for_update().select_related("campaign").get(pk=stage.next_stage_id)
+        )
         targets: dict[str | None, Stage] = {None: next_stage}
-        targets.update(_side_stages(stage=stage, produced=produced))
-        for result in produced:
-            external_id = str(result.get("external_id", ""))
-            data = result.get("data")
-            target = targets.get(result.get("route"))
-            if target is None:
-                logger.warning(
-                    "hand-off of assignment %s: no stage for route %r",
-                    assignment.pk,
-                    result.get("route"),
-                )
-                continue
-            problems = task_type_get(target.task_type).validate_item(data)
-            if not external_id or problems:
-                logger.warning(
-                    "hand-off of assignment %s: item %r left out: %s",
-                    assignment.pk,
-                    external_id,
-                    "; ".join(str(p) for p in problems) or "no external id",
-                )
-                continue
-            _, made = Item.objects.get_or_create(
-                stage=target,
-                external_id=external_id,
-                defaults={
-                    "data": data,
-                    "source": ItemSource.PRODUCED,
-                    "source_assignment": assignment,
-                },
-            )
+        targets.update(
+            _side_stages(stage=stage, produced=[r for _, results in produced for r in results])
+        )
+        for assignment, results in produced:
+            made = 0
+            for result in results:
+                made += _item_make(assignment=assignment, targets=targets, result=result)
+            logger.info("hand-off of assignment %s: %d new items", assignment.pk, made)
             created += made
-    if stage.campaign.state in WORKABLE_STATES:
-        drained = stage_drained(stage=stage)
-        platform = platform_for(stage.campaign)
-        for target in {t.pk: t for t in targets.values() if t is not None}.values():
-            stage_publish(stage=target, allow_partial=drained)
-            # Paid HITs stay pending until their platform publishes them, in batches.
-            platform.hits_publish_due(stage=target, force=drained)
-    logger.info("hand-off of assignment %s: %d new items", assignment.pk, created)
-    return created
+    return list({t.pk: t for t in targets.values()}.values()), created
+
+
+def _item_make(*, assignment: Assignment, targets: dict[str | None, Stage], result: dict) -> int:
+    """One produced item into its stage (1), or left out, logged (0)."""
+    external_id = str(result.get("external_id", ""))
+    data = result.get("data")
+    target = targets.get(result.get("route"))
+    if target is None:
+        logger.warning(
+            "hand-off of assignment %s: no stage for route %r", assignment.pk, result.get("route")
+        )
+        return 0
+    problems = task_type_get(target.task_type).validate_item(data)
+    if not external_id or problems:
+        logger.warning(
+            "hand-off of assignment %s: item %r left out: %s",
+            assignment.pk,
+            external_id,
+            "; ".join(str(p) for p in problems) or "no external id",
+        )
+        return 0
+    _, made = Item.objects.get_or_create(
+        stage=target,
+        external_id=external_id,
+        defaults={"data": data, "source": ItemSource.PRODUCED, "source_assignment": assignment},
+    )
+    return int(made)
 
 
 def _side_stages(*, stage: Stage, produced: list[dict]) -> dict[str, Stage]:
@@ -107,9 +154,9 @@ def _side_stages(*, stage: Stage, produced: list[dict]) -> dict[str, Stage]:
     ids = {key: (stage.handoff or {}).get(key) for key in wanted}
     found = {
         s.pk: s
-        for s in Stage.objects.select_for_update().filter(
-            pk__in=[i for i in ids.values() if i is not None], campaign_id=stage.campaign_id
-        )
+        for s in Stage.objects.select_for_update()
+        .select_related("campaign")
+        .filter(pk__in=[i for i in ids.values() if i is not None], campaign_id=stage.campaign_id)
     }
     return {key: found[i] for key, i in ids.items() if i in found}
 

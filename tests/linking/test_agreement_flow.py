@@ -213,3 +213,31 @@ def test_a_seen_entity_is_prefilled_and_needs_one_annotator(linking_stage):
     assert resolution.links[0]["qid"] == "Q37079"
     summary = stage_entity_agreement(stage=stage)
     assert summary.seen_confirmed == 1
+
+
+def test_checks_drained_in_one_go_judge_each_hit_once(linking_stage, monkeypatch):
+    """The crowd simulator's round: the checks its submissions set off wait for the end
+    of the block and run as one batch, the repeat for a HIT left to its last message."""
+    from linking import services
+    from qaportal.outbox import outbox_deferred
+
+    other = dict(ITEM, external_id="topgun-2")
+    stage = linking_stage(items=[ITEM, other])
+    campaign = campaign_start(campaign=stage.campaign, to_state="live")
+    batches: list[list[int]] = []
+    checks = services.hits_entity_agreement_check
+
+    def spy(*, hit_ids):
+        batches.append(list(hit_ids))
+        return checks(hit_ids=hit_ids)
+
+    monkeypatch.setattr(services, "hits_entity_agreement_check", spy)
+    with outbox_deferred():
+        for _ in range(4):  # two answers on each of the two HITs
+            work_once(campaign, stage, [TOM, VAL])
+        assert not EntityLinkResolution.objects.exists()  # not inside the requests
+    hits = list(HIT.objects.filter(stage=stage).order_by("id").values_list("pk", flat=True))
+    assert batches == [hits]
+    resolved = EntityLinkResolution.objects.filter(status=ResolutionStatus.RESOLVED)
+    assert resolved.count() == 2
+    assert all(r.annotators == 2 for r in resolved)

@@ -199,3 +199,53 @@ def test_deferral_changes_nothing_with_a_broker(eager, monkeypatch):
     with outbox.outbox_deferred(), transaction.atomic():
         message = outbox.task_after_commit("tests.outbox_probe", 1)
     assert sent == [(outbox.RUN_TASK, message.pk)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_runner_takes_consecutive_messages_of_its_task_in_one_call(eager):
+    eager(True)
+    calls: list[list[list[object]]] = []
+    outbox.task_batch_register("tests.outbox_probe", lambda args_lists: calls.append(args_lists))
+    try:
+        with outbox.outbox_deferred():
+            for args in [(1,), (2,), (1,), (3,)]:
+                with transaction.atomic():
+                    outbox.task_after_commit("tests.outbox_probe", *args)
+            with transaction.atomic():
+                outbox.task_after_commit("tests.outbox_chains", 9)
+            with transaction.atomic():
+                outbox.task_after_commit("tests.outbox_probe", 4)
+    finally:
+        del outbox._BATCH_RUNNERS["tests.outbox_probe"]
+    # The first (1,) left to the later one; the run of four made one call; the message
+    # after another task's stands alone (its own body: the runner is for runs of two or
+    # more); what the chained task queued ("prepare") came after the batch.
+    assert calls == [[[2], [1], [3]]]
+    assert RUNS == [("chains", 9), (4,), ("prepare",)]
+    assert not OutboxMessage.objects.filter(done_at__isnull=True).exists()
+    # Outside the block a message runs on its own, through its task.
+    with transaction.atomic():
+        outbox.task_after_commit("tests.outbox_probe", 5)
+    assert RUNS[-1] == (5,)
+    assert len(calls) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failing_batch_leaves_its_messages_undone_with_the_error(eager, settings):
+    eager(True)
+    settings.CELERY_TASK_EAGER_PROPAGATES = False
+
+    def fail(args_lists: list[list[object]]) -> None:
+        raise RuntimeError("the batch failed")
+
+    outbox.task_batch_register("tests.outbox_probe", fail)
+    try:
+        with outbox.outbox_deferred():
+            for args in [(1,), (2,)]:
+                with transaction.atomic():
+                    outbox.task_after_commit("tests.outbox_probe", *args)
+    finally:
+        del outbox._BATCH_RUNNERS["tests.outbox_probe"]
+    waiting = OutboxMessage.objects.filter(done_at__isnull=True)
+    assert waiting.count() == 2
+    assert all("the batch failed" in m.last_error for m in waiting)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.models import HIT, Item, ItemSource, ItemStatus
+from campaigns.models import HIT, HITItem, Item, ItemSource, ItemStatus
 from campaigns.tasks import handoff_run_task
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.decisions import assignment_approve, assignment_reject
-from campaigns.work.handoff import handoff_flush, handoff_run
+from campaigns.work.handoff import handoff_flush, handoff_run, handoffs_run
 from campaigns.work.publishing import stage_publish
 from campaigns.work.submission import assignment_submit
 
@@ -152,3 +152,32 @@ def test_flush_publishes_the_remainder_after_a_final_rejection(
     assert handoff_flush() == 1
     assert HIT.objects.get(stage=second).items.count() == 1
     assert handoff_flush() == 0
+
+
+def test_handoffs_of_a_round_run_as_one_with_the_same_items_and_hits(make_stage, invited):
+    first, second = _pipeline_into_groups_of_three(make_stage, first_hits=2)
+    approved = []
+    for text in ("one", "two"):
+        worker = invited(first.campaign)
+        assignment = assignment_accept(stage=first, worker=worker)
+        assignment_submit(
+            assignment_id=assignment.pk, worker=worker, form={"items/0/text": text}, telemetry=None
+        )
+        assignment_approve(assignment=assignment, source="requester")  # hand-offs not run
+        approved.append(assignment.pk)
+    assert not Item.objects.filter(stage=second).exists()
+
+    assert handoffs_run(assignment_ids=approved) == 2
+    # As one hand-off after the other: an item per answer, from its answer; the
+    # source stage drained, so the smaller HIT goes out with both.
+    items = list(Item.objects.filter(stage=second).order_by("id"))
+    assert [(i.data, i.source_assignment_id) for i in items] == [
+        ({"text": "ONE"}, approved[0]),
+        ({"text": "TWO"}, approved[1]),
+    ]
+    hit = HIT.objects.get(stage=second)
+    assert list(
+        HITItem.objects.filter(hit=hit).order_by("position").values_list("item_id", flat=True)
+    ) == [i.pk for i in items]
+    assert handoffs_run(assignment_ids=approved) == 0  # idempotent
+    assert HIT.objects.filter(stage=second).count() == 1
