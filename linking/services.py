@@ -31,7 +31,7 @@ from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
 from campaigns.work.lifecycle import hit_add_assignments
-from campaigns.work.selectors import hit_items
+from campaigns.work.selectors import hits_items
 from linking.agreement import (
     BONUS_RULE,
     BonusRule,
@@ -256,130 +256,203 @@ def hit_entity_agreement_check(*, hit_id: int) -> AgreementCheck:
 
 
 def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementCheck]:
-    """``hit_entity_agreement_check`` of each of ``hit_ids`` in turn (each HIT locked
-    for its own check, as there), their stages read once: for a queue of checks
-    drained in one go (the crowd simulator's round of submissions)."""
-    stage_of = dict(HIT.objects.filter(pk__in=hit_ids).values_list("pk", "stage_id"))
-    stages = Stage.objects.in_bulk(set(stage_of.values()))
+    """``hit_entity_agreement_check`` of each of ``hit_ids``, in one go: each HIT judged
+    as there, with the reads and writes of all of them shared (a handful of queries in
+    all instead of a dozen per HIT). For a queue of checks drained at once (the crowd
+    simulator's round of submissions); the checks, in the order of ``hit_ids``.
+
+    Locking: the HIT rows, in id order, then the items' resolution rows, for the one
+    transaction (``hit_add_assignments`` locks a HIT again, in that transaction).
+    """
+    ids = list(dict.fromkeys(hit_ids))
+    stage_of = dict(HIT.objects.filter(pk__in=ids).values_list("pk", "stage_id"))
+    stages = Stage.objects.select_related("campaign").in_bulk(set(stage_of.values()))
     rules = {pk: escalation_rule_get(stage) for pk, stage in stages.items()}
-    checks = []
-    for hit_id in hit_ids:
-        stage_id = stage_of.get(hit_id)
-        rule = rules.get(stage_id) if stage_id is not None else None
-        if stage_id is None or rule is None:
-            checks.append(AgreementCheck(hit_id, "not_applicable"))
-        else:
-            checks.append(_agreement_check(hit_id=hit_id, stage=stages[stage_id], rule=rule))
-    return checks
+    checks = {hit_id: AgreementCheck(hit_id, "not_applicable") for hit_id in ids}
+    wanted = [h for h in ids if h in stage_of and rules[stage_of[h]] is not None]
+    if wanted:
+        with transaction.atomic():
+            _checks_run(checks=checks, hit_ids=wanted, stages=stages, rules=rules)
+    return [checks[hit_id] for hit_id in hit_ids]
 
 
-def _agreement_check(*, hit_id: int, stage: Stage, rule: EscalationRule) -> AgreementCheck:
-    with transaction.atomic():
-        hit = HIT.objects.select_for_update().get(pk=hit_id)
-        hit.stage = stage
-        now = timezone.now()
+def _checks_run(
+    *,
+    checks: dict[int, AgreementCheck],
+    hit_ids: list[int],
+    stages: Mapping[int, Stage],
+    rules: Mapping[int, EscalationRule | None],
+) -> None:
+    hits = list(HIT.objects.select_for_update().filter(pk__in=hit_ids).order_by("pk"))
+    now = timezone.now()
+    # Every assignment of the HITs in one read: those at work, and the answers.
+    by_hit: dict[int, list[Assignment]] = {hit.pk: [] for hit in hits}
+    for assignment in Assignment.objects.filter(
+        hit_id__in=by_hit, status__in=(AssignmentStatus.ACCEPTED, *ANSWERED)
+    ).order_by("submitted_at", "id"):
+        by_hit[assignment.hit_id].append(assignment)
+    ready = []
+    for hit in hits:
+        hit.stage = stages[hit.stage_id]
         open_places = (
             hit.status == HITStatus.PUBLISHED
             and hit.places_left > 0
             and (hit.expires_at is None or hit.expires_at > now)
         )
-        # Every assignment of the HIT in one read: those at work, and the answers.
-        assignments = list(
-            Assignment.objects.filter(
-                hit=hit, status__in=(AssignmentStatus.ACCEPTED, *ANSWERED)
-            ).order_by("submitted_at", "id")
+        if open_places or any(a.status == AssignmentStatus.ACCEPTED for a in by_hit[hit.pk]):
+            checks[hit.pk].state = "waiting"
+        else:
+            ready.append(hit)
+    if not ready:
+        return
+    items_of = hits_items(hit_ids=[hit.pk for hit in ready])
+    decided = set(
+        EntityLinkResolution.objects.select_for_update()
+        .filter(
+            item_id__in=[i["id"] for items in items_of.values() for i in items],
+            status=ResolutionStatus.DECIDED,
         )
-        at_work = any(a.status == AssignmentStatus.ACCEPTED for a in assignments)
-        if open_places or at_work:
-            return AgreementCheck(hit_id, "waiting")
-        answers = [a for a in assignments if a.status in ANSWERED]
-        items = hit_items(hit=hit)
-        decided = set(
-            EntityLinkResolution.objects.filter(
-                item_id__in=[i["id"] for i in items], status=ResolutionStatus.DECIDED
-            ).values_list("item_id", flat=True)
+        .values_list("item_id", flat=True)
+    )
+    store = _Outcomes()
+    for hit in ready:
+        rule = rules[hit.stage_id]
+        assert rule is not None
+        answers = [a for a in by_hit[hit.pk] if a.status in ANSWERED]
+        checks[hit.pk] = _hit_judge(
+            hit=hit, rule=rule, answers=answers, items=items_of[hit.pk], decided=decided,
+            now=now, store=store,
+        )  # fmt: skip
+    store.write()
+
+
+def _hit_judge(
+    *,
+    hit: HIT,
+    rule: EscalationRule,
+    answers: list[Assignment],
+    items: list[dict[str, Any]],
+    decided: set[int],
+    now: Any,
+    store: _Outcomes,
+) -> AgreementCheck:
+    """One HIT's check, its answers all in: each item's verdict, places added when more
+    annotators are needed, the outcomes given to ``store``."""
+    stage = hit.stage
+    check = AgreementCheck(hit.pk, "decided")
+    per_item: dict[int, tuple[dict[str, Any], list[tuple[Assignment, LinkSet]]]] = {}
+    for item in items:
+        if item["id"] in decided:
+            continue
+        given = []
+        for assignment in answers:
+            entry = answer_for_item(assignment.answers, item)
+            if entry is not None:
+                given.append((assignment, link_set(entry.get("links", []))))
+        data = item["data"]
+        prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
+        check.decisions[item["id"]] = item_decide(
+            sets=[s for _, s in given], rule=rule, prefilled=prefilled
         )
-        check = AgreementCheck(hit_id, "decided")
-        per_item: dict[int, tuple[dict[str, Any], list[tuple[Assignment, LinkSet]]]] = {}
-        for item in items:
-            if item["id"] in decided:
-                continue
-            given = []
-            for assignment in answers:
-                entry = answer_for_item(assignment.answers, item)
-                if entry is not None:
-                    given.append((assignment, link_set(entry.get("links", []))))
-            data = item["data"]
-            prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
-            check.decisions[item["id"]] = item_decide(
-                sets=[s for _, s in given], rule=rule, prefilled=prefilled
-            )
-            per_item[item["id"]] = (item, given)
-        more = [d.needed for d in check.decisions.values() if d.verdict == Verdict.MORE]
-        if more:
-            # Places for the answers still missing (rejected ones do not count, and
-            # hold their place: the cap on places grows by them).
-            count = max(1, max(more) - len(answers))
-            target = hit.max_assignments + count
-            rejected = Assignment.objects.filter(hit=hit, status=AssignmentStatus.REJECTED).count()
-            expired = hit.expires_at is not None and hit.expires_at <= now
-            if (
-                expired
-                or hit.status not in (HITStatus.PUBLISHED, HITStatus.COMPLETED)
-                or (target > rule.max + rejected)
-            ):
-                # No one can answer any more: the requester decides.
-                check.decisions = {
-                    k: ItemDecision(Verdict.REVIEW) if d.verdict == Verdict.MORE else d
-                    for k, d in check.decisions.items()
-                }
-                more = []
-        if more:
-            hit_add_assignments(
-                hit=hit,
-                count=count,
-                reason=f"entity agreement: {max(more)} annotators needed",
-                key=escalation_key(hit_id=hit.pk, annotators=target),
-            )
-            check.state, check.added = "escalated", count
-        for item_id, decision in check.decisions.items():
-            item, given = per_item[item_id]
-            _resolution_store(stage=stage, hit=hit, item=item, given=given, decision=decision)
+        per_item[item["id"]] = (item, given)
+    more = [d.needed for d in check.decisions.values() if d.verdict == Verdict.MORE]
+    if more:
+        # Places for the answers still missing (rejected ones do not count, and
+        # hold their place: the cap on places grows by them).
+        count = max(1, max(more) - len(answers))
+        target = hit.max_assignments + count
+        rejected = Assignment.objects.filter(hit=hit, status=AssignmentStatus.REJECTED).count()
+        expired = hit.expires_at is not None and hit.expires_at <= now
+        if (
+            expired
+            or hit.status not in (HITStatus.PUBLISHED, HITStatus.COMPLETED)
+            or (target > rule.max + rejected)
+        ):
+            # No one can answer any more: the requester decides.
+            check.decisions = {
+                k: ItemDecision(Verdict.REVIEW) if d.verdict == Verdict.MORE else d
+                for k, d in check.decisions.items()
+            }
+            more = []
+    if more:
+        hit_add_assignments(
+            hit=hit,
+            count=count,
+            reason=f"entity agreement: {max(more)} annotators needed",
+            key=escalation_key(hit_id=hit.pk, annotators=target),
+        )
+        check.state, check.added = "escalated", count
+    for item_id, decision in check.decisions.items():
+        item, given = per_item[item_id]
+        store.add(stage=stage, hit=hit, item=item, given=given, decision=decision)
     return check
 
 
-def _resolution_store(
-    *,
-    stage: Stage,
-    hit: HIT,
-    item: dict[str, Any],
-    given: list[tuple[Assignment, LinkSet]],
-    decision: ItemDecision,
-) -> None:
-    status = {
-        Verdict.RESOLVED: ResolutionStatus.RESOLVED,
-        Verdict.REVIEW: ResolutionStatus.REVIEW,
-        Verdict.MORE: ResolutionStatus.PENDING,
-    }[decision.verdict]
-    texts = _span_texts(item, given)
-    links = links_from_set(decision.links, texts=texts) if decision.links is not None else None
-    EntityLinkResolution.objects.update_or_create(
-        item_id=item["id"],
-        defaults={
-            "stage": stage,
-            "hit": hit,
-            "status": status,
-            "seen": bool(item["data"].get("seen")),
-            "annotators": len(given),
-            "links": links,
-            "source": decision.source,
-        },
-    )
-    if decision.verdict != Verdict.RESOLVED or links is None or decision.links is None:
-        return
-    _agreed_links_store(campaign_id=stage.campaign_id, item_id=item["id"], links=links)
-    agreeing = [a for a, s in given if s == decision.links]
-    _bonuses_plan(stage=stage, item_id=item["id"], agreed=decision.links, assignments=agreeing)
+@dataclass
+class _Outcomes:
+    """What the checks decided, written in three statements (``write``): each item's
+    resolution (inserted or updated), the agreed links (seen-entity shortcut) and the
+    planned bonuses of the annotators who agreed."""
+
+    resolutions: list[EntityLinkResolution] = field(default_factory=list)
+    agreed: list[AgreedLink] = field(default_factory=list)
+    bonuses: list[LedgerEntry] = field(default_factory=list)
+
+    def add(
+        self,
+        *,
+        stage: Stage,
+        hit: HIT,
+        item: dict[str, Any],
+        given: list[tuple[Assignment, LinkSet]],
+        decision: ItemDecision,
+    ) -> None:
+        status = {
+            Verdict.RESOLVED: ResolutionStatus.RESOLVED,
+            Verdict.REVIEW: ResolutionStatus.REVIEW,
+            Verdict.MORE: ResolutionStatus.PENDING,
+        }[decision.verdict]
+        texts = _span_texts(item, given)
+        links = links_from_set(decision.links, texts=texts) if decision.links is not None else None
+        self.resolutions.append(
+            EntityLinkResolution(
+                item_id=item["id"],
+                stage=stage,
+                hit=hit,
+                status=status,
+                seen=bool(item["data"].get("seen")),
+                annotators=len(given),
+                links=links,
+                source=decision.source,
+            )
+        )
+        if decision.verdict != Verdict.RESOLVED or links is None or decision.links is None:
+            return
+        self.agreed.extend(
+            _agreed_links(campaign_id=stage.campaign_id, item_id=item["id"], links=links)
+        )
+        agreeing = [a for a, s in given if s == decision.links]
+        self.bonuses.extend(
+            _bonuses(stage=stage, item_id=item["id"], agreed=decision.links, assignments=agreeing)
+        )
+
+    def write(self) -> None:
+        if self.resolutions:
+            # An item on two HITs judged here: the later check's outcome, as one after
+            # the other would leave it (one statement may not update a row twice).
+            last = {r.item_id: r for r in self.resolutions}
+            EntityLinkResolution.objects.bulk_create(
+                list(last.values()),
+                update_conflicts=True,
+                unique_fields=["item"],
+                update_fields=[
+                    "stage", "hit", "status", "seen", "annotators", "links", "source", "updated_at"
+                ],
+            )  # fmt: skip
+        if self.agreed:
+            AgreedLink.objects.bulk_create(self.agreed, ignore_conflicts=True)
+        if self.bonuses:
+            LedgerEntry.objects.bulk_create(self.bonuses, ignore_conflicts=True)
 
 
 def _span_texts(
@@ -395,21 +468,20 @@ def _span_texts(
     return texts
 
 
-def _agreed_links_store(*, campaign_id: int, item_id: int, links: list[dict[str, Any]]) -> None:
-    AgreedLink.objects.bulk_create(
-        [
-            AgreedLink(
-                campaign_id=campaign_id,
-                item_id=item_id,
-                start=link["start"],
-                end=link["end"],
-                text=link["text"][:500],
-                qid=link["qid"],
-            )
-            for link in links
-        ],
-        ignore_conflicts=True,
-    )
+def _agreed_links(
+    *, campaign_id: int, item_id: int, links: list[dict[str, Any]]
+) -> list[AgreedLink]:
+    return [
+        AgreedLink(
+            campaign_id=campaign_id,
+            item_id=item_id,
+            start=link["start"],
+            end=link["end"],
+            text=link["text"][:500],
+            qid=link["qid"],
+        )
+        for link in links
+    ]
 
 
 def bonus_key(*, assignment_id: int, item_id: int) -> str:
@@ -417,36 +489,33 @@ def bonus_key(*, assignment_id: int, item_id: int) -> str:
     return f"bonus:{BONUS_RULE}:assignment:{assignment_id}:item:{item_id}"
 
 
-def _bonuses_plan(
+def _bonuses(
     *, stage: Stage, item_id: int, agreed: LinkSet, assignments: list[Assignment]
-) -> None:
+) -> list[LedgerEntry]:
     """Planned bonus rows (no money moves: a provider's bonus operation pays them).
 
-    Idempotent per ``bonus_key``; one row per answer and item, the stage's
-    ``per_agreed_entity`` rules summed.
+    Idempotent per ``bonus_key`` (the rows go in with conflicts ignored); one row per
+    answer and item, the stage's ``per_agreed_entity`` rules summed.
     """
     rules = BonusRule.all_from_json(stage.bonus_rules)
     amount = sum((rule.amount_for(agreed) for rule in rules), Decimal("0"))
     if amount <= 0:
-        return
-    LedgerEntry.objects.bulk_create(
-        [
-            LedgerEntry(
-                campaign_id=stage.campaign_id,
-                stage=stage,
-                kind=LedgerKind.BONUS,
-                status=LedgerStatus.PLANNED,
-                amount=amount,
-                currency=stage.campaign.currency,
-                key=bonus_key(assignment_id=a.pk, item_id=item_id),
-                assignment=a,
-                worker_id=a.worker_id,
-                memo=f"{BONUS_RULE}: agreed entities on item {item_id}",
-            )
-            for a in assignments
-        ],
-        ignore_conflicts=True,
-    )
+        return []
+    return [
+        LedgerEntry(
+            campaign_id=stage.campaign_id,
+            stage=stage,
+            kind=LedgerKind.BONUS,
+            status=LedgerStatus.PLANNED,
+            amount=amount,
+            currency=stage.campaign.currency,
+            key=bonus_key(assignment_id=a.pk, item_id=item_id),
+            assignment=a,
+            worker_id=a.worker_id,
+            memo=f"{BONUS_RULE}: agreed entities on item {item_id}",
+        )
+        for a in assignments
+    ]
 
 
 def entity_agreement_sweep(*, stage_id: int | None = None) -> int:
@@ -529,5 +598,8 @@ def entity_link_decide(
             },
         )
         AgreedLink.objects.filter(item=item).delete()
-        _agreed_links_store(campaign_id=stage.campaign_id, item_id=item.pk, links=stored)
+        AgreedLink.objects.bulk_create(
+            _agreed_links(campaign_id=stage.campaign_id, item_id=item.pk, links=stored),
+            ignore_conflicts=True,
+        )
     return resolution

@@ -6,6 +6,7 @@ Runs in the Celery task ``campaigns.handoff_run`` after an approval commits.
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from django.db import transaction
 
@@ -22,7 +23,7 @@ from campaigns.models import (
 )
 from campaigns.tasktypes import task_type_get
 from campaigns.work.publishing import stage_publish
-from campaigns.work.selectors import WORKABLE_STATES, hit_items
+from campaigns.work.selectors import WORKABLE_STATES, hits_items
 
 logger = logging.getLogger(__name__)
 
@@ -86,22 +87,24 @@ def handoffs_run(*, assignment_ids: list[int]) -> int:
 
 def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[Stage], int]:
     """The next stages' items from ``assignments`` (approved, all of ``stage``), under
-    the lock of those stages' rows; the stages items went to, and how many were made."""
+    the lock of those stages' rows; the stages items went to, and how many were made.
+    An item already in its stage (same external id) is not made again, nor is one that
+    an earlier answer of ``assignments`` produced."""
     source_type = task_type_get(stage.task_type)
+    items_of = hits_items(hit_ids={a.hit_id for a in assignments})
     produced = [
         (
             assignment,
             list(
                 source_type.next_items(
                     answer=assignment.answers or {},
-                    items=hit_items(hit=assignment.hit),
+                    items=items_of[assignment.hit_id],
                     handoff=stage.handoff or {},
                 )
             ),
         )
         for assignment in assignments
     ]
-    created = 0
     with transaction.atomic():
         next_stage = (
             Stage.objects.select_for_update().select_related("campaign").get(pk=stage.next_stage_id)
@@ -110,17 +113,38 @@ def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[St
         targets.update(
             _side_stages(stage=stage, produced=[r for _, results in produced for r in results])
         )
+        wanted: dict[tuple[int, str], Item] = {}
         for assignment, results in produced:
-            made = 0
             for result in results:
-                made += _item_make(assignment=assignment, targets=targets, result=result)
-            logger.info("hand-off of assignment %s: %d new items", assignment.pk, made)
-            created += made
-    return list({t.pk: t for t in targets.values()}.values()), created
+                item = _item_build(assignment=assignment, targets=targets, result=result)
+                if item is not None:
+                    wanted.setdefault((item.stage_id, item.external_id), item)
+        there = _items_there(list(wanted))
+        new = [item for key, item in wanted.items() if key not in there]
+        # Conflicts ignored: an upload that added the same external id meanwhile wins.
+        Item.objects.bulk_create(new, ignore_conflicts=True)
+    made = Counter(item.source_assignment_id for item in new)
+    for assignment in assignments:
+        logger.info("hand-off of assignment %s: %d new items", assignment.pk, made[assignment.pk])
+    return list({t.pk: t for t in targets.values()}.values()), len(new)
 
 
-def _item_make(*, assignment: Assignment, targets: dict[str | None, Stage], result: dict) -> int:
-    """One produced item into its stage (1), or left out, logged (0)."""
+def _items_there(keys: list[tuple[int, str]]) -> set[tuple[int, str]]:
+    """Of ``keys`` ((stage id, external id)), those an item already has."""
+    there: set[tuple[int, str]] = set()
+    by_stage: dict[int, list[str]] = {}
+    for stage_id, external_id in keys:
+        by_stage.setdefault(stage_id, []).append(external_id)
+    for stage_id, external_ids in by_stage.items():
+        found = Item.objects.filter(stage_id=stage_id, external_id__in=external_ids)
+        there.update((stage_id, e) for e in found.values_list("external_id", flat=True))
+    return there
+
+
+def _item_build(
+    *, assignment: Assignment, targets: dict[str | None, Stage], result: dict
+) -> Item | None:
+    """One produced item for its stage, unsaved; None (logged) when left out."""
     external_id = str(result.get("external_id", ""))
     data = result.get("data")
     target = targets.get(result.get("route"))
@@ -128,7 +152,7 @@ def _item_make(*, assignment: Assignment, targets: dict[str | None, Stage], resu
         logger.warning(
             "hand-off of assignment %s: no stage for route %r", assignment.pk, result.get("route")
         )
-        return 0
+        return None
     problems = task_type_get(target.task_type).validate_item(data)
     if not external_id or problems:
         logger.warning(
@@ -137,13 +161,14 @@ def _item_make(*, assignment: Assignment, targets: dict[str | None, Stage], resu
             external_id,
             "; ".join(str(p) for p in problems) or "no external id",
         )
-        return 0
-    _, made = Item.objects.get_or_create(
+        return None
+    return Item(
         stage=target,
         external_id=external_id,
-        defaults={"data": data, "source": ItemSource.PRODUCED, "source_assignment": assignment},
+        data=data,
+        source=ItemSource.PRODUCED,
+        source_assignment=assignment,
     )
-    return int(made)
 
 
 def _side_stages(*, stage: Stage, produced: list[dict]) -> dict[str, Stage]:

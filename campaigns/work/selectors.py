@@ -416,3 +416,17 @@ def stage_reward_shown(*, stage: Stage) -> bool:
     if stage.reward <= 0:
         return False
     return platform_for(stage.campaign).pays_workers or stage.show_reward_to_local_workers
+
+
+def hits_items(*, hit_ids: Collection[int]) -> dict[int, list[dict[str, Any]]]:
+    """``hit_items`` of many HITs in one query: HIT id -> its items in order (every
+    id of ``hit_ids`` is a key)."""
+    found: dict[int, list[dict[str, Any]]] = {hit_id: [] for hit_id in hit_ids}
+    rows = (
+        HITItem.objects.filter(hit_id__in=found)
+        .order_by("hit_id", "position")
+        .values_list("hit_id", "item_id", "item__external_id", "item__data")
+    )
+    for hit_id, item_id, external_id, data in rows:
+        found[hit_id].append({"id": item_id, "external_id": external_id, "data": data})
+    return found
