@@ -90,6 +90,7 @@ VALUE_KINDS = frozenset(VALUE_LABELS.values())
 KINDS = VALUE_KINDS | {ENTITY}
 # Pipes that span proposal does not use; disabled when the model is loaded.
 UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler")
+_STEPPED_NER = "qaportal_stepped_ner"
 
 _LEADING_TAGS = {"DT", "PDT", "WDT", "WP", "WP$", "PRP$", "WRB", "JJR", "JJS", "RBS", "RBR"}
 # Quantifiers and comparatives that open a noun chunk without naming anything.
@@ -205,6 +206,71 @@ def _one_blas_thread() -> Any:
     return threadpool_limits(limits=1, user_api="blas")
 
 
+class _SteppedNER:
+    """The pipeline's NER with its own model and transitions, its greedy decoding stepped
+    from Python instead of by ``Parser.greedy_parse``.
+
+    ``greedy_parse`` loops in C with the GIL released, and spaCy's wheel checks validity of
+    each of the NER's 74 moves for each token with calls that take the GIL back
+    (``PyGILState_Ensure``/``Release`` in every ``is_valid``): more than half of the
+    NER's time. Each step here is the same computation: the step model's scores for the
+    unfinished states (``ParserStepModel.predict``), then ``Parser.transition_states``
+    (the same validity check and best valid move in C, with the GIL held, so taking it
+    is a counter). Batches are split and ordered as ``Parser.pipe`` does.
+    """
+
+    def __init__(self, ner: Any) -> None:
+        self.ner = ner
+
+    def __call__(self, doc: Doc) -> Doc:
+        return next(iter(self.pipe([doc], batch_size=1)))
+
+    def pipe(self, docs: Iterable[Doc], *, batch_size: int = 256) -> Iterator[Doc]:
+        from spacy.util import minibatch
+
+        ner = self.ner
+        error_handler = ner.get_error_handler()
+        for batch in minibatch(docs, size=batch_size):
+            try:
+                by_length = sorted(batch, key=len)
+                for sub in minibatch(by_length, size=max(batch_size // 4, 2)):
+                    ner.set_annotations(sub, self._parse(sub))
+                yield from batch
+            except Exception as exc:  # noqa: BLE001 - spaCy's own handler decides
+                error_handler(ner.name, ner, batch, exc)
+
+    def _parse(self, docs: list[Doc]) -> list[Any]:
+        ner = self.ner
+        states = ner.moves.init_batch(docs)
+        if not any(len(doc) for doc in docs):
+            return states
+        step = ner.model.predict(docs)
+        todo = [state for state in states if not state.is_final()]
+        while todo:
+            todo = ner.transition_states(todo, step.predict(todo))
+        step.clear_memory()
+        return states
+
+
+def _step_ner_from_python(nlp: Language) -> None:
+    """Put ``_SteppedNER`` in the NER's place when the pipeline has spaCy's greedy
+    transition-based NER (every ``en_core_web_*`` pipeline does)."""
+    from spacy.language import Language
+    from spacy.pipeline import EntityRecognizer
+
+    if "ner" not in nlp.pipe_names:
+        return
+    ner = nlp.get_pipe("ner")
+    if type(ner) is not EntityRecognizer or ner.cfg.get("beam_width", 1) != 1:
+        return
+    if ner.model.name != "parser_model":
+        return
+    if not Language.has_factory(_STEPPED_NER):
+        Language.factory(_STEPPED_NER, func=lambda nlp, name: _SteppedNER(nlp.get_pipe("ner")))
+    nlp.add_pipe(_STEPPED_NER, after="ner")
+    nlp.disable_pipe("ner")
+
+
 def get_nlp() -> Language:
     """The process-wide spaCy pipeline, loaded on first use (thread-safe)."""
     global _nlp
@@ -220,6 +286,7 @@ def get_nlp() -> Language:
                     if model is not None and hasattr(model, "walk"):
                         for node in model.walk():
                             node.ops = ops
+                _step_ner_from_python(nlp)
                 if "sentencizer" not in nlp.pipe_names:
                     nlp.add_pipe("sentencizer")
                 _nlp = nlp
