@@ -55,6 +55,14 @@ class GreedyNER:
             kinds.append(_OUT if name == "O" else _MOVE_KINDS.get(kind, -1))
             labels.append(ner.vocab.strings.as_int(label) if label else 0)
         self.kinds, self.labels = numpy.array(kinds), numpy.array(labels, dtype="uint64")
+        labelled = self.labels != 0  # "U-" (label 0) only marks preset blocked tokens
+        self.move_masks = {
+            "B": (self.kinds == _BEGIN) & labelled,
+            "I": (self.kinds == _IN) & labelled,
+            "L": (self.kinds == _LAST) & labelled,
+            "U": (self.kinds == _UNIT) & labelled,
+            "O": self.kinds == _OUT,
+        }
         # The BILUO moves only, three state features, an upper layer: as in en_core_web_*.
         self.decodable = (
             -1 not in kinds and self.lower.get_dim("nF") == 3 and self.upper is not None
@@ -111,83 +119,95 @@ class GreedyNER:
 
     def _decode(self, docs: list[Doc]) -> list[list[tuple[int, int, int]]] | None:
         """Each document's entities as (first token, end token, label), or None when a
-        position has no valid move or a score is not finite (never seen; spaCy's
-        stepping then decides)."""
+        position has no valid move or a valid move's score is not finite (never seen;
+        spaCy's stepping then decides)."""
         import numpy
         from spacy.attrs import IS_SPACE, SENT_START
-
-        upper = self.upper
-        if upper is None:
-            return None
-        unseen = sorted(self.ner.model.attrs["unseen_classes"])
 
         lengths = numpy.array([len(doc) for doc in docs])
         offsets = numpy.concatenate([[0], numpy.cumsum(lengths)[:-1]])
         flags = numpy.concatenate([doc.to_array([SENT_START, IS_SPACE]) for doc in docs])
-        # One more row, never read as a next token, for the last token of the batch.
-        next_sent_start = numpy.append(flags[1:, 0].astype("int64") == 1, False)
-        space = flags[:, 1] != 0
-        # Row 0 of ``cached`` is the lower layer's padding (a missing feature).
+        # The token after each (past the batch's last: none), whether it starts a sentence.
+        next_starts = numpy.append(flags[1:, 0].astype("int64") == 1, False)
+        spaces = flags[:, 1] != 0
+        # Row 0 is the lower layer's padding (a missing feature), row t + 1 token t's.
         cached = self.lower.predict(self.tok2vec.predict(docs))
-        n_f, n_o, n_p = cached.shape[1:]
-        cached = cached.reshape((cached.shape[0], n_f, n_o * n_p))
-        bias = self.lower.get_param("b")
-        kinds, labels = self.kinds, self.labels
-        begin, inside, last = kinds == _BEGIN, kinds == _IN, kinds == _LAST
-        unit, out, labelled = kinds == _UNIT, kinds == _OUT, labels != 0
-
-        n_docs = len(docs)
-        is_open = numpy.zeros(n_docs, dtype=bool)
-        open_label = numpy.zeros(n_docs, dtype="uint64")
-        open_start = numpy.zeros(n_docs, dtype="int64")
+        cached = cached.reshape((cached.shape[0], cached.shape[1], -1))
+        is_open = numpy.zeros(len(docs), dtype=bool)
+        open_label = numpy.zeros(len(docs), dtype="uint64")
+        open_start = numpy.zeros(len(docs), dtype="int64")
         found: list[list[tuple[int, int, int]]] = [[] for _ in docs]
         for position in range(int(lengths.max())):
             active = numpy.flatnonzero(lengths > position)
-            token = offsets[active] + position
-            opened = is_open[active]
-            features = [
+            token, opened = offsets[active] + position, is_open[active]
+            # The state's features (``StateC.set_context_tokens`` with three): the next
+            # token, the open entity's first token and the token before the next.
+            rows = (
                 token + 1,
                 numpy.where(opened, offsets[active] + open_start[active] + 1, 0),
                 numpy.where(opened, token, 0),
-            ]
-            vectors = numpy.zeros((len(active), n_o * n_p), dtype="f")
-            for f, rows in enumerate(features):
-                vectors += cached[rows, f]
-            vectors = vectors.reshape((len(active), n_o, n_p))
-            vectors += bias
-            hidden = vectors[..., 0].copy()
-            for piece in range(1, n_p):
-                numpy.maximum(hidden, vectors[..., piece], out=hidden)
-            scores = upper.predict(hidden)
-            if unseen:
-                scores[:, unseen] = numpy.nanmin(scores)
-
-            has_next = (lengths[active] - position >= 2)[:, None]
-            into_next = has_next & ~next_sent_start[token][:, None]
-            on_space = space[token][:, None]
-            opened_col, same = opened[:, None], labels == open_label[active][:, None]
-            valid = (
-                (begin & labelled & ~opened_col & into_next & ~on_space)
-                | (inside & labelled & opened_col & same & into_next)
-                | (last & labelled & opened_col & same)
-                | (unit & labelled & ~opened_col & ~on_space)
-                | (out & ~opened_col)
+            )
+            scores = self._scores(cached, rows)
+            has_next = lengths[active] - position >= 2
+            valid = self._valid(
+                opened, open_label[active], has_next, has_next & ~next_starts[token], spaces[token]
             )
             if not valid.any(axis=1).all() or not numpy.isfinite(scores[valid]).all():
                 return None
             best = numpy.where(valid, scores, -numpy.inf).argmax(axis=1)
-            kind, label = kinds[best], labels[best]
+            kind, label = self.kinds[best], self.labels[best]
             for row in numpy.flatnonzero((kind == _LAST) | (kind == _UNIT)).tolist():
                 d = int(active[row])
                 if kind[row] == _LAST:
                     found[d].append((int(open_start[d]), position + 1, int(open_label[d])))
                 else:
                     found[d].append((position, position + 1, int(label[row])))
-            opens = kind == _BEGIN
-            is_open[active] = (opened & (kind == _IN)) | opens
-            open_label[active[opens]] = label[opens]
-            open_start[active[opens]] = position
+            begins = kind == _BEGIN
+            is_open[active] = (opened & (kind == _IN)) | begins
+            open_label[active[begins]] = label[begins]
+            open_start[active[begins]] = position
         return found
+
+    def _scores(self, cached: Any, rows: tuple[Any, ...]) -> Any:
+        """The moves' scores of each state, as ``precompute_hiddens`` and
+        ``ParserStepModel`` compute them: the features' precomputed rows summed in
+        order onto zeros, the bias, maxout, the upper layer, unseen moves at the
+        minimum."""
+        import numpy
+
+        assert self.upper is not None
+        bias = self.lower.get_param("b")  # (hidden width, pieces)
+        summed: Any = numpy.zeros((len(rows[0]), bias.size), dtype="f")
+        for feature, feature_rows in enumerate(rows):
+            summed += cached[feature_rows, feature]
+        vectors = summed.reshape((len(rows[0]), *bias.shape))
+        vectors += bias
+        hidden = vectors[..., 0].copy()
+        for piece in range(1, bias.shape[1]):
+            numpy.maximum(hidden, vectors[..., piece], out=hidden)
+        scores = self.upper.predict(hidden)
+        unseen = sorted(self.ner.model.attrs["unseen_classes"])
+        if unseen:
+            scores[:, unseen] = numpy.nanmin(scores)
+        return scores
+
+    def _valid(
+        self, opened: Any, open_label: Any, has_next: Any, into_next: Any, on_space: Any
+    ) -> Any:
+        """Which moves each state may take (``ner.pyx``'s ``is_valid`` of each move, no
+        preset entities): B and I need a next token in the same sentence, I and L go on
+        with the open entity's label, B and U open an entity while none is and not on
+        whitespace, O only outside an entity. One row per state, one column per move."""
+        opened, into_next, on_space = opened[:, None], into_next[:, None], on_space[:, None]
+        same = self.labels == open_label[:, None]
+        m = self.move_masks
+        return (
+            (m["B"] & ~opened & into_next & ~on_space)
+            | (m["I"] & opened & same & into_next)
+            | (m["L"] & opened & same)
+            | (m["U"] & ~opened & ~on_space)
+            | (m["O"] & ~opened)
+        )
 
 
 def use_greedy_ner(nlp: Language) -> None:
