@@ -4,7 +4,7 @@ Wikidata throttling (20 % 429/maxlag answers).
 
     .venv/bin/python bench/linking_bench.py [--questions 20000] [--processes 1 2]
         [--batch-size 256] [--lookups 5000] [--suggestions 400] [--threads 8]
-        [--endpoint-requests 3000] [--skip-spans]
+        [--endpoint-requests 3000] [--skip-spans | --spans-only]
 
 Needs PostgreSQL (``DATABASE_URL``, default
 postgres://postgres@127.0.0.1:5432/qaportal_linkbench; a ``test_`` database is
@@ -259,9 +259,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--endpoint-requests", type=int, default=3000)
     parser.add_argument("--skip-spans", action="store_true")
+    parser.add_argument("--spans-only", action="store_true", help="no database, no Wikidata")
     args = parser.parse_args()
     if not args.skip_spans:
         bench_spans(args)
+    if args.spans_only:
+        return 0
     setup_test_environment()
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
