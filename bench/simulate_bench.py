@@ -103,6 +103,24 @@ def _profiler():
     return stop_pyinstrument
 
 
+def _backend_cpu():
+    """On PostgreSQL: the function that gives the CPU seconds this process's database
+    backend (the one connection the in-process run uses) spent since now."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+
+    start = used()
+    return lambda: used() - start
+
+
 def child(args: argparse.Namespace) -> None:
     """One run in this process, with the settings of ``args.db``."""
     os.environ["DJANGO_SETTINGS_MODULE"] = "qaportal.settings"
@@ -154,11 +172,13 @@ def child(args: argparse.Namespace) -> None:
 
         settings.MIDDLEWARE = ["perf_probe_mw.CountQueries", *settings.MIDDLEWARE]
     profiler = _profiler() if args.profile else None
+    backend = _backend_cpu() if args.db == "postgres" else None
     cpu, wall = time.process_time(), time.monotonic()
     result = simulate_crowd(
         campaign=campaign, workers=args.workers, seed=args.seed, approve_all=True
     )
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    db_cpu = backend() if backend is not None else None
     if profiler is not None:
         profiler(args.db)
     if os.environ.get("SIMBENCH_COUNT_QUERIES"):
@@ -172,7 +192,9 @@ def child(args: argparse.Namespace) -> None:
         f"SUMMARY simulate {args.db}: {result.requests} requests ({result.pages} pages) "
         f"in {wall:.1f} s wall / "
         f"{cpu:.1f} s CPU = {result.requests / wall:.1f} requests/s "
-        f"({result.requests / cpu:.1f} per CPU-second); fingerprint {digest}; "
+        f"({result.requests / cpu:.1f} per CPU-second)"
+        + (f", database backend {db_cpu:.1f} s CPU" if db_cpu is not None else "")
+        + f"; fingerprint {digest}; "
         f"ok={result.ok}; load {load:.1f}"
     )
     print(
@@ -184,6 +206,7 @@ def child(args: argparse.Namespace) -> None:
                 "set_up_s": round(set_up, 2),
                 "wall_s": round(wall, 2),
                 "cpu_s": round(cpu, 2),
+                "db_backend_cpu_s": None if db_cpu is None else round(db_cpu, 2),
                 "load_avg": round(load, 1),
                 "requests": result.requests,
                 "pages": result.pages,
