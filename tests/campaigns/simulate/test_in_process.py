@@ -56,19 +56,22 @@ def test_the_real_app_in_process():
 
 
 @pytest.mark.django_db(transaction=True)
-def test_commits_unsynced_during_a_run_only(mintaka_campaign):
+def test_commits_unsynced_and_no_health_pings_during_a_run_only(mintaka_campaign):
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"]  # as qaportal's settings have it
     campaign = campaign_start(campaign=mintaka_campaign(stages=1), to_state="live")
-    seen: list[str] = []
+    seen: list[tuple[str, bool]] = []
 
     def requester(campaign) -> bool:
         with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
-            seen.append(cursor.fetchone()[0])
+            seen.append((cursor.fetchone()[0], connection.health_check_enabled))
         return False
 
     result = simulate_crowd(campaign=campaign, workers=2, seed=1, requester=requester)
     assert result.ok, "\n".join(result.lines())
-    assert seen == ["off"]
+    assert seen == [("off", False)]
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
+    assert connection.health_check_enabled
+    assert connection.settings_dict["CONN_HEALTH_CHECKS"]
