@@ -147,7 +147,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            # Django's, keeping its Redis clients (qaportal/cache.py).
+            "BACKEND": "qaportal.cache.RedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
             # Several deployments (or test runs) sharing one Redis database keep apart.

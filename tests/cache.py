@@ -1,5 +1,5 @@
-"""The test suite's cache: Django's Redis cache whose ``clear()`` empties only this
-test process's keys.
+"""The test suite's cache: qaportal's Redis cache (``qaportal.cache``) whose ``clear()``
+empties only this test process's keys.
 
 Parallel test workers (pytest-xdist) share one Redis database, each with a key
 prefix of its own (``tests/settings.py``). Django's ``RedisCache.clear()`` is a
@@ -10,7 +10,7 @@ this process's prefix instead.
 
 from __future__ import annotations
 
-from django.core.cache.backends.redis import RedisCache
+from qaportal.cache import RedisCache
 
 
 class ScopedRedisCache(RedisCache):
