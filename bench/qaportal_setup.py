@@ -57,6 +57,44 @@ def _items_and_answer(task_type: str, n: int) -> tuple[bytes, dict, dict[str, st
             )
         config: dict = {}
         answer = {"items/0/rephrasing": "What caused that occurrence, in plain words, case {id}?"}
+    elif task_type in ("answer_entity_linking", "question_entity_linking"):
+        # Mintaka's linking stages: one text with two proposed spans, both linked.
+        for i in range(n):
+            question = f"Did George Lucas direct Star Wars before film {i}?"
+            answer_text = f"George Lucas and Steven Spielberg, film {i}"
+            text = answer_text if task_type == "answer_entity_linking" else question
+            spans = [
+                {"start": text.index(w), "end": text.index(w) + len(w), "text": w, "kind": "PERSON"}
+                for w in (
+                    ("George Lucas", "Steven Spielberg")
+                    if text is answer_text
+                    else ("George Lucas", "Star Wars")
+                )
+            ]
+            lines.append(
+                json.dumps(
+                    {
+                        "id": f"l{i}",
+                        "question": question,
+                        "answer": answer_text,
+                        "proposed_spans": spans,
+                    }
+                )
+            )
+        config = {}
+        answer = {}
+        for j, w in enumerate(
+            ("George Lucas", "Steven Spielberg")
+            if task_type == "answer_entity_linking"
+            else ("George Lucas", "Star Wars")
+        ):
+            key = "answer" if task_type == "answer_entity_linking" else "question"
+            text = json.loads(lines[0])[key]
+            start = text.index(w)
+            answer[f"items/0/spans/{j}/start"] = str(start)
+            answer[f"items/0/spans/{j}/end"] = str(start + len(w))
+            answer[f"items/0/spans/{j}/text"] = w
+            answer[f"items/0/spans/{j}/qid"] = ("Q38222", "Q8877", "Q462")[j]
     else:  # question_writing: one question per HIT, a distinct topic per item
         for i in range(n):
             lines.append(
@@ -78,6 +116,7 @@ def setup(n_workers: int, n_items: int, preferred: str) -> dict:
     tt = _task_type(preferred)
     content, config, answer = _items_and_answer(tt, n_items)
     campaign = campaign_create(owner=owner, name="bench worker cycles", provider="local")
+    linking = tt.endswith("entity_linking")
     stage = stage_add(
         campaign=campaign,
         name="bench stage",
@@ -87,6 +126,12 @@ def setup(n_workers: int, n_items: int, preferred: str) -> dict:
         items_per_hit=1,
         assignments_per_hit=1,
         assignment_duration=timedelta(hours=2),
+        # as Mintaka's linking stages: agreement checked after each submission
+        **(
+            {"escalation_rule": {"rule": "entity_agreement", "annotators": 2, "max": 3}}
+            if linking
+            else {}
+        ),
     )
     t0 = time.perf_counter()
     items_upload(stage=stage, content=content, filename="items.jsonl")
