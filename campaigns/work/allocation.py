@@ -5,6 +5,7 @@ Locking: the order the work room takes its locks in is in ``campaigns/work/__ini
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -18,17 +19,21 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     HITStatus,
-    Provider,
     Stage,
     Worker,
 )
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.selectors import (
+    CURRENT_ASSIGNMENT_SQL,
     WORKABLE_STATES,
+    WORKER_ACCESS_SQL,
     hits_conflicting,
     hits_open,
+    model_from_row,
     stage_excludes_own_work,
+    worker_access_params,
+    worker_columns,
     worker_exclusive_keys,
 )
 from campaigns.workforce.requirements import stage_refusal
@@ -83,30 +88,18 @@ WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
                     AND a.status IN (%s, %s, %s, %s))
 ORDER BY h.id LIMIT 1
 """
-# Parameters: campaign id; "local", campaign id, campaign id, stage id, the stage's arm,
-# campaign id, the stage's arm (access, as ``worker_has_stage_access``); the campaign
-# owner's id (blocks); stage id, "accepted", now (current assignment); worker id.
-_ACCEPT_CHECKS_SQL = """
-SELECT
+# The worker row, locked, with what accept checks in the same statement: the campaign
+# state, access (``WORKER_ACCESS_SQL``), the campaign owner's block, and the current
+# assignment in the stage. Columns: the worker's fields, then those four.
+_ACCEPT_CHECKS_SQL = f"""
+SELECT {{worker_columns}},
   (SELECT c.state FROM campaigns_campaign c WHERE c.id = %s),
-  (w.provider = %s AND (
-     EXISTS (SELECT 1 FROM campaigns_localgrant g
-             WHERE g.campaign_id = %s AND g.user_id = w.user_id)
-     OR EXISTS (SELECT 1 FROM campaigns_invitelink l
-                INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
-                WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
-                  AND (l.stage_id IS NULL OR l.stage_id = %s)))
-   AND (%s = '' OR EXISTS (SELECT 1 FROM campaigns_campaignworker cw
-                           WHERE cw.campaign_id = %s AND cw.worker_id = w.id
-                             AND cw.arm = %s))),
+  {WORKER_ACCESS_SQL},
   EXISTS (SELECT 1 FROM campaigns_workerblock b
           WHERE b.requester_id = %s AND b.worker_id = w.id AND b.lifted_at IS NULL),
-  (SELECT a.id FROM campaigns_assignment a INNER JOIN campaigns_hit h ON h.id = a.hit_id
-   WHERE h.stage_id = %s AND a.worker_id = w.id AND a.status = %s
-     AND (a.deadline IS NULL OR a.deadline > %s)
-   ORDER BY a.accepted_at, a.id LIMIT 1)
+  {CURRENT_ASSIGNMENT_SQL}
 FROM campaigns_worker w WHERE w.id = %s
-"""
+"""  # noqa: S608 - constant fragments, no input
 assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
@@ -194,45 +187,84 @@ def hit_take_allowed(
     return None
 
 
+@functools.cache
+def _accept_checks_sql(vendor: str) -> str:
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    return _ACCEPT_CHECKS_SQL.format(worker_columns=worker_columns()) + lock
+
+
 def _accept_checks(
     *, stage: Stage, worker_id: int, now: datetime
-) -> tuple[str | None, bool, bool, int | None]:
-    """Lock the worker row and read, in the same statement: the campaign state, whether
-    the worker has access to the stage (as ``worker_has_stage_access``), whether the
-    campaign's owner blocks them, and their current assignment in the stage."""
+) -> tuple[Worker, str | None, bool, bool, int | None]:
+    """Lock the worker row and read it with, in the same statement: the campaign state,
+    whether the worker has access to the stage (as ``worker_has_stage_access``), whether
+    the campaign's owner blocks them, and their current assignment in the stage.
+    ``Worker.DoesNotExist`` when there is no such worker."""
     campaign = stage.campaign
-    arm = str((stage.config or {}).get("arm") or "")
     params: list[Any] = [
         stage.campaign_id,
-        Provider.LOCAL,
-        stage.campaign_id,
-        stage.campaign_id,
-        stage.pk,
-        arm,
-        stage.campaign_id,
-        arm,
+        *worker_access_params(stage),
         campaign.owner_id,
         stage.pk,
         AssignmentStatus.ACCEPTED,
         connection.ops.adapt_datetimefield_value(now),
         worker_id,
     ]
-    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     with connection.cursor() as cursor:
-        cursor.execute(_ACCEPT_CHECKS_SQL + lock, params)
+        cursor.execute(_accept_checks_sql(connection.vendor), params)
         row = cursor.fetchone()
     if row is None:
         raise Worker.DoesNotExist("No such worker.")
-    has_access = platform_for(campaign).hosts_workforce and bool(row[1])
-    return row[0], has_access, bool(row[2]), row[3]
+    split = len(Worker._meta.concrete_fields)
+    worker = model_from_row(Worker, row[:split])
+    state, access, blocked, current_id = row[split:]
+    has_access = platform_for(campaign).hosts_workforce and bool(access)
+    return worker, state, has_access, bool(blocked), current_id
 
 
-def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
+_PK_COLUMN = "id"
+
+
+@functools.cache
+def _assignment_insert(vendor: str) -> tuple[str, list[Any], bool]:
+    """An INSERT of every column of ``Assignment`` but its id: (SQL, fields, RETURNING)."""
+    fields = [f for f in Assignment._meta.concrete_fields if not f.primary_key]
+    columns = ", ".join(connection.ops.quote_name(str(f.column)) for f in fields)
+    returning = connection.features.can_return_columns_from_insert
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    placeholders = ", ".join(["%s"] * len(fields))
+    sql = f"INSERT INTO {table} ({columns}) VALUES ({placeholders})"  # noqa: S608 - no input
+    if returning:
+        sql += f" RETURNING {connection.ops.quote_name(_PK_COLUMN)}"
+    return sql, fields, returning
+
+
+def _assignment_create(assignment: Assignment) -> Assignment:
+    """``assignment.save()`` as one hand-written INSERT: the ORM took longer to build it
+    than the database to run it (assignments have no signals and no custom ``save``)."""
+    sql, fields, returning = _assignment_insert(connection.vendor)
+    values = [f.get_db_prep_save(f.pre_save(assignment, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, values)
+        if returning:
+            assignment.pk = cursor.fetchone()[0]
+        else:
+            assignment.pk = connection.ops.last_insert_id(
+                cursor, Assignment._meta.db_table, _PK_COLUMN
+            )
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    return assignment
+
+
+def assignment_accept(*, stage: Stage, worker: Worker | int) -> Assignment:
     """Give ``worker`` a place on the first open HIT of ``stage`` they may take.
 
     Returns the worker's current (accepted, unexpired) assignment in the stage if
-    there is one. Honours the task type's exclusive keys (at most one HIT per key
-    per worker in the stage), requester blocks and the campaign state. Raises
+    there is one. ``worker`` may be an id (the worker is read in the locking statement;
+    ``Worker.DoesNotExist`` when there is none). Honours the task type's exclusive keys
+    (at most one HIT per key per worker in the stage), requester blocks and the
+    campaign state. Raises
     ``NoWorkAvailableError`` or ``WorkerNotAllowedError`` with a message for the worker.
 
     Locking: the worker row (a worker's own concurrent accepts are serialised, so
@@ -246,9 +278,10 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
     back it all.
     """
     now = timezone.now()
+    worker_id = worker if isinstance(worker, int) else worker.pk
     with transaction.atomic():
-        state, has_access, blocked, current_id = _accept_checks(
-            stage=stage, worker_id=worker.pk, now=now
+        locked, state, has_access, blocked, current_id = _accept_checks(
+            stage=stage, worker_id=worker_id, now=now
         )
         # Access first: someone without it learns nothing about the campaign's state
         # (and the worker pages show them no stage page).
@@ -260,19 +293,21 @@ def assignment_accept(*, stage: Stage, worker: Worker) -> Assignment:
             raise WorkerNotAllowedError("You can no longer take tasks from this requester.")
         if current_id is not None:
             return Assignment.objects.get(pk=current_id)
-        refusal = stage_refusal(stage=stage, worker=worker, now=now)
+        refusal = stage_refusal(stage=stage, worker=locked, now=now)
         if refusal is not None:
             raise WorkerNotAllowedError(refusal)
         task_type = task_type_get(stage.task_type)
-        taken = hit_take_allowed(stage=stage, worker=worker, task_type=task_type, now=now)
+        taken = hit_take_allowed(stage=stage, worker=locked, task_type=task_type, now=now)
         if taken is not None:
             hit_id, provider = taken
-            return Assignment.objects.create(
-                hit_id=hit_id,
-                worker_id=worker.pk,
-                provider=provider,
-                status=AssignmentStatus.ACCEPTED,
-                accepted_at=now,
-                deadline=now + stage.assignment_duration,
+            return _assignment_create(
+                Assignment(
+                    hit_id=hit_id,
+                    worker_id=worker_id,
+                    provider=provider,
+                    status=AssignmentStatus.ACCEPTED,
+                    accepted_at=now,
+                    deadline=now + stage.assignment_duration,
+                )
             )
     raise NoWorkAvailableError("There is no task left for you in this stage. Thank you!")

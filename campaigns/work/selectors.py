@@ -70,8 +70,22 @@ WHERE hi.hit_id = %s ORDER BY hi.position
 """
 
 
+# The attribute of a HIT instance holding its items as ``assignment_load`` read them
+# (JSON text: ``[[item id, external id, data], ...]``).
+ITEMS_PREFETCHED = "_items_prefetched"
+
+
 def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
-    """The HIT's items in order, as task types see them: ``{"id", "external_id", "data"}``."""
+    """The HIT's items in order, as task types see them: ``{"id", "external_id", "data"}``.
+
+    No query when ``assignment_load`` read them with the HIT (fresh objects each call,
+    as from a query)."""
+    prefetched = getattr(hit, ITEMS_PREFETCHED, None)
+    if prefetched is not None:
+        return [
+            {"id": item_id, "external_id": external_id, "data": data}
+            for item_id, external_id, data in json.loads(prefetched)
+        ]
     with connection.cursor() as cursor:
         cursor.execute(_HIT_ITEMS_SQL, [hit.pk])
         rows = cursor.fetchall()
@@ -150,16 +164,136 @@ def stage_worker(
     """The first of ``workers`` (session order, then the account's) with access to
     ``stage``, or None; one query, none when the request speaks for nobody.
     ``qualifications=False``: the first let in by invitation or grant alone."""
+    visit = stage_visit(stage=stage, workers=workers, qualifications=qualifications)
+    return visit.worker if visit is not None else None
+
+
+# Whether the worker row ``w`` may see a stage's pages, as ``worker_stage_access_q``
+# without the qualifications (``assignment_accept`` reads it in its locking statement).
+# Parameters: ``worker_access_params(stage)``.
+WORKER_ACCESS_SQL = """(w.provider = %s AND (
+     EXISTS (SELECT 1 FROM campaigns_localgrant g
+             WHERE g.campaign_id = %s AND g.user_id = w.user_id)
+     OR EXISTS (SELECT 1 FROM campaigns_invitelink l
+                INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
+                WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
+                  AND (l.stage_id IS NULL OR l.stage_id = %s)))
+   AND (%s = '' OR EXISTS (SELECT 1 FROM campaigns_campaignworker cw
+                           WHERE cw.campaign_id = %s AND cw.worker_id = w.id
+                             AND cw.arm = %s)))"""
+_QUALIFIED_SQL = """ AND EXISTS (SELECT 1 FROM campaigns_qualificationgrant q
+  WHERE q.qualification_type_id = %s AND q.worker_id = w.id AND q.revoked_at IS NULL)"""
+# The worker's accepted, unexpired assignment in a stage, as ``assignment_current``.
+# Parameters: stage id, "accepted", now.
+CURRENT_ASSIGNMENT_SQL = """(SELECT a.id FROM campaigns_assignment a
+   INNER JOIN campaigns_hit h ON h.id = a.hit_id
+   WHERE h.stage_id = %s AND a.worker_id = w.id AND a.status = %s
+     AND (a.deadline IS NULL OR a.deadline > %s)
+   ORDER BY a.accepted_at, a.id LIMIT 1)"""
+# The first open HIT of a stage the worker holds no place on, as ``hits_open(...).first()``
+# (and ``assignment_accept``'s pick). Parameters: stage id, "published", now, the 4
+# holding states; ``{worker}`` is the worker's id column or a placeholder.
+_NEXT_HIT_SQL = """SELECT h.id FROM campaigns_hit h
+  WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+    AND (h.expires_at IS NULL OR h.expires_at > %s)
+    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
+                    WHERE ah.hit_id = h.id AND ah.worker_id = {worker}
+                      AND ah.status IN (%s, %s, %s, %s))
+  ORDER BY h.id LIMIT 1"""
+assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
+
+
+def worker_access_params(stage: Stage) -> list[Any]:
+    """The parameters of ``WORKER_ACCESS_SQL`` for ``stage``."""
+    arm = str((stage.config or {}).get("arm") or "")
+    campaign_id = stage.campaign_id
+    return [Provider.LOCAL, campaign_id, campaign_id, stage.pk, arm, campaign_id, arm]
+
+
+def _next_hit_simple(stage: Stage) -> bool:
+    """Whether the next HIT for a worker is the first open one they hold no place on:
+    no exclusive keys, nobody kept from their own work (else ``hit_next_available``)."""
+    task_type = task_type_get(stage.task_type)
+    return not task_type_has_exclusive_keys(task_type) and not stage_excludes_own_work(stage=stage)
+
+
+def _next_hit_params(stage: Stage, now: datetime) -> list[Any]:
+    return [
+        stage.pk,
+        HITStatus.PUBLISHED,
+        connection.ops.adapt_datetimefield_value(now),
+        *ASSIGNMENT_HOLDING_STATES,
+    ]
+
+
+@dataclass(frozen=True)
+class StageVisit:
+    """The stage page's reads about the request's worker, from one statement."""
+
+    worker: Worker
+    # Their accepted, unexpired assignment in the stage (``assignment_current``).
+    current_id: int | None
+    # The HIT ``hit_next_available`` gives them (read only when the stage is workable).
+    next_hit_id: int | None
+
+
+def worker_columns() -> str:
+    """The ``Worker``'s columns as ``model_from_row`` reads them, on the alias ``w``."""
+    return ", ".join(f"w.{f.column}" for f in Worker._meta.concrete_fields)
+
+
+def stage_visit(
+    *,
+    stage: Stage,
+    workers: RequestWorkers,
+    qualifications: bool = True,
+    now: datetime | None = None,
+) -> StageVisit | None:
+    """``stage_worker`` with, in the same statement, that worker's current assignment
+    in ``stage`` and the next HIT they would get (``hit_next_available``); None when
+    none of ``workers`` may see the stage. One query (two for a stage whose next HIT
+    depends on exclusive keys or on who wrote its items), none when the request
+    speaks for nobody."""
     if not workers or not platform_for(stage.campaign).hosts_workforce:
         return None
-    who = Q(pk__in=workers.worker_ids)
+    now = now or timezone.now()
+    who, who_params = [], []
+    if workers.worker_ids:
+        who.append(f"w.id IN ({', '.join(['%s'] * len(workers.worker_ids))})")
+        who_params += list(workers.worker_ids)
     if workers.user_id is not None:
-        who |= Q(user_id=workers.user_id)
-    access = worker_stage_access_q(stage=stage, qualifications=qualifications)
-    found = list(Worker.objects.filter(who).filter(access))
+        who.append("w.user_id = %s")
+        who_params.append(workers.user_id)
+    workable = stage.campaign.state in WORKABLE_STATES
+    simple = workable and _next_hit_simple(stage)
+    next_hit = f"({_NEXT_HIT_SQL.format(worker='w.id')})" if simple else "NULL"
+    required = required_qualification_ids(stage=stage) if qualifications else []
+    columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, {next_hit}"
+    where = f"({' OR '.join(who)}) AND {WORKER_ACCESS_SQL}" + _QUALIFIED_SQL * len(required)
+    sql = f"SELECT {columns} FROM campaigns_worker w WHERE {where}"  # noqa: S608 - no input
+    params: list[Any] = [
+        stage.pk,
+        AssignmentStatus.ACCEPTED,
+        connection.ops.adapt_datetimefield_value(now),
+        *(_next_hit_params(stage, now) if simple else []),
+        *who_params,
+        *worker_access_params(stage),
+        *required,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None
     order = {pk: n for n, pk in enumerate(workers.worker_ids)}
-    found.sort(key=lambda w: order.get(w.pk, len(order)))
-    return found[0] if found else None
+    split = len(Worker._meta.concrete_fields)
+    row = min(rows, key=lambda r: order.get(r[0], len(order)))
+    worker = model_from_row(Worker, row[:split])
+    current_id, next_hit_id = row[split], row[split + 1]
+    if workable and not simple:
+        hit = hit_next_available(stage=stage, worker=worker)
+        next_hit_id = hit.pk if hit is not None else None
+    return StageVisit(worker=worker, current_id=current_id, next_hit_id=next_hit_id)
 
 
 def stage_entry_for_invite(
@@ -210,7 +344,7 @@ def task_type_has_exclusive_keys(task_type: TaskType) -> bool:
     return type(task_type).exclusive_key is not TaskType.exclusive_key
 
 
-def worker_exclusive_keys(*, stage: Stage, worker: Worker, task_type: TaskType) -> set[str]:
+def worker_exclusive_keys(*, stage: Stage, worker: Worker | int, task_type: TaskType) -> set[str]:
     """Exclusive keys of the items ``worker`` holds (or held to the end) in ``stage``.
 
     No query for task types without exclusive keys.
@@ -245,15 +379,16 @@ def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]
     return {hit_id for hit_id, data in rows if task_type.exclusive_key(item=data) in taken}
 
 
-def hit_next_available(*, stage: Stage, worker: Worker) -> HIT | None:
+def hit_next_available(*, stage: Stage, worker: Worker | int) -> HIT | None:
     """The HIT ``assignment_accept`` would most likely give ``worker`` now (for previews)."""
     if stage.campaign.state not in WORKABLE_STATES:
         return None
+    worker_id = worker if isinstance(worker, int) else worker.pk
     task_type = task_type_get(stage.task_type)
     taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
-    open_hits = hits_open(stage=stage, worker=worker)
+    open_hits = hits_open(stage=stage, worker=worker_id)
     if stage_excludes_own_work(stage=stage):
-        open_hits = open_hits.exclude(items__source_assignment__worker_id=worker.pk)
+        open_hits = open_hits.exclude(items__source_assignment__worker_id=worker_id)
     if not taken:
         return open_hits.first()
     candidates = list(open_hits[:200])
@@ -261,6 +396,23 @@ def hit_next_available(*, stage: Stage, worker: Worker) -> HIT | None:
         hit_ids=[h.pk for h in candidates], task_type=task_type, taken=taken
     )
     return next((h for h in candidates if h.pk not in conflicting), None)
+
+
+def hit_next_available_id(*, stage: Stage, worker_id: int) -> int | None:
+    """The id of ``hit_next_available``'s HIT: one hand-written query on the thank-you
+    page's path when the stage has no exclusive keys and keeps nobody from their own
+    work (the ORM took longer to build ``hits_open`` than PostgreSQL to run it)."""
+    if stage.campaign.state not in WORKABLE_STATES:
+        return None
+    if not _next_hit_simple(stage):
+        hit = hit_next_available(stage=stage, worker=worker_id)
+        return hit.pk if hit is not None else None
+    params = _next_hit_params(stage, timezone.now())
+    params.insert(3, worker_id)
+    with connection.cursor() as cursor:
+        cursor.execute(_NEXT_HIT_SQL.format(worker="%s"), params)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def assignment_current(*, stage: Stage, worker: Worker | int) -> Assignment | None:
@@ -285,7 +437,7 @@ def assignment_is_current(assignment: Assignment, *, now: datetime | None = None
 
 # The assignment with its HIT, stage and campaign, as the work page and the submission
 # load it on every cycle. Hand-written: the ORM took 1 ms of CPU to build this join
-# each time. Columns in each model's field order (``_from_row`` checks the counts);
+# each time. Columns in each model's field order (``model_from_row`` checks the counts);
 # then the holder's user id and provider, for the ownership check.
 _ASSIGNMENT_FULL_SQL = """
 SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.status,
@@ -302,7 +454,7 @@ SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.stat
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
   c.bonus_max,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
-  w.user_id, w.provider
+  w.user_id, w.provider{items}
 FROM campaigns_assignment a
 INNER JOIN campaigns_hit h ON h.id = a.hit_id
 INNER JOIN campaigns_stage s ON s.id = h.stage_id
@@ -310,6 +462,12 @@ INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
 INNER JOIN campaigns_worker w ON w.id = a.worker_id
 WHERE a.id = %s
 """
+# PostgreSQL: the HIT's items too, for ``hit_items`` (the page and the submission read
+# them right after): one query fewer on each.
+_ITEMS_COLUMN = """,
+  (SELECT json_agg(json_build_array(hi.item_id, i.external_id, i.data) ORDER BY hi.position)
+   FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
+   WHERE hi.hit_id = a.hit_id)::text"""
 _FULL_MODELS: tuple[type[Model], ...] = (Assignment, HIT, Stage, Campaign)
 
 
@@ -323,7 +481,9 @@ def _field_converters(model: type[Model], vendor: str) -> list[tuple[Any, list[A
     return out
 
 
-def _from_row(model: type[Model], values: Sequence[Any]) -> Any:
+def model_from_row(model: type[Model], values: Sequence[Any]) -> Any:
+    """A ``model`` instance from its concrete fields' column values, in field order,
+    converted as the ORM converts them."""
     fields = _field_converters(model, connection.vendor)
     converted = []
     for (col, converters), value in zip(fields, values, strict=True):
@@ -356,8 +516,8 @@ def stage_load(*, stage_id: int) -> Stage:
     if row is None:
         raise Stage.DoesNotExist("No such stage.")
     split = len(Stage._meta.concrete_fields)
-    stage = _from_row(Stage, row[:split])
-    stage.campaign = _from_row(Campaign, row[split:])
+    stage = model_from_row(Stage, row[:split])
+    stage.campaign = model_from_row(Campaign, row[split:])
     return stage
 
 
@@ -365,21 +525,26 @@ def assignment_load(
     *, assignment_id: int, workers: RequestWorkers, lock: bool = False
 ) -> Assignment:
     """The assignment with its HIT, stage and campaign if one of ``workers`` holds it;
-    ``Assignment.DoesNotExist`` otherwise. One query; ``lock``: ``FOR UPDATE`` of the
+    ``Assignment.DoesNotExist`` otherwise. One query (on PostgreSQL with the HIT's
+    items, which ``hit_items`` then reads without one); ``lock``: ``FOR UPDATE`` of the
     assignment row (inside a transaction)."""
     suffix = " FOR UPDATE OF a" if lock and connection.features.has_select_for_update_of else ""
+    with_items = connection.vendor == "postgresql"
+    sql = _ASSIGNMENT_FULL_SQL.format(items=_ITEMS_COLUMN if with_items else "")
     with connection.cursor() as cursor:
-        cursor.execute(_ASSIGNMENT_FULL_SQL + suffix, [assignment_id])
+        cursor.execute(sql + suffix, [assignment_id])
         row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist("No such assignment.")
     parts, start = [], 0
     for model in _FULL_MODELS:
         end = start + len(model._meta.concrete_fields)
-        parts.append(_from_row(model, row[start:end]))
+        parts.append(model_from_row(model, row[start:end]))
         start = end
-    user_id, provider = row[start:]
+    user_id, provider = row[start : start + 2]
     assignment, hit, stage, campaign = parts
+    if with_items:
+        setattr(hit, ITEMS_PREFETCHED, row[start + 2] or "[]")
     owned = assignment.worker_id in workers.worker_ids or (
         workers.user_id is not None
         and user_id == workers.user_id

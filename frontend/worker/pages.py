@@ -138,10 +138,10 @@ def submit_assignment(
     *,
     assignment_id: int,
     workers: RequestWorkers,
-    action_url: str,
+    action_url: str | Callable[[], str],
     after_submit: Callable[[SubmitResult], HttpResponse],
     on_closed: Callable[[AssignmentClosedError], HttpResponse],
-    return_url: str | None = None,
+    return_url: str | Callable[[], str] | None = None,
     hidden: Mapping[str, str] | None = None,
 ) -> HttpResponse:
     """Store the POSTed answer once; the page again with errors, or ``after_submit``.
@@ -150,6 +150,7 @@ def submit_assignment(
     with ``result.replay`` set and the stored answer: nothing is stored twice.
     ``Assignment.DoesNotExist`` when none of ``workers`` holds the assignment (one
     worker: ``RequestWorkers(worker_ids=(worker.pk,))``); the caller answers 404.
+    The URLs may be given as functions: they are needed only to show the page again.
     """
     try:
         result = assignment_submit_for_workers(
@@ -165,8 +166,8 @@ def submit_assignment(
     return render_assignment(
         request,
         assignment=result.assignment,
-        action_url=action_url,
-        return_url=return_url,
+        action_url=action_url() if callable(action_url) else action_url,
+        return_url=return_url() if callable(return_url) else return_url,
         answer=result.answer,
         errors=result.errors,
         hidden=hidden,

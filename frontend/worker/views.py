@@ -7,13 +7,13 @@ campaign to). An assignment is visible only to the worker who holds it.
 
 from __future__ import annotations
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from campaigns.models import Assignment, InviteRedemption, Stage, Worker
+from campaigns.models import HIT, Assignment, InviteRedemption, Stage, Worker
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNoAccessError,
@@ -25,14 +25,15 @@ from campaigns.work.lifecycle import AssignmentClosedError, assignment_return
 from campaigns.work.selectors import (
     WORKABLE_STATES,
     RequestWorkers,
-    assignment_current,
+    StageVisit,
     assignment_get_for_workers,
     assignment_is_current,
-    hit_next_available,
+    hit_next_available_id,
     request_workers_get,
     stage_entry_for_invite,
     stage_load,
     stage_reward_shown,
+    stage_visit,
     stage_worker,
 )
 from campaigns.work.submission import STORED_STATES, SubmitResult
@@ -62,10 +63,6 @@ def _request_workers(request: HttpRequest) -> RequestWorkers:
     """
     user_id = request.user.pk if request.user.is_authenticated else None
     return RequestWorkers(worker_ids=tuple(_session_worker_ids(request)), user_id=user_id)
-
-
-def _stage_worker(request: HttpRequest, stage: Stage) -> Worker | None:
-    return stage_worker(stage=stage, workers=_request_workers(request))
 
 
 def _get_stage(stage_id: int) -> Stage:
@@ -119,23 +116,24 @@ def invite(request: HttpRequest, token: str) -> HttpResponse:
 
 
 def _stage_page(
-    request: HttpRequest, stage: Stage, worker: Worker, *, message: str = "", status: int = 200
+    request: HttpRequest, stage: Stage, visit: StageVisit, *, message: str = "", status: int = 200
 ) -> HttpResponse:
-    current = assignment_current(stage=stage, worker=worker)
-    refusal = None if current else stage_refusal(stage=stage, worker=worker, now=timezone.now())
-    hit = None if current or refusal else hit_next_available(stage=stage, worker=worker)
+    worker, current_id = visit.worker, visit.current_id
+    refusal = None if current_id else stage_refusal(stage=stage, worker=worker, now=timezone.now())
+    workable = stage.campaign.state in WORKABLE_STATES
+    hit_id = None if current_id or refusal or not workable else visit.next_hit_id
     context = {
         "stage": stage,
         "campaign": stage.campaign,
-        "current": current,
+        "current_id": current_id,
         "refused": bool(refusal),
         "message": message or refusal or "",
-        "workable": stage.campaign.state in WORKABLE_STATES,
-        "preview_hit": hit,
+        "workable": workable,
+        "preview_hit": hit_id is not None,
         "show_reward": stage_reward_shown(stage=stage),
     }
-    if hit is not None:
-        context.update(task_context(stage=stage, hit=hit, preview=True))
+    if hit_id is not None:
+        context.update(task_context(stage=stage, hit=HIT(pk=hit_id, stage=stage), preview=True))
     return render(request, "worker/stage.html", context, status=status)
 
 
@@ -155,10 +153,10 @@ def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse
 def stage(request: HttpRequest, stage_id: int) -> HttpResponse:
     """Instructions, a preview of the next task and the Accept button."""
     stage = _get_stage(stage_id)
-    worker = _stage_worker(request, stage)
-    if worker is None:
+    visit = stage_visit(stage=stage, workers=_request_workers(request))
+    if visit is None:
         return _no_access(request, stage)
-    return _stage_page(request, stage, worker)
+    return _stage_page(request, stage, visit)
 
 
 @require_POST
@@ -169,17 +167,38 @@ def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
     of the request's workers it lets in takes the place.
     """
     stage = _get_stage(stage_id)
-    for worker in request_workers_get(workers=_request_workers(request)):
+    workers = _request_workers(request)
+    # Invited workers by their session ids (the service reads each in its locking
+    # statement); an account's worker has to be looked up.
+    candidates: list[int] | list[Worker] = (
+        list(workers.worker_ids)
+        if workers.user_id is None
+        else request_workers_get(workers=workers)
+    )
+    for worker in candidates:
         try:
             assignment = assignment_accept(stage=stage, worker=worker)
-        except WorkerNoAccessError:
+        except (WorkerNoAccessError, Worker.DoesNotExist):
             continue
         except NoWorkAvailableError as exc:
-            return _stage_page(request, stage, worker, message=str(exc))
+            return _refused_page(request, stage, worker, message=str(exc))
         except WorkerNotAllowedError as exc:
-            return _stage_page(request, stage, worker, message=str(exc), status=403)
+            return _refused_page(request, stage, worker, message=str(exc), status=403)
         return redirect("worker:assignment", assignment_id=assignment.pk)
     return _no_access(request, stage)
+
+
+def _refused_page(
+    request: HttpRequest, stage: Stage, worker: Worker | int, *, message: str, status: int = 200
+) -> HttpResponse:
+    """The stage page for a worker the allocation turned away, with its reason."""
+    worker_id = worker if isinstance(worker, int) else worker.pk
+    visit = stage_visit(
+        stage=stage, workers=RequestWorkers(worker_ids=(worker_id,)), qualifications=False
+    )
+    if visit is None:
+        return _no_access(request, stage)
+    return _stage_page(request, stage, visit, message=message, status=status)
 
 
 # --- Assignment page ---------------------------------------------------------------------
@@ -197,14 +216,11 @@ def _closed_page(request: HttpRequest, assignment: Assignment, message: str) -> 
 @require_http_methods(["GET", "POST"])
 def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The work page (GET) and its submission (POST)."""
-    done_url = reverse("worker:done", kwargs={"assignment_id": assignment_id})
-    action_url = reverse("worker:assignment", kwargs={"assignment_id": assignment_id})
-    return_url = reverse("worker:return", kwargs={"assignment_id": assignment_id})
     if request.method == "POST":
         # The submit service's locked SELECT is also the ownership check.
 
         def after_submit(result: SubmitResult) -> HttpResponse:
-            return redirect(done_url)
+            return HttpResponseRedirect(_url("worker:done", assignment_id))
 
         def on_closed(exc: AssignmentClosedError) -> HttpResponse:
             assert exc.assignment is not None
@@ -215,8 +231,8 @@ def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
                 request,
                 assignment_id=assignment_id,
                 workers=_request_workers(request),
-                action_url=action_url,
-                return_url=return_url,
+                action_url=lambda: _url("worker:assignment", assignment_id),
+                return_url=lambda: _url("worker:return", assignment_id),
                 after_submit=after_submit,
                 on_closed=on_closed,
             )
@@ -224,14 +240,21 @@ def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
             raise Http404("No such task.") from None
     assignment = _get_assignment(request, assignment_id)
     if assignment.status in STORED_STATES:
-        return redirect(done_url)
+        return HttpResponseRedirect(_url("worker:done", assignment_id))
     if not assignment_is_current(assignment):
         return _closed_page(
             request, assignment, "This task is closed: it was returned or its time ran out."
         )
     return render_assignment(
-        request, assignment=assignment, action_url=action_url, return_url=return_url
+        request,
+        assignment=assignment,
+        action_url=_url("worker:assignment", assignment_id),
+        return_url=_url("worker:return", assignment_id),
     )
+
+
+def _url(name: str, assignment_id: int) -> str:
+    return reverse(name, kwargs={"assignment_id": assignment_id})
 
 
 @require_POST
@@ -258,7 +281,8 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
         {
             "assignment": assignment,
             "stage": stage,
-            "more_work": hit_next_available(stage=stage, worker=assignment.worker) is not None,
+            "more_work": hit_next_available_id(stage=stage, worker_id=assignment.worker_id)
+            is not None,
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
         },
     )
