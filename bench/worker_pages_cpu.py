@@ -7,9 +7,11 @@
 One browser joins through the invite, then repeats cycles of the crowd simulator's
 requests: stage page GET, accept POST, task page GET, submit POST, thank-you page GET,
 as a browser sends them (cookies, the CSRF token read from the page). Reports, per
-request kind, the CPU time of the WSGI call (``time.process_time``, this process only:
-the database's own CPU is not in it) and the queries it ran. ``--profile KIND`` runs
-cProfile around that kind's calls and prints the top functions by cumulative time.
+request kind, the CPU time of the WSGI call (``time.process_time``, this process), the
+CPU time of the PostgreSQL backend serving it (from /proc: the server must run on this
+machine; coarse, 10 ms ticks, so averaged over many cycles) and the queries it ran.
+``--profile KIND[,KIND]`` runs cProfile (CPU time) around those kinds' calls and prints
+the top functions; with ``--pyinstrument``, a pyinstrument call tree instead.
 """
 
 from __future__ import annotations
@@ -84,9 +86,10 @@ class Browser:
         status: list[str] = []
         headers: list[tuple[str, str]] = []
 
-        def start_response(s: str, h: list[tuple[str, str]], exc_info: Any = None) -> None:
+        def start_response(s: str, h: list[tuple[str, str]], exc_info: Any = None) -> Any:
             status.append(s)
             headers.extend(h)
+            return lambda data: None
 
         result = self.app(environ, start_response)
         try:
@@ -114,7 +117,9 @@ def main() -> int:
     p.add_argument("--cycles", type=int, default=300)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument(
-        "--profile", default="", help="request kind to profile (stage, accept, page, submit, done)"
+        "--profile",
+        default="",
+        help="request kinds to profile, comma-separated (stage, accept, page, submit, done)",
     )
     p.add_argument("--profile-lines", type=int, default=45)
     p.add_argument("--sort", default="cumulative")
@@ -135,11 +140,25 @@ def main() -> int:
 
     queries = [0]
 
-    def count(execute, sql, params, many, context):  # type: ignore[no-untyped-def]
+    def count(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
         queries[0] += 1
         return execute(sql, params, many, context)
 
     cpu: dict[str, list[float]] = {}
+    db_cpu: dict[str, float] = {}
+
+    def backend_cpu() -> float:
+        """CPU seconds of this connection's PostgreSQL backend (same machine), or 0."""
+        if connection.vendor != "postgresql" or connection.connection is None:
+            return 0.0
+        pid = connection.connection.get_backend_pid()
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+
     nq: dict[str, int] = {}
     profiler: Any = None
     if a.profile and a.pyinstrument:
@@ -152,13 +171,15 @@ def main() -> int:
 
     def req(kind: str, method: str, path: str, data: dict | None = None, ok=(200, 302)):
         queries[0] = 0
-        prof = profiler is not None and kind == a.profile and measuring
+        prof = profiler is not None and kind in a.profile.split(",") and measuring
         with connection.execute_wrapper(count):
             if prof:
                 profiler.enable()
+            d0 = backend_cpu()
             t0 = time.process_time()
             st, h, body = b.call(method, path, data)
             t = time.process_time() - t0
+            d = backend_cpu() - d0
             if prof:
                 profiler.disable()
         if st not in ok:
@@ -167,6 +188,7 @@ def main() -> int:
             )
         if measuring:
             cpu.setdefault(kind, []).append(t * 1000)
+            db_cpu[kind] = db_cpu.get(kind, 0.0) + d * 1000
             nq[kind] = queries[0]
         return st, h, body
 
@@ -187,7 +209,7 @@ def main() -> int:
         req("done", "GET", h["location"])
 
     print(f"{a.cycles} cycles, load {os.getloadavg()[0]:.2f}")
-    print(f"{'kind':8} {'mean ms':>8} {'median':>8} {'p10':>8} {'queries':>8}")
+    print(f"{'kind':8} {'mean ms':>8} {'median':>8} {'p10':>8} {'queries':>8} {'db ms':>8}")
     total = 0.0
     for kind, values in cpu.items():
         values.sort()
@@ -195,12 +217,13 @@ def main() -> int:
         total += mean
         print(
             f"{kind:8} {mean:8.2f} {statistics.median(values):8.2f} "
-            f"{values[len(values) // 10]:8.2f} {nq[kind]:8d}"
+            f"{values[len(values) // 10]:8.2f} {nq[kind]:8d} {db_cpu[kind] / len(values):8.2f}"
         )
     worker_cycle = sum(statistics.fmean(cpu[k]) for k in ("accept", "page", "submit"))
+    worker_db = sum(db_cpu[k] / len(cpu[k]) for k in ("accept", "page", "submit"))
     print(
         f"all five {total:.2f} ms; accept+page+submit "
-        f"(worker_cycles' cycle, app only) {worker_cycle:.2f} ms"
+        f"(worker_cycles' cycle) app {worker_cycle:.2f} ms + db {worker_db:.2f} ms"
     )
     if profiler is not None and a.pyinstrument:
         print(profiler.output_text(unicode=False, color=False, show_all=False))
