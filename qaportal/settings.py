@@ -140,6 +140,9 @@ else:
             },
         }
     }
+# The worker pages' hot hand-written queries as server-side prepared statements
+# (qaportal/prepared.py); off behind a pooler in transaction mode (PgBouncer).
+DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache ----------------------------------------------------------------------

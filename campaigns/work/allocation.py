@@ -37,6 +37,7 @@ from campaigns.work.selectors import (
     worker_exclusive_keys,
 )
 from campaigns.workforce.requirements import stage_refusal
+from qaportal import prepared
 from qaportal.errors import DomainError
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
@@ -65,29 +66,32 @@ class WorkerNoAccessError(WorkerNotAllowedError):
 
 # The statements every accept runs, in SQL: the ORM takes longer to build them than
 # PostgreSQL takes to run them (bench/README.md). Tables are the models' db_table.
-# Parameters: stage id, "published", now, worker id, the 4 holding states.
-_HIT_TAKE_SQL = """
+# Parameters: stage id, now, worker id, the 4 holding states. The status is written out:
+# prepared (``qaportal.prepared``), the statement's generic plan can use the partial
+# index ``hit_open_places`` only when the statement itself says "published".
+_PUBLISHED = str(HITStatus.PUBLISHED)
+_HIT_TAKE_SQL = f"""
 UPDATE campaigns_hit SET places_left = places_left - 1 WHERE id = (
   SELECT h.id FROM campaigns_hit h
-  WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+  WHERE h.stage_id = %s AND h.status = '{_PUBLISHED}' AND h.places_left > 0
     AND (h.expires_at IS NULL OR h.expires_at > %s)
     AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
                     WHERE a.hit_id = h.id AND a.worker_id = %s
                       AND a.status IN (%s, %s, %s, %s))
   ORDER BY h.id LIMIT 1 FOR UPDATE SKIP LOCKED
 ) RETURNING id, provider
-"""
+"""  # noqa: S608 - a constant, no input
 _HIT_TAKE_WAITING_SQL = _HIT_TAKE_SQL.replace("SKIP LOCKED", "")
 # Other databases (SQLite serialises writers): pick, then update.
-_HIT_PICK_SQL = """
+_HIT_PICK_SQL = f"""
 SELECT h.id, h.provider FROM campaigns_hit h
-WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+WHERE h.stage_id = %s AND h.status = '{_PUBLISHED}' AND h.places_left > 0
   AND (h.expires_at IS NULL OR h.expires_at > %s)
   AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
                   WHERE a.hit_id = h.id AND a.worker_id = %s
                     AND a.status IN (%s, %s, %s, %s))
 ORDER BY h.id LIMIT 1
-"""
+"""  # noqa: S608 - a constant, no input
 # The worker row, locked, with what accept checks in the same statement: the campaign
 # state, access (``WORKER_ACCESS_SQL``), the campaign owner's block, and the current
 # assignment in the stage. Columns: the worker's fields, then those four.
@@ -116,14 +120,13 @@ def _hit_take(*, stage: Stage, worker_id: int, now: datetime, wait: bool) -> tup
     """
     params: list[Any] = [
         stage.pk,
-        HITStatus.PUBLISHED,
         connection.ops.adapt_datetimefield_value(now),
         worker_id,
         *ASSIGNMENT_HOLDING_STATES,
     ]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL, params)
+            prepared.execute(cursor, _HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL, params)
             row = cursor.fetchone()
         else:
             cursor.execute(_HIT_PICK_SQL, params)
@@ -211,7 +214,7 @@ def _accept_checks(
         worker_id,
     ]
     with connection.cursor() as cursor:
-        cursor.execute(_accept_checks_sql(connection.vendor), params)
+        prepared.execute(cursor, _accept_checks_sql(connection.vendor), params)
         row = cursor.fetchone()
     if row is None:
         raise Worker.DoesNotExist("No such worker.")
@@ -245,7 +248,7 @@ def _assignment_create(assignment: Assignment) -> Assignment:
     sql, fields, returning = _assignment_insert(connection.vendor)
     values = [f.get_db_prep_save(f.pre_save(assignment, True), connection) for f in fields]
     with connection.cursor() as cursor:
-        cursor.execute(sql, values)
+        prepared.execute(cursor, sql, values)
         if returning:
             assignment.pk = cursor.fetchone()[0]
         else:

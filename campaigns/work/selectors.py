@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 from django.utils import timezone
 
@@ -41,6 +41,7 @@ from campaigns.models import (
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.workforce.requirements import stage_required_qualifications
+from qaportal import prepared
 
 WORKABLE_STATES = (CampaignState.PILOT, CampaignState.LIVE)
 
@@ -87,7 +88,7 @@ def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
             for item_id, external_id, data in json.loads(prefetched)
         ]
     with connection.cursor() as cursor:
-        cursor.execute(_HIT_ITEMS_SQL, [hit.pk])
+        prepared.execute(cursor, _HIT_ITEMS_SQL, [hit.pk])
         rows = cursor.fetchall()
     return [
         {
@@ -191,15 +192,17 @@ CURRENT_ASSIGNMENT_SQL = """(SELECT a.id FROM campaigns_assignment a
      AND (a.deadline IS NULL OR a.deadline > %s)
    ORDER BY a.accepted_at, a.id LIMIT 1)"""
 # The first open HIT of a stage the worker holds no place on, as ``hits_open(...).first()``
-# (and ``assignment_accept``'s pick). Parameters: stage id, "published", now, the 4
-# holding states; ``{worker}`` is the worker's id column or a placeholder.
-_NEXT_HIT_SQL = """SELECT h.id FROM campaigns_hit h
-  WHERE h.stage_id = %s AND h.status = %s AND h.places_left > 0
+# (and ``assignment_accept``'s pick). Parameters: stage id, now, the 4 holding states;
+# ``{worker}`` is the worker's id column or a placeholder. The status is written out:
+# a prepared statement's generic plan can use the partial index ``hit_open_places``
+# only when the statement itself says "published".
+_NEXT_HIT_SQL = f"""SELECT h.id FROM campaigns_hit h
+  WHERE h.stage_id = %s AND h.status = '{HITStatus.PUBLISHED}' AND h.places_left > 0
     AND (h.expires_at IS NULL OR h.expires_at > %s)
     AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
-                    WHERE ah.hit_id = h.id AND ah.worker_id = {worker}
+                    WHERE ah.hit_id = h.id AND ah.worker_id = {{worker}}
                       AND ah.status IN (%s, %s, %s, %s))
-  ORDER BY h.id LIMIT 1"""
+  ORDER BY h.id LIMIT 1"""  # noqa: S608 - a constant, no input
 assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
@@ -218,12 +221,7 @@ def _next_hit_simple(stage: Stage) -> bool:
 
 
 def _next_hit_params(stage: Stage, now: datetime) -> list[Any]:
-    return [
-        stage.pk,
-        HITStatus.PUBLISHED,
-        connection.ops.adapt_datetimefield_value(now),
-        *ASSIGNMENT_HOLDING_STATES,
-    ]
+    return [stage.pk, connection.ops.adapt_datetimefield_value(now), *ASSIGNMENT_HOLDING_STATES]
 
 
 @dataclass(frozen=True)
@@ -281,7 +279,7 @@ def stage_visit(
         *required,
     ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        prepared.execute(cursor, sql, params)
         rows = cursor.fetchall()
     if not rows:
         return None
@@ -408,9 +406,9 @@ def hit_next_available_id(*, stage: Stage, worker_id: int) -> int | None:
         hit = hit_next_available(stage=stage, worker=worker_id)
         return hit.pk if hit is not None else None
     params = _next_hit_params(stage, timezone.now())
-    params.insert(3, worker_id)
+    params.insert(2, worker_id)
     with connection.cursor() as cursor:
-        cursor.execute(_NEXT_HIT_SQL.format(worker="%s"), params)
+        prepared.execute(cursor, _NEXT_HIT_SQL.format(worker="%s"), params)
         row = cursor.fetchone()
     return row[0] if row else None
 
@@ -472,27 +470,36 @@ _FULL_MODELS: tuple[type[Model], ...] = (Assignment, HIT, Stage, Campaign)
 
 
 @functools.cache
-def _field_converters(model: type[Model], vendor: str) -> list[tuple[Any, list[Any]]]:
-    """(column expression, converters) per concrete field, as the ORM applies them."""
-    out = []
-    for f in model._meta.concrete_fields:
+def _field_converters(
+    model: type[Model], vendor: str
+) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
+    """The concrete fields' attribute names, and (index, column expression, converters)
+    of those the ORM converts when it reads them (most fields have no converter)."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    attnames, converted = [], []
+    for n, f in enumerate(model._meta.concrete_fields):
+        attnames.append(f.attname)
         col = f.get_col(model._meta.db_table)
-        out.append((col, connection.ops.get_db_converters(col) + f.get_db_converters(connection)))
-    return out
+        converters = conn.ops.get_db_converters(col) + f.get_db_converters(conn)
+        if converters:
+            converted.append((n, col, converters))
+    return attnames, converted
 
 
 def model_from_row(model: type[Model], values: Sequence[Any]) -> Any:
     """A ``model`` instance from its concrete fields' column values, in field order,
     converted as the ORM converts them."""
-    fields = _field_converters(model, connection.vendor)
-    converted = []
-    for (col, converters), value in zip(fields, values, strict=True):
+    conn = connections[DEFAULT_DB_ALIAS]
+    attnames, converted = _field_converters(model, conn.vendor)
+    if len(values) != len(attnames):
+        raise ValueError(f"{model.__name__}: {len(values)} columns for {len(attnames)} fields")
+    row = list(values)
+    for n, col, converters in converted:
+        value = row[n]
         for convert in converters:
-            value = convert(value, col, connection)
-        converted.append(value)
-    return model.from_db(
-        connection.alias, [f.attname for f in model._meta.concrete_fields], converted
-    )
+            value = convert(value, col, conn)
+        row[n] = value
+    return model.from_db(conn.alias, attnames, row)
 
 
 _STAGE_FULL_SQL = """
@@ -511,7 +518,7 @@ WHERE s.id = %s
 def stage_load(*, stage_id: int) -> Stage:
     """The stage with its campaign (one query, as ``assignment_load``); ``Stage.DoesNotExist``."""
     with connection.cursor() as cursor:
-        cursor.execute(_STAGE_FULL_SQL, [stage_id])
+        prepared.execute(cursor, _STAGE_FULL_SQL, [stage_id])
         row = cursor.fetchone()
     if row is None:
         raise Stage.DoesNotExist("No such stage.")
@@ -532,7 +539,7 @@ def assignment_load(
     with_items = connection.vendor == "postgresql"
     sql = _ASSIGNMENT_FULL_SQL.format(items=_ITEMS_COLUMN if with_items else "")
     with connection.cursor() as cursor:
-        cursor.execute(sql + suffix, [assignment_id])
+        prepared.execute(cursor, sql + suffix, [assignment_id])
         row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist("No such assignment.")

@@ -25,6 +25,7 @@ from campaigns.work.decisions import assignment_approve
 from campaigns.work.events import answer_stored
 from campaigns.work.lifecycle import AssignmentClosedError, _places_free
 from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items
+from qaportal import prepared
 from qaportal.jsonsafe import unstorable_path
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -180,7 +181,7 @@ def _submission_write(*, assignment: Assignment, stored: dict[str, Any]) -> None
     values = [fields[name].get_db_prep_save(stored[name], connection) for name in _STORED_FIELDS]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(_STORE_SQL_PG, [*values, assignment.pk])
+            prepared.execute(cursor, _STORE_SQL_PG, [*values, assignment.pk])
         else:
             cursor.execute(_STORE_SQL, [*values, assignment.pk])
             cursor.execute(_COUNT_SQL, [assignment.worker_id])
