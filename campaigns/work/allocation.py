@@ -10,12 +10,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import F
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
 from campaigns.models import (
-    HIT,
     Assignment,
     AssignmentStatus,
     HITStatus,
@@ -29,7 +27,7 @@ from campaigns.work.selectors import (
     WORKABLE_STATES,
     WORKER_ACCESS_SQL,
     hits_conflicting,
-    hits_open,
+    hits_open_ids,
     model_from_row,
     stage_excludes_own_work,
     worker_access_params,
@@ -41,8 +39,9 @@ from qaportal import prepared
 from qaportal.errors import DomainError
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
-# exclusive keys the worker already holds.
-_CANDIDATE_BATCH = 100
+# exclusive keys the worker already holds: few first (the first open HIT is usually
+# free, and each candidate's items are read to learn their keys), then more.
+_CANDIDATE_BATCHES = (10, 100)
 
 
 class NoWorkAvailableError(DomainError):
@@ -92,6 +91,8 @@ WHERE h.stage_id = %s AND h.status = '{_PUBLISHED}' AND h.places_left > 0
                     AND a.status IN (%s, %s, %s, %s))
 ORDER BY h.id LIMIT 1
 """  # noqa: S608 - a constant, no input
+# SQLite: the place taken on the HIT it picked (its writers are serialised).
+_PLACE_TAKE_SQL = "UPDATE campaigns_hit SET places_left = places_left - 1 WHERE id = %s"
 # The worker row, locked, with what accept checks in the same statement: the campaign
 # state, access (``WORKER_ACCESS_SQL``), the campaign owner's block, and the current
 # assignment in the stage. Columns: the worker's fields, then those four.
@@ -107,9 +108,12 @@ FROM campaigns_worker w WHERE w.id = %s
 assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
-def _hit_take(*, stage: Stage, worker_id: int, now: datetime, wait: bool) -> tuple[int, str] | None:
-    """Take a place on the first open HIT of ``stage`` that ``worker_id`` may take:
-    its (id, provider), or None. Call inside the allocation's transaction.
+def _hit_take(
+    *, stage: Stage, worker_id: int, now: datetime, wait: bool, among: list[int] | None = None
+) -> tuple[int, str] | None:
+    """Take a place on the first open HIT of ``stage`` that ``worker_id`` may take (of
+    the HITs ``among``, when given: exclusive keys): its (id, provider), or None. Call
+    inside the allocation's transaction.
 
     One statement on PostgreSQL: ``UPDATE … SET places_left = places_left - 1
     WHERE id = (SELECT … ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING …``,
@@ -124,33 +128,21 @@ def _hit_take(*, stage: Stage, worker_id: int, now: datetime, wait: bool) -> tup
         worker_id,
         *ASSIGNMENT_HOLDING_STATES,
     ]
+    postgresql = connection.vendor == "postgresql"
+    sql = (_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL) if postgresql else _HIT_PICK_SQL
+    if among is not None:  # not prepared: the list's length varies
+        placeholders = ", ".join(["%s"] * len(among))
+        sql = sql.replace("ORDER BY h.id", f"AND h.id IN ({placeholders}) ORDER BY h.id")
+        params += among
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            prepared.execute(cursor, _HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL, params)
-            row = cursor.fetchone()
+        if among is not None:
+            cursor.execute(sql, params)
         else:
-            cursor.execute(_HIT_PICK_SQL, params)
-            row = cursor.fetchone()
-            if row is not None:
-                HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
+            prepared.execute(cursor, sql, params)
+        row = cursor.fetchone()
+        if not postgresql and row is not None:
+            cursor.execute(_PLACE_TAKE_SQL, [row[0]])
     return (row[0], row[1]) if row else None
-
-
-def _hit_take_among(
-    *, stage: Stage, worker_id: int, now: datetime, wait: bool, among: list[int]
-) -> tuple[int, str] | None:
-    """``_hit_take`` restricted to the HITs ``among`` (exclusive keys; not the hot path)."""
-    skip_locked = not wait and connection.features.has_select_for_update_skip_locked
-    row = (
-        hits_open(stage=stage, worker=worker_id, now=now)
-        .filter(pk__in=among)
-        .select_for_update(skip_locked=skip_locked)
-        .values_list("pk", "provider")
-        .first()
-    )
-    if row is not None:
-        HIT.objects.filter(pk=row[0]).update(places_left=F("places_left") - 1)
-    return row
 
 
 def hit_take_allowed(
@@ -170,23 +162,30 @@ def hit_take_allowed(
         return hit
     allowed: list[int] = []
     last_id = 0
+    batches = 0
     while True:
-        candidates = hits_open(stage=stage, worker=worker.pk, now=now).filter(pk__gt=last_id)
-        if own:
-            candidates = candidates.exclude(items__source_assignment__worker_id=worker.pk)
-        batch = list(candidates.values_list("pk", flat=True)[:_CANDIDATE_BATCH])
+        size = _CANDIDATE_BATCHES[min(batches, len(_CANDIDATE_BATCHES) - 1)]
+        batches += 1
+        batch = hits_open_ids(
+            stage=stage,
+            worker_id=worker.pk,
+            after=last_id,
+            limit=size,
+            exclude_own_work=own,
+            now=now,
+        )
         conflicting = hits_conflicting(hit_ids=batch, task_type=task_type, taken=taken)
         free = [pk for pk in batch if pk not in conflicting]
         if free:
-            hit = _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=False, among=free)
+            hit = _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=False, among=free)
             if hit is not None:
                 return hit
             allowed += free
-        if len(batch) < _CANDIDATE_BATCH:
+        if len(batch) < size:
             break
         last_id = batch[-1]
     if allowed and can_skip:
-        return _hit_take_among(stage=stage, worker_id=worker.pk, now=now, wait=True, among=allowed)
+        return _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=True, among=allowed)
     return None
 
 

@@ -29,7 +29,6 @@ from campaigns.models import (
     Campaign,
     CampaignState,
     CampaignWorker,
-    HITItem,
     HITStatus,
     InviteLink,
     LocalGrant,
@@ -289,8 +288,7 @@ def stage_visit(
     worker = model_from_row(Worker, row[:split])
     current_id, next_hit_id = row[split], row[split + 1]
     if workable and not simple:
-        hit = hit_next_available(stage=stage, worker=worker)
-        next_hit_id = hit.pk if hit is not None else None
+        next_hit_id = _hit_next_available_pk(stage=stage, worker=worker)
     return StageVisit(worker=worker, current_id=current_id, next_hit_id=next_hit_id)
 
 
@@ -342,19 +340,36 @@ def task_type_has_exclusive_keys(task_type: TaskType) -> bool:
     return type(task_type).exclusive_key is not TaskType.exclusive_key
 
 
+# The data of the items a worker holds (or held to the end) in a stage. Parameters:
+# stage id, worker id, the 4 holding states.
+_HELD_ITEMS_DATA_SQL = """
+SELECT i.data FROM campaigns_assignment a
+INNER JOIN campaigns_hit h ON h.id = a.hit_id
+INNER JOIN campaigns_hititem hi ON hi.hit_id = h.id
+INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE h.stage_id = %s AND a.worker_id = %s AND a.status IN (%s, %s, %s, %s)
+"""
+
+
+def _json(data: Any) -> Any:
+    """A JSON column's value as the ORM gives it (backends hand ``jsonb`` over as text)."""
+    return json.loads(data) if isinstance(data, str | bytes) else data
+
+
 def worker_exclusive_keys(*, stage: Stage, worker: Worker | int, task_type: TaskType) -> set[str]:
     """Exclusive keys of the items ``worker`` holds (or held to the end) in ``stage``.
 
-    No query for task types without exclusive keys.
+    No query for task types without exclusive keys; one hand-written one otherwise.
     """
     if not task_type_has_exclusive_keys(task_type):
         return set()
-    data = HITItem.objects.filter(
-        hit__stage=stage,
-        hit__assignments__worker=worker,
-        hit__assignments__status__in=ASSIGNMENT_HOLDING_STATES,
-    ).values_list("item__data", flat=True)
-    keys = {task_type.exclusive_key(item=d) for d in data}
+    worker_id = worker if isinstance(worker, int) else worker.pk
+    with connection.cursor() as cursor:
+        prepared.execute(
+            cursor, _HELD_ITEMS_DATA_SQL, [stage.pk, worker_id, *ASSIGNMENT_HOLDING_STATES]
+        )
+        rows = cursor.fetchall()
+    keys = {task_type.exclusive_key(item=_json(data)) for (data,) in rows}
     keys.discard(None)
     return keys  # type: ignore[return-value]
 
@@ -373,27 +388,92 @@ def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]
     """Those of ``hit_ids`` holding an item whose exclusive key is in ``taken`` (one query)."""
     if not taken or not hit_ids:
         return set()
-    rows = HITItem.objects.filter(hit_id__in=hit_ids).values_list("hit_id", "item__data")
-    return {hit_id for hit_id, data in rows if task_type.exclusive_key(item=data) in taken}
+    placeholders = ", ".join(["%s"] * len(hit_ids))
+    sql = (
+        "SELECT hi.hit_id, i.data FROM campaigns_hititem hi"  # noqa: S608 - placeholders only
+        f" INNER JOIN campaigns_item i ON i.id = hi.item_id WHERE hi.hit_id IN ({placeholders})"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, hit_ids)
+        rows = cursor.fetchall()
+    return {hit_id for hit_id, data in rows if task_type.exclusive_key(item=_json(data)) in taken}
+
+
+# Open HITs of a stage after a given id, as ``hits_open`` (and, with ``{own}``, without
+# those holding an item the worker produced). Parameters: stage id, now, worker id, the
+# 4 holding states, [worker id,] the last id seen, how many.
+_OPEN_AFTER_SQL = f"""SELECT h.id FROM campaigns_hit h
+  WHERE h.stage_id = %s AND h.status = '{HITStatus.PUBLISHED}' AND h.places_left > 0
+    AND (h.expires_at IS NULL OR h.expires_at > %s)
+    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
+                    WHERE ah.hit_id = h.id AND ah.worker_id = %s
+                      AND ah.status IN (%s, %s, %s, %s))
+    {{own}}
+    AND h.id > %s
+  ORDER BY h.id LIMIT %s"""  # noqa: S608 - a constant, no input
+_NOT_OWN_WORK_SQL = """AND NOT EXISTS (SELECT 1 FROM campaigns_hititem oi
+                    INNER JOIN campaigns_item oit ON oit.id = oi.item_id
+                    INNER JOIN campaigns_assignment sa ON sa.id = oit.source_assignment_id
+                    WHERE oi.hit_id = h.id AND sa.worker_id = %s)"""
+
+
+def hits_open_ids(
+    *,
+    stage: Stage,
+    worker_id: int,
+    after: int = 0,
+    limit: int,
+    exclude_own_work: bool = False,
+    now: datetime | None = None,
+) -> list[int]:
+    """Ids of ``hits_open``'s HITs after ``after``, at most ``limit``, in id order; with
+    ``exclude_own_work``, not those holding an item ``worker_id`` produced. One
+    hand-written query (the ORM took longer to build ``hits_open`` than to run it)."""
+    now = now or timezone.now()
+    params: list[Any] = [
+        stage.pk,
+        connection.ops.adapt_datetimefield_value(now),
+        worker_id,
+        *ASSIGNMENT_HOLDING_STATES,
+    ]
+    if exclude_own_work:
+        params.append(worker_id)
+    params += [after, limit]
+    sql = _OPEN_AFTER_SQL.format(own=_NOT_OWN_WORK_SQL if exclude_own_work else "")
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, sql, params)
+        return [row[0] for row in cursor.fetchall()]
 
 
 def hit_next_available(*, stage: Stage, worker: Worker | int) -> HIT | None:
     """The HIT ``assignment_accept`` would most likely give ``worker`` now (for previews)."""
+    hit_id = _hit_next_available_pk(stage=stage, worker=worker)
+    return HIT.objects.filter(pk=hit_id).first() if hit_id is not None else None
+
+
+# Candidates read per query while skipping HITs whose exclusive keys the worker holds:
+# few first (the first open HIT is usually free), then more, up to 200 in all.
+_PREVIEW_BATCHES = (10, 190)
+
+
+def _hit_next_available_pk(*, stage: Stage, worker: Worker | int) -> int | None:
     if stage.campaign.state not in WORKABLE_STATES:
         return None
     worker_id = worker if isinstance(worker, int) else worker.pk
     task_type = task_type_get(stage.task_type)
-    taken = worker_exclusive_keys(stage=stage, worker=worker, task_type=task_type)
-    open_hits = hits_open(stage=stage, worker=worker_id)
-    if stage_excludes_own_work(stage=stage):
-        open_hits = open_hits.exclude(items__source_assignment__worker_id=worker_id)
-    if not taken:
-        return open_hits.first()
-    candidates = list(open_hits[:200])
-    conflicting = hits_conflicting(
-        hit_ids=[h.pk for h in candidates], task_type=task_type, taken=taken
-    )
-    return next((h for h in candidates if h.pk not in conflicting), None)
+    taken = worker_exclusive_keys(stage=stage, worker=worker_id, task_type=task_type)
+    own = stage_excludes_own_work(stage=stage)
+    last_id = 0
+    for size in _PREVIEW_BATCHES if taken else (1,):
+        batch = hits_open_ids(
+            stage=stage, worker_id=worker_id, after=last_id, limit=size, exclude_own_work=own
+        )
+        conflicting = hits_conflicting(hit_ids=batch, task_type=task_type, taken=taken)
+        free = next((pk for pk in batch if pk not in conflicting), None)
+        if free is not None or len(batch) < size:
+            return free
+        last_id = batch[-1]
+    return None
 
 
 def hit_next_available_id(*, stage: Stage, worker_id: int) -> int | None:
@@ -403,8 +483,7 @@ def hit_next_available_id(*, stage: Stage, worker_id: int) -> int | None:
     if stage.campaign.state not in WORKABLE_STATES:
         return None
     if not _next_hit_simple(stage):
-        hit = hit_next_available(stage=stage, worker=worker_id)
-        return hit.pk if hit is not None else None
+        return _hit_next_available_pk(stage=stage, worker=worker_id)
     params = _next_hit_params(stage, timezone.now())
     params.insert(2, worker_id)
     with connection.cursor() as cursor:
