@@ -127,10 +127,8 @@ def setup(n_workers: int, n_items: int, preferred: str) -> dict:
         assignments_per_hit=1,
         assignment_duration=timedelta(hours=2),
         # as Mintaka's linking stages: agreement checked after each submission
-        **(
-            {"escalation_rule": {"rule": "entity_agreement", "annotators": 2, "max": 3}}
-            if linking
-            else {}
+        escalation_rule=(
+            {"rule": "entity_agreement", "annotators": 2, "max": 3} if linking else None
         ),
     )
     t0 = time.perf_counter()
