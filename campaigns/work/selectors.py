@@ -29,6 +29,7 @@ from campaigns.models import (
     Campaign,
     CampaignState,
     CampaignWorker,
+    HITItem,
     HITStatus,
     InviteLink,
     LocalGrant,
