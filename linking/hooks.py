@@ -20,6 +20,7 @@ from campaigns.work.events import answer_stored, stage_published
 from linking import agreement
 from linking.agreement import EscalationRule
 from linking.selectors import entries_resolve_redirects
+from linking.services import hits_entity_agreement_check
 from qaportal.outbox import task_after_commit, task_batch_register
 
 if TYPE_CHECKING:
@@ -41,8 +42,6 @@ def on_answer_stored(*, assignment: Assignment, stage: Stage, task_type: Any, **
 
 def _agreement_checks_run(args_lists: list[list[Any]]) -> None:
     """Queued ``linking.entity_agreement_check`` messages drained in one go."""
-    from linking.services import hits_entity_agreement_check
-
     hits_entity_agreement_check(hit_ids=[int(args[0]) for args in args_lists])
 
 
