@@ -63,6 +63,16 @@ class Event:
             if task_args is not None:
                 outbox.task_after_commit(task_name, *task_args)
 
+    def announce_many(self, announcements: list[dict[str, Any]]) -> None:
+        """``announce(**kwargs)`` for each of ``announcements``, in order, with the
+        outbox messages of each task subscriber written in one statement."""
+        for kwargs in announcements:
+            for handler in list(self.handlers):
+                handler(**kwargs)
+        for task_name, make_args in list(self.tasks):
+            runs = [make_args(**kwargs) for kwargs in announcements]
+            outbox.tasks_after_commit(task_name, [args for args in runs if args is not None])
+
 
 def _ids(**kwargs: Any) -> list[Any]:
     return list(kwargs.get("ids") or [])

@@ -70,6 +70,23 @@ def task_after_commit(task: str, *args: Any) -> OutboxMessage:
     return message
 
 
+def tasks_after_commit(task: str, args_lists: list[list[Any]]) -> list[OutboxMessage]:
+    """``task_after_commit`` for many runs of ``task`` at once (one INSERT): one message
+    per argument list, dispatched in this order when the transaction commits."""
+    messages = OutboxMessage.objects.bulk_create(
+        [OutboxMessage(task=task, args=list(args)) for args in args_lists]
+    )
+    ids = [message.pk for message in messages]
+
+    def dispatch_all() -> None:
+        for message_id in ids:
+            outbox_dispatch(message_id=message_id)
+
+    if ids:
+        transaction.on_commit(dispatch_all)
+    return messages
+
+
 def task_send(task: str, *args: Any) -> None:
     """Send Celery task ``task`` with ``args`` now, by name (eager: run it here).
 

@@ -37,7 +37,7 @@ from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
-from campaigns.work.decisions import assignment_approve
+from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
 from campaigns.work.selectors import hit_items
 from qaportal.errors import DomainError
@@ -258,26 +258,27 @@ class CrowdSimulation:
 
     def _approve_submitted(self) -> int:
         """The requester's side (``--approve-all``): approve what was submitted."""
-        approved = 0
-        submitted = Assignment.objects.filter(
-            hit__stage__campaign=self.campaign, status=AssignmentStatus.SUBMITTED
+        submitted = dict(
+            Assignment.objects.filter(
+                hit__stage__campaign=self.campaign, status=AssignmentStatus.SUBMITTED
+            ).values_list("pk", "hit__stage_id")
         )
+        if not submitted:
+            return 0
         # The hand-offs (and the publications and stage preparations they set off) run
         # after the round's approvals, as a worker would drain them from its queue,
         # not one by one inside each approval: a stage is prepared once per round.
         with outbox_deferred():
-            for assignment in submitted.select_related("hit").order_by("id"):
-                assignment_approve(
-                    assignment=assignment,
-                    source="simulator",
-                    reason="simulated requester decision (simulate_crowd --approve-all)",
-                )
-                self.result.stage_by_id(assignment.hit.stage_id).approved += 1
-                approved += 1
-                self._advance()
-        if approved:
-            self._advance()  # what the hand-offs published
-        return approved
+            approved = assignments_approve(
+                assignment_ids=sorted(submitted),
+                source="simulator",
+                reason="simulated requester decision (simulate_crowd --approve-all)",
+            )
+        for assignment in approved:
+            self.result.stage_by_id(submitted[assignment.pk]).approved += 1
+            self._advance()
+        self._advance()  # what the hand-offs published
+        return len(approved)
 
     # --- One worker -------------------------------------------------------------------
 

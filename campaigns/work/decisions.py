@@ -10,6 +10,8 @@ way ``assignment_decided`` is announced once, and approved work is handed off.
 
 from __future__ import annotations
 
+from collections import Counter
+
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import F
@@ -44,26 +46,52 @@ def decision_write(
     Shared by local decisions and decisions a platform carried out
     (``campaigns.platforms.review.assignment_decision_record``). Call in the
     transaction that holds the row lock."""
-    assignment.status = status
-    assignment.decided_at = timezone.now()
-    assignment.decided_by_id = decided_by_id
-    assignment.decision_source = source[:80]
-    assignment.decision_reason = reason
-    assignment.feedback = feedback
-    assignment.save(
-        update_fields=[
-            "status",
-            "decided_at",
-            "decided_by",
-            "decision_source",
-            "decision_reason",
-            "feedback",
-        ]
+    decisions_write(
+        assignments=[assignment],
+        status=status,
+        decided_by_id=decided_by_id,
+        source=source,
+        reason=reason,
+        feedback=feedback,
     )
+
+
+def decisions_write(
+    *,
+    assignments: list[Assignment],
+    status: str,
+    decided_by_id: int | None,
+    source: str,
+    reason: str,
+    feedback: str,
+) -> None:
+    """``decision_write`` for many locked, submitted assignments with the same decision:
+    one UPDATE of the rows, one of each worker's counter, the announcements in the
+    order given (their outbox messages in one INSERT). The objects are updated too."""
+    if not assignments:
+        return
+    now = timezone.now()
+    fields = {
+        "status": status,
+        "decided_at": now,
+        "decided_by_id": decided_by_id,
+        "decision_source": source[:80],
+        "decision_reason": reason,
+        "feedback": feedback,
+    }
+    for assignment in assignments:
+        for name, value in fields.items():
+            setattr(assignment, name, value)
+    Assignment.objects.filter(pk__in=[a.pk for a in assignments]).update(**fields)
     counter = "approved_count" if status == AssignmentStatus.APPROVED else "rejected_count"
-    Worker.objects.filter(pk=assignment.worker_id).update(**{counter: F(counter) + 1})
-    assignment_decided.announce(
-        assignment_id=assignment.pk, approved=status == AssignmentStatus.APPROVED
+    by_count: dict[int, list[int]] = {}
+    for worker_id, count in Counter(a.worker_id for a in assignments).items():
+        by_count.setdefault(count, []).append(worker_id)
+    for count, worker_ids in sorted(by_count.items()):
+        Worker.objects.filter(pk__in=worker_ids).update(**{counter: F(counter) + count})
+    approved = status == AssignmentStatus.APPROVED
+    assignment_decided.announce_many(
+        [{"assignment_id": a.pk, "approved": approved} for a in assignments]
     )
 
 
@@ -140,6 +168,39 @@ def assignment_decide(
             feedback=feedback,
         )
     return decided
+
+
+def assignments_approve(
+    *,
+    assignment_ids: list[int],
+    decided_by: AbstractBaseUser | None = None,
+    source: str,
+    reason: str = "",
+) -> list[Assignment]:
+    """Approve the submitted ones of ``assignment_ids`` (local workforce) at once; the
+    assignments approved, in id order. As ``assignment_approve`` one after the other
+    (those already approved, or not submitted, are left as they are; each approval is
+    announced and handed off after commit), in a handful of statements: the requester
+    approving a round of work (the crowd simulator's ``--approve-all``).
+    Locking: the submitted rows, in id order.
+    """
+    with transaction.atomic():
+        rows = list(
+            Assignment.objects.select_for_update()
+            .filter(pk__in=assignment_ids, status=AssignmentStatus.SUBMITTED)
+            .order_by("pk")
+        )
+        for row in {row.provider: row for row in rows}.values():
+            _check_local_review(row)
+        decisions_write(
+            assignments=rows,
+            status=AssignmentStatus.APPROVED,
+            decided_by_id=decided_by.pk if decided_by is not None else None,
+            source=source,
+            reason=reason,
+            feedback="",
+        )
+    return rows
 
 
 def assignment_approve(

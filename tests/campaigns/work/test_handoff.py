@@ -181,3 +181,44 @@ def test_handoffs_of_a_round_run_as_one_with_the_same_items_and_hits(make_stage,
     ) == [i.pk for i in items]
     assert handoffs_run(assignment_ids=approved) == 0  # idempotent
     assert HIT.objects.filter(stage=second).count() == 1
+
+
+def test_a_round_approved_at_once_counts_announces_and_hands_off_as_one_by_one(
+    make_stage, invited, django_capture_on_commit_callbacks
+):
+    from campaigns.models import Assignment, Worker
+    from campaigns.work.decisions import assignments_approve
+    from qaportal.models import OutboxMessage
+
+    first, second = _pipeline_into_groups_of_three(make_stage, first_hits=3)
+    workers = [invited(first.campaign) for _ in range(2)]
+    submitted = []
+    for worker, text in zip(workers, ["alpha", "beta"], strict=True):
+        assignment = assignment_accept(stage=first, worker=worker)
+        assignment_submit(
+            assignment_id=assignment.pk, worker=worker, form={"items/0/text": text}, telemetry=None
+        )
+        submitted.append(assignment.pk)
+    at_work = assignment_accept(stage=first, worker=invited(first.campaign))
+
+    with django_capture_on_commit_callbacks(execute=True):
+        approved = assignments_approve(
+            assignment_ids=[*reversed(submitted), at_work.pk], source="requester"
+        )
+    # Only the submitted ones, in id order; the one still at work is left as it is.
+    assert [a.pk for a in approved] == submitted
+    rows = Assignment.objects.filter(pk__in=submitted)
+    assert {(a.status, a.decision_source) for a in rows} == {("approved", "requester")}
+    assert Assignment.objects.get(pk=at_work.pk).status == "accepted"
+    assert [w.approved_count for w in Worker.objects.filter(pk__in=[w.pk for w in workers])] == [
+        1,
+        1,
+    ]
+    # One hand-off message per approval, in order, each run once.
+    messages = OutboxMessage.objects.filter(task="campaigns.handoff_run").order_by("id")
+    assert [m.args for m in messages] == [[pk] for pk in submitted]
+    assert all(m.done_at is not None for m in messages)
+    assert sorted(i.data["text"] for i in Item.objects.filter(stage=second)) == ["ALPHA", "BETA"]
+    # Again: nothing more to approve, nothing announced.
+    assert assignments_approve(assignment_ids=submitted, source="requester") == []
+    assert messages.count() == 2
