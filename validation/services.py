@@ -131,16 +131,20 @@ def stage_review(*, stage: Stage, batch_size: int = DEFAULT_BATCH) -> ReviewSumm
     Idempotent: only assignments still submitted are decided (held ones are
     looked at again, their facts may have changed); gold actions are keyed.
     Queries: the stage's stored assignments (one query, fetched in chunks), its HITs'
-    items once, then per batch of ``batch_size`` decisions a constant six (lock
-    the batch's rows, two bulk UPDATEs, the worker counters, the transaction's own);
-    hand-offs of approvals are enqueued after commit. Records a ``ReviewRun``.
-    On PostgreSQL, outside a caller's transaction, the batches are written by a
-    writer thread (its own connection) while the next batch is decided
-    (``_BatchWriter``).
+    items once, then per batch of ``batch_size`` decisions a constant number: on
+    PostgreSQL one statement that locks, writes and counts (``_BATCH_SQL``) between
+    the transaction's BEGIN and COMMIT; hand-offs of approvals are enqueued after
+    commit. Records a ``ReviewRun``. On PostgreSQL, outside a caller's transaction,
+    the batches are written by a writer thread (its own connection) while the next
+    batch is decided (``_BatchWriter``).
 
-    Locking: each batch locks its assignment rows (``SELECT … FOR UPDATE``) in its
-    own transaction, as ``assignment_approve`` does, and decides only rows still
-    submitted, so a requester's concurrent decision wins.
+    Locking: each batch, in its own transaction, locks its assignment rows still
+    submitted in id order (as ``platforms.review`` does for several, and
+    ``assignment_approve`` for one), then their workers' rows in id order (after
+    the assignments, as a single decision does), and decides only rows still
+    submitted once locked: a requester's concurrent decision wins, and a second
+    review of the stage decides nothing twice
+    (``tests/validation/test_review_concurrency.py``).
     """
     with _collector_paused():
         return _stage_review(stage=stage, batch_size=batch_size)
@@ -283,7 +287,8 @@ class _Row(NamedTuple):
     worker_id: int
     decision: str  # the review's: approve / reject / hold / none
     status: str  # approved / rejected when the decision applies, else ""
-    data: dict[str, Any]  # the row of the UPDATE: id, [status, at, source, reason,] review
+    # The row of the UPDATE: id, [status, at, source, reason,] details ({"review": …}).
+    data: dict[str, Any]
     encoded: str  # ``data`` as JSON (PostgreSQL), else ""
 
 
@@ -301,6 +306,7 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> list[_Row]:
         # Only the "review" key (what ``_details`` puts there): the writes merge it into
         # the stored review_details.
         review = result.details()
+        details = {"review": review}
         review["at"] = at
         review["applied"] = applies
         status = ""
@@ -313,10 +319,10 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> list[_Row]:
                 "at": at,
                 "source": result.source[:80],
                 "reason": result.reason,
-                "review": review,
+                "details": details,
             }
         else:
-            data = {"id": sub.id, "review": review}
+            data = {"id": sub.id, "details": details}
         rows.append(
             _Row(
                 sub.id, sub.worker_id, result.decision, status, data, _json(data) if encode else ""
@@ -331,16 +337,19 @@ def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummar
     The same fields ``campaigns.work.decisions`` writes for a decision (status,
     ``decided_at``, ``decided_by`` None, ``decision_source``, ``decision_reason``,
     ``feedback`` "", the worker's approved/rejected counter, the hand-off task for
-    an approval), in bulk, for the rows still submitted once locked.
+    an approval), in bulk, for the rows still submitted once locked; held rows get
+    their review only. On PostgreSQL one statement does it all (``_batch_write``);
+    elsewhere the rows are locked, then written, then counted.
     """
     by_id = {row.pk: row for row in reviews}
+    postgresql = connection.vendor == "postgresql"
     with transaction.atomic():
-        locked = _batch_lock(list(by_id))
+        written = _batch_write(sorted(reviews, key=_pk)) if postgresql else _batch_lock(list(by_id))
         decided: list[_Row] = []
         held: list[_Row] = []
         approved: Counter[int] = Counter()
         rejected: Counter[int] = Counter()
-        for pk in locked:
+        for pk in written:
             row = by_id[pk]
             summary.reviewed += 1
             if row.status:
@@ -352,23 +361,96 @@ def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummar
                 held.append(row)
                 proposal = row.decision in (APPROVE, REJECT)
                 summary.decisions[PROPOSED if proposal else row.decision] += 1
-        _assignments_write(decided=decided, held=held)
-        if approved or rejected:
-            _worker_counters_add(approved=approved, rejected=rejected)
+        if not postgresql:
+            _assignments_write(decided=decided, held=held)
+            if approved or rejected:
+                _worker_counters_add(approved=approved, rejected=rejected)
         if approved and stage.next_stage_id is not None:
             for row in decided:
                 if row.status == AssignmentStatus.APPROVED:
                     assignment_decided.announce(assignment_id=row.pk, approved=True)
 
 
+# One statement per batch on PostgreSQL:
+# - ``v``: the batch's rows, unpacked from one JSON document (one parameter to quote, one
+#   value to parse);
+# - ``locked``: those still submitted, locked in id order (``ORDER BY … FOR NO KEY
+#   UPDATE``: the sort comes before the locks whatever the join's plan);
+# - ``done``: their UPDATE: decided rows get every decision field, held rows their
+#   review only (their other columns set to what they are: no indexed column changes,
+#   so the new row version can stay on its page). ``details`` is ``{"review": …}``,
+#   merged into the stored review_details as ``_details`` does it (the old object with
+#   its "review" key replaced; just ``details`` when there is nothing to keep), in the
+#   database: the old details are neither read into Python nor sent back;
+# - ``counts``, ``workers``, ``counted``: the decided rows' workers, locked in id order
+#   once every assignment row is (the aggregate reads all of ``done`` first), and their
+#   counters.
+# What comes back: the ids written.
+_BATCH_SQL = """
+WITH v AS MATERIALIZED (
+  SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
+    AS v(id bigint, status text, at timestamptz, source text, reason text, details jsonb)
+), locked AS (
+  SELECT a.id FROM campaigns_assignment AS a JOIN v ON v.id = a.id
+  WHERE a.status = %(submitted)s ORDER BY a.id FOR NO KEY UPDATE OF a
+), done AS (
+  UPDATE campaigns_assignment AS a
+  SET status = coalesce(v.status, a.status),
+      decided_at = CASE WHEN v.status IS NULL THEN a.decided_at ELSE v.at END,
+      decided_by_id = CASE WHEN v.status IS NULL THEN a.decided_by_id END,
+      decision_source = coalesce(v.source, a.decision_source),
+      decision_reason = coalesce(v.reason, a.decision_reason),
+      feedback = CASE WHEN v.status IS NULL THEN a.feedback ELSE '' END,
+      review_details = CASE
+        WHEN a.review_details = '{}'::jsonb OR jsonb_typeof(a.review_details) <> 'object'
+        THEN v.details ELSE a.review_details || v.details END
+  FROM v JOIN locked ON locked.id = v.id
+  WHERE a.id = v.id AND a.status = %(submitted)s
+  RETURNING a.id, a.worker_id, v.status
+), counts AS (
+  SELECT worker_id,
+    count(*) FILTER (WHERE status = %(approved)s) AS approved,
+    count(*) FILTER (WHERE status = %(rejected)s) AS rejected
+  FROM done WHERE status IS NOT NULL GROUP BY worker_id
+), workers AS (
+  SELECT w.id, c.approved, c.rejected
+  FROM campaigns_worker AS w JOIN counts AS c ON c.worker_id = w.id
+  ORDER BY w.id FOR NO KEY UPDATE OF w
+), counted AS (
+  UPDATE campaigns_worker AS w
+  SET approved_count = w.approved_count + k.approved,
+      rejected_count = w.rejected_count + k.rejected
+  FROM workers AS k WHERE w.id = k.id
+)
+SELECT id FROM done
+"""
+assert Assignment._meta.db_table == "campaigns_assignment"
+assert Worker._meta.db_table == "campaigns_worker"
+
+
+def _pk(row: _Row) -> int:
+    return row.pk
+
+
+def _batch_write(rows: Sequence[_Row]) -> list[int]:
+    """Write ``rows`` (in id order) with ``_BATCH_SQL``; the ids of those written (the
+    rows still submitted). PostgreSQL; in the caller's transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            _BATCH_SQL,
+            {
+                "rows": "[" + ",".join(row.encoded for row in rows) + "]",
+                "submitted": AssignmentStatus.SUBMITTED,
+                "approved": AssignmentStatus.APPROVED,
+                "rejected": AssignmentStatus.REJECTED,
+            },
+        )
+        return [pk for (pk,) in cursor.fetchall()]
+
+
 def _batch_lock(ids: list[int]) -> list[int]:
     """Lock the rows of ``ids`` still submitted (``SELECT … FOR UPDATE``); their ids, in
-    order. On PostgreSQL with the ids as one array parameter: Django's ``pk__in``
-    prepares every id of the batch on its own."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_LOCK_SQL, [ids, AssignmentStatus.SUBMITTED])
-            return [pk for (pk,) in cursor.fetchall()]
+    order. Databases other than PostgreSQL."""
     return list(
         Assignment.objects.select_for_update()
         .filter(pk__in=ids, status=AssignmentStatus.SUBMITTED)
@@ -377,85 +459,33 @@ def _batch_lock(ids: list[int]) -> list[int]:
     )
 
 
-# Constant statements: PostgreSQL unpacks one JSON array of the batch's rows (or arrays,
-# one parameter per column). The
-# review goes into the stored review_details as ``_details`` does it (the old object with
-# its "review" key replaced; {} when it is not an object), in the database: the batch's
-# old details are neither read back into Python nor sent again.
-# One JSON document per statement: a single ``json.dumps`` of the batch, one parameter to
-# quote, one value for PostgreSQL to parse (a text[] of 1,000 documents cost more in both).
-_LOCK_SQL = """
-SELECT id FROM campaigns_assignment
-WHERE id = ANY(%s::bigint[]) AND status = %s ORDER BY id FOR UPDATE
-"""
-_DECIDED_SQL = """
-UPDATE campaigns_assignment AS a
-SET status = v.status, decided_at = v.at, decided_by_id = NULL, decision_source = v.source,
-    decision_reason = v.reason, feedback = '',
-    review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
-    ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
-FROM jsonb_to_recordset(%s::jsonb)
-  AS v(id bigint, status text, at timestamptz, source text, reason text, review jsonb)
-WHERE a.id = v.id
-"""
-_HELD_SQL = """
-UPDATE campaigns_assignment AS a
-SET review_details = CASE WHEN jsonb_typeof(a.review_details) = 'object' THEN a.review_details
-    ELSE '{}'::jsonb END || jsonb_build_object('review', v.review)
-FROM jsonb_to_recordset(%s::jsonb) AS v(id bigint, review jsonb) WHERE a.id = v.id
-"""
-_COUNTERS_SQL = """
-UPDATE campaigns_worker AS w
-SET approved_count = w.approved_count + v.a, rejected_count = w.rejected_count + v.r
-FROM unnest(%s::bigint[], %s::int[], %s::int[]) AS v(id, a, r) WHERE w.id = v.id
-"""
-assert Assignment._meta.db_table == "campaigns_assignment"
-assert Worker._meta.db_table == "campaigns_worker"
-
-
-def _columns(rows: Sequence[Sequence[Any]]) -> list[list[Any]]:
-    return [list(column) for column in zip(*rows, strict=True)]
-
-
 def _assignments_write(*, decided: list[_Row], held: list[_Row]) -> None:
-    """Write decided rows (all decision fields) and held rows; ``data["review"]`` is the
-    new ``review_details["review"]``, merged into the stored details.
-
-    On PostgreSQL one ``UPDATE … FROM jsonb_to_recordset(…)`` each, the rows already
-    encoded: Django's ``bulk_update`` builds a CASE per field and row, which costs
-    seconds per thousand rows.
-    """
-    if connection.vendor != "postgresql":
-        stored = dict(
-            Assignment.objects.filter(pk__in=[r.pk for r in [*decided, *held]]).values_list(
-                "pk", "review_details"
-            )
+    """Write decided rows (all decision fields) and held rows; ``data["details"]`` is
+    merged into the stored details. Databases other than PostgreSQL, one UPDATE per row."""
+    stored = dict(
+        Assignment.objects.filter(pk__in=[r.pk for r in [*decided, *held]]).values_list(
+            "pk", "review_details"
         )
+    )
 
-        def merged(pk: int, review: dict[str, Any]) -> dict[str, Any]:
-            old = stored.get(pk)
-            return {**(old if isinstance(old, Mapping) else {}), "review": review}
+    def merged(pk: int, details: dict[str, Any]) -> dict[str, Any]:
+        old = stored.get(pk)
+        return {**(old if isinstance(old, Mapping) else {}), **details}
 
-        for row in decided:
-            Assignment.objects.filter(pk=row.pk).update(
-                status=row.status,
-                decided_at=datetime.fromisoformat(row.data["at"]),
-                decided_by=None,
-                decision_source=row.data["source"],
-                decision_reason=row.data["reason"],
-                feedback="",
-                review_details=merged(row.pk, row.data["review"]),
-            )
-        for row in held:
-            Assignment.objects.filter(pk=row.pk).update(
-                review_details=merged(row.pk, row.data["review"])
-            )
-        return
-    with connection.cursor() as cursor:
-        if decided:
-            cursor.execute(_DECIDED_SQL, ["[" + ",".join(r.encoded for r in decided) + "]"])
-        if held:
-            cursor.execute(_HELD_SQL, ["[" + ",".join(r.encoded for r in held) + "]"])
+    for row in decided:
+        Assignment.objects.filter(pk=row.pk).update(
+            status=row.status,
+            decided_at=datetime.fromisoformat(row.data["at"]),
+            decided_by=None,
+            decision_source=row.data["source"],
+            decision_reason=row.data["reason"],
+            feedback="",
+            review_details=merged(row.pk, row.data["details"]),
+        )
+    for row in held:
+        Assignment.objects.filter(pk=row.pk).update(
+            review_details=merged(row.pk, row.data["details"])
+        )
 
 
 # One encoder for every row (``json.dumps`` with ``default`` builds one per call).
@@ -467,13 +497,8 @@ def _json(value: Any) -> str:
 
 
 def _worker_counters_add(*, approved: Mapping[int, int], rejected: Mapping[int, int]) -> None:
-    """Add to workers' approved/rejected counters in one UPDATE."""
-    workers = sorted({*approved, *rejected})
-    if connection.vendor == "postgresql":
-        rows = [(w, approved.get(w, 0), rejected.get(w, 0)) for w in workers]
-        with connection.cursor() as cursor:
-            cursor.execute(_COUNTERS_SQL, _columns(rows))
-        return
+    """Add to workers' approved/rejected counters in one UPDATE (databases other than
+    PostgreSQL)."""
 
     def delta(counts: Mapping[int, int]) -> Case:
         return Case(
@@ -482,7 +507,7 @@ def _worker_counters_add(*, approved: Mapping[int, int], rejected: Mapping[int, 
             output_field=IntegerField(),
         )
 
-    Worker.objects.filter(pk__in=workers).update(
+    Worker.objects.filter(pk__in=sorted({*approved, *rejected})).update(
         approved_count=F("approved_count") + delta(approved),
         rejected_count=F("rejected_count") + delta(rejected),
     )
