@@ -267,6 +267,7 @@ def writer_counted() -> dict[str, float]:
 
     counts = {"queries": 0.0, "backend_cpu": 0.0}
     apply = getattr(services._batch_apply, "__wrapped__", services._batch_apply)
+    session = getattr(services._writer_session, "__wrapped__", services._writer_session)
     close = getattr(services._connection_close, "__wrapped__", services._connection_close)
 
     def counted_apply(**kwargs: Any) -> None:
@@ -277,14 +278,21 @@ def writer_counted() -> dict[str, float]:
             apply(**kwargs)
         counts["queries"] += len(ctx.captured_queries)
 
+    def counted_session() -> None:
+        with CaptureQueriesContext(connection) as ctx:
+            session()
+        counts["queries"] += len(ctx.captured_queries)
+
     def counted_close() -> None:
         if connection.connection is not None:
             counts["backend_cpu"] += backend_cpu() or 0.0
         close()
 
     counted_apply.__wrapped__ = apply  # type: ignore[attr-defined]
+    counted_session.__wrapped__ = session  # type: ignore[attr-defined]
     counted_close.__wrapped__ = close  # type: ignore[attr-defined]
     services._batch_apply = counted_apply
+    services._writer_session = counted_session
     services._connection_close = counted_close
     return counts
 
