@@ -263,12 +263,12 @@ def writer_counted() -> dict[str, float]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from validation import services
+    from validation import review_batches as batches
 
     counts = {"queries": 0.0, "backend_cpu": 0.0}
-    apply = getattr(services._batch_apply, "__wrapped__", services._batch_apply)
-    session = getattr(services._writer_session, "__wrapped__", services._writer_session)
-    close = getattr(services._connection_close, "__wrapped__", services._connection_close)
+    apply = getattr(batches._batch_apply, "__wrapped__", batches._batch_apply)
+    session = getattr(batches._writer_session, "__wrapped__", batches._writer_session)
+    close = getattr(batches._connection_close, "__wrapped__", batches._connection_close)
 
     def counted_apply(**kwargs: Any) -> None:
         if threading.current_thread() is threading.main_thread():
@@ -291,9 +291,9 @@ def writer_counted() -> dict[str, float]:
     counted_apply.__wrapped__ = apply  # type: ignore[attr-defined]
     counted_session.__wrapped__ = session  # type: ignore[attr-defined]
     counted_close.__wrapped__ = close  # type: ignore[attr-defined]
-    services._batch_apply = counted_apply
-    services._writer_session = counted_session
-    services._connection_close = counted_close
+    batches._batch_apply = counted_apply
+    batches._writer_session = counted_session
+    batches._connection_close = counted_close
     return counts
 
 

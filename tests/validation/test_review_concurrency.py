@@ -2,7 +2,7 @@
 
 A stage's review writes each batch in one statement that locks the rows still
 submitted in id order, then writes them and counts them for their workers
-(``validation.services._BATCH_SQL``). These tests hold locks across threads, each
+(``validation.review_batches._BATCH_SQL``). These tests hold locks across threads, each
 with its own connection, and check that whoever decides first wins: no decision
 overwritten, none made twice, no worker counted twice, no deadlock.
 """
@@ -23,7 +23,7 @@ from campaigns.work.decisions import assignment_decide
 from qaportal.errors import DomainError
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
-from validation import services
+from validation import review_batches
 from validation.services import stage_review
 
 pytestmark = [
@@ -151,7 +151,7 @@ def test_a_requester_waiting_on_a_batch_finds_it_decided(monkeypatch):
     requester = UserFactory(username="race-requester")
     theirs = rows[2]  # the rules reject it
     written, release = threading.Event(), threading.Event()
-    write = services._batch_write
+    write = review_batches._batch_write
 
     def held(batch: Any) -> list[int]:
         ids = write(batch)
@@ -159,7 +159,7 @@ def test_a_requester_waiting_on_a_batch_finds_it_decided(monkeypatch):
         assert release.wait(WAIT)
         return ids
 
-    monkeypatch.setattr(services, "_batch_write", held)
+    monkeypatch.setattr(review_batches, "_batch_write", held)
     review = _Thread(lambda: stage_review(stage=stage, batch_size=12))
     review.start()
     assert written.wait(WAIT)

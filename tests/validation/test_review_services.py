@@ -102,7 +102,7 @@ def test_stage_review_outside_a_transaction_writes_batches_on_a_thread(monkeypat
     the decisions are those of the inline path, and a failed write is raised."""
     import threading
 
-    from validation import services
+    from validation import review_batches
 
     stage = make_stage(items=4, review_rules=RULES)
     people = [worker(f"t{n}") for n in range(3)]
@@ -112,13 +112,13 @@ def test_stage_review_outside_a_transaction_writes_batches_on_a_thread(monkeypat
         for n, who in enumerate(people)
     ]
     threads: list[str] = []
-    apply = services._batch_apply
+    apply = review_batches._batch_apply
 
     def recorded(**kwargs):
         threads.append(threading.current_thread().name)
         apply(**kwargs)
 
-    monkeypatch.setattr(services, "_batch_apply", recorded)
+    monkeypatch.setattr(review_batches, "_batch_apply", recorded)
     summary = stage_review(stage=stage, batch_size=5)
 
     assert summary.batches == 3  # 12 assignments
@@ -142,7 +142,7 @@ def test_stage_review_outside_a_transaction_writes_batches_on_a_thread(monkeypat
         raise RuntimeError("write failed")
 
     Assignment.objects.filter(pk__in=[r.pk for r in rows]).update(status="submitted")
-    monkeypatch.setattr(services, "_batch_apply", broken)
+    monkeypatch.setattr(review_batches, "_batch_apply", broken)
     with pytest.raises(RuntimeError, match="write failed"):
         stage_review(stage=stage, batch_size=5)
 
