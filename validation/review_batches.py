@@ -11,11 +11,12 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,7 +29,7 @@ from django.utils import timezone
 from campaigns.design.platform import platform_for
 from campaigns.models import Assignment, AssignmentStatus, Stage, Worker
 from campaigns.work.events import assignment_decided
-from validation.rules import APPROVE, REJECT, Review, Submission
+from validation.rules import APPROVE, REJECT, Review, Submission, Verdict
 
 logger = logging.getLogger(__name__)
 
@@ -82,15 +83,15 @@ class BatchWriter:
         return self
 
     def write(self, reviews: Sequence[tuple[Submission, Review]]) -> None:
-        rows = _batch_prepare(reviews)
+        batch = _batch_prepare(reviews)
         if self._executor is None:
-            self._apply(rows)
+            self._apply(batch)
             return
         self._wait()
-        self._pending = self._executor.submit(self._apply, rows)
+        self._pending = self._executor.submit(self._apply, batch)
 
-    def _apply(self, rows: Sequence[_Row]) -> None:
-        _batch_apply(stage=self.stage, reviews=rows, summary=self.summary)
+    def _apply(self, batch: _Batch) -> None:
+        _batch_apply(stage=self.stage, batch=batch, summary=self.summary)
         self.summary.batches += 1
 
     def _wait(self) -> None:
@@ -145,29 +146,44 @@ class _Row(NamedTuple):
     worker_id: int
     decision: str  # the review's: approve / reject / hold / none
     status: str  # approved / rejected when the decision applies, else ""
-    # The row of the UPDATE: id, [status, at, source, reason,] details ({"review": …}).
+    # What the UPDATE writes: id, [status, at, source, reason,] and the review: on
+    # PostgreSQL its head (``Review.head``) and its verdicts as indexes into the batch's
+    # ``verdicts``; elsewhere the whole review_details to merge ("details").
     data: dict[str, Any]
     encoded: str  # ``data`` as JSON (PostgreSQL), else ""
 
 
-def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> list[_Row]:
+class _Batch(NamedTuple):
+    """A batch ready to write (``_batch_prepare``)."""
+
+    rows: list[_Row]
+    # PostgreSQL: the batch's distinct verdicts, one JSON array; else "".
+    verdicts: str
+    width: int  # verdicts per review (the stage's deciding rules)
+
+
+def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     """What ``_batch_apply`` writes for each review, encoded as JSON for PostgreSQL: done
-    by the deciding thread, so that the writer thread only locks and writes."""
+    by the deciding thread, so that the writer thread only locks and writes.
+
+    On PostgreSQL each distinct verdict of the batch is encoded (and parsed by the
+    database) once: a worker's verdicts are the same for all their assignments, and most
+    others repeat too (a batch of 1,000 reviews with 7,000 verdicts holds ~600 distinct
+    ones); each row names its verdicts by index and the database assembles its review.
+    """
     at = timezone.now().isoformat()
     encode = connection.vendor == "postgresql"
     rows = []
     pays: dict[str, bool] = {}
+    table: dict[Hashable, int] = {}
+    texts: list[str] = []
+    width = 0
     for sub, result in reviews:
         if sub.provider not in pays:
             pays[sub.provider] = platform_for(sub.provider).pays_workers
         applies = result.decision in (APPROVE, REJECT) and not pays[sub.provider]
-        # Only the "review" key (what ``_details`` puts there): the writes merge it into
-        # the stored review_details.
-        review = result.details()
-        details = {"review": review}
-        review["at"] = at
-        review["applied"] = applies
         status = ""
+        data: dict[str, Any]
         if applies:
             approve = result.decision == APPROVE
             status = AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED
@@ -177,19 +193,53 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> list[_Row]:
                 "at": at,
                 "source": result.source[:80],
                 "reason": result.reason,
-                "details": details,
             }
         else:
-            data = {"id": sub.id, "details": details}
-        rows.append(
-            _Row(
-                sub.id, sub.worker_id, result.decision, status, data, _json(data) if encode else ""
-            )
-        )
-    return rows
+            data = {"id": sub.id}
+        # Only the "review" key (what ``validation.services._details`` puts there): the
+        # writes merge it into the stored review_details.
+        if encode:
+            head = result.head()
+            head["at"] = at
+            head["applied"] = applies
+            data["head"] = head
+            data["verdicts"] = [_verdict_index(v, table, texts) for v in result.verdicts]
+            width = len(result.verdicts)
+        else:
+            review = result.details()
+            review["at"] = at
+            review["applied"] = applies
+            data["details"] = {"review": review}
+        encoded = _json(data) if encode else ""
+        rows.append(_Row(sub.id, sub.worker_id, result.decision, status, data, encoded))
+    return _Batch(rows, "[" + ",".join(texts) + "]" if encode else "", width)
 
 
-def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummary) -> None:
+def _verdict_index(verdict: Verdict, table: dict[Hashable, int], texts: list[str]) -> int:
+    """The index of ``verdict``'s JSON in ``texts``, added when new. Verdicts are told
+    apart by their rule, decision, reason and numbers with their types (1 and 1.0 and
+    True are equal in Python, not in JSON; -0.0 and 0.0 are equal in both, PostgreSQL
+    stores either as 0.0), or by their JSON when a number is a list or an object."""
+    numbers = verdict.numbers
+    key: Hashable = (
+        verdict.rule,
+        verdict.decision,
+        verdict.reason,
+        *numbers.items(),
+        *map(type, numbers.values()),
+    )
+    try:
+        index = table.get(key)
+    except TypeError:  # unhashable: a list or an object among the numbers
+        key = _json(verdict.as_json())
+        index = table.get(key)
+    if index is None:
+        index = table[key] = len(texts)
+        texts.append(key if isinstance(key, str) else _json(verdict.as_json()))
+    return index
+
+
+def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None:
     """Write one batch of rule decisions with a constant number of queries.
 
     The same fields ``campaigns.work.decisions`` writes for a decision (status,
@@ -199,10 +249,10 @@ def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummar
     their review only. On PostgreSQL one statement does it all (``_batch_write``);
     elsewhere the rows are locked, then written, then counted.
     """
-    by_id = {row.pk: row for row in reviews}
+    by_id = {row.pk: row for row in batch.rows}
     postgresql = connection.vendor == "postgresql"
     with transaction.atomic():
-        written = _batch_write(sorted(reviews, key=_pk)) if postgresql else _batch_lock(list(by_id))
+        written = _batch_write(batch) if postgresql else _batch_lock(list(by_id))
         decided: list[_Row] = []
         held: list[_Row] = []
         approved: Counter[int] = Counter()
@@ -230,8 +280,9 @@ def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummar
 
 
 # One statement per batch on PostgreSQL:
-# - ``v``: the batch's rows, unpacked from one JSON document (one parameter to quote, one
-#   value to parse);
+# - ``t``, ``v``: the batch's distinct verdicts and its rows, each one JSON document (one
+#   parameter to quote, one value to parse); each row's review_details assembled from
+#   its review's head and its verdicts (``__VERDICTS__``: ``_verdicts_sql``);
 # - ``locked``: those still submitted, locked in id order (``ORDER BY … FOR NO KEY
 #   UPDATE``: the sort comes before the locks whatever the join's plan);
 # - ``done``: their UPDATE: decided rows get every decision field, held rows their
@@ -245,9 +296,13 @@ def _batch_apply(*, stage: Stage, reviews: Sequence[_Row], summary: ReviewSummar
 #   counters.
 # What comes back: the ids written.
 _BATCH_SQL = """
-WITH v AS MATERIALIZED (
-  SELECT * FROM jsonb_to_recordset(%(rows)s::jsonb)
-    AS v(id bigint, status text, at timestamptz, source text, reason text, details jsonb)
+WITH t AS (SELECT %(verdicts)s::jsonb AS verdicts), v AS MATERIALIZED (
+  SELECT r.id, r.status, r.at, r.source, r.reason,
+    jsonb_set(jsonb_build_object('review', r.head), '{review,rules}', __VERDICTS__) AS details
+  FROM t, jsonb_to_recordset(%(rows)s::jsonb) AS r(
+    id bigint, status text, at timestamptz, source text, reason text, head jsonb,
+    verdicts int[]
+  )
 ), locked AS (
   SELECT a.id FROM campaigns_assignment AS a JOIN v ON v.id = a.id
   WHERE a.status = %(submitted)s ORDER BY a.id FOR NO KEY UPDATE OF a
@@ -286,18 +341,34 @@ assert Assignment._meta.db_table == "campaigns_assignment"
 assert Worker._meta.db_table == "campaigns_worker"
 
 
+@functools.cache
+def _verdicts_sql(width: int) -> str:
+    """SQL of a row's verdicts, a JSON array: the batch's verdicts (``t.verdicts``) at the
+    row's ``width`` indexes (``jsonb_build_array`` takes up to 100 arguments: in parts
+    of 50)."""
+    parts = [
+        "jsonb_build_array("
+        + ", ".join(f"t.verdicts -> r.verdicts[{n}]" for n in range(start + 1, end + 1))
+        + ")"
+        for start in range(0, width, 50)
+        for end in [min(width, start + 50)]
+    ]
+    return " || ".join(parts) or "'[]'::jsonb"
+
+
 def _pk(row: _Row) -> int:
     return row.pk
 
 
-def _batch_write(rows: Sequence[_Row]) -> list[int]:
-    """Write ``rows`` (in id order) with ``_BATCH_SQL``; the ids of those written (the
-    rows still submitted). PostgreSQL; in the caller's transaction."""
+def _batch_write(batch: _Batch) -> list[int]:
+    """Write ``batch`` with ``_BATCH_SQL``, its rows in id order; the ids of those
+    written (the rows still submitted). PostgreSQL; in the caller's transaction."""
     with connection.cursor() as cursor:
         cursor.execute(
-            _BATCH_SQL,
+            _BATCH_SQL.replace("__VERDICTS__", _verdicts_sql(batch.width)),
             {
-                "rows": "[" + ",".join(row.encoded for row in rows) + "]",
+                "verdicts": batch.verdicts,
+                "rows": "[" + ",".join(row.encoded for row in sorted(batch.rows, key=_pk)) + "]",
                 "submitted": AssignmentStatus.SUBMITTED,
                 "approved": AssignmentStatus.APPROVED,
                 "rejected": AssignmentStatus.REJECTED,

@@ -826,12 +826,15 @@ class Review:
 
     def details(self, *, at: datetime | None = None) -> dict[str, Any]:
         """What goes into ``Assignment.review_details["review"]``."""
+        return {**self.head(at=at), "rules": [v.as_json() for v in self.verdicts]}
+
+    def head(self, *, at: datetime | None = None) -> dict[str, Any]:
+        """``details`` without the verdicts (its "rules")."""
         return {
             "decision": self.decision,
             "source": self.source,
             "reason": self.reason,
             "at": at.isoformat() if at else None,
-            "rules": [v.as_json() for v in self.verdicts],
         }
 
 
