@@ -146,9 +146,10 @@ class _Row(NamedTuple):
     worker_id: int
     decision: str  # the review's: approve / reject / hold / none
     status: str  # approved / rejected when the decision applies, else ""
-    # What the UPDATE writes: id, [status, at, source, reason,] and the review: on
-    # PostgreSQL its head (``Review.head``) and its verdicts as indexes into the batch's
-    # ``verdicts``; elsewhere the whole review_details to merge ("details").
+    # What the UPDATE writes: id, [status,] and the review: on PostgreSQL its head
+    # (``Review.head``, which has the decision's time, source and reason) and its
+    # verdicts as indexes into the batch's ``verdicts``; elsewhere [at, source, reason,]
+    # and the review_details to merge ("details").
     data: dict[str, Any]
     encoded: str  # ``data`` as JSON (PostgreSQL), else ""
 
@@ -183,22 +184,14 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
             pays[sub.provider] = platform_for(sub.provider).pays_workers
         applies = result.decision in (APPROVE, REJECT) and not pays[sub.provider]
         status = ""
-        data: dict[str, Any]
         if applies:
             approve = result.decision == APPROVE
             status = AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED
-            data = {
-                "id": sub.id,
-                "status": status,
-                "at": at,
-                "source": result.source[:80],
-                "reason": result.reason,
-            }
-        else:
-            data = {"id": sub.id}
         # Only the "review" key (what ``validation.services._details`` puts there): the
         # writes merge it into the stored review_details.
+        data: dict[str, Any] = {"id": sub.id, "status": status} if status else {"id": sub.id}
         if encode:
+            # The decision's time, source and reason are the review's (its head's).
             head = result.head()
             head["at"] = at
             head["applied"] = applies
@@ -206,6 +199,8 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
             data["verdicts"] = [_verdict_index(v, table, texts) for v in result.verdicts]
             width = len(result.verdicts)
         else:
+            if status:
+                data.update(at=at, source=result.source[:80], reason=result.reason)
             review = result.details()
             review["at"] = at
             review["applied"] = applies
@@ -297,22 +292,23 @@ def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None
 # What comes back: the ids written.
 _BATCH_SQL = """
 WITH t AS (SELECT %(verdicts)s::jsonb AS verdicts), v AS MATERIALIZED (
-  SELECT r.id, r.status, r.at, r.source, r.reason,
+  SELECT r.id, r.status, r.head,
     jsonb_set(jsonb_build_object('review', r.head), '{review,rules}', __VERDICTS__) AS details
-  FROM t, jsonb_to_recordset(%(rows)s::jsonb) AS r(
-    id bigint, status text, at timestamptz, source text, reason text, head jsonb,
-    verdicts int[]
-  )
+  FROM t, jsonb_to_recordset(%(rows)s::jsonb)
+    AS r(id bigint, status text, head jsonb, verdicts int[])
 ), locked AS (
   SELECT a.id FROM campaigns_assignment AS a JOIN v ON v.id = a.id
   WHERE a.status = %(submitted)s ORDER BY a.id FOR NO KEY UPDATE OF a
 ), done AS (
   UPDATE campaigns_assignment AS a
   SET status = coalesce(v.status, a.status),
-      decided_at = CASE WHEN v.status IS NULL THEN a.decided_at ELSE v.at END,
+      decided_at = CASE WHEN v.status IS NULL THEN a.decided_at
+        ELSE (v.head ->> 'at')::timestamptz END,
       decided_by_id = CASE WHEN v.status IS NULL THEN a.decided_by_id END,
-      decision_source = coalesce(v.source, a.decision_source),
-      decision_reason = coalesce(v.reason, a.decision_reason),
+      decision_source = CASE WHEN v.status IS NULL THEN a.decision_source
+        ELSE left(v.head ->> 'source', 80) END,
+      decision_reason = CASE WHEN v.status IS NULL THEN a.decision_reason
+        ELSE v.head ->> 'reason' END,
       feedback = CASE WHEN v.status IS NULL THEN a.feedback ELSE '' END,
       review_details = CASE
         WHEN a.review_details = '{}'::jsonb OR jsonb_typeof(a.review_details) <> 'object'
