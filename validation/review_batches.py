@@ -168,9 +168,9 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     by the deciding thread, so that the writer thread only locks and writes.
 
     On PostgreSQL each distinct verdict of the batch is encoded (and parsed by the
-    database) once: a worker's verdicts are the same for all their assignments, and most
-    others repeat too (a batch of 1,000 reviews with 7,000 verdicts holds ~600 distinct
-    ones); each row names its verdicts by index and the database assembles its review.
+    database) once: verdicts repeat (a batch of 1,000 reviews with 7,000 verdicts holds
+    ~600 distinct ones, most of them shared objects already); each row names its
+    verdicts by index and the database assembles its review.
     """
     at = timezone.now().isoformat()
     encode = connection.vendor == "postgresql"
@@ -178,6 +178,9 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     pays: dict[str, bool] = {}
     table: dict[Hashable, int] = {}
     texts: list[str] = []
+    # A verdict object judges many assignments (``StageFacts.verdict``): looked up by
+    # identity first (the batch's reviews hold them all while it is prepared).
+    known: dict[int, int] = {}
     width = 0
     for sub, result in reviews:
         if sub.provider not in pays:
@@ -196,7 +199,13 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
             head["at"] = at
             head["applied"] = applies
             data["head"] = head
-            data["verdicts"] = [_verdict_index(v, table, texts) for v in result.verdicts]
+            indexes = []
+            for verdict in result.verdicts:
+                index = known.get(id(verdict))
+                if index is None:
+                    index = known[id(verdict)] = _verdict_index(verdict, table, texts)
+                indexes.append(index)
+            data["verdicts"] = indexes
             width = len(result.verdicts)
         else:
             if status:

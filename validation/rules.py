@@ -406,23 +406,36 @@ class StageFacts:
         return self._sentence_sets[key]
 
     _peer_best: dict[int, dict[int, float]] = field(default_factory=dict)
-    _worker_verdicts: dict[tuple[str, int, int], tuple[Mapping[str, Any], Verdict]] = field(
+    _verdicts: dict[tuple[Any, ...], tuple[Mapping[str, Any], Verdict]] = field(
         default_factory=dict
     )
+
+    def verdict(
+        self,
+        rule: str,
+        p: Mapping[str, Any],
+        inputs: tuple[Any, ...],
+        compute: Callable[[], Verdict],
+    ) -> Verdict:
+        """``compute()``, once per rule, parameters and ``inputs``: everything else the
+        verdict depends on, each of a type that compares equal only to what prints the
+        same (ints, strings). A stage's verdicts repeat (the same work time, the same
+        share of the majority, …): one object each, shared by the assignments it
+        judges; not to be changed."""
+        key = (rule, id(p), inputs)
+        cached = self._verdicts.get(key)
+        if cached is not None and cached[0] is p:
+            return cached[1]
+        verdict = compute()
+        self._verdicts[key] = (p, verdict)  # holds p: its id is not reused
+        return verdict
 
     def worker_verdict(
         self, rule: str, worker_id: int, p: Mapping[str, Any], compute: Callable[[], Verdict]
     ) -> Verdict:
         """The verdict of a rule that looks only at the worker (the same for all their
-        assignments), computed once per worker and parameters. The verdict is shared:
-        not to be changed."""
-        key = (rule, worker_id, id(p))
-        cached = self._worker_verdicts.get(key)
-        if cached is not None and cached[0] is p:
-            return cached[1]
-        verdict = compute()
-        self._worker_verdicts[key] = (p, verdict)  # holds p: its id is not reused
-        return verdict
+        assignments), computed once per worker and parameters (``verdict``)."""
+        return self.verdict(rule, p, (worker_id,), compute)
 
     def peer_sentence_best(self, item_id: int) -> dict[int, float]:
         """For each peer (``peers``) of the item, the highest ``sentence_overlap`` of
@@ -653,6 +666,10 @@ def rule_consensus(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> 
             continue
         counted += 1
         agree += categorical_label(facts.task_type, entry, dimension=dimension) == majority
+    return facts.verdict("consensus", p, (agree, counted), lambda: _consensus(agree, counted, p))
+
+
+def _consensus(agree: int, counted: int, p: Mapping[str, Any]) -> Verdict:
     if not counted:
         return _missing(
             "consensus",
@@ -700,9 +717,18 @@ def rule_peer_overlap(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
             if scores:
                 best.append(max(scores))
     if not best:
-        return _missing("peer_overlap", p, "no peer answer on the same item yet", metric=metric)
+        return facts.verdict("peer_overlap", p, (), lambda: _peer_overlap(None, 0, p))
     # mean() sums exactly (fractions), which is slow; one item's score is its own mean.
+    # Scores are fractions >= 0: equal ones print the same.
     score = best[0] if len(best) == 1 else mean(best)
+    items = len(best)
+    return facts.verdict("peer_overlap", p, (score, items), lambda: _peer_overlap(score, items, p))
+
+
+def _peer_overlap(score: float | None, items: int, p: Mapping[str, Any]) -> Verdict:
+    metric = p["metric"]
+    if score is None:
+        return _missing("peer_overlap", p, "no peer answer on the same item yet", metric=metric)
     return _check(
         "peer_overlap",
         p,
@@ -712,23 +738,28 @@ def rule_peer_overlap(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) 
         + f" {p['min']}",
         metric=metric,
         score=_r(score),
-        items=len(best),
+        items=items,
         min=p["min"],
     )
 
 
 def rule_work_time(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
-    if sub.work_seconds is None:
-        return _missing("work_time", p, "no work time recorded")
+    seconds = sub.work_seconds
     items = max(1, len(facts.items_by_hit.get(sub.hit_id, []))) if p["per_item"] else 1
+    return facts.verdict("work_time", p, (seconds, items), lambda: _work_time(seconds, items, p))
+
+
+def _work_time(seconds: int | None, items: int, p: Mapping[str, Any]) -> Verdict:
+    if seconds is None:
+        return _missing("work_time", p, "no work time recorded")
     floor = float(p["min_seconds"]) * items
-    ok = sub.work_seconds >= floor
+    ok = seconds >= floor
     return _check(
         "work_time",
         p,
         ok,
-        f"worked {sub.work_seconds}s " + (">=" if ok else "<") + f" floor {floor:g}s",
-        seconds=sub.work_seconds,
+        f"worked {seconds}s " + (">=" if ok else "<") + f" floor {floor:g}s",
+        seconds=seconds,
         floor=floor,
     )
 
@@ -737,6 +768,10 @@ def rule_paste_share(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -
     chars = sum(len(t) for t in entry_texts(sub.answers, fields=p["fields"]))
     pastes = sub.telemetry.get("pastes") if isinstance(sub.telemetry, Mapping) else None
     pasted = sum(int(x.get("length") or 0) for x in (pastes or []) if isinstance(x, Mapping))
+    return facts.verdict("paste_share", p, (chars, pasted), lambda: _paste_share(chars, pasted, p))
+
+
+def _paste_share(chars: int, pasted: int, p: Mapping[str, Any]) -> Verdict:
     if chars < p["min_chars"]:
         return _missing(
             "paste_share", p, f"{chars} characters of text: too little to judge", chars=chars
@@ -761,9 +796,15 @@ def rule_duplicates(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) ->
     fields = tuple(p["fields"])
     key = (float(p["threshold"]), fields)
     total = facts.text_counts.get(fields, {}).get(sub.id, 0)
+    dups = facts.duplicates.get(key, {}).get(sub.id, []) if total else []
+    if not dups:  # the verdict depends on the count of texts alone
+        return facts.verdict("duplicates", p, (total,), lambda: _duplicates(total, [], p))
+    return _duplicates(total, dups, p)
+
+
+def _duplicates(total: int, dups: list[DuplicateOf], p: Mapping[str, Any]) -> Verdict:
     if not total:
         return _missing("duplicates", p, "no text to compare")
-    dups = facts.duplicates.get(key, {}).get(sub.id, [])
     share = len(dups) / total
     ok = share <= p["max_share"]
     return _check(
