@@ -266,6 +266,7 @@ def writer_counted() -> dict[str, float]:
     from validation import review_batches as batches
 
     counts = {"queries": 0.0, "backend_cpu": 0.0}
+    lock = threading.Lock()  # the writer threads count at once
     apply = getattr(batches._batch_apply, "__wrapped__", batches._batch_apply)
     session = getattr(batches._writer_session, "__wrapped__", batches._writer_session)
     close = getattr(batches._connection_close, "__wrapped__", batches._connection_close)
@@ -276,16 +277,20 @@ def writer_counted() -> dict[str, float]:
             return
         with CaptureQueriesContext(connection) as ctx:
             apply(**kwargs)
-        counts["queries"] += len(ctx.captured_queries)
+        with lock:
+            counts["queries"] += len(ctx.captured_queries)
 
     def counted_session() -> None:
         with CaptureQueriesContext(connection) as ctx:
             session()
-        counts["queries"] += len(ctx.captured_queries)
+        with lock:
+            counts["queries"] += len(ctx.captured_queries)
 
     def counted_close() -> None:
         if connection.connection is not None:
-            counts["backend_cpu"] += backend_cpu() or 0.0
+            used = backend_cpu() or 0.0
+            with lock:
+                counts["backend_cpu"] += used
         close()
 
     counted_apply.__wrapped__ = apply  # type: ignore[attr-defined]

@@ -1,8 +1,8 @@
 """A stage's review decisions written in batches (``validation.services.stage_review``).
 
-- ``BatchWriter`` — writes the batches in order, each in its own transaction; on
-  PostgreSQL outside a caller's transaction, on a thread of its own (its own
-  connection) while the next batch is decided.
+- ``BatchWriter`` — writes the batches, each in its own transaction; on PostgreSQL
+  outside a caller's transaction, on writer threads (each with its own connection)
+  while the next batches are decided.
 - ``_batch_prepare`` — what a batch writes, built and encoded by the deciding thread.
 - ``_batch_apply`` — one batch's writes, a constant number of queries: the decision
   fields ``campaigns.work.decisions`` writes, the review, the workers' counters, the
@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import sys
+import threading
 from collections import Counter
 from collections.abc import Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -45,75 +46,92 @@ class ReviewSummary:
     run_id: int | None = None
 
 
-# The interpreter's thread switch interval while a writer thread runs (seconds).
+# The interpreter's thread switch interval while writer threads run (seconds).
 WRITER_SWITCH_INTERVAL = 0.0005
+# Writer threads (each with its connection): two batches written at once.
+WRITERS = 2
 
 
 class BatchWriter:
-    """Writes the batches in order, each with ``_batch_apply`` in its own transaction.
+    """Writes the batches, each with ``_batch_apply`` in its own transaction.
 
-    On PostgreSQL, outside a caller's transaction, a batch is written by a thread of
-    its own (with its own connection) while the next batch's rules run: the database
-    works on the UPDATEs (a third of a run's time) while Python decides the next
-    batch, one batch in flight at a time. Inside a caller's transaction (tests, a
-    caller's ``atomic``) another connection would not see its rows, so the batches
-    are written inline, as on other databases. A failed write is raised by the next
-    ``write`` or when the block ends.
+    On PostgreSQL, outside a caller's transaction, batches are written by writer
+    threads (``WRITERS``, each with its own connection, dealt the batches in turn, one
+    in flight each) while the next batch's rules run: the database works on a batch
+    (the longer side of a run) while Python decides the next ones, and two batches'
+    statements run at once (they lock different assignments, and their common workers
+    in the same order: the later one waits for the earlier one's commit there). Inside
+    a caller's transaction (tests, a caller's ``atomic``) another connection would not
+    see its rows, so the batches are written inline, in order, as on other databases.
+    A failed write is raised by a later ``write`` or when the block ends.
     """
 
     def __init__(self, *, stage: Stage, summary: ReviewSummary) -> None:
         self.stage = stage
         self.summary = summary
-        self._pending: Future[None] | None = None
-        self._executor = (
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix="stage-review-writer")
-            if connection.vendor == "postgresql" and not connection.in_atomic_block
-            else None
-        )
+        self._lock = threading.Lock()
+        self._writers: list[ThreadPoolExecutor] = []
+        self._pending: list[Future[None] | None] = []
+        self._turn = 0
+        if connection.vendor == "postgresql" and not connection.in_atomic_block:
+            self._writers = [
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"stage-review-writer-{n}")
+                for n in range(WRITERS)
+            ]
 
     def __enter__(self) -> BatchWriter:
-        if self._executor is not None:
-            # The writer thread needs the GIL back each time PostgreSQL answers one of
-            # its statements, while this thread runs the rules without a pause: at the
+        if self._writers:
+            # A writer thread needs the GIL back each time PostgreSQL answers one of its
+            # statements, while this thread runs the rules without a pause: at the
             # default 5 ms switch interval it waited up to that long after every
             # statement, the database idle meanwhile (~2 s of a 100,000-row review).
             self._switch_interval = sys.getswitchinterval()
             sys.setswitchinterval(WRITER_SWITCH_INTERVAL)
-            self._pending = self._executor.submit(_writer_session)
+            self._pending = [writer.submit(_writer_session) for writer in self._writers]
         return self
 
     def write(self, reviews: Sequence[tuple[Submission, Review]]) -> None:
         batch = _batch_prepare(reviews)
-        if self._executor is None:
+        if not self._writers:
             self._apply(batch)
             return
-        self._wait()
-        self._pending = self._executor.submit(self._apply, batch)
+        turn, self._turn = self._turn, (self._turn + 1) % len(self._writers)
+        self._wait(turn)
+        self._pending[turn] = self._writers[turn].submit(self._apply, batch)
 
     def _apply(self, batch: _Batch) -> None:
-        _batch_apply(stage=self.stage, batch=batch, summary=self.summary)
-        self.summary.batches += 1
+        counts = ReviewSummary()
+        _batch_apply(stage=self.stage, batch=batch, summary=counts)
+        with self._lock:
+            self.summary.reviewed += counts.reviewed
+            self.summary.decisions.update(counts.decisions)
+            self.summary.batches += 1
 
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
+    def _wait(self, turn: int) -> None:
+        pending, self._pending[turn] = self._pending[turn], None
         if pending is not None:
             pending.result()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._executor is None:
+        if not self._writers:
             return
         try:
-            if exc_type is None:
-                self._wait()
-            else:
+            failed: BaseException | None = None
+            for turn in range(len(self._writers)):
                 try:
-                    self._wait()
-                except Exception:
-                    logger.exception("stage %s: a batch's write failed too", self.stage.pk)
+                    self._wait(turn)
+                except Exception as error:
+                    if exc_type is None and failed is None:
+                        failed = error
+                    else:
+                        logger.exception("stage %s: a batch's write failed too", self.stage.pk)
+            if failed is not None:
+                raise failed
         finally:
             sys.setswitchinterval(self._switch_interval)
-            self._executor.submit(_connection_close).result()
-            self._executor.shutdown(wait=True)
+            for writer in self._writers:
+                writer.submit(_connection_close).result()
+                writer.shutdown(wait=True)
 
 
 def _connection_close() -> None:

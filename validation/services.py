@@ -121,14 +121,16 @@ def stage_review(*, stage: Stage, batch_size: int = DEFAULT_BATCH) -> ReviewSumm
     PostgreSQL one statement that locks, writes and counts between
     the transaction's BEGIN and COMMIT; hand-offs of approvals are enqueued after
     commit. Records a ``ReviewRun``. On PostgreSQL, outside a caller's transaction,
-    the batches are written by a writer thread (its own connection) while the next
-    batch is decided (``validation.review_batches.BatchWriter``).
+    the batches are written by writer threads (each with its own connection, two
+    batches at once) while the next ones are decided
+    (``validation.review_batches.BatchWriter``).
 
     Locking: each batch, in its own transaction, locks its assignment rows still
     submitted in id order (as ``platforms.review`` does for several, and
     ``assignment_approve`` for one), then their workers' rows in id order (after
     the assignments, as a single decision does), and decides only rows still
-    submitted once locked: a requester's concurrent decision wins, and a second
+    submitted once locked: a requester's concurrent decision wins, two batches
+    written at once wait for each other only at their common workers, and a second
     review of the stage decides nothing twice
     (``tests/validation/test_review_concurrency.py``).
     """
