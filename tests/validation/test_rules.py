@@ -31,8 +31,10 @@ from validation.rules import (
     escalation_rule_validate,
     facts_build,
     review,
+    review_prepared,
     review_rules_validate,
     rules_approving,
+    rules_prepare,
 )
 from validation.triggers import REVIEWING_RULES, needs_review_after_submit
 
@@ -227,6 +229,33 @@ def test_no_answer_rate_rule():
     assert one(4, lazy[:4], rule, task_type="sentence_selection_answer").decision == SKIP
     fine = [sub(h, h, 2, ss(h == 1)) for h in range(1, 6)]
     assert one(1, fine, rule, task_type="sentence_selection_answer").decision == PASS
+
+
+def test_a_verdict_is_made_once_per_parameters_and_inputs():
+    """Assignments a rule judges alike share one verdict object (``StageFacts.verdict``),
+    for the rules as prepared once for a run; other inputs or other parameters make
+    another, and each is what the rule says."""
+    subs = [
+        sub(1, 1, 1, mc(0), seconds=12),
+        sub(2, 2, 2, mc(0), seconds=12),
+        sub(3, 3, 3, mc(0), seconds=40),
+    ]
+    strict, lenient = {"rule": "work_time", "min_seconds": 30}, {"rule": "work_time"}
+    f = facts(subs, [strict, lenient])
+    prepared = rules_prepare([strict, lenient])
+    (first, other), (second, _), (third, _) = (
+        review_prepared(s, f, prepared).verdicts for s in subs
+    )
+    assert first is second
+    assert first is not third
+    assert (first.decision, first.numbers) == (REJECT, {"seconds": 12, "floor": 30.0})
+    assert third.decision == PASS
+    assert other is not first
+    assert (other.decision, other.numbers["floor"]) == (PASS, 10.0)
+    # Another run's facts make it anew, the same.
+    again = review_prepared(subs[0], facts(subs, [strict]), prepared).verdicts[0]
+    assert again is not first
+    assert again == first
 
 
 # --- Combination and schemas ----------------------------------------------------------------
