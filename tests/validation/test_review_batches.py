@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ def test_verdicts_equal_in_python_but_not_in_json_are_stored_as_given():
     people = [worker(f"b{n}") for n in range(2)]
     rows = [submit(hit, who, {"choice": 0}) for hit in hits(stage) for who in people]
     Assignment.objects.filter(pk=rows[0].pk).update(review_details={"kept": 1})
-    numbers = [
+    numbers: list[dict[str, Any]] = [
         {"n": 1},
         {"n": 1.0},
         {"n": True},

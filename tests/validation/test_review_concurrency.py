@@ -105,7 +105,7 @@ def test_a_requester_holding_the_row_wins_over_the_rules():
     """The requester's transaction has decided (and locked) an assignment the rules
     would approve; the review's batch waits for it, finds it decided and leaves it."""
     stage, rows = _stage()
-    requester = UserFactory(username="race-requester")
+    requester = UserFactory.create(username="race-requester")
     mine = rows[0]  # the rules approve it
     decided, release = threading.Event(), threading.Event()
 
@@ -148,7 +148,7 @@ def test_a_requester_waiting_on_a_batch_finds_it_decided(monkeypatch):
     """The batch has written (and locked) its rows when the requester decides one of
     them: the requester waits, then is told it is decided; the rule's decision stays."""
     stage, rows = _stage()
-    requester = UserFactory(username="race-requester")
+    requester = UserFactory.create(username="race-requester")
     theirs = rows[2]  # the rules reject it
     written, release = threading.Event(), threading.Event()
     write = review_batches._batch_write
