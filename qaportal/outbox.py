@@ -59,6 +59,20 @@ def _app() -> Any:
     return app
 
 
+# The task modules are imported on the first eager run; one thread at a time (threads
+# importing them at once could find a task module half imported, its task missing).
+_tasks_import = threading.Lock()
+
+
+def _task(app: Any, name: str) -> Any:
+    """Celery task ``name``, its module imported on first use (eager mode)."""
+    if name not in app.tasks:
+        with _tasks_import:
+            if name not in app.tasks:
+                app.loader.import_default_modules()
+    return app.tasks[name]
+
+
 def task_after_commit(task: str, *args: Any) -> OutboxMessage:
     """Run Celery task ``task`` with ``args`` once the current transaction commits.
 
@@ -95,9 +109,7 @@ def task_send(task: str, *args: Any) -> None:
     """
     app = _app()
     if app.conf.task_always_eager:
-        if task not in app.tasks:
-            app.loader.import_default_modules()
-        app.tasks[task].apply(args=list(args), throw=True)
+        _task(app, task).apply(args=list(args), throw=True)
     else:
         app.send_task(
             task,
@@ -237,10 +249,7 @@ def outbox_run(*, message_id: int) -> Any:
     message = OutboxMessage.objects.filter(pk=message_id, done_at__isnull=True).first()
     if message is None:
         return None
-    app = _app()
-    if message.task not in app.tasks:
-        app.loader.import_default_modules()
-    task = app.tasks[message.task]
+    task = _task(_app(), message.task)
     try:
         result = task.run(*message.args)
     except Exception as exc:
