@@ -1,4 +1,5 @@
-"""Review rules racing other decisions: the batch statement's row locks (PostgreSQL).
+"""Review rules racing other decisions: the batch statement's row locks (PostgreSQL),
+and the writer threads' transactions.
 
 A stage's review writes each batch in one statement that locks the rows still
 submitted in id order, then writes them and counts them for their workers
@@ -18,9 +19,10 @@ from typing import Any
 import pytest
 from django.db import connection, transaction
 
-from campaigns.models import Assignment, AssignmentStatus, Worker
+from campaigns.models import Assignment, AssignmentStatus, Stage, Worker
 from campaigns.work.decisions import assignment_decide
 from qaportal.errors import DomainError
+from qaportal.models import OutboxMessage
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation import review_batches
@@ -215,3 +217,32 @@ def test_two_reviews_of_a_stage_decide_each_assignment_once():
     )
     assert statuses == {AssignmentStatus.APPROVED: 8, AssignmentStatus.REJECTED: 4}
     _counters_match_decisions(rows)
+
+
+def test_approvals_written_by_the_writers_are_handed_on_once():
+    """The writer threads announce each approval in their batch's transaction: one
+    outbox message per approved assignment, dispatched after the commit."""
+    stage, rows = _stage()
+    following = Stage.objects.create(
+        campaign=stage.campaign,
+        name="Next",
+        task_type=stage.task_type,
+        assignments_per_hit=1,
+        reward=stage.reward,
+        position=1,
+    )
+    stage.next_stage = following
+    stage.save(update_fields=["next_stage"])
+
+    summary = stage_review(stage=stage, batch_size=3)
+
+    assert summary.batches == 4
+    approved = set(
+        Assignment.objects.filter(
+            pk__in=[r.pk for r in rows], status=AssignmentStatus.APPROVED
+        ).values_list("pk", flat=True)
+    )
+    assert len(approved) == 8
+    messages = OutboxMessage.objects.filter(task="campaigns.handoff_run")
+    assert sorted(m.args[0] for m in messages) == sorted(approved)
+    assert all(m.done_at is not None for m in messages)
