@@ -224,7 +224,9 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
                     index = known[id(verdict)] = _verdict_index(verdict, table, texts)
                 indexes.append(index)
             data["verdicts"] = indexes
-            width = len(result.verdicts)
+            if rows and len(indexes) != width:  # one statement: one shape of review
+                raise ValueError("a batch's reviews must have as many verdicts each")
+            width = len(indexes)
         else:
             if status:
                 data.update(at=at, source=result.source[:80], reason=result.reason)
