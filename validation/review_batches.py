@@ -192,7 +192,7 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     """
     at = timezone.now().isoformat()
     encode = connection.vendor == "postgresql"
-    rows = []
+    rows: list[_Row] = []
     pays: dict[str, bool] = {}
     table: dict[Hashable, int] = {}
     texts: list[str] = []
