@@ -298,9 +298,14 @@ def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None
             if approved or rejected:
                 _worker_counters_add(approved=approved, rejected=rejected)
         if approved and stage.next_stage_id is not None:
-            for row in decided:
-                if row.status == AssignmentStatus.APPROVED:
-                    assignment_decided.announce(assignment_id=row.pk, approved=True)
+            # One INSERT of the hand-offs' outbox messages, whatever their number.
+            assignment_decided.announce_many(
+                [
+                    {"assignment_id": row.pk, "approved": True}
+                    for row in decided
+                    if row.status == AssignmentStatus.APPROVED
+                ]
+            )
 
 
 # One statement per batch on PostgreSQL:
