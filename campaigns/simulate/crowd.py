@@ -9,7 +9,7 @@ page → POST the task type's ``simulate_form`` → thank-you page), answering a
 refusal (400) by fixing its answer or returning the task. Workers take turns in
 a fixed order (or ``concurrency`` at a time), so one seed gives one run.
 
-The items of an assignment are read from the database (``hit_items``), as the
+The items of an assignment are read from the database (``_assignment_items``), as the
 worker would read them off the page: the simulator and the server share the
 database, in-process or not.
 """
@@ -32,14 +32,13 @@ from django.db import connection, connections
 from django.urls import reverse
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITStatus
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, Stage
 from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
 from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
-from campaigns.work.selectors import hit_items
 from qaportal.errors import DomainError
 from qaportal.outbox import outbox_deferred
 
@@ -116,24 +115,49 @@ class _Stage:
 def _stages_with_work(*, stage_ids: list[int], now: datetime) -> set[int]:
     """Of ``stage_ids``, those with a published, unexpired HIT with a free place or an
     accepted assignment. Written out: asked after nearly every submission, and the ORM
-    took ten times the database's time to build it."""
-    hit, assignment = HIT._meta.db_table, Assignment._meta.db_table
+    took ten times the database's time to build it. The open-HIT test repeats the
+    partial index ``hit_open_places`` (published, places left) so that it is used."""
+    stage, hit, assignment = Stage._meta.db_table, HIT._meta.db_table, Assignment._meta.db_table
     marks = ", ".join(["%s"] * len(stage_ids))
     # Table names from the models, values as parameters.
     sql = (
-        f"SELECT DISTINCT h.stage_id FROM {hit} h WHERE h.stage_id IN ({marks}) AND ("  # noqa: S608
-        f"(h.status = %s AND h.places_left > 0 AND (h.expires_at IS NULL OR h.expires_at > %s))"
-        f" OR EXISTS (SELECT 1 FROM {assignment} a WHERE a.hit_id = h.id AND a.status = %s))"
+        f"SELECT s.id FROM {stage} s WHERE s.id IN ({marks}) AND ("  # noqa: S608
+        f"EXISTS (SELECT 1 FROM {hit} h WHERE h.stage_id = s.id AND h.status = 'published'"
+        f" AND h.places_left > 0 AND (h.expires_at IS NULL OR h.expires_at > %s))"
+        f" OR EXISTS (SELECT 1 FROM {hit} h INNER JOIN {assignment} a ON a.hit_id = h.id"
+        f" WHERE h.stage_id = s.id AND a.status = %s))"
     )
     params = [
         *stage_ids,
-        HITStatus.PUBLISHED.value,
         connection.ops.adapt_datetimefield_value(now),
         AssignmentStatus.ACCEPTED.value,
     ]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
+
+
+# The items of an assignment's HIT in order, as the worker reads them off the page.
+_ASSIGNMENT_ITEMS_SQL = """
+SELECT i.id, i.external_id, i.data FROM campaigns_assignment a
+INNER JOIN campaigns_hititem hi ON hi.hit_id = a.hit_id
+INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE a.id = %s ORDER BY hi.position
+"""
+
+
+def _assignment_items(assignment_id: int) -> list[dict[str, Any]]:
+    with connection.cursor() as cursor:
+        cursor.execute(_ASSIGNMENT_ITEMS_SQL, [assignment_id])
+        rows = cursor.fetchall()
+    return [
+        {
+            "id": pk,
+            "external_id": external_id,
+            "data": json.loads(data) if isinstance(data, str | bytes) else data,
+        }
+        for pk, external_id, data in rows
+    ]
 
 
 class CrowdSimulation:
@@ -358,7 +382,7 @@ class CrowdSimulation:
     ) -> None:
         tally = self.result.stage_by_id(stage.pk)
         profile_tally = self.result.profile(worker.profile)
-        items = hit_items(hit=Assignment.objects.select_related("hit").get(pk=assignment_id).hit)
+        items = _assignment_items(assignment_id)
         task_type = task_type_get(stage.task_type)
         profile = worker.profile
         page = task
