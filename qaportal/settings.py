@@ -314,7 +314,7 @@ STORAGES = {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
             if DEBUG
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            else "qaportal.staticfiles.ManifestStaticFilesStorage"
         )
     },
 }
