@@ -125,12 +125,13 @@ def _no_health_pings() -> Iterator[None]:
     per simulated request. Restored at the end."""
     before = connection.settings_dict.get("CONN_HEALTH_CHECKS", False)
     connection.settings_dict["CONN_HEALTH_CHECKS"] = False
-    connection.health_check_enabled = False
+    # Read from the settings at connect; set here for the connection already open.
+    setattr(connection, "health_check_enabled", False)  # noqa: B010 (not in the stubs)
     try:
         yield
     finally:
         connection.settings_dict["CONN_HEALTH_CHECKS"] = before
-        connection.health_check_enabled = before
+        setattr(connection, "health_check_enabled", before)  # noqa: B010
 
 
 @contextmanager

@@ -105,6 +105,7 @@ def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[St
         )
         for assignment in assignments
     ]
+    assert stage.next_stage_id is not None  # handoffs_run hands off stages with a next one
     with transaction.atomic():
         next_stage = (
             Stage.objects.select_for_update().select_related("campaign").get(pk=stage.next_stage_id)
