@@ -9,7 +9,7 @@ page → POST the task type's ``simulate_form`` → thank-you page), answering a
 refusal (400) by fixing its answer or returning the task. Workers take turns in
 a fixed order (or ``concurrency`` at a time), so one seed gives one run.
 
-The items of an assignment are read from the database (``_assignment_items``), as the
+The items of an assignment are read from the database (``assignment_items``), as the
 worker would read them off the page: the simulator and the server share the
 database, in-process or not.
 """
@@ -39,6 +39,7 @@ from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
 from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
+from campaigns.work.selectors import assignment_items
 from qaportal.errors import DomainError
 from qaportal.outbox import outbox_deferred
 
@@ -135,29 +136,6 @@ def _stages_with_work(*, stage_ids: list[int], now: datetime) -> set[int]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
-
-
-# The items of an assignment's HIT in order, as the worker reads them off the page.
-_ASSIGNMENT_ITEMS_SQL = """
-SELECT i.id, i.external_id, i.data FROM campaigns_assignment a
-INNER JOIN campaigns_hititem hi ON hi.hit_id = a.hit_id
-INNER JOIN campaigns_item i ON i.id = hi.item_id
-WHERE a.id = %s ORDER BY hi.position
-"""
-
-
-def _assignment_items(assignment_id: int) -> list[dict[str, Any]]:
-    with connection.cursor() as cursor:
-        cursor.execute(_ASSIGNMENT_ITEMS_SQL, [assignment_id])
-        rows = cursor.fetchall()
-    return [
-        {
-            "id": pk,
-            "external_id": external_id,
-            "data": json.loads(data) if isinstance(data, str | bytes) else data,
-        }
-        for pk, external_id, data in rows
-    ]
 
 
 class CrowdSimulation:
@@ -382,7 +360,7 @@ class CrowdSimulation:
     ) -> None:
         tally = self.result.stage_by_id(stage.pk)
         profile_tally = self.result.profile(worker.profile)
-        items = _assignment_items(assignment_id)
+        items = assignment_items(assignment_id=assignment_id)
         task_type = task_type_get(stage.task_type)
         profile = worker.profile
         page = task
