@@ -5,7 +5,9 @@
 Each worker is one browser (``Browser``) with its own seeded ``random.Random``
 and a profile (good / sloppy / spammer). It joins through a campaign-wide invite
 link, then works in turns: one assignment per turn (stage page → Accept → task
-page → POST the task type's ``simulate_form`` → thank-you page), answering a
+page → POST the task type's ``simulate_form`` → thank-you page; the thank-you
+page's "Next task" button instead of the stage page when the worker stays in the
+stage, as a worker at it would), answering a
 refusal (400) by fixing its answer or returning the task. Workers take turns in
 a fixed order (or ``concurrency`` at a time), so one seed gives one run.
 
@@ -32,7 +34,7 @@ from django.db import connection, connections
 from django.urls import reverse
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, Stage
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, InviteRedemption, Stage
 from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
@@ -40,6 +42,7 @@ from campaigns.tasktypes.base import SIMULATION_PROFILES
 from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
 from campaigns.work.selectors import assignment_items
+from qaportal import prepared
 from qaportal.errors import DomainError
 from qaportal.outbox import outbox_deferred
 
@@ -50,6 +53,11 @@ MAX_RETURNS_PER_STAGE = 2
 MAX_ATTEMPTS = 3
 _ASSIGNMENT_PATH = re.compile(r"/work/a/(\d+)/$")
 _DONE_PATH = re.compile(r"/work/a/(\d+)/done/$")
+
+
+def _not_for_worker(page: Page) -> bool:
+    """A stage refused to this worker: another arm's, not invited to it, or a quiz first."""
+    return page.status == 403 and ("w-no-access" in page.text or "w-gate" in page.text)
 
 
 class SimulationError(DomainError):
@@ -103,6 +111,8 @@ class SimulatedWorker:
     returns: Counter[int] = field(default_factory=Counter)
     # The run's progress count when this worker last found nothing to do.
     idle_at: int = -1
+    # The thank-you page's "Next task" button, as last seen: (stage, page).
+    next_task: tuple[int, Page] | None = None
 
 
 @dataclass
@@ -111,13 +121,23 @@ class _Stage:
     name: str
     task_type: str
     config: dict[str, Any]
+    # Its worker page and the page's Accept form action.
+    path: str = ""
+    accept_path: str = ""
+
+    def __post_init__(self) -> None:
+        self.path = reverse("worker:stage", kwargs={"stage_id": self.pk})
+        self.accept_path = reverse("worker:accept", kwargs={"stage_id": self.pk})
 
 
-def _stages_with_work(*, stage_ids: list[int], now: datetime) -> set[int]:
+def _stages_with_work(*, stage_ids: list[int], worker_ids: list[int], now: datetime) -> set[int]:
     """Of ``stage_ids``, those with a published, unexpired HIT with a free place or an
-    accepted assignment. Written out: asked after nearly every submission, and the ORM
-    took ten times the database's time to build it. The open-HIT test repeats the
-    partial index ``hit_open_places`` (published, places left) so that it is used."""
+    assignment one of ``worker_ids`` (the run's workers) accepted and has not finished.
+    Written out and prepared once per connection on PostgreSQL (``qaportal.prepared``):
+    asked after nearly every submission, the ORM took ten times the database's time to
+    build it, and planning it took longer than running it. The open-HIT test repeats the
+    partial index ``hit_open_places`` (published, places left) so that it is used; the
+    accepted test goes through the index on (worker, status)."""
     stage, hit, assignment = Stage._meta.db_table, HIT._meta.db_table, Assignment._meta.db_table
     marks = ", ".join(["%s"] * len(stage_ids))
     # Table names from the models, values as parameters.
@@ -125,16 +145,17 @@ def _stages_with_work(*, stage_ids: list[int], now: datetime) -> set[int]:
         f"SELECT s.id FROM {stage} s WHERE s.id IN ({marks}) AND ("  # noqa: S608
         f"EXISTS (SELECT 1 FROM {hit} h WHERE h.stage_id = s.id AND h.status = 'published'"
         f" AND h.places_left > 0 AND (h.expires_at IS NULL OR h.expires_at > %s))"
-        f" OR EXISTS (SELECT 1 FROM {hit} h INNER JOIN {assignment} a ON a.hit_id = h.id"
-        f" WHERE h.stage_id = s.id AND a.status = %s))"
     )
-    params = [
-        *stage_ids,
-        connection.ops.adapt_datetimefield_value(now),
-        AssignmentStatus.ACCEPTED.value,
-    ]
+    params: list[Any] = [*stage_ids, connection.ops.adapt_datetimefield_value(now)]
+    if worker_ids:
+        sql += (
+            f" OR EXISTS (SELECT 1 FROM {assignment} a INNER JOIN {hit} h ON h.id = a.hit_id"  # noqa: S608
+            f" WHERE a.worker_id IN ({', '.join(['%s'] * len(worker_ids))})"
+            f" AND a.status = %s AND h.stage_id = s.id)"
+        )
+        params += [*worker_ids, AssignmentStatus.ACCEPTED.value]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        prepared.execute(cursor, sql + ")", params)
         return {row[0] for row in cursor.fetchall()}
 
 
@@ -185,6 +206,8 @@ class CrowdSimulation:
         self._lock = threading.Lock()
         # (progress, stages with work) as last read (``_stages_with_work``).
         self._with_work: tuple[int, set[int]] | None = None
+        # The run's workers (``Worker`` ids), once they joined.
+        self._worker_ids: list[int] = []
 
     def _advance(self) -> None:
         with self._lock:
@@ -202,6 +225,9 @@ class CrowdSimulation:
             for worker in self.workers:
                 self.result.profile(worker.profile).workers += 1
                 self._join(worker, token)
+            self._worker_ids = sorted(
+                InviteRedemption.objects.filter(invite=invite).values_list("worker_id", flat=True)
+            )
             finished = False
             while not finished and not self._out_of_time():
                 worked = self._pass()
@@ -313,36 +339,47 @@ class CrowdSimulation:
 
     def _stages_with_work(self, progress: int) -> set[int]:
         """The stages whose page may offer someone a task: a published, unexpired HIT
-        with a free place (what ``hits_open`` reads), or an accepted assignment to go
-        on with. The page of any other stage shows every worker no task, so it is not
-        asked for: one query per change of the run's progress instead of a page per
-        worker and stage (idle workers polled pages that could offer nothing).
+        with a free place (what ``hits_open`` reads), or an assignment one of the run's
+        workers accepted and has yet to finish. The page of any other stage shows every
+        worker no task, so it is not asked for: one query per change of the run's
+        progress instead of a page per worker and stage (idle workers polled pages that
+        could offer nothing).
         Cached by progress: everything that can open a place (a return, an approval
         and its hand-off, the requester's turn) advances it."""
         with self._lock:
             if self._with_work is not None and self._with_work[0] == progress:
                 return self._with_work[1]
-        found = _stages_with_work(stage_ids=[stage.pk for stage in self.stages], now=timezone.now())
+        found = _stages_with_work(
+            stage_ids=[stage.pk for stage in self.stages],
+            worker_ids=self._worker_ids,
+            now=timezone.now(),
+        )
         with self._lock:
             self._with_work = (progress, found)
         return found
 
     def _work_in_stage(self, worker: SimulatedWorker, stage: _Stage) -> bool:
         browser = worker.browser
-        stage_path = reverse("worker:stage", kwargs={"stage_id": stage.pk})
-        page = browser.get(stage_path)
-        if page.status == 403 and ("w-no-access" in page.text or "w-gate" in page.text):
-            # not this worker's stage (another arm's, not invited to it, or a quiz first)
-            return False
-        if self._expect(worker, page, 200) is None:
-            return False
-        current = re.search(r'href="(/work/a/\d+/)"', page.text)
-        accept_path = reverse("worker:accept", kwargs={"stage_id": stage.pk})
-        if current:
-            task = browser.get(current.group(1))
-        elif f'action="{accept_path}"' in page.text:
-            task = browser.post(accept_path, {}, csrf=page.csrf_token(), referer=stage_path)
+        accept_path = stage.accept_path
+        done, worker.next_task = worker.next_task, None
+        if done is not None and done[0] == stage.pk:
+            # The thank-you page's "Next task" button: Accept without the stage page.
+            task = browser.post(accept_path, {}, csrf=done[1].csrf_token(), referer=done[1].path)
         else:
+            stage_path = stage.path
+            page = browser.get(stage_path)
+            if _not_for_worker(page):
+                return False
+            if self._expect(worker, page, 200) is None:
+                return False
+            current = re.search(r'href="(/work/a/\d+/)"', page.text)
+            if current:
+                task = browser.get(current.group(1))
+            elif f'action="{accept_path}"' in page.text:
+                task = browser.post(accept_path, {}, csrf=page.csrf_token(), referer=stage_path)
+            else:
+                return False
+        if _not_for_worker(task):
             return False
         if self._expect(worker, task, 200) is None:
             return False
@@ -376,6 +413,8 @@ class CrowdSimulation:
                 tally.submitted += 1
                 profile_tally.submitted += 1
                 self._advance()
+                if f'action="{stage.accept_path}"' in response.text:
+                    worker.next_task = (stage.pk, response)
                 self._maybe_double_submit(worker, task, fields, page)
                 return
             if response.status == 409:

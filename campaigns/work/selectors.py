@@ -116,7 +116,7 @@ WHERE a.id = %s ORDER BY hi.position
 def assignment_items(*, assignment_id: int) -> list[dict[str, Any]]:
     """The items of the assignment's HIT in order (``hit_items``), in one statement."""
     with connection.cursor() as cursor:
-        cursor.execute(_ASSIGNMENT_ITEMS_SQL, [assignment_id])
+        prepared.execute(cursor, _ASSIGNMENT_ITEMS_SQL, [assignment_id])
         return _items_from_rows(cursor.fetchall())
 
 

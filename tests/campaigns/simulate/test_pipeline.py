@@ -194,3 +194,37 @@ def test_concurrent_workers_store_each_submission_once(mintaka_campaign):
         stored.values_list("hit_id").annotate(n=Count("id")).values_list("hit_id", "n")
     ):
         assert held <= 2, hit_id
+
+
+def test_workers_go_on_from_the_thank_you_page(mintaka_campaign, monkeypatch):
+    """A worker who stays in a stage clicks the thank-you page's "Next task" (a POST to
+    the stage's Accept, sent from the thank-you page) instead of opening the stage page
+    again; the stage page is opened on entering a stage."""
+    from campaigns.simulate import run as run_module
+
+    seen: list[tuple[str, str, str]] = []
+    real = run_module.local_app
+
+    def recording_app():
+        app = real()
+
+        def wrapped(environ, start_response):
+            referer = environ.get("HTTP_REFERER", "")
+            seen.append((environ["REQUEST_METHOD"], environ["PATH_INFO"], referer))
+            return app(environ, start_response)
+
+        return wrapped
+
+    monkeypatch.setattr(run_module, "local_app", recording_app)
+    campaign = mintaka_campaign(slug="sim-next", topics=("art", "war"))
+    campaign = campaign_start(campaign=campaign, to_state="live")
+    result = simulate_crowd(campaign=campaign, workers=2, seed=5)
+    assert result.ok, "\n".join(result.lines())
+
+    accepts = [ref for method, path, ref in seen if method == "POST" and path.endswith("/accept/")]
+    from_thanks = [ref for ref in accepts if re.search(r"/work/a/\d+/done/$", ref)]
+    stage_pages = [p for m, p, _ in seen if m == "GET" and re.fullmatch(r"/work/s/\d+/", p)]
+    assert from_thanks, accepts
+    assert len(stage_pages) < len(accepts) / 2, (len(stage_pages), len(accepts))
+    stored = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=STORED)
+    assert stored.count() == sum(t.submitted for t in result.stages.values()) > len(stage_pages)
