@@ -17,6 +17,7 @@ import io
 import logging
 import re
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -242,6 +243,27 @@ class WSGITransport:
         self.app = app
         self.cookies = cookies
         self.calls = 0  # requests handed to the app, redirects followed included
+        # The Cookie header the jar last wrote for a site (scheme, host): valid until
+        # the jar changes or its first cookie expires, when every cookie is site-wide
+        # (path "/"), so that it is the same for every path (``_cookie_header``).
+        self._cookie_header: dict[tuple[str, str], tuple[str | None, float]] = {}
+
+    def _add_cookie_header(self, request: urllib.request.Request) -> None:
+        """``CookieJar.add_cookie_header``, its answer kept per site while it holds: the
+        jar's policy checks took longer than the app's own request set-up."""
+        split = urllib.parse.urlsplit(request.full_url)
+        key = (split.scheme, split.netloc)
+        found = self._cookie_header.get(key)
+        if found is not None and time.time() < found[1]:
+            if found[0] is not None:
+                request.add_unredirected_header("Cookie", found[0])
+            return
+        self.cookies.add_cookie_header(request)
+        cookies = list(self.cookies)
+        if all(cookie.path == "/" for cookie in cookies):
+            expires = min((c.expires for c in cookies if c.expires is not None), default=None)
+            until = float(expires) if expires is not None else float("inf")
+            self._cookie_header[key] = (request.get_header("Cookie"), until)
 
     def fetch(self, request: urllib.request.Request) -> Page:
         method, requested = request.get_method(), request.full_url
@@ -278,7 +300,7 @@ class WSGITransport:
 
     def _call(self, request: urllib.request.Request) -> tuple[int, list[tuple[str, str]], bytes]:
         self.calls += 1
-        self.cookies.add_cookie_header(request)
+        self._add_cookie_header(request)
         split = urllib.parse.urlsplit(request.full_url)
         body = request.data if isinstance(request.data, bytes) else b""
         environ: dict[str, Any] = {
@@ -328,5 +350,7 @@ class WSGITransport:
             logger.exception("The app raised on %s %s", environ["REQUEST_METHOD"], split.path)
             return 500, [], b"A server error occurred."
         status, headers = started
-        self.cookies.extract_cookies(_Response(headers), request)  # type: ignore[arg-type]
+        if any(name.lower() == "set-cookie" for name, _ in headers):
+            self.cookies.extract_cookies(_Response(headers), request)  # type: ignore[arg-type]
+            self._cookie_header.clear()
         return status, headers, body_out

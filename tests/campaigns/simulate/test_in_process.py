@@ -75,3 +75,37 @@ def test_commits_unsynced_and_no_health_pings_during_a_run_only(mintaka_campaign
         assert cursor.fetchone()[0] == "on"
     assert getattr(connection, "health_check_enabled")  # noqa: B009 (not in the stubs)
     assert connection.settings_dict["CONN_HEALTH_CHECKS"]
+
+
+def _cookie_app(environ, start_response):
+    """Sets, changes, scopes and deletes cookies; echoes the Cookie header it was sent."""
+    path = environ["PATH_INFO"]
+    headers = {
+        "/set": [("Set-Cookie", "a=1; Path=/")],
+        "/change": [("Set-Cookie", "a=2; Path=/")],
+        "/scoped": [("Set-Cookie", "b=3; Path=/only")],
+        "/drop": [
+            ("Set-Cookie", "a=; Path=/; Max-Age=0"),
+            ("Set-Cookie", "b=; Path=/only; Max-Age=0"),
+        ],
+    }.get(path, [])
+    start_response("200 OK", headers)
+    return [environ.get("HTTP_COOKIE", "").encode()]
+
+
+def test_the_cookie_header_follows_every_change_of_the_jar():
+    """The transport keeps the Cookie header it built while the jar holds still: each
+    Set-Cookie (new, changed, deleted) and each path-scoped cookie is seen as a browser
+    would see it."""
+    browser = Browser(base_url="http://127.0.0.1", app=_cookie_app)
+    assert browser.get("/echo").text == ""
+    browser.get("/set")
+    assert [browser.get("/echo").text, browser.get("/other").text] == ["a=1", "a=1"]
+    browser.get("/change")
+    assert browser.get("/echo").text == "a=2"
+    browser.get("/scoped")
+    assert browser.get("/echo").text == "a=2"
+    assert browser.get("/only/here").text == "b=3; a=2"
+    assert browser.get("/echo").text == "a=2"
+    browser.get("/drop")
+    assert [browser.get("/echo").text, browser.get("/only/here").text] == ["", ""]
