@@ -26,10 +26,11 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from qaportal import prepared
 from qaportal.models import OutboxMessage
 
 logger = logging.getLogger(__name__)
@@ -79,8 +80,36 @@ def task_after_commit(task: str, *args: Any) -> OutboxMessage:
     The message row is part of the caller's transaction: rolled back with it, or
     committed with it and then delivered at least once.
     """
-    message = OutboxMessage.objects.create(task=task, args=list(args))
+    message = _message_insert(task, list(args))
     transaction.on_commit(lambda: outbox_dispatch(message_id=message.pk))
+    return message
+
+
+# One message row, written out: one goes with every submission, and the ORM's INSERT
+# took several times the database's time to build. Prepared on PostgreSQL.
+_INSERT_SQL = (
+    f"INSERT INTO {OutboxMessage._meta.db_table} "  # noqa: S608 (the model's table)
+    "(task, args, created_at, dispatches, last_error) VALUES (%s, %s, %s, 0, '') RETURNING id"
+)
+
+
+def _message_insert(task: str, args: list[Any]) -> OutboxMessage:
+    """``OutboxMessage.objects.create(task=task, args=args)``, in one prepared statement."""
+    using = router.db_for_write(OutboxMessage)
+    connection = connections[using]
+    if not connection.features.can_return_columns_from_insert:
+        return OutboxMessage.objects.create(task=task, args=args)
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        params = [task, json.dumps(args), connection.ops.adapt_datetimefield_value(now)]
+        if using == DEFAULT_DB_ALIAS:
+            prepared.execute(cursor, _INSERT_SQL, params)
+        else:
+            cursor.execute(_INSERT_SQL, params)
+        (pk,) = cursor.fetchone()
+    message = OutboxMessage(pk=pk, task=task, args=args, created_at=now, dispatches=0)
+    message._state.adding = False
+    message._state.db = using
     return message
 
 
