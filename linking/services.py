@@ -30,7 +30,7 @@ from campaigns.models import (
 from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
-from campaigns.work.lifecycle import hit_add_assignments
+from campaigns.work.lifecycle import PlacesWanted, hits_add_assignments
 from campaigns.work.selectors import hits_items
 from linking.agreement import (
     BONUS_RULE,
@@ -108,7 +108,7 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
        places up to ``annotators`` (``hit_add_assignments``, key
        ``entity_agreement:<hit>:<n>``); seen-only HITs keep ``assignments_per_hit``.
 
-    Locking: none beyond ``hit_add_assignments``'s HIT row; item data is written
+    Locking: none beyond ``hits_add_assignments``'s HIT rows; item data is written
     with one bulk UPDATE of the items changed.
     """
     result = PrefetchResult()
@@ -209,16 +209,20 @@ def _top_up(*, stage: Stage, items: list[Item], result: PrefetchResult) -> None:
     ).values_list("hit_id", "item_id"):
         hits[hit_id] = hits.get(hit_id, True) and seen.get(item_id, False)
     maxima = dict(HIT.objects.filter(pk__in=hits).values_list("pk", "max_assignments"))
+    places = []
     for hit_id, all_seen in sorted(hits.items()):
         wanted = rule.seen_annotators if all_seen else rule.annotators
         if maxima[hit_id] < wanted:
-            hit_add_assignments(
-                hit=HIT(pk=hit_id),
-                count=wanted - maxima[hit_id],
-                reason=f"entity agreement: {wanted} annotators for new entities",
-                key=escalation_key(hit_id=hit_id, annotators=wanted),
+            places.append(
+                PlacesWanted(
+                    hit_id=hit_id,
+                    count=wanted - maxima[hit_id],
+                    reason=f"entity agreement: {wanted} annotators for new entities",
+                    key=escalation_key(hit_id=hit_id, annotators=wanted),
+                )
             )
-            result.hits_topped_up += 1
+    hits_add_assignments(wanted=places)
+    result.hits_topped_up += len(places)
 
 
 # --- Agreement and escalation ------------------------------------------------------------
@@ -262,7 +266,7 @@ def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementChec
     simulator's round of submissions); the checks, in the order of ``hit_ids``.
 
     Locking: the HIT rows, in id order, then the items' resolution rows, for the one
-    transaction (``hit_add_assignments`` locks a HIT again, in that transaction).
+    transaction (``hits_add_assignments`` locks the escalated HITs again, in it).
     """
     ids = list(dict.fromkeys(hit_ids))
     stage_of = dict(HIT.objects.filter(pk__in=ids).values_list("pk", "stage_id"))
@@ -285,10 +289,12 @@ def _checks_run(
 ) -> None:
     hits = list(HIT.objects.select_for_update().filter(pk__in=hit_ids).order_by("pk"))
     now = timezone.now()
-    # Every assignment of the HITs in one read: those at work, and the answers.
+    # Every assignment of the HITs in one read: those at work, the answers and the
+    # rejected ones (which hold their place).
     by_hit: dict[int, list[Assignment]] = {hit.pk: [] for hit in hits}
     for assignment in Assignment.objects.filter(
-        hit_id__in=by_hit, status__in=(AssignmentStatus.ACCEPTED, *ANSWERED)
+        hit_id__in=by_hit,
+        status__in=(AssignmentStatus.ACCEPTED, *ANSWERED, AssignmentStatus.REJECTED),
     ).order_by("submitted_at", "id"):
         by_hit[assignment.hit_id].append(assignment)
     ready = []
@@ -319,9 +325,10 @@ def _checks_run(
         rule = rules[hit.stage_id]
         assert rule is not None
         answers = [a for a in by_hit[hit.pk] if a.status in ANSWERED]
+        rejected = sum(a.status == AssignmentStatus.REJECTED for a in by_hit[hit.pk])
         checks[hit.pk] = _hit_judge(
-            hit=hit, rule=rule, answers=answers, items=items_of[hit.pk], decided=decided,
-            now=now, store=store,
+            hit=hit, rule=rule, answers=answers, rejected=rejected, items=items_of[hit.pk],
+            decided=decided, now=now, store=store,
         )  # fmt: skip
     store.write()
 
@@ -331,13 +338,15 @@ def _hit_judge(
     hit: HIT,
     rule: EscalationRule,
     answers: list[Assignment],
+    rejected: int,
     items: list[dict[str, Any]],
     decided: set[int],
     now: Any,
     store: _Outcomes,
 ) -> AgreementCheck:
-    """One HIT's check, its answers all in: each item's verdict, places added when more
-    annotators are needed, the outcomes given to ``store``."""
+    """One HIT's check, its answers all in (and ``rejected`` answers): each item's verdict,
+    and the outcomes and the places wanted when more annotators are needed, given to
+    ``store``."""
     stage = hit.stage
     check = AgreementCheck(hit.pk, "decided")
     per_item: dict[int, tuple[dict[str, Any], list[tuple[Assignment, LinkSet]]]] = {}
@@ -361,7 +370,6 @@ def _hit_judge(
         # hold their place: the cap on places grows by them).
         count = max(1, max(more) - len(answers))
         target = hit.max_assignments + count
-        rejected = Assignment.objects.filter(hit=hit, status=AssignmentStatus.REJECTED).count()
         expired = hit.expires_at is not None and hit.expires_at <= now
         if (
             expired
@@ -375,11 +383,13 @@ def _hit_judge(
             }
             more = []
     if more:
-        hit_add_assignments(
-            hit=hit,
-            count=count,
-            reason=f"entity agreement: {max(more)} annotators needed",
-            key=escalation_key(hit_id=hit.pk, annotators=target),
+        store.places.append(
+            PlacesWanted(
+                hit_id=hit.pk,
+                count=count,
+                reason=f"entity agreement: {max(more)} annotators needed",
+                key=escalation_key(hit_id=hit.pk, annotators=target),
+            )
         )
         check.state, check.added = "escalated", count
     for item_id, decision in check.decisions.items():
@@ -390,10 +400,12 @@ def _hit_judge(
 
 @dataclass
 class _Outcomes:
-    """What the checks decided, written in three statements (``write``): each item's
-    resolution (inserted or updated), the agreed links (seen-entity shortcut) and the
-    planned bonuses of the annotators who agreed."""
+    """What the checks decided, written at once (``write``): the places added where more
+    annotators are needed (``hits_add_assignments``), then in three statements each
+    item's resolution (inserted or updated), the agreed links (seen-entity shortcut) and
+    the planned bonuses of the annotators who agreed."""
 
+    places: list[PlacesWanted] = field(default_factory=list)
     resolutions: list[EntityLinkResolution] = field(default_factory=list)
     agreed: list[AgreedLink] = field(default_factory=list)
     bonuses: list[LedgerEntry] = field(default_factory=list)
@@ -437,6 +449,7 @@ class _Outcomes:
         )
 
     def write(self) -> None:
+        hits_add_assignments(wanted=self.places)
         if self.resolutions:
             # An item on two HITs judged here: the later check's outcome, as one after
             # the other would leave it (one statement may not update a row twice).
