@@ -119,7 +119,8 @@ def hits_add_assignments(*, wanted: Sequence[PlacesWanted]) -> dict[int, HIT]:
 
 def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
     """The local workforce's places: each new key's operation written done and its places
-    opened; a key already written adds nothing (asked twice, or twice in ``wanted``)."""
+    opened; a key already written adds nothing (asked twice, or twice in ``wanted``).
+    The HITs are locked, so their new maxima are known before the operations are written."""
     keys = {(locked[r.hit_id].provider, r.key) for r in wanted}
     done = set(
         ProviderOperation.objects.filter(
@@ -135,58 +136,62 @@ def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
     if not new:
         return
     now = timezone.now()
-    operations = [
-        ProviderOperation(
-            provider=provider,
-            kind=OperationKind.ADD_ASSIGNMENTS,
-            campaign_id=locked[request.hit_id].stage.campaign_id,
-            idempotency_key=key,
-            payload={"hit_id": request.hit_id, "count": request.count, "reason": request.reason},
-            state=OperationState.DONE,
-        )
-        for (provider, key), request in new.items()
-    ]
+
+    def operation(request: PlacesWanted, **extra: Any) -> dict[str, Any]:
+        return {
+            "kind": OperationKind.ADD_ASSIGNMENTS,
+            "campaign_id": locked[request.hit_id].stage.campaign_id,
+            "payload": {"hit_id": request.hit_id, "count": request.count, "reason": request.reason},
+            "state": OperationState.DONE,
+            **extra,
+        }
+
+    def maxima() -> dict[int, int]:
+        added: Counter[int] = Counter()
+        for request in new.values():
+            added[request.hit_id] += request.count
+        return {hit_id: locked[hit_id].max_assignments + n for hit_id, n in added.items()}
+
+    after = maxima()
     try:
         with transaction.atomic():
-            ProviderOperation.objects.bulk_create(operations)
+            ProviderOperation.objects.bulk_create(
+                ProviderOperation(
+                    provider=provider,
+                    idempotency_key=key,
+                    **operation(
+                        request,
+                        result={"max_assignments": after[request.hit_id]},
+                        completed_at=now,
+                    ),
+                )
+                for (provider, key), request in new.items()
+            )
     except IntegrityError:
         # Written meanwhile under a key not tied to these HITs' locks: one at a time, as
-        # ``get_or_create`` would (the places of a key written by the other side stay shut).
-        for request in list(new.values()):
-            _, created = ProviderOperation.objects.get_or_create(
-                provider=locked[request.hit_id].provider,
-                idempotency_key=request.key,
-                defaults={
-                    "kind": OperationKind.ADD_ASSIGNMENTS,
-                    "campaign_id": locked[request.hit_id].stage.campaign_id,
-                    "payload": {
-                        "hit_id": request.hit_id, "count": request.count, "reason": request.reason,
-                    },
-                    "state": OperationState.DONE,
-                },
-            )  # fmt: skip
-            if not created:
-                del new[(locked[request.hit_id].provider, request.key)]
-        operations = list(
-            ProviderOperation.objects.filter(
-                provider__in={p for p, _ in new}, idempotency_key__in={k for _, k in new}
+        # ``get_or_create`` would (the places of a key the other side wrote stay shut).
+        created = []
+        for (provider, key), request in list(new.items()):
+            row, fresh = ProviderOperation.objects.get_or_create(
+                provider=provider, idempotency_key=key, defaults=operation(request)
             )
-        )
-        operations = [op for op in operations if (op.provider, op.idempotency_key) in new]
-    added: Counter[int] = Counter()
-    for request in new.values():
-        added[request.hit_id] += request.count
+            if fresh:
+                created.append(row.pk)
+            else:
+                del new[(provider, key)]
+        after = maxima()
+        for row in ProviderOperation.objects.filter(pk__in=created):
+            row.result = {"max_assignments": after[row.payload["hit_id"]]}
+            row.completed_at = now
+            row.save(update_fields=["result", "completed_at", "updated_at"])
+    added = {hit_id: top - locked[hit_id].max_assignments for hit_id, top in after.items()}
     _hits_places_add(added)
-    for hit_id, max_assignments, places_left, status in HIT.objects.filter(
-        pk__in=added
-    ).values_list("pk", "max_assignments", "places_left", "status"):
+    for hit_id, count in added.items():
         hit = locked[hit_id]
-        hit.max_assignments, hit.places_left, hit.status = max_assignments, places_left, status
-    for operation in operations:
-        operation.result = {"max_assignments": locked[operation.payload["hit_id"]].max_assignments}
-        operation.completed_at = now
-        operation.updated_at = now
-    ProviderOperation.objects.bulk_update(operations, ["result", "completed_at", "updated_at"])
+        hit.max_assignments += count
+        hit.places_left += count
+        if hit.status == HITStatus.COMPLETED:
+            hit.status = HITStatus.PUBLISHED
     for request in new.values():
         logger.info("HIT %s: %d more place(s) (%s)", request.hit_id, request.count, request.reason)
 
