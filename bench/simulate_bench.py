@@ -195,8 +195,12 @@ def child(args: argparse.Namespace) -> None:
     if os.environ.get("SIMBENCH_COUNT_QUERIES"):
         import perf_probe_mw
 
-        for key, (n, q, cpu_s) in sorted(perf_probe_mw.STATS.items(), key=lambda kv: -kv[1][2]):
-            print(f"{n:6d} x {q / n:6.1f} queries {cpu_s / n * 1000:7.1f} ms cpu  {key}")
+        stats = sorted(perf_probe_mw.STATS.items(), key=lambda kv: -kv[1][3])
+        for key, (n, q, cpu_s, wall_s) in stats:
+            print(
+                f"{n:6d} x {q / n:5.1f} queries {cpu_s / n * 1000:6.2f} ms CPU "
+                f"{wall_s / n * 1000:6.2f} ms wall = {wall_s:5.1f} s  {key}"
+            )
     counts, digest = fingerprint(campaign)
     load = os.getloadavg()[0]
     print(
