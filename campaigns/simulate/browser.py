@@ -247,6 +247,8 @@ class WSGITransport:
         # the jar changes or its first cookie expires, when every cookie is site-wide
         # (path "/"), so that it is the same for every path (``_cookie_header``).
         self._cookie_header: dict[tuple[str, str], tuple[str | None, float]] = {}
+        # The Set-Cookie headers last read into the jar.
+        self._set_cookies: tuple[str, ...] = ()
 
     def _add_cookie_header(self, request: urllib.request.Request) -> None:
         """``CookieJar.add_cookie_header``, its answer kept per site while it holds: the
@@ -350,7 +352,15 @@ class WSGITransport:
             logger.exception("The app raised on %s %s", environ["REQUEST_METHOD"], split.path)
             return 500, [], b"A server error occurred."
         status, headers = started
-        if any(name.lower() == "set-cookie" for name, _ in headers):
+        set_cookies = tuple(value for name, value in headers if name.lower() == "set-cookie")
+        # The same cookies set again (Django renews the CSRF cookie on every page with a
+        # form) leave the jar as it is, but for their expiry: read only what changed. (A
+        # cookie without a Path takes the request's: always read.)
+        if set_cookies and (
+            set_cookies != self._set_cookies
+            or not all("path=" in value.lower() for value in set_cookies)
+        ):
             self.cookies.extract_cookies(_Response(headers), request)  # type: ignore[arg-type]
             self._cookie_header.clear()
+            self._set_cookies = set_cookies
         return status, headers, body_out
