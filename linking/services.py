@@ -330,7 +330,7 @@ def _checks_run(
             hit=hit, rule=rule, answers=answers, rejected=rejected, items=items_of[hit.pk],
             decided=decided, now=now, store=store,
         )  # fmt: skip
-    store.write()
+    store.write(locked={hit.pk: hit for hit in ready})
 
 
 def _hit_judge(
@@ -448,8 +448,9 @@ class _Outcomes:
             _bonuses(stage=stage, item_id=item["id"], agreed=decision.links, assignments=agreeing)
         )
 
-    def write(self) -> None:
-        hits_add_assignments(wanted=self.places)
+    def write(self, *, locked: Mapping[int, HIT]) -> None:
+        """``locked``: the checked HITs as ``_checks_run`` locked them, with their stages."""
+        hits_add_assignments(wanted=self.places, locked=locked)
         if self.resolutions:
             # An item on two HITs judged here: the later check's outcome, as one after
             # the other would leave it (one statement may not update a row twice).

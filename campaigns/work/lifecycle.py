@@ -83,11 +83,17 @@ class PlacesWanted:
     key: str
 
 
-def hits_add_assignments(*, wanted: Sequence[PlacesWanted]) -> dict[int, HIT]:
+def hits_add_assignments(
+    *, wanted: Sequence[PlacesWanted], locked: Mapping[int, HIT] | None = None
+) -> dict[int, HIT]:
     """``hit_add_assignments`` for many HITs at once (a linking stage's top-up, a round of
     agreement checks): each request as there, with the reads and writes of the local
     workforce's shared (a handful of statements instead of six per HIT). The HITs as
     locked (after their places opened, on the local workforce), by id.
+
+    ``locked``: the HITs of ``wanted``, with their stages, as the caller locked and read
+    them in its transaction (``FOR UPDATE``), so that they are not read again; they are
+    updated in place.
 
     Locking: the HIT rows, in id order (after no other lock of this module).
     """
@@ -98,7 +104,10 @@ def hits_add_assignments(*, wanted: Sequence[PlacesWanted]) -> dict[int, HIT]:
         return {}
     with transaction.atomic():
         hit_ids = sorted({request.hit_id for request in wanted})
-        locked = HIT.objects.select_for_update().select_related("stage").in_bulk(hit_ids)
+        if locked is None:
+            locked = HIT.objects.select_for_update().select_related("stage").in_bulk(hit_ids)
+        else:
+            locked = {hit_id: locked[hit_id] for hit_id in hit_ids}
         missing = set(hit_ids) - set(locked)
         if missing:
             raise HIT.DoesNotExist(f"No HIT {min(missing)}.")
