@@ -68,14 +68,19 @@ _FIELDS = (
 )
 
 
-def stage_submissions(*, stage: Stage, scope: Q | None = None) -> list[Submission]:
+def stage_submissions(
+    *, stage: Stage, scope: Q | None = None, few: bool = False
+) -> list[Submission]:
     """The stage's stored (submitted, approved, rejected) assignments as ``Submission``s,
     in id order; one query, fetched ``LOAD_CHUNK`` rows at a time (a server-side cursor
-    on PostgreSQL); ``scope`` narrows them further."""
+    on PostgreSQL); ``scope`` narrows them further. ``few``: the scope keeps a handful
+    (one HIT's and one worker's), read at once without the cursor's extra statements."""
     base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
     if scope is not None:
         base = base.filter(scope)
-    rows = base.order_by("pk").values_list(*_FIELDS).iterator(chunk_size=LOAD_CHUNK)
+    rows = base.order_by("pk").values_list(*_FIELDS)
+    if not few:
+        rows = rows.iterator(chunk_size=LOAD_CHUNK)
     return [
         Submission(
             id=pk,

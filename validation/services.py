@@ -209,7 +209,7 @@ def assignment_review(*, assignment: Assignment) -> dict[int, Review]:
     stage = assignment.hit.stage
     rules = _rules(stage)
     scope = Q(hit_id=assignment.hit_id) | Q(worker_id=assignment.worker_id)
-    submissions = stage_submissions(stage=stage, scope=scope)
+    submissions = stage_submissions(stage=stage, scope=scope, few=True)
     facts = _facts(stage, submissions, {s.hit_id for s in submissions})
     results: dict[int, Review] = {}
     prepared = rules_prepare(rules)
