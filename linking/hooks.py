@@ -13,17 +13,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
-
 from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.entity_linking import redirect_resolver_register
 from campaigns.work.events import answer_stored, stage_published
 from linking import agreement
 from linking.agreement import EscalationRule
-from linking.selectors import campaign_links_entities, entries_resolve_redirects
+from linking.selectors import entries_resolve_redirects
 from linking.services import hits_entity_agreement_check
-from linking.span_pipeline import get_nlp_soon
 from qaportal.outbox import task_after_commit, task_batch_register
 
 if TYPE_CHECKING:
@@ -31,13 +28,9 @@ if TYPE_CHECKING:
 
 
 def on_stage_published(*, stage: Stage, **_: Any) -> None:
-    """Queue ``linking.prefetch_stage`` after commit when ``stage`` links entities. When
-    the campaign has a linking stage and tasks run in this process (eager Celery: the
-    embedded default, a dry run), start loading the span pipeline meanwhile."""
+    """Queue ``linking.prefetch_stage`` after commit when ``stage`` links entities."""
     if task_type_get(stage.task_type).links_entities:
         task_after_commit("linking.prefetch_stage", stage.pk)
-    if settings.CELERY_TASK_ALWAYS_EAGER and campaign_links_entities(campaign_id=stage.campaign_id):
-        get_nlp_soon()
 
 
 def on_answer_stored(*, assignment: Assignment, stage: Stage, task_type: Any, **_: Any) -> None:

@@ -13,7 +13,6 @@ from django.conf import settings
 from django.core.cache import cache
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Stage
-from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from linking.agreement import AgreementSummary, LinkSet, agreement_summary, link_set
 from linking.client import candidate_source
@@ -90,13 +89,6 @@ def qid_targets(*, qids: Iterable[str], source: CandidateSource | None = None) -
         for qid, entity in entities.items()
         if entity is not None and entity["id"] != qid
     }
-
-
-def campaign_links_entities(*, campaign_id: int) -> bool:
-    """Whether the campaign has a stage whose task type links entities."""
-    return Stage.objects.filter(
-        campaign_id=campaign_id, task_type__in=task_type_names(links_entities=True)
-    ).exists()
 
 
 def seen_links(*, campaign: Campaign, texts: Iterable[str]) -> dict[str, str | None]:

@@ -37,7 +37,6 @@ UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler")
 logger = logging.getLogger(__name__)
 _nlp: Language | None = None
 _nlp_lock = threading.Lock()
-_warming: threading.Thread | None = None
 
 
 def _installed(name: str) -> bool:
@@ -141,24 +140,3 @@ def get_nlp() -> Language:
                     nlp.add_pipe("sentencizer")
                 _nlp = nlp
     return _nlp
-
-
-def get_nlp_soon() -> None:
-    """Start loading the pipeline in a background thread, once per process, when it is
-    not loaded yet: for a process about to propose spans (a campaign with a linking stage
-    started where its hand-offs run), so that the first linking stage does not wait the
-    seconds of spaCy's imports and model load. ``get_nlp`` waits for it if called meanwhile;
-    a failure is logged, and ``get_nlp`` raises it again when called."""
-    global _warming
-    with _nlp_lock:
-        if _nlp is not None or _warming is not None:
-            return
-        _warming = threading.Thread(target=_warm, name="span-pipeline-warm-up", daemon=True)
-    _warming.start()
-
-
-def _warm() -> None:
-    try:
-        get_nlp()
-    except Exception:
-        logger.exception("loading the span pipeline in the background failed")

@@ -629,14 +629,15 @@ def stage_load(*, stage_id: int) -> Stage:
 
 
 def assignment_load(
-    *, assignment_id: int, workers: RequestWorkers, lock: bool = False
+    *, assignment_id: int, workers: RequestWorkers, lock: bool = False, items: bool = True
 ) -> Assignment:
     """The assignment with its HIT, stage and campaign if one of ``workers`` holds it;
     ``Assignment.DoesNotExist`` otherwise. One query (on PostgreSQL with the HIT's
-    items, which ``hit_items`` then reads without one); ``lock``: ``FOR UPDATE`` of the
-    assignment row (inside a transaction)."""
+    items, which ``hit_items`` then reads without one, unless ``items`` is off: a page
+    that shows none); ``lock``: ``FOR UPDATE`` of the assignment row (inside a
+    transaction)."""
     suffix = " FOR UPDATE OF a" if lock and connection.features.has_select_for_update_of else ""
-    with_items = connection.vendor == "postgresql"
+    with_items = items and connection.vendor == "postgresql"
     sql = _ASSIGNMENT_FULL_SQL.format(items=_ITEMS_COLUMN if with_items else "")
     with connection.cursor() as cursor:
         prepared.execute(cursor, sql + suffix, [assignment_id])
@@ -666,13 +667,13 @@ def assignment_load(
 
 
 def assignment_get_for_workers(
-    *, assignment_id: int, workers: RequestWorkers | Collection[Worker]
+    *, assignment_id: int, workers: RequestWorkers | Collection[Worker], items: bool = True
 ) -> Assignment:
     """The assignment (with its HIT, stage and campaign) if one of ``workers`` holds it;
-    ``Assignment.DoesNotExist`` otherwise. One query."""
+    ``Assignment.DoesNotExist`` otherwise. One query (``items``: as ``assignment_load``)."""
     if not isinstance(workers, RequestWorkers):
         workers = RequestWorkers(worker_ids=tuple(w.pk for w in workers))
-    return assignment_load(assignment_id=assignment_id, workers=workers)
+    return assignment_load(assignment_id=assignment_id, workers=workers, items=items)
 
 
 def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:

@@ -72,10 +72,10 @@ def _get_stage(stage_id: int) -> Stage:
         raise Http404("No such stage.") from None
 
 
-def _get_assignment(request: HttpRequest, assignment_id: int) -> Assignment:
+def _get_assignment(request: HttpRequest, assignment_id: int, *, items: bool = True) -> Assignment:
     try:
         return assignment_get_for_workers(
-            assignment_id=assignment_id, workers=_request_workers(request)
+            assignment_id=assignment_id, workers=_request_workers(request), items=items
         )
     except Assignment.DoesNotExist:
         raise Http404("No such task.") from None
@@ -271,7 +271,7 @@ def assignment_return_view(request: HttpRequest, assignment_id: int) -> HttpResp
 @require_http_methods(["GET"])
 def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """Thank you, what was stored, and the way to the next task."""
-    assignment = _get_assignment(request, assignment_id)
+    assignment = _get_assignment(request, assignment_id, items=False)
     if assignment.status not in STORED_STATES:
         return redirect("worker:assignment", assignment_id=assignment.pk)
     stage = assignment.hit.stage

@@ -228,26 +228,3 @@ def test_workers_go_on_from_the_thank_you_page(mintaka_campaign, monkeypatch):
     assert len(stage_pages) < len(accepts) / 2, (len(stage_pages), len(accepts))
     stored = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=STORED)
     assert stored.count() == sum(t.submitted for t in result.stages.values()) > len(stage_pages)
-
-
-def test_a_started_campaign_with_a_linking_stage_loads_the_pipeline_early(
-    mintaka_campaign, monkeypatch
-):
-    """Publishing a stage of a campaign that links entities, where tasks run in process
-    (eager Celery), starts loading the span pipeline in the background; a campaign
-    without a linking stage does not."""
-    from linking import span_pipeline
-
-    started: list[str] = []
-    monkeypatch.setattr(span_pipeline, "_nlp", None)
-    monkeypatch.setattr(span_pipeline, "_warming", None)
-    monkeypatch.setattr(span_pipeline, "_warm", lambda: started.append("warm"))
-
-    campaign_start(campaign=mintaka_campaign(slug="warm-none", stages=1), to_state="live")
-    assert started == []
-    campaign_start(campaign=mintaka_campaign(slug="warm-link", stages=2), to_state="live")
-    span_pipeline._warming.join(timeout=10)
-    assert started == ["warm"]
-    # Once per process.
-    span_pipeline.get_nlp_soon()
-    assert started == ["warm"]
