@@ -78,9 +78,8 @@ def stage_submissions(
     base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
     if scope is not None:
         base = base.filter(scope)
-    rows = base.order_by("pk").values_list(*_FIELDS)
-    if not few:
-        rows = rows.iterator(chunk_size=LOAD_CHUNK)
+    query = base.order_by("pk").values_list(*_FIELDS)
+    rows: Iterable[Any] = query if few else query.iterator(chunk_size=LOAD_CHUNK)
     return [
         Submission(
             id=pk,

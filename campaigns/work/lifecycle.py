@@ -139,9 +139,9 @@ def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
     )
     new: dict[tuple[str, str], PlacesWanted] = {}
     for request in wanted:
-        key = (locked[request.hit_id].provider, request.key)
-        if key not in done:
-            new.setdefault(key, request)
+        provider_key = (locked[request.hit_id].provider, request.key)
+        if provider_key not in done:
+            new.setdefault(provider_key, request)
     if not new:
         return
     now = timezone.now()
