@@ -296,3 +296,37 @@ def test_mc_validation_page_does_not_leak_the_writer_label():
     html = render("mc_validation", items=items, config={}, answer={}, errors={}, preview=False)
     assert "checked" not in html
     assert "writer" not in html
+
+
+def test_linking_rows_escape_what_the_worker_and_the_data_wrote():
+    """The entity-linking form's rows (built by ``tt_link_row``) escape the span's text, its
+    kind and the worker's id as the template engine would, in text and in attributes."""
+    evil = '"><script>alert(1)</script>'
+    items = [
+        item(
+            "l1",
+            {
+                "question": "Who?",
+                "answer": f"Zorblax {evil}",
+                "proposed_spans": [{"start": 8, "end": 8 + len(evil), "text": evil, "kind": evil}],
+            },
+        )
+    ]
+    answer = {
+        "items": [
+            {
+                "external_id": "l1",
+                "links": [{"start": 8, "end": 8 + len(evil), "text": evil, "qid": evil}],
+            }
+        ]
+    }
+    errors = {"items/0/links/0/qid": f"Not an id: {evil}"}
+    for preview in (False, True):
+        html = render(
+            "answer_entity_linking", items=items, config={}, answer=answer, errors=errors,
+            preview=preview,
+        )  # fmt: skip
+        assert "<script>" not in html
+        assert html.count("&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;") >= 6
+        assert 'aria-invalid="true"' in html
+        assert (" disabled" in html) is preview
