@@ -3,10 +3,19 @@ from __future__ import annotations
 import os
 
 import pytest
+from django.core.servers.basehttp import WSGIRequestHandler
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory
+
+# Live servers (``live_server``, browser tests) answer with TCP_NODELAY, as gunicorn
+# does: wsgiref writes a response's headers and body in two sends, and with Nagle's
+# algorithm on, the body waits for the client's delayed ACK of the headers (40 ms on
+# Linux loopback), which made the API fuzz test, thousands of small requests, wait
+# most of its time. (The fuzz test closes each connection after its answer: a request
+# whose body the dev server left unread must not be read as the next request.)
+WSGIRequestHandler.disable_nagle_algorithm = True
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 ST = Path(sys.executable).parent / "st"
 
 
-@pytest.mark.slow(seconds=330)
+@pytest.mark.slow(seconds=150)
 def test_no_server_error_for_generated_requests(live_server, requester):
     _campaign, writing, _ = local_pipeline(requester, slug="fuzzed")
     submitted_assignment(writing)
@@ -33,6 +33,12 @@ def test_no_server_error_for_generated_requests(live_server, requester):
             live_server.url,
             "--header",
             f"Authorization: Token {token}",
+            # One connection per request: Django's dev server leaves a body it did not
+            # read (a malformed length, say) on the socket, and on a kept-alive
+            # connection it parsed those bytes as the next request and answered them with
+            # an HTTP/0.9 error page, which schemathesis reports as a network error.
+            "--header",
+            "Connection: close",
             "--checks",
             "not_a_server_error",
             "--phases",
