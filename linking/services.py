@@ -266,7 +266,8 @@ def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementChec
     simulator's round of submissions); the checks, in the order of ``hit_ids``.
 
     Locking: the HIT rows, in id order, then the items' resolution rows, for the one
-    transaction (``hits_add_assignments`` locks the escalated HITs again, in it).
+    transaction (the escalated HITs get their places from ``hits_add_assignments``, given
+    the rows locked here).
     """
     ids = list(dict.fromkeys(hit_ids))
     stage_of = dict(HIT.objects.filter(pk__in=ids).values_list("pk", "stage_id"))

@@ -26,7 +26,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connections, router, transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -95,21 +95,19 @@ _INSERT_SQL = (
 
 def _message_insert(task: str, args: list[Any]) -> OutboxMessage:
     """``OutboxMessage.objects.create(task=task, args=args)``, in one prepared statement."""
-    using = router.db_for_write(OutboxMessage)
-    connection = connections[using]
     if not connection.features.can_return_columns_from_insert:
         return OutboxMessage.objects.create(task=task, args=args)
     now = timezone.now()
     with connection.cursor() as cursor:
-        params = [task, json.dumps(args), connection.ops.adapt_datetimefield_value(now)]
-        if using == DEFAULT_DB_ALIAS:
-            prepared.execute(cursor, _INSERT_SQL, params)
-        else:
-            cursor.execute(_INSERT_SQL, params)
+        prepared.execute(
+            cursor,
+            _INSERT_SQL,
+            [task, json.dumps(args), connection.ops.adapt_datetimefield_value(now)],
+        )
         (pk,) = cursor.fetchone()
     message = OutboxMessage(pk=pk, task=task, args=args, created_at=now, dispatches=0)
     message._state.adding = False
-    message._state.db = using
+    message._state.db = connection.alias
     return message
 
 

@@ -122,12 +122,16 @@ class _Stage:
     task_type: str
     config: dict[str, Any]
     # Its worker page and the page's Accept form action.
-    path: str = ""
-    accept_path: str = ""
+    path: str = field(init=False)
+    accept_path: str = field(init=False)
 
     def __post_init__(self) -> None:
         self.path = reverse("worker:stage", kwargs={"stage_id": self.pk})
         self.accept_path = reverse("worker:accept", kwargs={"stage_id": self.pk})
+
+    def offers_accept(self, page: Page) -> bool:
+        """Whether ``page`` (the stage page, a thank-you page) has this stage's Accept form."""
+        return f'action="{self.accept_path}"' in page.text
 
 
 def _stages_with_work(*, stage_ids: list[int], worker_ids: list[int], now: datetime) -> set[int]:
@@ -380,7 +384,7 @@ class CrowdSimulation:
             current = re.search(r'href="(/work/a/\d+/)"', page.text)
             if current:
                 task = browser.get(current.group(1))
-            elif f'action="{accept_path}"' in page.text:
+            elif stage.offers_accept(page):
                 task = browser.post(accept_path, {}, csrf=page.csrf_token(), referer=stage_path)
             else:
                 return False
@@ -418,7 +422,7 @@ class CrowdSimulation:
                 tally.submitted += 1
                 profile_tally.submitted += 1
                 self._advance()
-                if f'action="{stage.accept_path}"' in response.text:
+                if stage.offers_accept(response):
                     worker.next_task = (stage.pk, response)
                 self._maybe_double_submit(worker, task, fields, page)
                 return

@@ -37,15 +37,7 @@ def tasktype_view(context: template.Context, name: str) -> dict[str, Any]:
 @register.simple_tag(takes_context=True)
 def tt_attrs(context: template.Context, f: Field, describedby: str = "") -> SafeString:
     """``id``, ``name`` and the ARIA attributes of a control (and ``disabled`` in preview)."""
-    ids = " ".join(x for x in (describedby, f.error_id if f.error else "") if x)
-    attrs = format_html('id="{}" name="{}"', f.id, f.name)
-    if ids:
-        attrs += format_html(' aria-describedby="{}"', ids)
-    if f.error:
-        attrs += mark_safe(' aria-invalid="true"')
-    if context.get("preview"):
-        attrs += mark_safe(" disabled")
-    return attrs
+    return mark_safe(_attrs(f, bool(context.get("preview")), describedby))  # noqa: S308 (escaped)
 
 
 @register.simple_tag
@@ -105,11 +97,14 @@ def _esc(value: Any) -> str:
     return html() if html is not None else escape(str(value))
 
 
-def _attrs(f: Field, preview: bool) -> str:
-    """``tt_attrs`` (no ``describedby``), as a plain string."""
+def _attrs(f: Field, preview: bool, describedby: str = "") -> str:
+    """``tt_attrs`` as a plain string, its values escaped."""
+    ids = " ".join(x for x in (describedby, f.error_id if f.error else "") if x)
     attrs = f'id="{_esc(f.id)}" name="{_esc(f.name)}"'
+    if ids:
+        attrs += f' aria-describedby="{_esc(ids)}"'
     if f.error:
-        attrs += f' aria-describedby="{_esc(f.error_id)}" aria-invalid="true"'
+        attrs += ' aria-invalid="true"'
     return attrs + (" disabled" if preview else "")
 
 

@@ -51,10 +51,27 @@ def hit_places_add(*, hit_id: int, count: int) -> None:
 
     Call it in the transaction that records the operation as done.
     """
-    HIT.objects.filter(pk=hit_id).update(
-        max_assignments=F("max_assignments") + count, places_left=F("places_left") + count
+    hits_places_add({hit_id: count})
+
+
+def hits_places_add(added: Mapping[int, int]) -> None:
+    """``hit_places_add`` for each HIT of ``added`` (hit id -> places): one UPDATE per
+    distinct count, one to reopen the completed ones."""
+    for count, hit_ids in _by_count(added).items():
+        HIT.objects.filter(pk__in=hit_ids).update(
+            max_assignments=F("max_assignments") + count, places_left=F("places_left") + count
+        )
+    HIT.objects.filter(pk__in=list(added), status=HITStatus.COMPLETED).update(
+        status=HITStatus.PUBLISHED
     )
-    HIT.objects.filter(pk=hit_id, status=HITStatus.COMPLETED).update(status=HITStatus.PUBLISHED)
+
+
+def _by_count(counts: Mapping[int, int]) -> dict[int, list[int]]:
+    """``{hit id: count}`` as ``{count: [hit ids]}``, ids in order (one UPDATE per count)."""
+    by_count: dict[int, list[int]] = {}
+    for hit_id, count in sorted(counts.items()):
+        by_count.setdefault(count, []).append(hit_id)
+    return by_count
 
 
 def hit_add_assignments(*, hit: HIT, count: int = 1, reason: str, key: str) -> HIT:
@@ -129,7 +146,60 @@ def hits_add_assignments(
 def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
     """The local workforce's places: each new key's operation written done and its places
     opened; a key already written adds nothing (asked twice, or twice in ``wanted``).
-    The HITs are locked, so their new maxima are known before the operations are written."""
+    The HITs are locked, so their new maxima are known before the operations are written.
+    A key another transaction wrote meanwhile (one not tied to these HITs' locks) makes
+    the INSERT fail once it committed: the keys are read again and the rest written."""
+    for attempt in range(2):
+        new = _keys_not_written(locked=locked, wanted=wanted)
+        if not new:
+            return
+        added: Counter[int] = Counter()
+        for request in new.values():
+            added[request.hit_id] += request.count
+        now = timezone.now()
+        operations = [
+            ProviderOperation(
+                provider=provider,
+                idempotency_key=key,
+                kind=OperationKind.ADD_ASSIGNMENTS,
+                campaign_id=locked[request.hit_id].stage.campaign_id,
+                payload={
+                    "hit_id": request.hit_id,
+                    "count": request.count,
+                    "reason": request.reason,
+                },
+                state=OperationState.DONE,
+                result={
+                    "max_assignments": locked[request.hit_id].max_assignments
+                    + added[request.hit_id]
+                },
+                completed_at=now,
+            )
+            for (provider, key), request in new.items()
+        ]
+        try:
+            with transaction.atomic():
+                ProviderOperation.objects.bulk_create(operations)
+            break
+        except IntegrityError:
+            if attempt:
+                raise
+    hits_places_add(added)
+    for hit_id, count in added.items():
+        hit = locked[hit_id]
+        hit.max_assignments += count
+        hit.places_left += count
+        if hit.status == HITStatus.COMPLETED:
+            hit.status = HITStatus.PUBLISHED
+    for request in new.values():
+        logger.info("HIT %s: %d more place(s) (%s)", request.hit_id, request.count, request.reason)
+
+
+def _keys_not_written(
+    *, locked: dict[int, HIT], wanted: list[PlacesWanted]
+) -> dict[tuple[str, str], PlacesWanted]:
+    """The requests of ``wanted`` whose (provider, key) has no operation yet, the first of
+    each key."""
     keys = {(locked[r.hit_id].provider, r.key) for r in wanted}
     done = set(
         ProviderOperation.objects.filter(
@@ -142,81 +212,7 @@ def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
         provider_key = (locked[request.hit_id].provider, request.key)
         if provider_key not in done:
             new.setdefault(provider_key, request)
-    if not new:
-        return
-    now = timezone.now()
-
-    def operation(request: PlacesWanted, **extra: Any) -> dict[str, Any]:
-        return {
-            "kind": OperationKind.ADD_ASSIGNMENTS,
-            "campaign_id": locked[request.hit_id].stage.campaign_id,
-            "payload": {"hit_id": request.hit_id, "count": request.count, "reason": request.reason},
-            "state": OperationState.DONE,
-            **extra,
-        }
-
-    def maxima() -> dict[int, int]:
-        added: Counter[int] = Counter()
-        for request in new.values():
-            added[request.hit_id] += request.count
-        return {hit_id: locked[hit_id].max_assignments + n for hit_id, n in added.items()}
-
-    after = maxima()
-    try:
-        with transaction.atomic():
-            ProviderOperation.objects.bulk_create(
-                ProviderOperation(
-                    provider=provider,
-                    idempotency_key=key,
-                    **operation(
-                        request,
-                        result={"max_assignments": after[request.hit_id]},
-                        completed_at=now,
-                    ),
-                )
-                for (provider, key), request in new.items()
-            )
-    except IntegrityError:
-        # Written meanwhile under a key not tied to these HITs' locks: one at a time, as
-        # ``get_or_create`` would (the places of a key the other side wrote stay shut).
-        created = []
-        for (provider, key), request in list(new.items()):
-            row, fresh = ProviderOperation.objects.get_or_create(
-                provider=provider, idempotency_key=key, defaults=operation(request)
-            )
-            if fresh:
-                created.append(row.pk)
-            else:
-                del new[(provider, key)]
-        after = maxima()
-        for row in ProviderOperation.objects.filter(pk__in=created):
-            row.result = {"max_assignments": after[row.payload["hit_id"]]}
-            row.completed_at = now
-            row.save(update_fields=["result", "completed_at", "updated_at"])
-    added = {hit_id: top - locked[hit_id].max_assignments for hit_id, top in after.items()}
-    _hits_places_add(added)
-    for hit_id, count in added.items():
-        hit = locked[hit_id]
-        hit.max_assignments += count
-        hit.places_left += count
-        if hit.status == HITStatus.COMPLETED:
-            hit.status = HITStatus.PUBLISHED
-    for request in new.values():
-        logger.info("HIT %s: %d more place(s) (%s)", request.hit_id, request.count, request.reason)
-
-
-def _hits_places_add(added: Mapping[int, int]) -> None:
-    """``hit_places_add`` for each HIT of ``added`` (one UPDATE per distinct count)."""
-    by_count: dict[int, list[int]] = {}
-    for hit_id, count in sorted(added.items()):
-        by_count.setdefault(count, []).append(hit_id)
-    for count, hit_ids in by_count.items():
-        HIT.objects.filter(pk__in=hit_ids).update(
-            max_assignments=F("max_assignments") + count, places_left=F("places_left") + count
-        )
-    HIT.objects.filter(pk__in=list(added), status=HITStatus.COMPLETED).update(
-        status=HITStatus.PUBLISHED
-    )
+    return new
 
 
 # --- Returning and expiry ------------------------------------------------------------
@@ -227,10 +223,7 @@ def _places_free(freed: Mapping[int, int]) -> None:
 
     Call in the transaction that moved the assignments out of a holding state.
     """
-    by_count: dict[int, list[int]] = {}
-    for hit_id, count in sorted(freed.items()):
-        by_count.setdefault(count, []).append(hit_id)
-    for count, hit_ids in by_count.items():
+    for count, hit_ids in _by_count(freed).items():
         HIT.objects.filter(pk__in=hit_ids).update(places_left=F("places_left") + count)
 
 

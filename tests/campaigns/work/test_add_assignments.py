@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, ProviderOperation
+from campaigns.work import lifecycle
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.lifecycle import PlacesWanted, hit_add_assignments, hits_add_assignments
 from campaigns.work.publishing import stage_publish
@@ -91,25 +92,26 @@ def test_many_hits_at_once_each_key_once(make_stage, invited, django_assert_max_
 
 def test_a_key_written_meanwhile_is_not_added_again(make_stage, monkeypatch):
     """The bulk insert meets a key another transaction wrote after the check (a key not
-    tied to these HITs' locks): the batch goes on one key at a time and adds the places
-    of the keys it wrote only."""
+    tied to these HITs' locks): the batch reads the keys again and adds the places of
+    the keys it wrote only."""
     stage = make_stage(items=2)
     stage_publish(stage=stage)
     first, second = HIT.objects.filter(stage=stage).order_by("pk")
-    real_filter = ProviderOperation.objects.filter
-    calls = {"n": 0}
+    real_check = lifecycle._keys_not_written
+    checks = []
 
-    def racing_filter(*args, **kwargs):
-        calls["n"] += 1
-        if calls["n"] == 1:  # the check for written keys: the other side writes now
+    def racing_check(**kwargs):
+        new = real_check(**kwargs)  # read before the other side writes
+        checks.append(sorted(key for _, key in new))
+        if len(checks) == 1:
             ProviderOperation.objects.create(
                 provider="local", kind="add_assignments", campaign=stage.campaign,
                 idempotency_key="shared", payload={"hit_id": first.pk, "count": 5},
                 state="done",
             )  # fmt: skip
-        return real_filter(*args, **kwargs)
+        return new
 
-    monkeypatch.setattr(ProviderOperation.objects, "filter", racing_filter)
+    monkeypatch.setattr(lifecycle, "_keys_not_written", racing_check)
     hits_add_assignments(
         wanted=[
             PlacesWanted(hit_id=first.pk, count=2, reason="race", key="shared"),
@@ -121,3 +123,5 @@ def test_a_key_written_meanwhile_is_not_added_again(make_stage, monkeypatch):
     assert first.max_assignments == 1  # the other side's key: its places are not ours
     assert (second.max_assignments, second.places_left) == (2, 2)
     assert ProviderOperation.objects.get(idempotency_key="mine").result == {"max_assignments": 2}
+    # The insert failed on the key written meanwhile, and the keys were read again.
+    assert checks == [["mine", "shared"], ["mine"]]
