@@ -212,15 +212,21 @@ class CrowdSimulation:
         # Submissions, returns and approvals so far: new work can only appear when it
         # grows, so a worker that found nothing waits for it to change.
         self._progress = 0
+        # Of those, the events that can open a place (a return, a round's queue, an
+        # approval and its hand-off, the requester's turn; a submission only when its
+        # queue runs before the next turn): between two, places are only taken.
+        self._openings = 0
         self._lock = threading.Lock()
-        # (progress, stages with work) as last read (``_stages_with_work``).
+        # (openings, stages with work) as last read (``_stages_with_work``).
         self._with_work: tuple[int, set[int]] | None = None
         # The run's workers (``Worker`` ids), once they joined.
         self._worker_ids: list[int] = []
 
-    def _advance(self) -> None:
+    def _advance(self, *, opens: bool = True) -> None:
         with self._lock:
             self._progress += 1
+            if opens:
+                self._openings += 1
 
     # --- The run --------------------------------------------------------------------
 
@@ -333,7 +339,7 @@ class CrowdSimulation:
         if worker.idle_at == self._progress:
             return False
         seen = self._progress
-        with_work = self._stages_with_work(seen)
+        with_work = self._stages_with_work()
         for stage in self.stages:
             if worker.returns[stage.pk] >= MAX_RETURNS_PER_STAGE:
                 continue
@@ -346,17 +352,19 @@ class CrowdSimulation:
         worker.idle_at = seen
         return False
 
-    def _stages_with_work(self, progress: int) -> set[int]:
+    def _stages_with_work(self) -> set[int]:
         """The stages whose page may offer someone a task: a published, unexpired HIT
         with a free place (what ``hits_open`` reads), or an assignment one of the run's
         workers accepted and has yet to finish. The page of any other stage shows every
-        worker no task, so it is not asked for: one query per change of the run's
-        progress instead of a page per worker and stage (idle workers polled pages that
-        could offer nothing).
-        Cached by progress: everything that can open a place (a return, an approval
-        and its hand-off, the requester's turn) advances it."""
+        worker no task, so it is not asked for: one query per opening instead of a page
+        per worker and stage (idle workers polled pages that could offer nothing).
+        Read again only after an event that can open a place (``_advance(opens=True)``):
+        in between, places are only taken, so the set read last still holds every stage
+        with work, and a stage that ran out meanwhile shows its page's "no task" (the
+        turn goes on to the next stage, as it would have without it)."""
         with self._lock:
-            if self._with_work is not None and self._with_work[0] == progress:
+            openings = self._openings
+            if self._with_work is not None and self._with_work[0] == openings:
                 return self._with_work[1]
         found = _stages_with_work(
             stage_ids=[stage.pk for stage in self.stages],
@@ -364,7 +372,7 @@ class CrowdSimulation:
             now=timezone.now(),
         )
         with self._lock:
-            self._with_work = (progress, found)
+            self._with_work = (openings, found)
         return found
 
     def _work_in_stage(self, worker: SimulatedWorker, stage: _Stage) -> bool:
@@ -421,7 +429,8 @@ class CrowdSimulation:
             if self._stored(worker, response):
                 tally.submitted += 1
                 profile_tally.submitted += 1
-                self._advance()
+                # One turn at a time, its queue runs at the round's end (``_pass``).
+                self._advance(opens=self.concurrency > 1)
                 if stage.offers_accept(response):
                     worker.next_task = (stage.pk, response)
                 self._maybe_double_submit(worker, task, fields, page)

@@ -228,3 +228,43 @@ def test_workers_go_on_from_the_thank_you_page(mintaka_campaign, monkeypatch):
     assert len(stage_pages) < len(accepts) / 2, (len(stage_pages), len(accepts))
     stored = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=STORED)
     assert stored.count() == sum(t.submitted for t in result.stages.values()) > len(stage_pages)
+
+
+def test_stages_with_work_read_again_only_after_an_opening(mintaka_campaign, monkeypatch):
+    """The stages with work are read once per event that can open a place (a round's
+    queue, an approval, a return), not after each submission: in between places are only
+    taken, so the set read last still holds every stage with work. The run is the same
+    as when the set is read before every turn, with far fewer reads."""
+    from campaigns.simulate import crowd
+
+    real = crowd._stages_with_work
+    reads: list[int] = []
+
+    def counted(**kwargs):
+        reads.append(1)
+        return real(**kwargs)
+
+    monkeypatch.setattr(crowd, "_stages_with_work", counted)
+    runs, read_counts = [], []
+    for slug, fresh in (("sim-cached", False), ("sim-fresh", True)):
+        if fresh:  # the set read before every turn, as before
+            monkeypatch.setattr(
+                crowd.CrowdSimulation,
+                "_stages_with_work",
+                lambda self: counted(
+                    stage_ids=[s.pk for s in self.stages],
+                    worker_ids=self._worker_ids,
+                    now=crowd.timezone.now(),
+                ),
+            )
+        reads.clear()
+        campaign = mintaka_campaign(slug=slug, topics=("art", "war"))
+        campaign = campaign_start(campaign=campaign, to_state="live")
+        result = simulate_crowd(campaign=campaign, workers=3, seed=7, approve_all=True)
+        assert result.ok, "\n".join(result.lines())
+        runs.append(_run_signature(result, campaign))
+        read_counts.append(len(reads))
+    assert runs[0] == runs[1]
+    submitted = sum(stage[1] for stage in runs[0][0])
+    assert read_counts[1] >= submitted > 0
+    assert read_counts[0] < read_counts[1] / 2, read_counts
