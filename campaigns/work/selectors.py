@@ -216,13 +216,14 @@ CURRENT_ASSIGNMENT_SQL = """(SELECT a.id FROM campaigns_assignment a
 # ``{worker}`` is the worker's id column or a placeholder. The status is written out:
 # a prepared statement's generic plan can use the partial index ``hit_open_places``
 # only when the statement itself says "published".
-_NEXT_HIT_SQL = f"""SELECT h.id FROM campaigns_hit h
-  WHERE h.stage_id = %s AND h.status = '{HITStatus.PUBLISHED}' AND h.places_left > 0
-    AND (h.expires_at IS NULL OR h.expires_at > %s)
+# ``{stage}`` and ``{worker}``: a placeholder or the outer query's column.
+_NEXT_HIT_SQL = f"""SELECT nh.id FROM campaigns_hit nh
+  WHERE nh.stage_id = {{stage}} AND nh.status = '{HITStatus.PUBLISHED}' AND nh.places_left > 0
+    AND (nh.expires_at IS NULL OR nh.expires_at > %s)
     AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
-                    WHERE ah.hit_id = h.id AND ah.worker_id = {{worker}}
+                    WHERE ah.hit_id = nh.id AND ah.worker_id = {{worker}}
                       AND ah.status IN (%s, %s, %s, %s))
-  ORDER BY h.id LIMIT 1"""  # noqa: S608 - a constant, no input
+  ORDER BY nh.id LIMIT 1"""  # noqa: S608 - a constant, no input
 assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
@@ -240,8 +241,10 @@ def _next_hit_simple(stage: Stage) -> bool:
     return not task_type_has_exclusive_keys(task_type) and not stage_excludes_own_work(stage=stage)
 
 
-def _next_hit_params(stage: Stage, now: datetime) -> list[Any]:
-    return [stage.pk, connection.ops.adapt_datetimefield_value(now), *ASSIGNMENT_HOLDING_STATES]
+def _next_hit_params(stage: Stage | None, now: datetime) -> list[Any]:
+    """The parameters of ``_NEXT_HIT_SQL`` (``stage``: None when ``{stage}`` is a column)."""
+    params = [connection.ops.adapt_datetimefield_value(now), *ASSIGNMENT_HOLDING_STATES]
+    return params if stage is None else [stage.pk, *params]
 
 
 @dataclass(frozen=True)
@@ -284,7 +287,7 @@ def stage_visit(
         who_params.append(workers.user_id)
     workable = stage.campaign.state in WORKABLE_STATES
     simple = workable and _next_hit_simple(stage)
-    next_hit = f"({_NEXT_HIT_SQL.format(worker='w.id')})" if simple else "NULL"
+    next_hit = f"({_NEXT_HIT_SQL.format(stage='%s', worker='w.id')})" if simple else "NULL"
     required = required_qualification_ids(stage=stage) if qualifications else []
     columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, {next_hit}"
     where = f"({' OR '.join(who)}) AND {WORKER_ACCESS_SQL}" + _QUALIFIED_SQL * len(required)
@@ -508,9 +511,21 @@ def hit_next_available_id(*, stage: Stage, worker_id: int) -> int | None:
     params = _next_hit_params(stage, timezone.now())
     params.insert(2, worker_id)
     with connection.cursor() as cursor:
-        prepared.execute(cursor, _NEXT_HIT_SQL.format(worker="%s"), params)
+        prepared.execute(cursor, _NEXT_HIT_SQL.format(stage="%s", worker="%s"), params)
         row = cursor.fetchone()
     return row[0] if row else None
+
+
+def assignment_next_hit_id(*, assignment: Assignment) -> int | None:
+    """``hit_next_available_id`` for the assignment's worker in its stage (loaded with
+    it): without a query when ``assignment_load(next_hit=True)`` read it and the stage's
+    next HIT is the simple case."""
+    stage = assignment.hit.stage
+    if stage.campaign.state not in WORKABLE_STATES:
+        return None
+    if hasattr(assignment, NEXT_HIT_PREFETCHED) and _next_hit_simple(stage):
+        return getattr(assignment, NEXT_HIT_PREFETCHED)
+    return hit_next_available_id(stage=stage, worker_id=assignment.worker_id)
 
 
 def assignment_current(*, stage: Stage, worker: Worker | int) -> Assignment | None:
@@ -566,6 +581,11 @@ _ITEMS_COLUMN = """,
   (SELECT json_agg(json_build_array(hi.item_id, i.external_id, i.data) ORDER BY hi.position)
    FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
    WHERE hi.hit_id = a.hit_id)::text"""
+# The thank-you page: the HIT its worker would get next in the stage (``_NEXT_HIT_SQL``,
+# the simple case), read with the assignment.
+_NEXT_HIT_COLUMN = f",\n  ({_NEXT_HIT_SQL.format(stage='h.stage_id', worker='a.worker_id')})"
+# The attribute of an assignment holding that HIT's id as ``assignment_load`` read it.
+NEXT_HIT_PREFETCHED = "_next_hit_prefetched"
 _FULL_MODELS: tuple[type[Model], ...] = (Assignment, HIT, Stage, Campaign)
 
 
@@ -629,18 +649,26 @@ def stage_load(*, stage_id: int) -> Stage:
 
 
 def assignment_load(
-    *, assignment_id: int, workers: RequestWorkers, lock: bool = False, items: bool = True
+    *,
+    assignment_id: int,
+    workers: RequestWorkers,
+    lock: bool = False,
+    items: bool = True,
+    next_hit: bool = False,
 ) -> Assignment:
     """The assignment with its HIT, stage and campaign if one of ``workers`` holds it;
     ``Assignment.DoesNotExist`` otherwise. One query (on PostgreSQL with the HIT's
     items, which ``hit_items`` then reads without one, unless ``items`` is off: a page
-    that shows none); ``lock``: ``FOR UPDATE`` of the assignment row (inside a
-    transaction)."""
+    that shows none; with ``next_hit``, the HIT its worker would get next in the stage,
+    which ``assignment_next_hit_id`` then reads without one); ``lock``: ``FOR UPDATE``
+    of the assignment row (inside a transaction)."""
     suffix = " FOR UPDATE OF a" if lock and connection.features.has_select_for_update_of else ""
     with_items = items and connection.vendor == "postgresql"
-    sql = _ASSIGNMENT_FULL_SQL.format(items=_ITEMS_COLUMN if with_items else "")
+    columns = (_ITEMS_COLUMN if with_items else "") + (_NEXT_HIT_COLUMN if next_hit else "")
+    sql = _ASSIGNMENT_FULL_SQL.format(items=columns)
+    params = [*(_next_hit_params(None, timezone.now()) if next_hit else []), assignment_id]
     with connection.cursor() as cursor:
-        prepared.execute(cursor, sql + suffix, [assignment_id])
+        prepared.execute(cursor, sql + suffix, params)
         row = cursor.fetchone()
     if row is None:
         raise Assignment.DoesNotExist("No such assignment.")
@@ -651,8 +679,12 @@ def assignment_load(
         start = end
     user_id, provider = row[start : start + 2]
     assignment, hit, stage, campaign = parts
+    extra = start + 2
     if with_items:
-        setattr(hit, ITEMS_PREFETCHED, row[start + 2] or "[]")
+        setattr(hit, ITEMS_PREFETCHED, row[extra] or "[]")
+        extra += 1
+    if next_hit:
+        setattr(assignment, NEXT_HIT_PREFETCHED, row[extra])
     owned = assignment.worker_id in workers.worker_ids or (
         workers.user_id is not None
         and user_id == workers.user_id
@@ -667,13 +699,20 @@ def assignment_load(
 
 
 def assignment_get_for_workers(
-    *, assignment_id: int, workers: RequestWorkers | Collection[Worker], items: bool = True
+    *,
+    assignment_id: int,
+    workers: RequestWorkers | Collection[Worker],
+    items: bool = True,
+    next_hit: bool = False,
 ) -> Assignment:
     """The assignment (with its HIT, stage and campaign) if one of ``workers`` holds it;
-    ``Assignment.DoesNotExist`` otherwise. One query (``items``: as ``assignment_load``)."""
+    ``Assignment.DoesNotExist`` otherwise. One query (``items``, ``next_hit``: as
+    ``assignment_load``)."""
     if not isinstance(workers, RequestWorkers):
         workers = RequestWorkers(worker_ids=tuple(w.pk for w in workers))
-    return assignment_load(assignment_id=assignment_id, workers=workers, items=items)
+    return assignment_load(
+        assignment_id=assignment_id, workers=workers, items=items, next_hit=next_hit
+    )
 
 
 def invite_list(*, campaign: Campaign) -> QuerySet[InviteLink]:

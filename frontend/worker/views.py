@@ -28,7 +28,7 @@ from campaigns.work.selectors import (
     StageVisit,
     assignment_get_for_workers,
     assignment_is_current,
-    hit_next_available_id,
+    assignment_next_hit_id,
     request_workers_get,
     stage_entry_for_invite,
     stage_load,
@@ -72,10 +72,15 @@ def _get_stage(stage_id: int) -> Stage:
         raise Http404("No such stage.") from None
 
 
-def _get_assignment(request: HttpRequest, assignment_id: int, *, items: bool = True) -> Assignment:
+def _get_assignment(
+    request: HttpRequest, assignment_id: int, *, items: bool = True, next_hit: bool = False
+) -> Assignment:
     try:
         return assignment_get_for_workers(
-            assignment_id=assignment_id, workers=_request_workers(request), items=items
+            assignment_id=assignment_id,
+            workers=_request_workers(request),
+            items=items,
+            next_hit=next_hit,
         )
     except Assignment.DoesNotExist:
         raise Http404("No such task.") from None
@@ -271,7 +276,7 @@ def assignment_return_view(request: HttpRequest, assignment_id: int) -> HttpResp
 @require_http_methods(["GET"])
 def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """Thank you, what was stored, and the way to the next task."""
-    assignment = _get_assignment(request, assignment_id, items=False)
+    assignment = _get_assignment(request, assignment_id, items=False, next_hit=True)
     if assignment.status not in STORED_STATES:
         return redirect("worker:assignment", assignment_id=assignment.pk)
     stage = assignment.hit.stage
@@ -281,8 +286,7 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
         {
             "assignment": assignment,
             "stage": stage,
-            "more_work": hit_next_available_id(stage=stage, worker_id=assignment.worker_id)
-            is not None,
+            "more_work": assignment_next_hit_id(assignment=assignment) is not None,
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
         },
     )

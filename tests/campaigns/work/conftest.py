@@ -88,6 +88,13 @@ class EchoTask(TaskType):
         return {"rows": rows, "general_errors": form.general_errors()}
 
 
+class PlainEchoTask(EchoTask):
+    """The test task type without exclusive keys (as ``rephrase``, the bench's type)."""
+
+    name = "test_echo_plain"
+    exclusive_key = TaskType.exclusive_key
+
+
 @pytest.fixture(autouse=True)
 def echo_task_type(monkeypatch, settings):
     monkeypatch.setitem(tasktypes._REGISTRY, EchoTask.name, EchoTask())

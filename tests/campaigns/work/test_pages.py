@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from campaigns import tasktypes
-from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Worker
+from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Stage, Worker
 from campaigns.work.invites import invite_create, invite_token, local_grant_add
 from campaigns.work.publishing import stage_publish
 
@@ -225,3 +225,41 @@ def test_a_nul_character_in_an_answer_is_400_and_nothing_is_stored(client, stage
     assert Assignment.objects.get(pk=assignment.pk).status == AssignmentStatus.ACCEPTED
     fixed = client.post(url, {**form, "items/0/text": "my careful words"})
     assert fixed.status_code == 302
+
+
+@pytest.mark.parametrize("task_type", ["test_echo", "test_echo_plain"])
+def test_thank_you_page_offers_next_task_only_while_there_is_one(
+    client, make_stage, monkeypatch, task_type
+):
+    """Next task while a HIT this worker holds no place on has a free place; "no other
+    task" once they answered every HIT, or once the campaign stops taking work. With
+    and without exclusive keys (the next HIT read with the assignment, or looked for)."""
+    from tests.campaigns.work.conftest import PlainEchoTask
+
+    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
+    stage = make_stage(items=4, items_per_hit=2)
+    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    _join(client, stage)
+
+    def answer() -> str:
+        assignment = _accept(client, stage)
+        url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+        form = {"items/0/text": "first words", "items/1/text": "second words"}
+        done = client.post(url, form)
+        assert done.status_code == 302
+        return done["Location"]
+
+    first = answer()
+    assert "Next task" in client.get(first).text
+    Campaign.objects.filter(pk=stage.campaign_id).update(state="paused")
+    paused = client.get(first).text
+    assert "Next task" not in paused
+    assert "There is no other task for you in this stage right now." in paused
+    Campaign.objects.filter(pk=stage.campaign_id).update(state="live")
+    second = answer()
+    for url in (first, second):  # both HITs answered: nothing left for this worker
+        page = client.get(url).text
+        assert "Next task" not in page
+        assert "There is no other task for you in this stage right now." in page

@@ -17,10 +17,9 @@ from django.urls import reverse
 
 from campaigns import tasktypes
 from campaigns.models import Assignment, AssignmentStatus, Stage
-from campaigns.tasktypes.base import TaskType
 from campaigns.work.invites import invite_create, invite_token
 from campaigns.work.publishing import stage_publish
-from tests.campaigns.work.conftest import EchoTask
+from tests.campaigns.work.conftest import PlainEchoTask
 
 # Outside a test transaction, so that the services' own transactions are the outermost
 # ones, as in production (no SAVEPOINT queries counted).
@@ -30,13 +29,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 ACCEPT_MAX = 8  # one more for task types with exclusive keys (the worker's keys)
 PAGE_MAX = 3
 SUBMIT_MAX = 6
-
-
-class PlainEchoTask(EchoTask):
-    """The test task type without exclusive keys (as ``rephrase``, the bench's type)."""
-
-    name = "test_echo_plain"
-    exclusive_key = TaskType.exclusive_key
+DONE_MAX = 1  # the thank-you page: its assignment and the next HIT in one statement
 
 
 @pytest.fixture(params=["test_echo_plain", "test_echo"])
@@ -89,8 +82,13 @@ def test_cycle_query_counts(worker_client, task_type_name, django_assert_max_num
     with django_assert_max_num_queries(PAGE_MAX):
         assert client.get(url).status_code == 200
     with django_assert_max_num_queries(SUBMIT_MAX):
-        assert client.post(url, {"items/0/text": "counted answer"}).status_code == 302
+        response = client.post(url, {"items/0/text": "counted answer"})
+    assert response.status_code == 302
     assert Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).count() == 2
+    # With exclusive keys, the next HIT is found by ``hit_next_available`` (more queries).
+    with django_assert_max_num_queries(DONE_MAX + 3 * keys):
+        thanks = client.get(response["Location"])
+    assert "Next task" in thanks.text
 
 
 def test_query_counts_do_not_grow_with_the_stage(worker_client):
