@@ -47,14 +47,15 @@ def hit_early_stop(*, hit: HIT) -> str:
     not answers), in submission order. Idempotent: dropping is a status change
     made once (later calls see the HIT closed and say "done"), the extension has
     the key ``early_stop:<hit id>``. Locking: the HIT row while it decides, then
-    ``hit_add_assignments`` locks it again for the extension.
+    ``hit_add_assignments`` locks it again for the extension. The rule is read from
+    ``hit``'s stage when it was loaded with it (no query when the stage has none).
     """
-    hit = HIT.objects.select_related("stage").get(pk=hit.pk)
-    rule = early_stop_rule(hit.stage.escalation_rule)
+    stage = hit.stage if HIT.stage.is_cached(hit) else Stage.objects.get(pk=hit.stage_id)
+    rule = early_stop_rule(stage.escalation_rule)
     if rule is None:
         return NOT_APPLICABLE
     first, drop_at, extend_to = rule["first"], rule["drop_if_no_answer"], rule["extend_to"]
-    task_type = hit.stage.task_type
+    task_type = stage.task_type
     with transaction.atomic():
         locked = HIT.objects.select_for_update().get(pk=hit.pk)
         answers = list(

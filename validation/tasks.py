@@ -40,15 +40,14 @@ def review_submission_task(assignment_id: int) -> dict[str, Any]:
     (decided assignments are left alone, gold actions and the extension are keyed).
     Retries nothing."""
     from campaigns.models import Assignment
-    from validation.early_stopping import NOT_APPLICABLE, early_stop_rule, hit_early_stop
+    from validation.early_stopping import hit_early_stop
     from validation.services import assignment_review
 
     assignment = Assignment.objects.select_related("hit__stage").filter(pk=assignment_id).first()
     if assignment is None:
         return {}
     reviews = assignment_review(assignment=assignment)
-    stops = early_stop_rule(assignment.hit.stage.escalation_rule) is not None
     return {
         "decisions": {str(pk): r.decision for pk, r in reviews.items()},
-        "early_stop": hit_early_stop(hit=assignment.hit) if stops else NOT_APPLICABLE,
+        "early_stop": hit_early_stop(hit=assignment.hit),
     }

@@ -212,11 +212,10 @@ CURRENT_ASSIGNMENT_SQL = """(SELECT a.id FROM campaigns_assignment a
      AND (a.deadline IS NULL OR a.deadline > %s)
    ORDER BY a.accepted_at, a.id LIMIT 1)"""
 # The first open HIT of a stage the worker holds no place on, as ``hits_open(...).first()``
-# (and ``assignment_accept``'s pick). Parameters: stage id, now, the 4 holding states;
-# ``{worker}`` is the worker's id column or a placeholder. The status is written out:
-# a prepared statement's generic plan can use the partial index ``hit_open_places``
-# only when the statement itself says "published".
-# ``{stage}`` and ``{worker}``: a placeholder or the outer query's column.
+# (and ``assignment_accept``'s pick). ``{stage}`` and ``{worker}``: a placeholder or the
+# outer query's column; then parameters now and the 4 holding states (``_next_hit_params``).
+# The status is written out: a prepared statement's generic plan can use the partial index
+# ``hit_open_places`` only when the statement itself says "published".
 _NEXT_HIT_SQL = f"""SELECT nh.id FROM campaigns_hit nh
   WHERE nh.stage_id = {{stage}} AND nh.status = '{HITStatus.PUBLISHED}' AND nh.places_left > 0
     AND (nh.expires_at IS NULL OR nh.expires_at > %s)
