@@ -33,7 +33,7 @@ import random
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -47,6 +47,14 @@ MAX_TEXT_LENGTH = 2000
 HARD_TEXT_CAP = 20000
 # Longest Item.external_id the database accepts.
 MAX_EXTERNAL_ID_LENGTH = 200
+# Keys of an answer entry holding the worker's free text (strings, lists of strings,
+# or lists of objects with such keys), as the review rules' duplicate, ROUGE and paste
+# checks read it by default. Span texts of entity links are copies, not writing.
+TEXT_FIELDS = ("question", "questions", "rephrasing", "paraphrases", "justification")
+# Keys of an answer entry or a gold value holding a categorical answer.
+LABEL_KEYS = ("choice", "label", "verdict")
+# Sentence-id overlap with the gold selection counted as right, unless a rule says.
+DEFAULT_SENTENCE_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -503,6 +511,19 @@ def per_item_answer_schema(
     }
 
 
+def label_text(value: Any) -> str | None:
+    """A categorical value as the text compared (2 and "2" agree); None for none or ""."""
+    return None if value is None or value == "" else str(value)
+
+
+def gold_match_choice(label: Any, gold: Any) -> bool:
+    """A categorical label equals the gold label (compared as text: 2 == "2"); a gold
+    value may be bare (``2``) or an entry (``{"choice": 2}``)."""
+    if isinstance(gold, Mapping):
+        gold = next((gold[k] for k in LABEL_KEYS if k in gold), None)
+    return label is not None and gold is not None and str(label) == str(gold)
+
+
 class TaskType:
     """Base class. Subclasses set the class attributes and override the hooks."""
 
@@ -529,11 +550,16 @@ class TaskType:
     # Templates get their precomputed fields from ``view`` via ``{% tasktype_view %}``.
     template_name: ClassVar[str] = ""
 
-    # What other rooms need to know of a task type (they never compare its name):
-    # how agreement and gold read one answer entry (``validation.projections``):
-    # "sentences" (sentence ids or no answer), "links" (entity links), "rubric"
-    # (one rubric dimension), "verdict", or "choice" (choice / label / verdict).
-    answer_shape: ClassVar[str] = "choice"
+    # What other rooms need to know of a task type (they never compare its name);
+    # what its answers mean is said by ``label_of``, ``is_no_answer`` and
+    # ``gold_correct`` below, and which keys hold written text by ``text_fields``.
+    text_fields: ClassVar[tuple[str, ...]] = TEXT_FIELDS
+    # Answers select sentences of a text (WhyQA): the answer-agreement measures apply.
+    selects_sentences: ClassVar[bool] = False
+    # Which part of a released dataset its approved work is, for the exports that
+    # gather stages by it: "qa_pairs", "answer_links", "question_links" and
+    # "translations" (Mintaka), "paraphrases" (GraphQuestions); "" for none.
+    dataset_part: ClassVar[str] = ""
     # Spans linked to Wikidata: candidates prefetched, agreement on link sets (linking).
     links_entities: ClassVar[bool] = False
     # A quiz scored against its key when stored, gating stages; paid as a quiz.
@@ -594,6 +620,43 @@ class TaskType:
         Each is ``{"external_id": str, "data": dict}``; see the module docstring.
         """
         return ()
+
+    # --- What an answer means (agreement, consensus, gold: ``validation``) -------------
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """The one categorical value of an answer ``entry`` (one item's part of an answer)
+        that agreement and consensus compare, or None when it holds none. By default its
+        ``choice``, ``label`` or ``verdict``, as text; ``dimension`` names the part of a
+        multi-part answer to read (a rubric's), where a task type has several."""
+        if not isinstance(entry, Mapping):
+            return None
+        return label_text(next((entry[k] for k in LABEL_KEYS if entry.get(k) is not None), None))
+
+    def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
+        """Whether ``entry`` says "no answer", for task types whose workers may say so;
+        None for the others (and for no entry)."""
+        return None
+
+    def gold_correct(
+        self,
+        entry: Mapping[str, Any] | None,
+        gold: Any,
+        *,
+        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
+        dimension: str = "answerable",
+    ) -> bool | None:
+        """Whether ``entry`` matches the item's ``gold`` answer; None when it cannot be
+        told (no entry, no gold, no categorical value). By default the ``label_of`` the
+        entry equals the gold label (``gold_match_choice``). ``sentence_threshold`` is
+        for task types whose answers are compared by overlap."""
+        if gold is None or not isinstance(entry, Mapping):
+            return None
+        label = self.label_of(entry, dimension=dimension)
+        if label is None and not any(k in entry for k in (*LABEL_KEYS, dimension)):
+            return None
+        return gold_match_choice(label, gold)
 
     # Whether ``items_from_article`` makes items (the page offers an article upload).
     takes_articles: ClassVar[bool] = False

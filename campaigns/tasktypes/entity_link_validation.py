@@ -23,7 +23,7 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
@@ -34,6 +34,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     item_entry_errors,
+    label_text,
     per_item_answer_schema,
     schema_errors,
     simulated_qid,
@@ -61,7 +62,6 @@ def linked_text(data: Mapping[str, Any]) -> str:
 
 class EntityLinkValidation(TaskType):
     name = "entity_link_validation"
-    answer_shape = "verdict"
     label = "Check entity links"
     description = "Say whether a phrase was linked to the right Wikidata item."
     template_name = "tasktypes/entity_link_validation.html"
@@ -119,6 +119,12 @@ class EntityLinkValidation(TaskType):
         elif text[start:end] != data["text"]:
             errors.append(FieldError("text", "The text does not match the offsets."))
         return errors
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """The verdict on the link."""
+        return label_text(entry.get("verdict")) if isinstance(entry, Mapping) else None
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

@@ -35,14 +35,16 @@ Wikidata", or with ``skip`` ("not an entity"), is left out of the answer.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    DEFAULT_SENTENCE_THRESHOLD,
     FieldError,
     FormView,
     TaskType,
@@ -108,10 +110,31 @@ def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
     return (link["start"], link["end"], "NONE" if link.get("none") else str(link.get("qid")))
 
 
+def link_key(link: Mapping[str, Any]) -> tuple[Any, Any, str]:
+    """A link as (start, end, qid or "NONE"), as answers are compared (missing offsets
+    tolerated: a gold value typed by hand)."""
+    return (
+        link.get("start"),
+        link.get("end"),
+        "NONE" if link.get("none") else str(link.get("qid")),
+    )
+
+
+def link_set(entry: Mapping[str, Any] | Sequence[Any] | None) -> frozenset[tuple[Any, Any, str]]:
+    """The set of links of an entry (or of a bare list of links)."""
+    links = entry.get("links", []) if isinstance(entry, Mapping) else entry or []
+    return frozenset(link_key(link) for link in links if isinstance(link, Mapping))
+
+
+def gold_match_links(entry: Mapping[str, Any], gold: Any) -> bool:
+    """The entry's links are exactly the gold links (``{"links": [...]}`` or a list)."""
+    gold_links = gold.get("links", []) if isinstance(gold, Mapping) else gold
+    return link_set(entry) == link_set(gold_links if isinstance(gold_links, list) else [])
+
+
 class _EntityLinking(TaskType):
     """Shared behaviour; subclasses say which text is linked."""
 
-    answer_shape = "links"
     links_entities = True
 
     text_key: ClassVar[str]
@@ -172,6 +195,27 @@ class _EntityLinking(TaskType):
             }
         },
     }
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """The whole set of links, as JSON text: equal sets agree."""
+        if not isinstance(entry, Mapping):
+            return None
+        return json.dumps(sorted(link_set(entry), key=str))
+
+    def gold_correct(
+        self,
+        entry: Mapping[str, Any] | None,
+        gold: Any,
+        *,
+        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
+        dimension: str = "answerable",
+    ) -> bool | None:
+        """The entry's links are exactly the gold links."""
+        if gold is None or not isinstance(entry, Mapping):
+            return None
+        return gold_match_links(entry, gold)
 
     def linked_text(self, data: Mapping[str, Any]) -> str:
         return str(data.get(self.text_key, ""))
@@ -532,6 +576,7 @@ EntityLinkingTaskType = _EntityLinking
 
 class AnswerEntityLinking(_EntityLinking):
     name = "answer_entity_linking"
+    dataset_part = "answer_links"
     label = "Link the entities in an answer"
     description = "Link each entity named in the answer to its Wikidata item."
     text_key = "answer"
@@ -561,6 +606,7 @@ class AnswerEntityLinking(_EntityLinking):
 
 class QuestionEntityLinking(_EntityLinking):
     name = "question_entity_linking"
+    dataset_part = "question_links"
     label = "Link the entities in a question"
     description = "Link each entity named in the question to its Wikidata item."
     text_key = "question"

@@ -150,6 +150,7 @@ def _simulated_paraphrase(
 
 class ParaphraseCanonical(TaskType):
     name = "paraphrase_canonical"
+    dataset_part = "paraphrases"
     takes_generated_questions = True
     label = "Paraphrase a canonical question"
     description = "Rewrite a machine-generated question as a person would ask it."

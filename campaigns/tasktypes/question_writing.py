@@ -200,6 +200,7 @@ def _example_schema() -> dict[str, Any]:
 
 class QuestionWriting(TaskType):
     name = "question_writing"
+    dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
     description = "Write question/answer pairs of one complexity type about one topic."
     template_name = "tasktypes/question_writing.html"

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
@@ -32,6 +32,7 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     item_entry_errors,
+    label_text,
     per_item_answer_schema,
     schema_errors,
     simulation_profile_check,
@@ -107,7 +108,6 @@ def rubric_score(dimension: str, code: str) -> int | None:
 
 class RubricEvaluation(TaskType):
     name = "rubric_evaluation"
-    answer_shape = "rubric"
     judges_others_work = True
     label = "Grade an example with the rubric"
     description = "Grade another worker's multiple-choice question on four criteria."
@@ -144,6 +144,12 @@ class RubricEvaluation(TaskType):
         },
         required=["answerable", "reading_depth", "creativity", "distracting_options"],
     )
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """The grade given on rubric dimension ``dimension`` (default "answerable")."""
+        return label_text(entry.get(dimension)) if isinstance(entry, Mapping) else None
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

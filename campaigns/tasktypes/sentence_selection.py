@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    DEFAULT_SENTENCE_THRESHOLD,
     FieldError,
     FormView,
     TaskType,
@@ -42,10 +43,42 @@ from campaigns.tasktypes.base import (
 )
 from campaigns.tasktypes.why_question import article_sentences
 
+NO_ANSWER = "no_answer"
+ANSWERED = "answered"
+
+
+def sentence_set(entry: Mapping[str, Any] | None) -> frozenset[int] | None:
+    """Selected sentence ids; None for "no answer" (or no entry)."""
+    if not isinstance(entry, Mapping) or entry.get("no_answer"):
+        return None
+    return frozenset(s for s in entry.get("sentences", []) if isinstance(s, int))
+
+
+def sentence_overlap(a: Collection[int] | None, b: Collection[int] | None) -> float:
+    """len(A & B) / len(A | B); no answer vs no answer = 1, no answer vs an answer = 0."""
+    sa, sb = set(a or ()), set(b or ())
+    if not sa or not sb:
+        return 1.0 if not sa and not sb else 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def gold_match_sentences(
+    entry: Mapping[str, Any], gold: Any, *, threshold: float = DEFAULT_SENTENCE_THRESHOLD
+) -> bool:
+    """Sentence-id overlap with the gold selection ≥ ``threshold`` (no answer = no answer).
+    Gold: ``{"sentences": [...]}``, ``{"no_answer": true}`` or a bare list of ids."""
+    if isinstance(gold, Mapping):
+        gold_set = None if gold.get("no_answer") else sentence_set(gold)
+    elif isinstance(gold, Sequence) and not isinstance(gold, str):
+        gold_set = frozenset(s for s in gold if isinstance(s, int)) or None
+    else:
+        gold_set = None
+    return sentence_overlap(sentence_set(entry), gold_set) >= threshold - 1e-12
+
 
 class SentenceSelectionAnswer(TaskType):
     name = "sentence_selection_answer"
-    answer_shape = "sentences"
+    selects_sentences = True
     label = "Answer by selecting sentences"
     description = "Select the sentences of an article that answer a question, or 'no answer'."
     template_name = "tasktypes/sentence_selection_answer.html"
@@ -99,6 +132,30 @@ class SentenceSelectionAnswer(TaskType):
         },
         required=["sentences", "no_answer"],
     )
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """ "no_answer" or "answered": what agreement on answerability compares."""
+        if not isinstance(entry, Mapping):
+            return None
+        return NO_ANSWER if entry.get("no_answer") else ANSWERED
+
+    def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
+        return bool(entry.get("no_answer")) if isinstance(entry, Mapping) else None
+
+    def gold_correct(
+        self,
+        entry: Mapping[str, Any] | None,
+        gold: Any,
+        *,
+        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
+        dimension: str = "answerable",
+    ) -> bool | None:
+        """Sentence-id overlap with the gold selection ≥ ``sentence_threshold``."""
+        if gold is None or not isinstance(entry, Mapping):
+            return None
+        return gold_match_sentences(entry, gold, threshold=sentence_threshold)
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

@@ -58,6 +58,7 @@ def translation_external_id(source_id: str, language: str) -> str:
 
 class Translation(TaskType):
     name = "translation"
+    dataset_part = "translations"
     label = "Translate questions"
     description = "Translate each question into the target language (professional translators)."
     template_name = "tasktypes/translation.html"
