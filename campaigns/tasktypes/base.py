@@ -524,6 +524,14 @@ def gold_match_choice(label: Any, gold: Any) -> bool:
     return label is not None and gold is not None and str(label) == str(gold)
 
 
+# The shapes a task type's hooks take: a HIT's items, a stage config.
+Items = list[dict[str, Any]]
+Config = dict[str, Any]
+Rng = random.Random
+# The POST fields of a simulated worker (``TaskType.simulate_form``).
+SimulatedForm = dict[str, list[str]]
+
+
 class TaskType:
     """Base class. Subclasses set the class attributes and override the hooks."""
 
@@ -688,8 +696,19 @@ class TaskType:
         errors: Mapping[str, str],
         preview: bool,
     ) -> dict[str, Any]:
-        """What the template needs, precomputed: fields with names, values and errors."""
-        return {"general_errors": [str(m) for m in errors.values() if m]}
+        """What the template needs, precomputed: fields with names, values and errors.
+
+        The task type's ``page`` builds it with a ``FormView`` over ``errors``; the
+        errors no field showed come last, as ``general_errors``."""
+        form = FormView(errors=errors, preview=preview)
+        page = self.page(form, items, self.effective_config(config), answer)
+        return {**page, "general_errors": form.general_errors()}
+
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+        """``view``'s own part for a HIT holding ``items``: fields made with ``form``
+        (``form.field(path, value)``; ``form.errors`` and ``form.preview`` as given),
+        ``cfg`` the stage config with its defaults, ``answer`` the answer so far."""
+        return {}
 
     # --- Simulated workers (``campaigns.simulate``) ---------------------------------
 
@@ -708,8 +727,15 @@ class TaskType:
         (``SIMULATION_PROFILES``): ``good`` answers validly and sensibly from the item
         data, ``sloppy`` is mostly valid but careless and sometimes invalid,
         ``spammer`` sends random or copied text that is often invalid. Everything
-        random comes from ``rng``, so one seed gives one answer.
+        random comes from ``rng``, so one seed gives one answer. The task type's
+        ``simulate`` writes them, given the stage config with its defaults.
         """
+        simulation_profile_check(profile)
+        return self.simulate(items, self.effective_config(config), profile, rng)
+
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+        """``simulate_form``'s answer for a checked ``profile`` and ``cfg`` (the stage
+        config with its defaults)."""
         raise NotImplementedError(
             f"Task type {self.name!r} has no simulate_form(), so the crowd simulator "
             "cannot work on its stages; add one to its module (see "
@@ -720,8 +746,6 @@ class TaskType:
 # --- Helpers for simulate_form ---------------------------------------------------------
 
 SIMULATION_PROFILES = ("good", "sloppy", "spammer")
-
-SimulatedForm = dict[str, list[str]]
 
 # Phrases whose content words appear in no question, added until a rephrasing is
 # no longer a trivial variant of its original.

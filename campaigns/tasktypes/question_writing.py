@@ -28,8 +28,12 @@ from campaigns.tasktypes.answer_types import detect_answer_type as linking_answe
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
     derived_external_id,
     duplicate_errors,
@@ -37,7 +41,6 @@ from campaigns.tasktypes.base import (
     get_path,
     parse_number_or_text,
     schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
@@ -442,17 +445,7 @@ class QuestionWriting(TaskType):
             out.append({"external_id": external_id, "data": data})
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         cell = get_path(items, 0, "data", default={}) or {}
         ctype = cell.get("complexity_type", "generic")
         examples = (cfg.get("examples") or {}).get(ctype) or DEFAULT_EXAMPLES.get(ctype, [])
@@ -486,23 +479,14 @@ class QuestionWriting(TaskType):
             "is_yesno": ctype == "yesno",
             "min_listed": MIN_LISTED_ENTITIES,
             "rows": rows,
-            "count_error": errors.get("questions", ""),
-            "general_errors": form.general_errors(),
+            "count_error": form.errors.get("questions", ""),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Question/answer pairs of the cell's type: good ones end with "?", give numbers
         for count/superlative and list what they count; sloppy ones sometimes miss a
         rule; spammers paste the same junk everywhere or leave fields empty."""
-        simulation_profile_check(profile)
-        n = self.effective_config(config)["questions_per_hit"]
+        n = cfg["questions_per_hit"]
         cell = get_path(items, 0, "data", default={}) or {}
         topic = str(cell.get("topic", "things"))
         ctype = str(cell.get("complexity_type", "generic"))

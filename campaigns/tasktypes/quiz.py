@@ -34,20 +34,22 @@ Groups are hidden from the worker. Answer::
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
     form_bool,
     form_list,
     get_path,
     schema_errors,
-    simulation_profile_check,
 )
 
 _EPSILON = 1e-9
@@ -391,17 +393,7 @@ class Quiz(TaskType):
                 )
         return errors
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         blocks = []
         for i, q in enumerate(cfg.get("questions", [])):
             block, response = _question_view(form, answer, "questions", i, q)
@@ -432,22 +424,12 @@ class Quiz(TaskType):
             "practice": practice,
             "questions": blocks,
             "allow_no_answer": cfg["allow_no_answer"],
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers mostly pick options scoring points (they read carefully) and say
         "no answer" to unanswerable questions; sloppy ones pick one option at
         random; spammers pick nothing or everything."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         points = _scoring(cfg)["group_points"]
         form: dict[str, list[str]] = {}
         for i, q in enumerate(cfg.get("questions", [])):
