@@ -638,8 +638,10 @@ class TaskType:
         that agreement and consensus compare, or None when it holds none. By default its
         ``choice``, ``label`` or ``verdict``, as text; ``dimension`` names the part of a
         multi-part answer to read (a rubric's), where a task type has several."""
-        if not isinstance(entry, Mapping):
-            return None
+        return self.entry_label(entry, dimension) if isinstance(entry, Mapping) else None
+
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """``label_of`` an entry that is there."""
         return label_text(next((entry[k] for k in LABEL_KEYS if entry.get(k) is not None), None))
 
     def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
@@ -661,8 +663,14 @@ class TaskType:
         for task types whose answers are compared by overlap."""
         if gold is None or not isinstance(entry, Mapping):
             return None
-        label = self.label_of(entry, dimension=dimension)
-        if label is None and not any(k in entry for k in (*LABEL_KEYS, dimension)):
+        return self.gold_match(entry, gold, sentence_threshold, dimension)
+
+    def gold_match(
+        self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str
+    ) -> bool | None:
+        """``gold_correct`` for an entry and a gold value that are there."""
+        label = self.entry_label(entry, dim)
+        if label is None and not any(k in entry for k in (*LABEL_KEYS, dim)):
             return None
         return gold_match_choice(label, gold)
 

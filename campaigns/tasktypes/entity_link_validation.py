@@ -120,11 +120,9 @@ class EntityLinkValidation(PerItemTask):
             errors.append(FieldError("text", "The text does not match the offsets."))
         return errors
 
-    def label_of(
-        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
-    ) -> Hashable | None:
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The verdict on the link."""
-        return label_text(entry.get("verdict")) if isinstance(entry, Mapping) else None
+        return label_text(entry.get("verdict"))
 
     def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
         corrected = form_text(form, f"{at}/corrected_qid")

@@ -43,7 +43,6 @@ from itertools import combinations
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
-    DEFAULT_SENTENCE_THRESHOLD,
     Config,
     FieldError,
     FormView,
@@ -197,25 +196,12 @@ class _EntityLinking(PerItemTask):
         },
     }
 
-    def label_of(
-        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
-    ) -> Hashable | None:
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The whole set of links, as JSON text: equal sets agree."""
-        if not isinstance(entry, Mapping):
-            return None
         return json.dumps(sorted(link_set(entry), key=str))
 
-    def gold_correct(
-        self,
-        entry: Mapping[str, Any] | None,
-        gold: Any,
-        *,
-        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
-        dimension: str = "answerable",
-    ) -> bool | None:
+    def gold_match(self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str) -> bool:
         """The entry's links are exactly the gold links."""
-        if gold is None or not isinstance(entry, Mapping):
-            return None
         return gold_match_links(entry, gold)
 
     def linked_text(self, data: Mapping[str, Any]) -> str:

@@ -144,11 +144,9 @@ class RubricEvaluation(PerItemTask):
         required=["answerable", "reading_depth", "creativity", "distracting_options"],
     )
 
-    def label_of(
-        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
-    ) -> Hashable | None:
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The grade given on rubric dimension ``dimension`` (default "answerable")."""
-        return label_text(entry.get(dimension)) if isinstance(entry, Mapping) else None
+        return label_text(entry.get(dimension))
 
     def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
         entry: Entry = {d: form_text(form, f"{at}/{d}") or None for d in DIMENSIONS}

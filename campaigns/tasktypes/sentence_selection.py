@@ -133,29 +133,16 @@ class SentenceSelectionAnswer(PerItemTask):
         required=["sentences", "no_answer"],
     )
 
-    def label_of(
-        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
-    ) -> Hashable | None:
-        """ "no_answer" or "answered": what agreement on answerability compares."""
-        if not isinstance(entry, Mapping):
-            return None
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """``"no_answer"`` or ``"answered"``: what agreement on answerability compares."""
         return NO_ANSWER if entry.get("no_answer") else ANSWERED
 
     def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
         return bool(entry.get("no_answer")) if isinstance(entry, Mapping) else None
 
-    def gold_correct(
-        self,
-        entry: Mapping[str, Any] | None,
-        gold: Any,
-        *,
-        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
-        dimension: str = "answerable",
-    ) -> bool | None:
-        """Sentence-id overlap with the gold selection ≥ ``sentence_threshold``."""
-        if gold is None or not isinstance(entry, Mapping):
-            return None
-        return gold_match_sentences(entry, gold, threshold=sentence_threshold)
+    def gold_match(self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str) -> bool:
+        """Sentence-id overlap with the gold selection ≥ the rule's threshold."""
+        return gold_match_sentences(entry, gold, threshold=threshold)
 
     def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
         return {
