@@ -590,8 +590,15 @@ class TaskType:
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
     ) -> list[FieldError]:
-        """Problems with a worker's answer to a HIT holding ``items``."""
-        return schema_errors(self.answer_schema, answer)
+        """Problems with a worker's answer to a HIT holding ``items``: its schema first,
+        then, on a well-formed answer, the task type's own ``answer_errors``."""
+        cfg = self.effective_config(config)
+        return schema_errors(self.answer_schema, answer) or self.answer_errors(answer, items, cfg)
+
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        """``validate_answer``'s own checks of an answer its schema accepts; ``cfg`` is
+        the stage config with its defaults."""
+        return []
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]

@@ -32,7 +32,6 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     parse_int_or_text,
-    schema_errors,
     text_errors,
 )
 
@@ -114,13 +113,8 @@ class MCQuestionWriting(TaskType):
             ]
         }
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = answer["questions"]
         if len(questions) != cfg["questions_per_passage"]:
             errors.append(

@@ -31,7 +31,6 @@ from campaigns.tasktypes.base import (
     answer_for_item,
     get_path,
     item_entry_errors,
-    schema_errors,
 )
 
 Entry = dict[str, Any]
@@ -69,15 +68,12 @@ class PerItemTask(TaskType):
             ]
         }
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        """The answer's schema and structure first (one entry per item, in order);
-        then each entry (``entry_errors``)."""
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        """The answer's structure first (one entry per item, in order); then each
+        entry (``entry_errors``)."""
+        errors = item_entry_errors(answer, items)
         if errors:
             return errors
-        cfg = self.effective_config(config)
         for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
             errors += self.entry_errors(entry, item["data"], f"items/{i}", cfg)
         return errors

@@ -40,7 +40,6 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     parse_number_or_text,
-    schema_errors,
     text_errors,
 )
 from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
@@ -300,13 +299,9 @@ class QuestionWriting(TaskType):
             )
         return {"questions": questions}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        n = self.effective_config(config)["questions_per_hit"]
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
+        n = cfg["questions_per_hit"]
         ctype = get_path(items, 0, "data", "complexity_type", default="generic")
         pairs = answer["questions"]
         if len(pairs) != n:

@@ -356,13 +356,8 @@ class Quiz(TaskType):
             ]
         return answer
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = cfg.get("questions", [])
         responses = answer["questions"]
         if [r["id"] for r in responses] != [q["id"] for q in questions]:

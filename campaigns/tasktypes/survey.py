@@ -110,18 +110,14 @@ class Survey(TaskType):
                 responses[q["id"]] = form_text(form, name)
         return {"responses": responses}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         responses = answer["responses"]
-        known = {q["id"] for q in config.get("questions", [])}
+        known = {q["id"] for q in cfg.get("questions", [])}
         for key in responses:
             if key not in known:
                 errors.append(FieldError(f"responses/{key}", "Unknown question."))
-        for q in config.get("questions", []):
+        for q in cfg.get("questions", []):
             errors += self._response_errors(q, responses.get(q["id"]))
         return errors
 

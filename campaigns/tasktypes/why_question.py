@@ -34,7 +34,6 @@ from campaigns.tasktypes.base import (
     duplicate_errors,
     form_text,
     get_path,
-    schema_errors,
     text_errors,
 )
 
@@ -131,13 +130,8 @@ class WhyQuestionFromPartialArticle(TaskType):
         n = self.effective_config(config)["questions_per_article"]
         return {"questions": [form_text(form, f"questions/{i}") for i in range(n)]}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = answer["questions"]
         if len(questions) != cfg["questions_per_article"]:
             errors.append(
