@@ -486,29 +486,37 @@ def get_path(data: Any, *keys: Any, default: Any = None) -> Any:
     return data
 
 
+def object_list_schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
+    """The schema of a list of objects with ``properties``, each requiring ``required``."""
+    return {
+        "type": "array",
+        "items": {"type": "object", "required": required, "properties": properties},
+    }
+
+
+def answer_list_schema(
+    key: str, properties: dict[str, Any], *, required: list[str], **more: Any
+) -> dict[str, Any]:
+    """The schema of an answer ``{key: [{...properties}], ...more}`` (``key`` required):
+    a list of questions, pairs or item entries, and ``more`` optional properties."""
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: object_list_schema(properties, required=required), **more},
+    }
+
+
 def per_item_answer_schema(
     properties: dict[str, Any], *, required: list[str] | None = None
 ) -> dict[str, Any]:
     """The answer schema of a task type answering item by item:
     ``{"items": [{"external_id": ..., **properties}]}``, each entry requiring
     ``external_id`` and ``required`` (all of ``properties`` when not given)."""
-    return {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": [
-                        "external_id",
-                        *(list(properties) if required is None else required),
-                    ],
-                    "properties": {"external_id": {"type": "string"}, **properties},
-                },
-            }
-        },
-    }
+    return answer_list_schema(
+        "items",
+        {"external_id": {"type": "string"}, **properties},
+        required=["external_id", *(list(properties) if required is None else required)],
+    )
 
 
 def label_text(value: Any) -> str | None:

@@ -55,7 +55,9 @@ from campaigns.tasktypes.base import (
     form_indices,
     form_text,
     get_path,
+    object_list_schema,
     parse_int_or_text,
+    per_item_answer_schema,
     schema_errors,
     simulated_qid,
 )
@@ -164,37 +166,21 @@ class _EntityLinking(PerItemTask):
         "min_links": 0,
         "allow_not_in_wikidata": True,
     }
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "links"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "links": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "required": ["start", "end", "text"],
-                                "properties": {
-                                    "start": {"type": ["integer", "string"]},
-                                    "end": {"type": ["integer", "string"]},
-                                    "text": {"type": "string"},
-                                    "qid": {"type": ["string", "null"]},
-                                    "none": {"type": "boolean"},
-                                    "redirected_from": {"type": "string"},
-                                },
-                            },
-                        },
-                    },
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {
+            "links": object_list_schema(
+                {
+                    "start": {"type": ["integer", "string"]},
+                    "end": {"type": ["integer", "string"]},
+                    "text": {"type": "string"},
+                    "qid": {"type": ["string", "null"]},
+                    "none": {"type": "boolean"},
+                    "redirected_from": {"type": "string"},
                 },
-            }
-        },
-    }
+                required=["start", "end", "text"],
+            )
+        }
+    )
 
     def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The whole set of links, as JSON text: equal sets agree."""

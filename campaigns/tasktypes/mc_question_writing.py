@@ -27,6 +27,7 @@ from campaigns.tasktypes.base import (
     Rng,
     SimulatedForm,
     TaskType,
+    answer_list_schema,
     derived_external_id,
     duplicate_errors,
     form_text,
@@ -70,25 +71,16 @@ class MCQuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_passage": 2, "justification": "off"}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["question", "options", "correct"],
-                    "properties": {
-                        "question": {"type": "string"},
-                        "options": {"type": "array", "items": {"type": "string"}},
-                        "correct": {"type": ["integer", "string", "null"]},
-                        "justification": {"type": "string"},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "question": {"type": "string"},
+            "options": {"type": "array", "items": {"type": "string"}},
+            "correct": {"type": ["integer", "string", "null"]},
+            "justification": {"type": "string"},
         },
-    }
+        required=["question", "options", "correct"],
+    )
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,

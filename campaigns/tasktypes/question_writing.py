@@ -35,6 +35,7 @@ from campaigns.tasktypes.base import (
     Rng,
     SimulatedForm,
     TaskType,
+    answer_list_schema,
     derived_external_id,
     duplicate_errors,
     form_text,
@@ -232,25 +233,16 @@ class QuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_hit": 5}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["question", "answer"],
-                    "properties": {
-                        "question": {"type": "string"},
-                        "answer": {"type": "string"},
-                        "numeric_value": {"type": ["number", "string", "null"]},
-                        "counted_entities": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "question": {"type": "string"},
+            "answer": {"type": "string"},
+            "numeric_value": {"type": ["number", "string", "null"]},
+            "counted_entities": {"type": "array", "items": {"type": "string"}},
         },
-    }
+        required=["question", "answer"],
+    )
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,

@@ -46,9 +46,11 @@ from campaigns.tasktypes.base import (
     Rng,
     SimulatedForm,
     TaskType,
+    answer_list_schema,
     form_bool,
     form_list,
     get_path,
+    object_list_schema,
     schema_errors,
 )
 
@@ -281,35 +283,19 @@ class Quiz(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_no_answer": True}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "selected"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "selected": {"type": "array", "items": {"type": "string"}},
-                        "no_answer": {"type": "boolean"},
-                    },
-                },
-            },
-            "practice": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "selected"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "selected": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            },
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "id": {"type": "string"},
+            "selected": {"type": "array", "items": {"type": "string"}},
+            "no_answer": {"type": "boolean"},
         },
-    }
+        required=["id", "selected"],
+        practice=object_list_schema(
+            {"id": {"type": "string"}, "selected": {"type": "array", "items": {"type": "string"}}},
+            required=["id", "selected"],
+        ),
+    )
 
     def validate_config(self, config: Any) -> list[FieldError]:
         errors = schema_errors(self.config_schema, config)
