@@ -1,7 +1,7 @@
 """Gold items: comparing an answer with the gold answer, and what gold earns. Pure functions.
 
-How an answer is compared with its gold is the task type's business; this
-module has one helper per answer shape and ``gold_correct`` to pick it:
+How an answer is compared with its gold is the task type's business
+(``TaskType.gold_correct``); ``gold_correct`` here asks the stage's task type:
 
 - categorical choice (``mc_validation``, ``entity_link_validation``, rubric
   dimension, anything with a ``choice``/``label``/``verdict``): equal as text;
@@ -20,37 +20,20 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from campaigns.tasktypes import task_type_shape
-from validation.projections import categorical_label, link_set, sentence_set
-from validation.text import sentence_overlap
+from campaigns.tasktypes import task_type_reading
+from campaigns.tasktypes.base import DEFAULT_SENTENCE_THRESHOLD, gold_match_choice
+from campaigns.tasktypes.entity_linking import gold_match_links
+from campaigns.tasktypes.sentence_selection import gold_match_sentences
 
-DEFAULT_SENTENCE_THRESHOLD = 0.5
-
-
-def gold_match_choice(label: Any, gold: Any) -> bool:
-    """A categorical label equals the gold label (compared as text: 2 == "2")."""
-    if isinstance(gold, Mapping):
-        gold = next((gold[k] for k in ("choice", "label", "verdict") if k in gold), None)
-    return label is not None and gold is not None and str(label) == str(gold)
-
-
-def gold_match_sentences(
-    entry: Mapping[str, Any], gold: Any, *, threshold: float = DEFAULT_SENTENCE_THRESHOLD
-) -> bool:
-    """Sentence-id overlap with the gold selection ≥ ``threshold`` (no answer = no answer)."""
-    if isinstance(gold, Mapping):
-        gold_set = None if gold.get("no_answer") else sentence_set(gold)
-    elif isinstance(gold, Sequence) and not isinstance(gold, str):
-        gold_set = frozenset(s for s in gold if isinstance(s, int)) or None
-    else:
-        gold_set = None
-    return sentence_overlap(sentence_set(entry), gold_set) >= threshold - 1e-12
-
-
-def gold_match_links(entry: Mapping[str, Any], gold: Any) -> bool:
-    """The entry's links are exactly the gold links."""
-    gold_links = gold.get("links", []) if isinstance(gold, Mapping) else gold
-    return link_set(entry) == link_set(gold_links if isinstance(gold_links, list) else [])
+__all__ = [
+    "DEFAULT_SENTENCE_THRESHOLD",
+    "gold_accuracy",
+    "gold_bonus_blocks",
+    "gold_correct",
+    "gold_match_choice",
+    "gold_match_links",
+    "gold_match_sentences",
+]
 
 
 def gold_correct(
@@ -62,18 +45,10 @@ def gold_correct(
     dimension: str = "answerable",
 ) -> bool | None:
     """Whether ``entry`` matches ``gold`` for ``task_type``; None when it cannot be told
-    (no entry, no gold, or an answer shape with no gold comparison)."""
-    if gold is None or not isinstance(entry, Mapping):
-        return None
-    shape = task_type_shape(task_type)
-    if shape == "sentences":
-        return gold_match_sentences(entry, gold, threshold=sentence_threshold)
-    if shape == "links":
-        return gold_match_links(entry, gold)
-    label = categorical_label(task_type, entry, dimension=dimension)
-    if label is None and not any(k in entry for k in ("choice", "label", "verdict", dimension)):
-        return None
-    return gold_match_choice(label, gold)
+    (no entry, no gold, or an answer with nothing to compare)."""
+    return task_type_reading(task_type).gold_correct(
+        entry, gold, sentence_threshold=sentence_threshold, dimension=dimension
+    )
 
 
 def gold_accuracy(correct: int, total: int) -> float | None:

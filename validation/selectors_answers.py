@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Q
 
 from campaigns.models import AssignmentStatus, Item, ItemStatus, Stage
-from campaigns.tasktypes import task_type_shape
+from campaigns.tasktypes import task_type_reading
 from validation.answer_agreement import Answer, AnswerAgreement, answer_agreement
 from validation.projections import entries_by_item, sentence_set
 from validation.selectors import stage_items_by_hit, stage_submissions
@@ -22,7 +22,7 @@ from validation.selectors import stage_items_by_hit, stage_submissions
 
 def stage_has_answer_agreement(*, stage: Stage) -> bool:
     """Whether ``stage`` collects sentence-selection answers (WhyQA's QAHIT)."""
-    return task_type_shape(stage.task_type) == "sentences"
+    return task_type_reading(stage.task_type).selects_sentences
 
 
 def stage_answer_agreement(*, stage: Stage, seed: int = 0) -> AnswerAgreement | None:

@@ -28,6 +28,9 @@ import numpy as np
 
 from campaigns.tasktypes.base import content_tokens, normalise_text
 
+# What WhyQA's task type counts as overlap is what agreement measures too.
+from campaigns.tasktypes.sentence_selection import sentence_overlap
+
 if TYPE_CHECKING:
     from rouge_score import rouge_scorer, tokenizers
 
@@ -38,14 +41,6 @@ _PACKAGE_METRICS = ["rouge1", "rouge2", "rougeL"]
 
 
 # --- Sentence-id overlap -------------------------------------------------------------
-
-
-def sentence_overlap(a: SentenceAnswer, b: SentenceAnswer) -> float:
-    """len(A & B) / len(A | B); no answer vs no answer = 1, no answer vs an answer = 0."""
-    sa, sb = set(a or ()), set(b or ())
-    if not sa or not sb:
-        return 1.0 if not sa and not sb else 0.0
-    return len(sa & sb) / len(sa | sb)
 
 
 def best_match_overlaps(answers: Sequence[SentenceAnswer]) -> list[float]:

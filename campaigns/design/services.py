@@ -260,24 +260,23 @@ def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None
         )
 
 
-STAGE_EDITABLE_FIELDS = frozenset(
-    {
-        "name",
-        "config",
-        "instructions",
-        "reward",
-        "assignments_per_hit",
-        "items_per_hit",
-        "assignment_duration",
-        "lifetime",
-        "gold_ratio",
-        "qualification_requirements",
-        "escalation_rule",
-        "review_rules",
-        "bonus_rules",
-        "show_reward_to_local_workers",
-    }
+# A stage's settings: what a requester edits and what a clone copies (with its task type).
+STAGE_SETTINGS_FIELDS = (
+    "config",
+    "instructions",
+    "reward",
+    "assignments_per_hit",
+    "items_per_hit",
+    "assignment_duration",
+    "lifetime",
+    "gold_ratio",
+    "qualification_requirements",
+    "escalation_rule",
+    "review_rules",
+    "bonus_rules",
+    "show_reward_to_local_workers",
 )
+STAGE_EDITABLE_FIELDS = frozenset({"name", *STAGE_SETTINGS_FIELDS})
 
 
 # Once work is published (live, paused) a stage keeps what its HITs and their cost were
@@ -380,22 +379,7 @@ def _requirements_check(*, provider: str, requirements: Any) -> None:
         raise DomainError(" ".join(refused), errors={"qualification_requirements": refused})
 
 
-STAGE_CLONED_FIELDS = (
-    "task_type",
-    "config",
-    "instructions",
-    "reward",
-    "assignments_per_hit",
-    "items_per_hit",
-    "assignment_duration",
-    "lifetime",
-    "gold_ratio",
-    "qualification_requirements",
-    "escalation_rule",
-    "review_rules",
-    "bonus_rules",
-    "show_reward_to_local_workers",
-)
+STAGE_CLONED_FIELDS = ("task_type", *STAGE_SETTINGS_FIELDS)
 
 
 def stage_clone(*, stage: Stage, name: str | None = None) -> Stage:

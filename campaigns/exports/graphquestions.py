@@ -19,8 +19,8 @@ from typing import Any
 
 from campaigns.exports.common import Tally, keyset_rows
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
+from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.base import answer_for_item
-from campaigns.tasktypes.paraphrase_canonical import ParaphraseCanonical
 
 SPLITS = ("train", "test")
 DEFAULT_RATIO = Decimal("0.5")
@@ -33,7 +33,8 @@ def graph_query_split(
     with ``seed``, the first ``ratio`` of them (rounded down) train, the rest test."""
     ids = sorted(
         Item.objects.filter(
-            stage__campaign=campaign, stage__task_type=ParaphraseCanonical.name
+            stage__campaign=campaign,
+            stage__task_type__in=task_type_names(dataset_part="paraphrases"),
         ).values_list("external_id", flat=True)
     )
     random.Random(seed).shuffle(ids)
@@ -44,7 +45,7 @@ def graph_query_split(
 def _rows(campaign: Campaign, split_of: dict[str, str]) -> Iterator[dict[str, Any]]:
     queryset = Assignment.objects.filter(
         hit__stage__campaign=campaign,
-        hit__stage__task_type=ParaphraseCanonical.name,
+        hit__stage__task_type__in=task_type_names(dataset_part="paraphrases"),
         status=AssignmentStatus.APPROVED,
     )
     for chunk in keyset_rows(queryset, ("hit_id", "answers")):

@@ -27,19 +27,17 @@ from campaigns.exports.mintaka_values import (
     question_value,
 )
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
+from campaigns.tasktypes import task_type_name_of, task_type_names
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.base import answer_for_item, derived_external_id_of_json
-from campaigns.tasktypes.entity_linking import QuestionEntityLinking
 from campaigns.tasktypes.question_writing import (
     NUMERIC_TYPES as NUMERIC_CELLS,
 )
 from campaigns.tasktypes.question_writing import (
-    QuestionWriting,
     detect_answer_type,
     linked_answer_text,
     yes_no_value,
 )
-from campaigns.tasktypes.translation import Translation
 from linking.client import candidate_source
 from linking.models import EntityLinkResolution, ResolutionStatus
 from linking.spans import VALUE_KINDS
@@ -131,7 +129,9 @@ def _pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
         item=Item._meta.db_table,
     )
     yield from keyset_sql_pages(
-        sql, [campaign.pk, QuestionWriting.name, AssignmentStatus.APPROVED], chunk=CHUNK
+        sql,
+        [campaign.pk, task_type_name_of(dataset_part="qa_pairs"), AssignmentStatus.APPROVED],
+        chunk=CHUNK,
     )
 
 
@@ -180,12 +180,12 @@ def _text_array(ids: Iterable[str]) -> RawSQL:
     return RawSQL("SELECT unnest(%s::text[])", [list(ids)])
 
 
-def _links(campaign: Campaign, task_type: str, ids: Iterable[str]) -> dict[str, list[Any]]:
+def _links(campaign: Campaign, part: str, ids: Iterable[str]) -> dict[str, list[Any]]:
     return {
         r["item__external_id"]: r["links"] or []
         for r in EntityLinkResolution.objects.filter(
             item__stage__campaign=campaign,
-            item__stage__task_type=task_type,
+            item__stage__task_type__in=task_type_names(dataset_part=part),
             item__external_id__in=_text_array(ids),
             status__in=AGREED,
         ).values("item__external_id", "links")
@@ -210,7 +210,7 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
     out: dict[str, list[dict[str, Any]]] = {}
     for row in Item.objects.filter(
         stage__campaign=campaign,
-        stage__task_type=QuestionEntityLinking.name,
+        stage__task_type__in=task_type_names(dataset_part="question_links"),
         external_id__in=_text_array(ids),
     ).values("external_id", "data"):
         spans = (row["data"] or {}).get("proposed_spans") or []
@@ -225,7 +225,7 @@ def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str,
         row["external_id"]: dict(row)
         for row in Item.objects.filter(
             stage__campaign=campaign,
-            stage__task_type=Translation.name,
+            stage__task_type__in=task_type_names(dataset_part="translations"),
             # ``data -> 'source_id'`` equal to one of the ids as a JSON string.
             data__source_id__in=RawSQL("SELECT to_jsonb(unnest(%s::text[]))", [list(ids)]),
         ).values("id", "external_id", "data")
@@ -340,8 +340,8 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
             p["id"]: _question_id(p["id"], p["question"], mention)
             for p, mention in zip(chunk, mentions, strict=True)
         }
-        answer_links = _links(campaign, "answer_entity_linking", ids)
-        question_links = _links(campaign, "question_entity_linking", [*ids, *question_ids.values()])
+        answer_links = _links(campaign, "answer_links", ids)
+        question_links = _links(campaign, "question_links", [*ids, *question_ids.values()])
         values = _question_values(campaign, question_ids.values())
         translations = _translations(campaign, ids)
         qids = {

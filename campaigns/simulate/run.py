@@ -90,7 +90,7 @@ def simulate_crowd(
     if not Stage.objects.filter(campaign=campaign).exists():
         raise SimulationError(f"Campaign {campaign.slug!r} has no stages.")
     for stage in campaign.stages.all():
-        if type(task_type_get(stage.task_type)).simulate_form is TaskType.simulate_form:
+        if type(task_type_get(stage.task_type)).simulate is TaskType.simulate:
             raise SimulationError(
                 f"Stage {stage.name!r}: task type {stage.task_type!r} has no simulate_form()."
             )

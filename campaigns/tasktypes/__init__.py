@@ -65,11 +65,25 @@ def task_type_names(**having: object) -> list[str]:
     )
 
 
-def task_type_shape(name: str) -> str:
-    """How agreement reads an answer of task type ``name`` (``TaskType.answer_shape``);
-    "choice" for a name not registered (plain data from elsewhere)."""
-    found = _REGISTRY.get(name)
-    return found.answer_shape if found is not None else "choice"
+def task_type_name_of(**having: object) -> str:
+    """The name of the one registered task type whose attributes match ``having``
+    (``task_type_name_of(dataset_part="qa_pairs")``); LookupError for none or several."""
+    names = task_type_names(**having)
+    if len(names) != 1:
+        raise LookupError(f"{len(names)} task types have {having!r}: {names}; expected one.")
+    return names[0]
+
+
+# What reads the answers of a task type not registered (plain data from elsewhere):
+# the base class's ``label_of`` / ``gold_correct`` (a choice, label or verdict).
+_PLAIN = TaskType()
+
+
+def task_type_reading(name: str) -> TaskType:
+    """The task type that says what answers of stage task type ``name`` mean
+    (``label_of``, ``is_no_answer``, ``gold_correct``): the registered one, or for a
+    name not registered the base class, which reads a choice, label or verdict."""
+    return _REGISTRY.get(name, _PLAIN)
 
 
 __all__ = [
@@ -80,6 +94,7 @@ __all__ = [
     "UnknownTaskTypeError",
     "score_quiz",
     "task_type_get",
+    "task_type_name_of",
     "task_type_names",
-    "task_type_shape",
+    "task_type_reading",
 ]

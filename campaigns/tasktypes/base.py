@@ -33,7 +33,7 @@ import random
 import re
 import string
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -47,6 +47,14 @@ MAX_TEXT_LENGTH = 2000
 HARD_TEXT_CAP = 20000
 # Longest Item.external_id the database accepts.
 MAX_EXTERNAL_ID_LENGTH = 200
+# Keys of an answer entry holding the worker's free text (strings, lists of strings,
+# or lists of objects with such keys), as the review rules' duplicate, ROUGE and paste
+# checks read it by default. Span texts of entity links are copies, not writing.
+TEXT_FIELDS = ("question", "questions", "rephrasing", "paraphrases", "justification")
+# Keys of an answer entry or a gold value holding a categorical answer.
+LABEL_KEYS = ("choice", "label", "verdict")
+# Sentence-id overlap with the gold selection counted as right, unless a rule says.
+DEFAULT_SENTENCE_THRESHOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -478,29 +486,58 @@ def get_path(data: Any, *keys: Any, default: Any = None) -> Any:
     return data
 
 
+def object_list_schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
+    """The schema of a list of objects with ``properties``, each requiring ``required``."""
+    return {
+        "type": "array",
+        "items": {"type": "object", "required": required, "properties": properties},
+    }
+
+
+def answer_list_schema(
+    key: str, properties: dict[str, Any], *, required: list[str], **more: Any
+) -> dict[str, Any]:
+    """The schema of an answer ``{key: [{...properties}], ...more}`` (``key`` required):
+    a list of questions, pairs or item entries, and ``more`` optional properties."""
+    return {
+        "type": "object",
+        "required": [key],
+        "properties": {key: object_list_schema(properties, required=required), **more},
+    }
+
+
 def per_item_answer_schema(
     properties: dict[str, Any], *, required: list[str] | None = None
 ) -> dict[str, Any]:
     """The answer schema of a task type answering item by item:
     ``{"items": [{"external_id": ..., **properties}]}``, each entry requiring
     ``external_id`` and ``required`` (all of ``properties`` when not given)."""
-    return {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": [
-                        "external_id",
-                        *(list(properties) if required is None else required),
-                    ],
-                    "properties": {"external_id": {"type": "string"}, **properties},
-                },
-            }
-        },
-    }
+    return answer_list_schema(
+        "items",
+        {"external_id": {"type": "string"}, **properties},
+        required=["external_id", *(list(properties) if required is None else required)],
+    )
+
+
+def label_text(value: Any) -> str | None:
+    """A categorical value as the text compared (2 and "2" agree); None for none or ""."""
+    return None if value is None or value == "" else str(value)
+
+
+def gold_match_choice(label: Any, gold: Any) -> bool:
+    """A categorical label equals the gold label (compared as text: 2 == "2"); a gold
+    value may be bare (``2``) or an entry (``{"choice": 2}``)."""
+    if isinstance(gold, Mapping):
+        gold = next((gold[k] for k in LABEL_KEYS if k in gold), None)
+    return label is not None and gold is not None and str(label) == str(gold)
+
+
+# The shapes a task type's hooks take: a HIT's items, a stage config.
+Items = list[dict[str, Any]]
+Config = dict[str, Any]
+Rng = random.Random
+# The POST fields of a simulated worker (``TaskType.simulate_form``).
+SimulatedForm = dict[str, list[str]]
 
 
 class TaskType:
@@ -529,11 +566,16 @@ class TaskType:
     # Templates get their precomputed fields from ``view`` via ``{% tasktype_view %}``.
     template_name: ClassVar[str] = ""
 
-    # What other rooms need to know of a task type (they never compare its name):
-    # how agreement and gold read one answer entry (``validation.projections``):
-    # "sentences" (sentence ids or no answer), "links" (entity links), "rubric"
-    # (one rubric dimension), "verdict", or "choice" (choice / label / verdict).
-    answer_shape: ClassVar[str] = "choice"
+    # What other rooms need to know of a task type (they never compare its name);
+    # what its answers mean is said by ``label_of``, ``is_no_answer`` and
+    # ``gold_correct`` below, and which keys hold written text by ``text_fields``.
+    text_fields: ClassVar[tuple[str, ...]] = TEXT_FIELDS
+    # Answers select sentences of a text (WhyQA): the answer-agreement measures apply.
+    selects_sentences: ClassVar[bool] = False
+    # Which part of a released dataset its approved work is, for the exports that
+    # gather stages by it: "qa_pairs", "answer_links", "question_links" and
+    # "translations" (Mintaka), "paraphrases" (GraphQuestions); "" for none.
+    dataset_part: ClassVar[str] = ""
     # Spans linked to Wikidata: candidates prefetched, agreement on link sets (linking).
     links_entities: ClassVar[bool] = False
     # A quiz scored against its key when stored, gating stages; paid as a quiz.
@@ -556,8 +598,15 @@ class TaskType:
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
     ) -> list[FieldError]:
-        """Problems with a worker's answer to a HIT holding ``items``."""
-        return schema_errors(self.answer_schema, answer)
+        """Problems with a worker's answer to a HIT holding ``items``: its schema first,
+        then, on a well-formed answer, the task type's own ``answer_errors``."""
+        cfg = self.effective_config(config)
+        return schema_errors(self.answer_schema, answer) or self.answer_errors(answer, items, cfg)
+
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        """``validate_answer``'s own checks of an answer its schema accepts; ``cfg`` is
+        the stage config with its defaults."""
+        return []
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
@@ -595,6 +644,51 @@ class TaskType:
         """
         return ()
 
+    # --- What an answer means (agreement, consensus, gold: ``validation``) -------------
+
+    def label_of(
+        self, entry: Mapping[str, Any] | None, *, dimension: str = "answerable"
+    ) -> Hashable | None:
+        """The one categorical value of an answer ``entry`` (one item's part of an answer)
+        that agreement and consensus compare, or None when it holds none. By default its
+        ``choice``, ``label`` or ``verdict``, as text; ``dimension`` names the part of a
+        multi-part answer to read (a rubric's), where a task type has several."""
+        return self.entry_label(entry, dimension) if isinstance(entry, Mapping) else None
+
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """``label_of`` an entry that is there."""
+        return label_text(next((entry[k] for k in LABEL_KEYS if entry.get(k) is not None), None))
+
+    def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
+        """Whether ``entry`` says "no answer", for task types whose workers may say so;
+        None for the others (and for no entry)."""
+        return None
+
+    def gold_correct(
+        self,
+        entry: Mapping[str, Any] | None,
+        gold: Any,
+        *,
+        sentence_threshold: float = DEFAULT_SENTENCE_THRESHOLD,
+        dimension: str = "answerable",
+    ) -> bool | None:
+        """Whether ``entry`` matches the item's ``gold`` answer; None when it cannot be
+        told (no entry, no gold, no categorical value). By default the ``label_of`` the
+        entry equals the gold label (``gold_match_choice``). ``sentence_threshold`` is
+        for task types whose answers are compared by overlap."""
+        if gold is None or not isinstance(entry, Mapping):
+            return None
+        return self.gold_match(entry, gold, sentence_threshold, dimension)
+
+    def gold_match(
+        self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str
+    ) -> bool | None:
+        """``gold_correct`` for an entry and a gold value that are there."""
+        label = self.entry_label(entry, dim)
+        if label is None and not any(k in entry for k in (*LABEL_KEYS, dim)):
+            return None
+        return gold_match_choice(label, gold)
+
     # Whether ``items_from_article`` makes items (the page offers an article upload).
     takes_articles: ClassVar[bool] = False
 
@@ -625,8 +719,19 @@ class TaskType:
         errors: Mapping[str, str],
         preview: bool,
     ) -> dict[str, Any]:
-        """What the template needs, precomputed: fields with names, values and errors."""
-        return {"general_errors": [str(m) for m in errors.values() if m]}
+        """What the template needs, precomputed: fields with names, values and errors.
+
+        The task type's ``page`` builds it with a ``FormView`` over ``errors``; the
+        errors no field showed come last, as ``general_errors``."""
+        form = FormView(errors=errors, preview=preview)
+        page = self.page(form, items, self.effective_config(config), answer)
+        return {**page, "general_errors": form.general_errors()}
+
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+        """``view``'s own part for a HIT holding ``items``: fields made with ``form``
+        (``form.field(path, value)``; ``form.errors`` and ``form.preview`` as given),
+        ``cfg`` the stage config with its defaults, ``answer`` the answer so far."""
+        return {}
 
     # --- Simulated workers (``campaigns.simulate``) ---------------------------------
 
@@ -645,8 +750,15 @@ class TaskType:
         (``SIMULATION_PROFILES``): ``good`` answers validly and sensibly from the item
         data, ``sloppy`` is mostly valid but careless and sometimes invalid,
         ``spammer`` sends random or copied text that is often invalid. Everything
-        random comes from ``rng``, so one seed gives one answer.
+        random comes from ``rng``, so one seed gives one answer. The task type's
+        ``simulate`` writes them, given the stage config with its defaults.
         """
+        simulation_profile_check(profile)
+        return self.simulate(items, self.effective_config(config), profile, rng)
+
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+        """``simulate_form``'s answer for a checked ``profile`` and ``cfg`` (the stage
+        config with its defaults)."""
         raise NotImplementedError(
             f"Task type {self.name!r} has no simulate_form(), so the crowd simulator "
             "cannot work on its stages; add one to its module (see "
@@ -657,8 +769,6 @@ class TaskType:
 # --- Helpers for simulate_form ---------------------------------------------------------
 
 SIMULATION_PROFILES = ("good", "sloppy", "spammer")
-
-SimulatedForm = dict[str, list[str]]
 
 # Phrases whose content words appear in no question, added until a rephrasing is
 # no longer a trivial variant of its original.

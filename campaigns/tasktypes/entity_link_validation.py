@@ -20,26 +20,27 @@ majority says it is correct.
 
 from __future__ import annotations
 
-import random
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     form_text,
-    get_path,
-    item_entry_errors,
+    label_text,
     per_item_answer_schema,
     schema_errors,
     simulated_qid,
-    simulation_profile_check,
 )
 from campaigns.tasktypes.entity_linking import QID_PATTERN, normalise_qid
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 
 VERDICTS = ("correct", "wrong", "unsure")
 VERDICT_LABELS = {
@@ -59,9 +60,8 @@ def linked_text(data: Mapping[str, Any]) -> str:
     return str(data.get(span_in(data), ""))
 
 
-class EntityLinkValidation(TaskType):
+class EntityLinkValidation(PerItemTask):
     name = "entity_link_validation"
-    answer_shape = "verdict"
     label = "Check entity links"
     description = "Say whether a phrase was linked to the right Wikidata item."
     template_name = "tasktypes/entity_link_validation.html"
@@ -120,44 +120,33 @@ class EntityLinkValidation(TaskType):
             errors.append(FieldError("text", "The text does not match the offsets."))
         return errors
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        entries = []
-        for i, item in enumerate(items):
-            corrected = form_text(form, f"items/{i}/corrected_qid")
-            entries.append(
-                {
-                    "external_id": item["external_id"],
-                    "verdict": form_text(form, f"items/{i}/verdict") or None,
-                    "corrected_qid": normalise_qid(corrected) if corrected else None,
-                }
-            )
-        return {"items": entries}
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """The verdict on the link."""
+        return label_text(entry.get("verdict"))
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        corrected = form_text(form, f"{at}/corrected_qid")
+        return {
+            "verdict": form_text(form, f"{at}/verdict") or None,
+            "corrected_qid": normalise_qid(corrected) if corrected else None,
+        }
+
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        errors = []
+        verdict, corrected = entry["verdict"], entry.get("corrected_qid")
+        if verdict not in [v for v in VERDICTS if v != "unsure" or cfg["allow_unsure"]]:
+            errors.append(FieldError(f"{at}/verdict", "Choose one of the options."))
+        path = f"{at}/corrected_qid"
+        if not corrected:
             return errors
-        cfg = self.effective_config(config)
-        allowed = [v for v in VERDICTS if v != "unsure" or cfg["allow_unsure"]]
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            verdict, corrected = entry["verdict"], entry.get("corrected_qid")
-            if verdict not in allowed:
-                errors.append(FieldError(f"items/{i}/verdict", "Choose one of the options."))
-            path = f"items/{i}/corrected_qid"
-            if not corrected:
-                continue
-            if not cfg["allow_correction"]:
-                errors.append(FieldError(path, "Corrections are not collected here."))
-            elif verdict != "wrong":
-                errors.append(FieldError(path, 'Give a corrected id only with "wrong".'))
-            elif not re.match(QID_PATTERN, corrected):
-                errors.append(FieldError(path, "A Wikidata id looks like Q42."))
-            elif corrected == item["data"].get("qid"):
-                errors.append(FieldError(path, "This is the id you are checking; give another."))
+        if not cfg["allow_correction"]:
+            errors.append(FieldError(path, "Corrections are not collected here."))
+        elif verdict != "wrong":
+            errors.append(FieldError(path, 'Give a corrected id only with "wrong".'))
+        elif not re.match(QID_PATTERN, corrected):
+            errors.append(FieldError(path, "A Wikidata id looks like Q42."))
+        elif corrected == data.get("qid"):
+            errors.append(FieldError(path, "This is the id you are checking; give another."))
         return errors
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
@@ -183,71 +172,44 @@ class EntityLinkValidation(TaskType):
             "corrections": dict(corrections.most_common()),
         }
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
-        blocks = []
-        for i, item in enumerate(items):
-            data = item.get("data", {})
-            text = linked_text(data)
-            start, end = data.get("start", 0), data.get("end", 0)
-            verdict = form.field(f"items/{i}/verdict", get_path(answer, "items", i, "verdict"))
-            choices = [
-                {
-                    "value": v,
-                    "label": VERDICT_LABELS[v],
-                    "id": f"{verdict.id}-{v}",
-                    "checked": verdict.value == v,
-                }
-                for v in VERDICTS
-                if v != "unsure" or cfg["allow_unsure"]
-            ]
-            blocks.append(
-                {
-                    "number": i + 1,
-                    "question": data.get("question", ""),
-                    "answer": data.get("answer", ""),
-                    "in_answer": span_in(data) == "answer",
-                    "before": text[:start],
-                    "span": text[start:end],
-                    "after": text[end:],
-                    "qid": data.get("qid", ""),
-                    "label": data.get("label", ""),
-                    "verdict": verdict,
-                    "choices": choices,
-                    "corrected_qid": form.field(
-                        f"items/{i}/corrected_qid",
-                        get_path(answer, "items", i, "corrected_qid"),
-                    ),
-                }
-            )
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         return {
-            "items": blocks,
+            **super().page(form, items, cfg, answer),
             "allow_correction": cfg["allow_correction"],
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        text = linked_text(data)
+        start, end = data.get("start", 0), data.get("end", 0)
+        verdict = form.field(f"{at}/verdict", entry.get("verdict"))
+        choices = [
+            {
+                "value": v,
+                "label": VERDICT_LABELS[v],
+                "id": f"{verdict.id}-{v}",
+                "checked": verdict.value == v,
+            }
+            for v in VERDICTS
+            if v != "unsure" or cfg["allow_unsure"]
+        ]
+        return {
+            "question": data.get("question", ""),
+            "answer": data.get("answer", ""),
+            "in_answer": span_in(data) == "answer",
+            "before": text[:start],
+            "span": text[start:end],
+            "after": text[end:],
+            "qid": data.get("qid", ""),
+            "label": data.get("label", ""),
+            "verdict": verdict,
+            "choices": choices,
+            "corrected_qid": form.field(f"{at}/corrected_qid", entry.get("corrected_qid")),
+        }
+
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers check the id against the plausible one (``simulated_qid``) and
         correct it when it differs; sloppy ones mostly say "correct", sometimes
         mistype a correction; spammers click anything or nothing."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})

@@ -35,29 +35,33 @@ Wikidata", or with ``skip`` ("not an entity"), is left out of the answer.
 
 from __future__ import annotations
 
-import random
+import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     derived_external_id,
     form_bool,
     form_indices,
     form_text,
     get_path,
-    item_entry_errors,
+    object_list_schema,
     parse_int_or_text,
+    per_item_answer_schema,
     schema_errors,
     simulated_qid,
-    simulation_profile_check,
 )
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 from campaigns.tasktypes.question_writing import yes_no_value
 
 QID_PATTERN = r"^Q[1-9][0-9]*$"
@@ -108,10 +112,31 @@ def _link_key(link: Mapping[str, Any]) -> tuple[int, int, str]:
     return (link["start"], link["end"], "NONE" if link.get("none") else str(link.get("qid")))
 
 
-class _EntityLinking(TaskType):
+def link_key(link: Mapping[str, Any]) -> tuple[Any, Any, str]:
+    """A link as (start, end, qid or "NONE"), as answers are compared (missing offsets
+    tolerated: a gold value typed by hand)."""
+    return (
+        link.get("start"),
+        link.get("end"),
+        "NONE" if link.get("none") else str(link.get("qid")),
+    )
+
+
+def link_set(entry: Mapping[str, Any] | Sequence[Any] | None) -> frozenset[tuple[Any, Any, str]]:
+    """The set of links of an entry (or of a bare list of links)."""
+    links = entry.get("links", []) if isinstance(entry, Mapping) else entry or []
+    return frozenset(link_key(link) for link in links if isinstance(link, Mapping))
+
+
+def gold_match_links(entry: Mapping[str, Any], gold: Any) -> bool:
+    """The entry's links are exactly the gold links (``{"links": [...]}`` or a list)."""
+    gold_links = gold.get("links", []) if isinstance(gold, Mapping) else gold
+    return link_set(entry) == link_set(gold_links if isinstance(gold_links, list) else [])
+
+
+class _EntityLinking(PerItemTask):
     """Shared behaviour; subclasses say which text is linked."""
 
-    answer_shape = "links"
     links_entities = True
 
     text_key: ClassVar[str]
@@ -141,37 +166,29 @@ class _EntityLinking(TaskType):
         "min_links": 0,
         "allow_not_in_wikidata": True,
     }
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["items"],
-        "properties": {
-            "items": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["external_id", "links"],
-                    "properties": {
-                        "external_id": {"type": "string"},
-                        "links": {
-                            "type": "array",
-                            "items": {
-                                "type": "object",
-                                "required": ["start", "end", "text"],
-                                "properties": {
-                                    "start": {"type": ["integer", "string"]},
-                                    "end": {"type": ["integer", "string"]},
-                                    "text": {"type": "string"},
-                                    "qid": {"type": ["string", "null"]},
-                                    "none": {"type": "boolean"},
-                                    "redirected_from": {"type": "string"},
-                                },
-                            },
-                        },
-                    },
+    answer_schema: ClassVar[dict] = per_item_answer_schema(
+        {
+            "links": object_list_schema(
+                {
+                    "start": {"type": ["integer", "string"]},
+                    "end": {"type": ["integer", "string"]},
+                    "text": {"type": "string"},
+                    "qid": {"type": ["string", "null"]},
+                    "none": {"type": "boolean"},
+                    "redirected_from": {"type": "string"},
                 },
-            }
-        },
-    }
+                required=["start", "end", "text"],
+            )
+        }
+    )
+
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """The whole set of links, as JSON text: equal sets agree."""
+        return json.dumps(sorted(link_set(entry), key=str))
+
+    def gold_match(self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str) -> bool:
+        """The entry's links are exactly the gold links."""
+        return gold_match_links(entry, gold)
 
     def linked_text(self, data: Mapping[str, Any]) -> str:
         return str(data.get(self.text_key, ""))
@@ -193,42 +210,36 @@ class _EntityLinking(TaskType):
                 )
         return errors
 
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        links = []
+        for j in form_indices(form, f"{at}/spans"):
+            row = f"{at}/spans/{j}"
+            qid_text = form_text(form, f"{row}/qid")
+            none = form_bool(form, f"{row}/none")
+            if form_bool(form, f"{row}/skip"):
+                continue  # marked "not an entity" on the page
+            if not qid_text and not none:
+                continue  # "no entity here": nothing was typed or ticked
+            links.append(
+                {
+                    "start": parse_int_or_text(form_text(form, f"{row}/start")),
+                    "end": parse_int_or_text(form_text(form, f"{row}/end")),
+                    "text": form_text(form, f"{row}/text"),
+                    "qid": normalise_qid(qid_text) if qid_text else None,
+                    "none": none,
+                }
+            )
+        return {"links": links}
+
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
     ) -> dict[str, Any]:
-        entries = []
-        for i, item in enumerate(items):
-            links = []
-            for j in form_indices(form, f"items/{i}/spans"):
-                row = f"items/{i}/spans/{j}"
-                qid_text = form_text(form, f"{row}/qid")
-                none = form_bool(form, f"{row}/none")
-                if form_bool(form, f"{row}/skip"):
-                    continue  # marked "not an entity" on the page
-                if not qid_text and not none:
-                    continue  # "no entity here": nothing was typed or ticked
-                links.append(
-                    {
-                        "start": parse_int_or_text(form_text(form, f"{row}/start")),
-                        "end": parse_int_or_text(form_text(form, f"{row}/end")),
-                        "text": form_text(form, f"{row}/text"),
-                        "qid": normalise_qid(qid_text) if qid_text else None,
-                        "none": none,
-                    }
-                )
-            entries.append({"external_id": item["external_id"], "links": links})
+        """The entries of ``entry_from_form``, redirected ids resolved in one lookup."""
+        entries = super().parse_form(form=form, items=items, config=config)["items"]
         return {"items": _redirects_resolved(entries)}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            errors += self._links_errors(f"items/{i}/links", entry["links"], item["data"], cfg)
-        return errors
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        return self._links_errors(f"{at}/links", entry["links"], data, cfg)
 
     def _links_errors(
         self, base: str, links: list[dict[str, Any]], data: dict[str, Any], cfg: dict[str, Any]
@@ -324,17 +335,7 @@ class _EntityLinking(TaskType):
             "majority": [v for v in votes if v["votes"] * 2 > len(sets)],
         }
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         blocks = []
         for i, item in enumerate(items):
             data = item.get("data", {})
@@ -392,7 +393,6 @@ class _EntityLinking(TaskType):
             "items": blocks,
             "text_label": "answer" if self.text_key == "answer" else "question",
             "allow_not_in_wikidata": cfg["allow_not_in_wikidata"],
-            "general_errors": form.general_errors(),
         }
 
     def next_items(
@@ -463,21 +463,12 @@ class _EntityLinking(TaskType):
             )
         return out
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """One row per proposed span, as the page posts it (start, end, text, and the id
         typed or "not in Wikidata" ticked). Good workers link every span that names
         something to its plausible id (``simulated_qid``) and skip numbers and yes/no;
         sloppy ones skip, tick "not in Wikidata" or mistype ids; spammers type Q1
         everywhere or junk."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             spans = self.proposed_spans(item.get("data", {}))[: cfg["max_links"]]
@@ -532,6 +523,7 @@ EntityLinkingTaskType = _EntityLinking
 
 class AnswerEntityLinking(_EntityLinking):
     name = "answer_entity_linking"
+    dataset_part = "answer_links"
     label = "Link the entities in an answer"
     description = "Link each entity named in the answer to its Wikidata item."
     text_key = "answer"
@@ -561,6 +553,7 @@ class AnswerEntityLinking(_EntityLinking):
 
 class QuestionEntityLinking(_EntityLinking):
     name = "question_entity_linking"
+    dataset_part = "question_links"
     label = "Link the entities in a question"
     description = "Link each entity named in the question to its Wikidata item."
     text_key = "question"

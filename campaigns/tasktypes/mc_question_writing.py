@@ -15,22 +15,24 @@ Options must be filled in and distinct; ``correct`` is the index of the right on
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
+    answer_list_schema,
     derived_external_id,
     duplicate_errors,
     form_text,
     get_path,
     parse_int_or_text,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 
@@ -69,25 +71,16 @@ class MCQuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_passage": 2, "justification": "off"}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["question", "options", "correct"],
-                    "properties": {
-                        "question": {"type": "string"},
-                        "options": {"type": "array", "items": {"type": "string"}},
-                        "correct": {"type": ["integer", "string", "null"]},
-                        "justification": {"type": "string"},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "question": {"type": "string"},
+            "options": {"type": "array", "items": {"type": "string"}},
+            "correct": {"type": ["integer", "string", "null"]},
+            "justification": {"type": "string"},
         },
-    }
+        required=["question", "options", "correct"],
+    )
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,
@@ -112,13 +105,8 @@ class MCQuestionWriting(TaskType):
             ]
         }
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = answer["questions"]
         if len(questions) != cfg["questions_per_passage"]:
             errors.append(
@@ -188,17 +176,7 @@ class MCQuestionWriting(TaskType):
             )
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         passage = get_path(items, 0, "data", default={}) or {}
         blocks = []
         for i in range(cfg["questions_per_passage"]):
@@ -234,22 +212,12 @@ class MCQuestionWriting(TaskType):
             "questions": blocks,
             "justification": cfg["justification"],
             "count_error": count_error,
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers write distinct questions with four distinct options and mark the
         right one; sloppy ones sometimes repeat an option or forget the mark;
         spammers fill every box with the same junk."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         passage = str(get_path(items, 0, "data", "passage", default="") or "")
         words = [w.strip(".,;:!?\"'()") for w in passage.split()]
         words = [w for w in words if len(w) > 3] or ["passage"]

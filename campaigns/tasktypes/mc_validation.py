@@ -13,30 +13,29 @@ means the example is discarded.
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     form_text,
-    get_path,
-    item_entry_errors,
     parse_int_or_text,
     per_item_answer_schema,
-    schema_errors,
-    simulation_profile_check,
 )
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 
 INVALID = "invalid"
 
 
-class MCValidation(TaskType):
+class MCValidation(PerItemTask):
     name = "mc_validation"
     judges_others_work = True
     label = "Validate a multiple-choice question"
@@ -74,35 +73,14 @@ class MCValidation(TaskType):
         {"choice": {"type": ["integer", "string", "null"]}}
     )
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "items": [
-                {
-                    "external_id": item["external_id"],
-                    "choice": parse_int_or_text(form_text(form, f"items/{i}/choice")),
-                }
-                for i, item in enumerate(items)
-            ]
-        }
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        return {"choice": parse_int_or_text(form_text(form, f"{at}/choice"))}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            choice = entry["choice"]
-            n = len(item["data"].get("options", []))
-            if choice != INVALID and not (isinstance(choice, int) and 0 <= choice < n):
-                errors.append(
-                    FieldError(
-                        f"items/{i}/choice", "Choose an option, or mark the question invalid."
-                    )
-                )
-        return errors
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        choice, n = entry["choice"], len(data.get("options", []))
+        if choice != INVALID and not (isinstance(choice, int) and 0 <= choice < n):
+            return [FieldError(f"{at}/choice", "Choose an option, or mark the question invalid.")]
+        return []
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         """``{"votes": {"0".."3"|"invalid": n}, "majority": label | None, "keep": bool,
@@ -127,58 +105,32 @@ class MCValidation(TaskType):
             "writer_agrees": None if not isinstance(writer, int) else majority == str(writer),
         }
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        form = FormView(errors=errors, preview=preview)
-        blocks = []
-        for i, item in enumerate(items):
-            data = item.get("data", {})
-            f = form.field(f"items/{i}/choice", get_path(answer, "items", i, "choice"))
-            choices: list[dict[str, Any]] = [
-                {"value": str(o), "label": f"{OPTION_LETTERS[o]}. {t}", "id": f"{f.id}-{o}"}
-                for o, t in enumerate(data.get("options", [])[:4])
-            ]
-            choices.append(
-                {
-                    "value": INVALID,
-                    "label": (
-                        "The question is invalid: no option or more than one option is correct"
-                    ),
-                    "id": f"{f.id}-{INVALID}",
-                }
-            )
-            for c in choices:
-                c["checked"] = str(f.value) == c["value"] and f.value != ""
-            blocks.append(
-                {
-                    "number": i + 1,
-                    "title": data.get("title", ""),
-                    "passage": data.get("passage", ""),
-                    "question": data.get("question", ""),
-                    "field": f,
-                    "choices": choices,
-                }
-            )
-        return {"items": blocks, "general_errors": form.general_errors()}
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        f = form.field(f"{at}/choice", entry.get("choice"))
+        choices: list[dict[str, Any]] = [
+            {"value": str(o), "label": f"{OPTION_LETTERS[o]}. {t}", "id": f"{f.id}-{o}"}
+            for o, t in enumerate(data.get("options", [])[:4])
+        ]
+        choices.append(
+            {
+                "value": INVALID,
+                "label": "The question is invalid: no option or more than one option is correct",
+                "id": f"{f.id}-{INVALID}",
+            }
+        )
+        for c in choices:
+            c["checked"] = str(f.value) == c["value"] and f.value != ""
+        return {
+            "title": data.get("title", ""),
+            "passage": data.get("passage", ""),
+            "question": data.get("question", ""),
+            "field": f,
+            "choices": choices,
+        }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers mostly find the writer's option; sloppy ones guess; spammers
         always pick A or leave the question unanswered."""
-        simulation_profile_check(profile)
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})

@@ -28,21 +28,22 @@ from typing import Any, ClassVar
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
     STOP_WORDS,
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     derived_external_id,
     form_text,
     get_path,
-    item_entry_errors,
     normalise_text,
     per_item_answer_schema,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
     trivial_variant_reason,
 )
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 
 FUNCTIONS = ["none", "count", "superlative", "comparative"]
 # Su et al. (2016) §4: the nine functions (and none), kept per item as function_kind.
@@ -148,8 +149,9 @@ def _simulated_paraphrase(
     return candidate
 
 
-class ParaphraseCanonical(TaskType):
+class ParaphraseCanonical(PerItemTask):
     name = "paraphrase_canonical"
+    dataset_part = "paraphrases"
     takes_generated_questions = True
     label = "Paraphrase a canonical question"
     description = "Rewrite a machine-generated question as a person would ask it."
@@ -222,43 +224,24 @@ class ParaphraseCanonical(TaskType):
         {"paraphrases": {"type": "array", "items": {"type": "string"}}}
     )
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        n = self.effective_config(config)["paraphrases_per_item"]
-        return {
-            "items": [
-                {
-                    "external_id": item["external_id"],
-                    "paraphrases": [
-                        form_text(form, f"items/{i}/paraphrases/{j}") for j in range(n)
-                    ],
-                }
-                for i, item in enumerate(items)
-            ]
-        }
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        n = cfg["paraphrases_per_item"]
+        return {"paraphrases": [form_text(form, f"{at}/paraphrases/{j}") for j in range(n)]}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            data = item["data"]
-            paraphrases = entry["paraphrases"]
-            if len(paraphrases) != cfg["paraphrases_per_item"]:
-                errors.append(
-                    FieldError(
-                        f"items/{i}/paraphrases",
-                        f"Write exactly {cfg['paraphrases_per_item']} paraphrase(s).",
-                    )
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        errors = []
+        paraphrases = entry["paraphrases"]
+        if len(paraphrases) != cfg["paraphrases_per_item"]:
+            errors.append(
+                FieldError(
+                    f"{at}/paraphrases",
+                    f"Write exactly {cfg['paraphrases_per_item']} paraphrase(s).",
                 )
-            for j, text in enumerate(paraphrases):
-                errors += self._paraphrase_errors(
-                    f"items/{i}/paraphrases/{j}", text, data, paraphrases[:j], cfg
-                )
+            )
+        for j, text in enumerate(paraphrases):
+            errors += self._paraphrase_errors(
+                f"{at}/paraphrases/{j}", text, data, paraphrases[:j], cfg
+            )
         return errors
 
     def _paraphrase_errors(
@@ -330,52 +313,23 @@ class ParaphraseCanonical(TaskType):
                 )
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
-        blocks = []
-        for i, item in enumerate(items):
-            data = item.get("data", {})
-            blocks.append(
-                {
-                    "number": i + 1,
-                    "canonical_question": data.get("canonical_question", ""),
-                    "characteristics": data.get("characteristics", {}),
-                    "entities": data.get("entities", []),
-                    "count_error": form.error(f"items/{i}/paraphrases"),
-                    "fields": [
-                        form.field(
-                            f"items/{i}/paraphrases/{j}",
-                            get_path(answer, "items", i, "paraphrases", j),
-                        )
-                        for j in range(cfg["paraphrases_per_item"])
-                    ],
-                }
-            )
-        return {"items": blocks, "general_errors": form.general_errors()}
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        return {
+            "canonical_question": data.get("canonical_question", ""),
+            "characteristics": data.get("characteristics", {}),
+            "entities": data.get("entities", []),
+            "count_error": form.error(f"{at}/paraphrases"),
+            "fields": [
+                form.field(f"{at}/paraphrases/{j}", get_path(entry, "paraphrases", j))
+                for j in range(cfg["paraphrases_per_item"])
+            ],
+        }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers reword the canonical question (new frame, words reordered and
         added), keeping every entity's label; sloppy ones sometimes drop the "?" or
         shout the canonical question; spammers paste it, with or without a prefix, or
         junk."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         n = cfg["paraphrases_per_item"]
         form: dict[str, list[str]] = {}
         # A sloppy worker slips on at most one paraphrase of the HIT.

@@ -28,16 +28,19 @@ from campaigns.tasktypes.answer_types import detect_answer_type as linking_answe
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
+    answer_list_schema,
     derived_external_id,
     duplicate_errors,
     form_text,
     get_path,
     parse_number_or_text,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
@@ -200,6 +203,7 @@ def _example_schema() -> dict[str, Any]:
 
 class QuestionWriting(TaskType):
     name = "question_writing"
+    dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
     description = "Write question/answer pairs of one complexity type about one topic."
     template_name = "tasktypes/question_writing.html"
@@ -229,25 +233,16 @@ class QuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_hit": 5}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["question", "answer"],
-                    "properties": {
-                        "question": {"type": "string"},
-                        "answer": {"type": "string"},
-                        "numeric_value": {"type": ["number", "string", "null"]},
-                        "counted_entities": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            }
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "question": {"type": "string"},
+            "answer": {"type": "string"},
+            "numeric_value": {"type": ["number", "string", "null"]},
+            "counted_entities": {"type": "array", "items": {"type": "string"}},
         },
-    }
+        required=["question", "answer"],
+    )
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,
@@ -296,13 +291,9 @@ class QuestionWriting(TaskType):
             )
         return {"questions": questions}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        n = self.effective_config(config)["questions_per_hit"]
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
+        n = cfg["questions_per_hit"]
         ctype = get_path(items, 0, "data", "complexity_type", default="generic")
         pairs = answer["questions"]
         if len(pairs) != n:
@@ -441,17 +432,7 @@ class QuestionWriting(TaskType):
             out.append({"external_id": external_id, "data": data})
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         cell = get_path(items, 0, "data", default={}) or {}
         ctype = cell.get("complexity_type", "generic")
         examples = (cfg.get("examples") or {}).get(ctype) or DEFAULT_EXAMPLES.get(ctype, [])
@@ -485,23 +466,14 @@ class QuestionWriting(TaskType):
             "is_yesno": ctype == "yesno",
             "min_listed": MIN_LISTED_ENTITIES,
             "rows": rows,
-            "count_error": errors.get("questions", ""),
-            "general_errors": form.general_errors(),
+            "count_error": form.errors.get("questions", ""),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Question/answer pairs of the cell's type: good ones end with "?", give numbers
         for count/superlative and list what they count; sloppy ones sometimes miss a
         rule; spammers paste the same junk everywhere or leave fields empty."""
-        simulation_profile_check(profile)
-        n = self.effective_config(config)["questions_per_hit"]
+        n = cfg["questions_per_hit"]
         cell = get_path(items, 0, "data", default={}) or {}
         topic = str(cell.get("topic", "things"))
         ctype = str(cell.get("complexity_type", "generic"))

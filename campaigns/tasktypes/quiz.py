@@ -34,20 +34,24 @@ Groups are hidden from the worker. Answer::
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
+    answer_list_schema,
     form_bool,
     form_list,
     get_path,
+    object_list_schema,
     schema_errors,
-    simulation_profile_check,
 )
 
 _EPSILON = 1e-9
@@ -279,35 +283,19 @@ class Quiz(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_no_answer": True}
-    answer_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["questions"],
-        "properties": {
-            "questions": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "selected"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "selected": {"type": "array", "items": {"type": "string"}},
-                        "no_answer": {"type": "boolean"},
-                    },
-                },
-            },
-            "practice": {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "selected"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "selected": {"type": "array", "items": {"type": "string"}},
-                    },
-                },
-            },
+    answer_schema: ClassVar[dict] = answer_list_schema(
+        "questions",
+        {
+            "id": {"type": "string"},
+            "selected": {"type": "array", "items": {"type": "string"}},
+            "no_answer": {"type": "boolean"},
         },
-    }
+        required=["id", "selected"],
+        practice=object_list_schema(
+            {"id": {"type": "string"}, "selected": {"type": "array", "items": {"type": "string"}}},
+            required=["id", "selected"],
+        ),
+    )
 
     def validate_config(self, config: Any) -> list[FieldError]:
         errors = schema_errors(self.config_schema, config)
@@ -354,13 +342,8 @@ class Quiz(TaskType):
             ]
         return answer
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = cfg.get("questions", [])
         responses = answer["questions"]
         if [r["id"] for r in responses] != [q["id"] for q in questions]:
@@ -391,17 +374,7 @@ class Quiz(TaskType):
                 )
         return errors
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         blocks = []
         for i, q in enumerate(cfg.get("questions", [])):
             block, response = _question_view(form, answer, "questions", i, q)
@@ -432,22 +405,12 @@ class Quiz(TaskType):
             "practice": practice,
             "questions": blocks,
             "allow_no_answer": cfg["allow_no_answer"],
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers mostly pick options scoring points (they read carefully) and say
         "no answer" to unanswerable questions; sloppy ones pick one option at
         random; spammers pick nothing or everything."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         points = _scoring(cfg)["group_points"]
         form: dict[str, list[str]] = {}
         for i, q in enumerate(cfg.get("questions", [])):

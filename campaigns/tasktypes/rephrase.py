@@ -13,31 +13,30 @@ order ignored) of at least ``max_similarity`` (default 0.8).
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
-    TaskType,
-    answer_for_item,
+    Items,
+    Rng,
+    SimulatedForm,
     derived_external_id,
     form_text,
-    get_path,
-    item_entry_errors,
     per_item_answer_schema,
-    schema_errors,
     simulated_rephrasing,
-    simulation_profile_check,
     text_errors,
     trivial_variant_reason,
 )
+from campaigns.tasktypes.per_item import Entry, PerItemTask, item_entries_of
 
 
-class Rephrase(TaskType):
+class Rephrase(PerItemTask):
     name = "rephrase"
+    rows_key = "rows"
     label = "Rephrase questions"
     description = "Rewrite each question in different words, keeping its meaning."
     template_name = "tasktypes/rephrase.html"
@@ -75,45 +74,26 @@ class Rephrase(TaskType):
         "properties": {"include_original": {"type": "boolean"}},
     }
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "items": [
-                {
-                    "external_id": item["external_id"],
-                    "rephrasing": form_text(form, f"items/{i}/rephrasing"),
-                }
-                for i, item in enumerate(items)
-            ]
-        }
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        return {"rephrasing": form_text(form, f"{at}/rephrasing")}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            path = f"items/{i}/rephrasing"
-            text = entry["rephrasing"]
-            problems = text_errors(path, text, what="The rephrasing")
-            if not problems and cfg["require_question_mark"] and not text.endswith("?"):
-                problems.append(FieldError(path, 'End the question with "?".'))
-            if not problems:
-                reason = trivial_variant_reason(
-                    text, item["data"]["question"], max_similarity=cfg["max_similarity"]
-                )
-                if reason:
-                    problems.append(FieldError(path, reason))
-            errors += problems
-        return errors
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        path, text = f"{at}/rephrasing", entry["rephrasing"]
+        problems = text_errors(path, text, what="The rephrasing")
+        if not problems and cfg["require_question_mark"] and not text.endswith("?"):
+            problems.append(FieldError(path, 'End the question with "?".'))
+        if not problems:
+            reason = trivial_variant_reason(
+                text, data["question"], max_similarity=cfg["max_similarity"]
+            )
+            if reason:
+                problems.append(FieldError(path, reason))
+        return problems
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         """``{"rephrasings": [str, ...]}``: every worker's rephrasing of the item."""
-        found = [answer_for_item(a, item) for a in answers]
-        return {"rephrasings": [e["rephrasing"] for e in found if e and e.get("rephrasing")]}
+        found = item_entries_of(answers, item)
+        return {"rephrasings": [e["rephrasing"] for e in found if e.get("rephrasing")]}
 
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
@@ -136,41 +116,16 @@ class Rephrase(TaskType):
             )
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        form = FormView(errors=errors, preview=preview)
-        rows = [
-            {
-                "number": i + 1,
-                "question": item.get("data", {}).get("question", ""),
-                "context": item.get("data", {}).get("context", ""),
-                "field": form.field(
-                    f"items/{i}/rephrasing", get_path(answer, "items", i, "rephrasing")
-                ),
-            }
-            for i, item in enumerate(items)
-        ]
-        return {"rows": rows, "general_errors": form.general_errors()}
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        return {
+            "question": data.get("question", ""),
+            "context": data.get("context", ""),
+            "field": form.field(f"{at}/rephrasing", entry.get("rephrasing")),
+        }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers reword each question; sloppy ones sometimes only change its case
         or drop the "?"; spammers paste the original or junk."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         form: dict[str, list[str]] = {}
         # A sloppy worker slips on at most one question of the HIT.
         careless = rng.randrange(len(items)) if items and rng.random() < 0.3 else -1

@@ -19,25 +19,25 @@ Item data: ``{"passage", "question", "options": [4 x str], "correct": 0..3,
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     form_text,
-    get_path,
-    item_entry_errors,
+    label_text,
     per_item_answer_schema,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 
 # (code, label); order matters: reading_depth and creativity are ordinal scales.
 RUBRIC: dict[str, dict[str, Any]] = {
@@ -105,9 +105,8 @@ def rubric_score(dimension: str, code: str) -> int | None:
     return codes.index(code) + 1 if dimension in ORDINAL and code in codes else None
 
 
-class RubricEvaluation(TaskType):
+class RubricEvaluation(PerItemTask):
     name = "rubric_evaluation"
-    answer_shape = "rubric"
     judges_others_work = True
     label = "Grade an example with the rubric"
     description = "Grade another worker's multiple-choice question on four criteria."
@@ -145,32 +144,24 @@ class RubricEvaluation(TaskType):
         required=["answerable", "reading_depth", "creativity", "distracting_options"],
     )
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        entries = []
-        for i, item in enumerate(items):
-            entry: dict[str, Any] = {"external_id": item["external_id"]}
-            for d in DIMENSIONS:
-                entry[d] = form_text(form, f"items/{i}/{d}") or None
-            entry["feedback"] = form_text(form, f"items/{i}/feedback")
-            entries.append(entry)
-        return {"items": entries}
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """The grade given on rubric dimension ``dimension`` (default "answerable")."""
+        return label_text(entry.get(dimension))
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        for i, entry in enumerate(answer["items"]):
-            for d in DIMENSIONS:
-                codes = [c for c, _ in RUBRIC[d]["choices"]]
-                if entry[d] not in codes:
-                    errors.append(FieldError(f"items/{i}/{d}", "Choose one of the options."))
-            errors += text_errors(
-                f"items/{i}/feedback", entry.get("feedback", ""), required=False, what="Feedback"
-            )
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        entry: Entry = {d: form_text(form, f"{at}/{d}") or None for d in DIMENSIONS}
+        entry["feedback"] = form_text(form, f"{at}/feedback")
+        return entry
+
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        errors = []
+        for d in DIMENSIONS:
+            codes = [c for c, _ in RUBRIC[d]["choices"]]
+            if entry[d] not in codes:
+                errors.append(FieldError(f"{at}/{d}", "Choose one of the options."))
+        errors += text_errors(
+            f"{at}/feedback", entry.get("feedback", ""), required=False, what="Feedback"
+        )
         return errors
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
@@ -186,73 +177,36 @@ class RubricEvaluation(TaskType):
             out[d] = summary
         return out
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
-        blocks = []
-        for i, item in enumerate(items):
-            data = item.get("data", {})
-            entry = get_path(answer, "items", i, default={}) or {}
-            dims = []
-            for d in DIMENSIONS:
-                f = form.field(f"items/{i}/{d}", entry.get(d))
-                dims.append(
-                    {
-                        "field": f,
-                        "question": RUBRIC[d]["question"],
-                        "choices": [
-                            {
-                                "value": c,
-                                "label": label,
-                                "id": f"{f.id}-{c}",
-                                "checked": f.value == c,
-                            }
-                            for c, label in RUBRIC[d]["choices"]
-                        ],
-                    }
-                )
-            blocks.append(
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        dims = []
+        for d in DIMENSIONS:
+            f = form.field(f"{at}/{d}", entry.get(d))
+            dims.append(
                 {
-                    "number": i + 1,
-                    "title": data.get("title", ""),
-                    "passage": data.get("passage", ""),
-                    "question": data.get("question", ""),
-                    "options": [
-                        {
-                            "letter": OPTION_LETTERS[o],
-                            "text": t,
-                            "correct": data.get("correct") == o,
-                        }
-                        for o, t in enumerate(data.get("options", [])[:4])
+                    "field": f,
+                    "question": RUBRIC[d]["question"],
+                    "choices": [
+                        {"value": c, "label": label, "id": f"{f.id}-{c}", "checked": f.value == c}
+                        for c, label in RUBRIC[d]["choices"]
                     ],
-                    "justification": data.get("justification", "")
-                    if cfg["show_justification"]
-                    else "",
-                    "dimensions": dims,
-                    "feedback": form.field(f"items/{i}/feedback", entry.get("feedback")),
                 }
             )
-        return {"items": blocks, "general_errors": form.general_errors()}
+        return {
+            "title": data.get("title", ""),
+            "passage": data.get("passage", ""),
+            "question": data.get("question", ""),
+            "options": [
+                {"letter": OPTION_LETTERS[o], "text": t, "correct": data.get("correct") == o}
+                for o, t in enumerate(data.get("options", [])[:4])
+            ],
+            "justification": data.get("justification", "") if cfg["show_justification"] else "",
+            "dimensions": dims,
+            "feedback": form.field(f"{at}/feedback", entry.get("feedback")),
+        }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers grade every dimension (mostly "answerable"); sloppy ones grade at
         random and sometimes skip one; spammers click the first choice or skip."""
-        simulation_profile_check(profile)
         form: dict[str, list[str]] = {}
         for i, _item in enumerate(items):
             for d in DIMENSIONS:

@@ -17,15 +17,18 @@ votes (for early stopping: drop a question when 2 of 3 say no answer).
 
 from __future__ import annotations
 
-import random
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    DEFAULT_SENTENCE_THRESHOLD,
+    Config,
     FieldError,
     FormView,
-    TaskType,
+    Items,
+    Rng,
+    SimulatedForm,
     answer_for_item,
     content_tokens,
     derived_external_id,
@@ -33,19 +36,49 @@ from campaigns.tasktypes.base import (
     form_list,
     form_text,
     get_path,
-    item_entry_errors,
     parse_int_or_text,
     per_item_answer_schema,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 from campaigns.tasktypes.why_question import article_sentences
 
+NO_ANSWER = "no_answer"
+ANSWERED = "answered"
 
-class SentenceSelectionAnswer(TaskType):
+
+def sentence_set(entry: Mapping[str, Any] | None) -> frozenset[int] | None:
+    """Selected sentence ids; None for "no answer" (or no entry)."""
+    if not isinstance(entry, Mapping) or entry.get("no_answer"):
+        return None
+    return frozenset(s for s in entry.get("sentences", []) if isinstance(s, int))
+
+
+def sentence_overlap(a: Collection[int] | None, b: Collection[int] | None) -> float:
+    """len(A & B) / len(A | B); no answer vs no answer = 1, no answer vs an answer = 0."""
+    sa, sb = set(a or ()), set(b or ())
+    if not sa or not sb:
+        return 1.0 if not sa and not sb else 0.0
+    return len(sa & sb) / len(sa | sb)
+
+
+def gold_match_sentences(
+    entry: Mapping[str, Any], gold: Any, *, threshold: float = DEFAULT_SENTENCE_THRESHOLD
+) -> bool:
+    """Sentence-id overlap with the gold selection ≥ ``threshold`` (no answer = no answer).
+    Gold: ``{"sentences": [...]}``, ``{"no_answer": true}`` or a bare list of ids."""
+    if isinstance(gold, Mapping):
+        gold_set = None if gold.get("no_answer") else sentence_set(gold)
+    elif isinstance(gold, Sequence) and not isinstance(gold, str):
+        gold_set = frozenset(s for s in gold if isinstance(s, int)) or None
+    else:
+        gold_set = None
+    return sentence_overlap(sentence_set(entry), gold_set) >= threshold - 1e-12
+
+
+class SentenceSelectionAnswer(PerItemTask):
     name = "sentence_selection_answer"
-    answer_shape = "sentences"
+    selects_sentences = True
     label = "Answer by selecting sentences"
     description = "Select the sentences of an article that answer a question, or 'no answer'."
     template_name = "tasktypes/sentence_selection_answer.html"
@@ -100,54 +133,46 @@ class SentenceSelectionAnswer(TaskType):
         required=["sentences", "no_answer"],
     )
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        entries = []
-        for i, item in enumerate(items):
-            entries.append(
-                {
-                    "external_id": item["external_id"],
-                    "sentences": [
-                        parse_int_or_text(v) for v in form_list(form, f"items/{i}/sentences")
-                    ],
-                    "no_answer": form_bool(form, f"items/{i}/no_answer"),
-                    "comment": form_text(form, f"items/{i}/comment"),
-                }
-            )
-        return {"items": entries}
+    def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
+        """``"no_answer"`` or ``"answered"``: what agreement on answerability compares."""
+        return NO_ANSWER if entry.get("no_answer") else ANSWERED
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
-        limit = cfg["max_sentences"]
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            path = f"items/{i}/sentences"
-            chosen = entry["sentences"]
-            count = len(item["data"].get("sentences", []))
-            if entry["no_answer"] and chosen:
-                errors.append(
-                    FieldError(path, 'Either select sentences or tick "no answer", not both.')
-                )
-            elif not entry["no_answer"] and not chosen:
-                errors.append(FieldError(path, 'Select at least one sentence or tick "no answer".'))
-            elif len(chosen) > limit:
-                errors.append(FieldError(path, f"Select at most {limit} sentences."))
-            elif any(not isinstance(s, int) or not 0 <= s < count for s in chosen):
-                errors.append(FieldError(path, "Select sentences from the list."))
-            elif len(set(chosen)) != len(chosen):
-                errors.append(FieldError(path, "Each sentence can be selected once."))
-            comment = entry.get("comment", "")
-            if comment and not cfg["allow_comment"]:
-                errors.append(FieldError(f"items/{i}/comment", "Comments are not collected here."))
-            else:
-                errors += text_errors(
-                    f"items/{i}/comment", comment, required=False, what="The comment"
-                )
+    def is_no_answer(self, entry: Mapping[str, Any] | None) -> bool | None:
+        return bool(entry.get("no_answer")) if isinstance(entry, Mapping) else None
+
+    def gold_match(self, entry: Mapping[str, Any], gold: Any, threshold: float, dim: str) -> bool:
+        """Sentence-id overlap with the gold selection ≥ the rule's threshold."""
+        return gold_match_sentences(entry, gold, threshold=threshold)
+
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        return {
+            "sentences": [parse_int_or_text(v) for v in form_list(form, f"{at}/sentences")],
+            "no_answer": form_bool(form, f"{at}/no_answer"),
+            "comment": form_text(form, f"{at}/comment"),
+        }
+
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        errors = []
+        limit, path = cfg["max_sentences"], f"{at}/sentences"
+        chosen = entry["sentences"]
+        count = len(data.get("sentences", []))
+        if entry["no_answer"] and chosen:
+            errors.append(
+                FieldError(path, 'Either select sentences or tick "no answer", not both.')
+            )
+        elif not entry["no_answer"] and not chosen:
+            errors.append(FieldError(path, 'Select at least one sentence or tick "no answer".'))
+        elif len(chosen) > limit:
+            errors.append(FieldError(path, f"Select at most {limit} sentences."))
+        elif any(not isinstance(s, int) or not 0 <= s < count for s in chosen):
+            errors.append(FieldError(path, "Select sentences from the list."))
+        elif len(set(chosen)) != len(chosen):
+            errors.append(FieldError(path, "Each sentence can be selected once."))
+        comment = entry.get("comment", "")
+        if comment and not cfg["allow_comment"]:
+            errors.append(FieldError(f"{at}/comment", "Comments are not collected here."))
+        else:
+            errors += text_errors(f"{at}/comment", comment, required=False, what="The comment")
         return errors
 
     def next_items(
@@ -225,17 +250,7 @@ class SentenceSelectionAnswer(TaskType):
             for n, question in enumerate(questions, start=1)
         ]
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         blocks = []
         for i, item in enumerate(items):
             data = item.get("data", {})
@@ -269,22 +284,13 @@ class SentenceSelectionAnswer(TaskType):
             "items": blocks,
             "max_sentences": cfg["max_sentences"],
             "allow_comment": cfg["allow_comment"],
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers tick the 1..3 sentences sharing most words with the question
         (or "no answer" when none does); sloppy ones tick at random, sometimes too
         many or none; spammers tick "no answer", everything, or both."""
-        simulation_profile_check(profile)
-        limit = self.effective_config(config)["max_sentences"]
+        limit = cfg["max_sentences"]
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})

@@ -20,22 +20,24 @@ the flag; it never sees who answers). Items are ignored. Answer::
 
 from __future__ import annotations
 
-import random
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     MAX_TEXT_LENGTH,
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
     form_list,
     form_text,
     get_path,
     parse_number_or_text,
     schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 
@@ -108,18 +110,14 @@ class Survey(TaskType):
                 responses[q["id"]] = form_text(form, name)
         return {"responses": responses}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         responses = answer["responses"]
-        known = {q["id"] for q in config.get("questions", [])}
+        known = {q["id"] for q in cfg.get("questions", [])}
         for key in responses:
             if key not in known:
                 errors.append(FieldError(f"responses/{key}", "Unknown question."))
-        for q in config.get("questions", []):
+        for q in cfg.get("questions", []):
             errors += self._response_errors(q, responses.get(q["id"]))
         return errors
 
@@ -150,17 +148,7 @@ class Survey(TaskType):
             return [FieldError(path, f"Enter a number of at most {q['max']}.")]
         return []
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         blocks = []
         for q in cfg.get("questions", []):
             value = get_path(answer, "responses", q["id"])
@@ -179,22 +167,13 @@ class Survey(TaskType):
         return {
             "questions": blocks,
             "anonymous": cfg["anonymous"],
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers answer every question within its limits; sloppy ones skip
         optional ones and sometimes type a number in words; spammers type junk."""
-        simulation_profile_check(profile)
         form: dict[str, list[str]] = {}
-        for q in config.get("questions", []):
+        for q in cfg.get("questions", []):
             name = f"responses/{q['id']}"
             kind = q["kind"]
             if profile == "sloppy" and not q.get("required") and rng.random() < 0.5:

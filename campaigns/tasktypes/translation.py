@@ -19,23 +19,21 @@ export puts accepted translations in ``translations``.
 
 from __future__ import annotations
 
-import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
+    Config,
     FieldError,
     FormView,
-    TaskType,
-    answer_for_item,
+    Items,
+    Rng,
+    SimulatedForm,
     form_text,
-    get_path,
-    item_entry_errors,
     per_item_answer_schema,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
+from campaigns.tasktypes.per_item import Entry, PerItemTask, item_entries_of
 
 # Mintaka §4.4: the languages and the locales its translators wrote for.
 MINTAKA_LANGUAGES: dict[str, str] = {
@@ -56,8 +54,10 @@ def translation_external_id(source_id: str, language: str) -> str:
     return f"{source_id}/tr-{language}"
 
 
-class Translation(TaskType):
+class Translation(PerItemTask):
     name = "translation"
+    rows_key = "rows"
+    dataset_part = "translations"
     label = "Translate questions"
     description = "Translate each question into the target language (professional translators)."
     template_name = "tasktypes/translation.html"
@@ -89,44 +89,25 @@ class Translation(TaskType):
     config_defaults: ClassVar[dict[str, Any]] = {"languages": sorted(MINTAKA_LANGUAGES)}
     answer_schema: ClassVar[dict] = per_item_answer_schema({"translation": {"type": "string"}})
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "items": [
-                {
-                    "external_id": item["external_id"],
-                    "translation": form_text(form, f"items/{i}/translation"),
-                }
-                for i, item in enumerate(items)
-            ]
-        }
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        return {"translation": form_text(form, f"{at}/translation")}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer) or item_entry_errors(answer, items)
-        if errors:
-            return errors
-        offered = set(self.effective_config(config)["languages"])
-        for i, (entry, item) in enumerate(zip(answer["items"], items, strict=True)):
-            path = f"items/{i}/translation"
-            text = entry["translation"]
-            problems = text_errors(path, text, what="The translation")
-            original = str(item["data"].get("question", ""))
-            if not problems and " ".join(text.split()) == " ".join(original.split()):
-                problems.append(FieldError(path, "This is the question unchanged: translate it."))
-            if item["data"].get("language") not in offered:
-                problems.append(FieldError(path, "This stage does not offer that language."))
-            errors += problems
-        return errors
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        path, text = f"{at}/translation", entry["translation"]
+        problems = text_errors(path, text, what="The translation")
+        original = str(data.get("question", ""))
+        if not problems and " ".join(text.split()) == " ".join(original.split()):
+            problems.append(FieldError(path, "This is the question unchanged: translate it."))
+        if data.get("language") not in cfg["languages"]:
+            problems.append(FieldError(path, "This stage does not offer that language."))
+        return problems
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         """``{"language": code, "translations": [str, ...]}`` of the item."""
-        found = [answer_for_item(a, item) for a in answers]
+        found = item_entries_of(answers, item)
         return {
             "language": item.get("data", {}).get("language", ""),
-            "translations": [e["translation"] for e in found if e and e.get("translation")],
+            "translations": [e["translation"] for e in found if e.get("translation")],
         }
 
     def next_items(
@@ -134,44 +115,18 @@ class Translation(TaskType):
     ) -> Iterable[dict[str, Any]]:
         return []
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        form = FormView(errors=errors, preview=preview)
-        rows = []
-        for i, item in enumerate(items):
-            data = item.get("data", {})
-            code = str(data.get("language", ""))
-            rows.append(
-                {
-                    "number": i + 1,
-                    "question": data.get("question", ""),
-                    "language": code,
-                    "language_name": MINTAKA_LANGUAGES.get(code, code),
-                    "field": form.field(
-                        f"items/{i}/translation", get_path(answer, "items", i, "translation")
-                    ),
-                }
-            )
-        return {"rows": rows, "general_errors": form.general_errors()}
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        code = str(data.get("language", ""))
+        return {
+            "question": data.get("question", ""),
+            "language": code,
+            "language_name": MINTAKA_LANGUAGES.get(code, code),
+            "field": form.field(f"{at}/translation", entry.get("translation")),
+        }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """A stand-in translation (the language code and the question reworded);
         sloppy translators sometimes paste the question unchanged."""
-        simulation_profile_check(profile)
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})

@@ -17,22 +17,23 @@ answering stage needs nothing else.
 
 from __future__ import annotations
 
-import random
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
     SIM_NOISE_WORDS,
+    Config,
     FieldError,
     FormView,
+    Items,
+    Rng,
+    SimulatedForm,
     TaskType,
     derived_external_id,
     duplicate_errors,
     form_text,
     get_path,
-    schema_errors,
-    simulation_profile_check,
     text_errors,
 )
 
@@ -129,13 +130,8 @@ class WhyQuestionFromPartialArticle(TaskType):
         n = self.effective_config(config)["questions_per_article"]
         return {"questions": [form_text(form, f"questions/{i}") for i in range(n)]}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        errors = schema_errors(self.answer_schema, answer)
-        if errors:
-            return errors
-        cfg = self.effective_config(config)
+    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
+        errors: list[FieldError] = []
         questions = answer["questions"]
         if len(questions) != cfg["questions_per_article"]:
             errors.append(
@@ -194,17 +190,7 @@ class WhyQuestionFromPartialArticle(TaskType):
         """The article itself: one item, whose outline the writers see."""
         return [{"external_id": str(article["article_id"]), **article}]
 
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        cfg = self.effective_config(config)
-        form = FormView(errors=errors, preview=preview)
+    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
         article = get_path(items, 0, "data", default={}) or {}
         outline = [
             {
@@ -226,21 +212,11 @@ class WhyQuestionFromPartialArticle(TaskType):
             "outline": outline,
             "rows": rows,
             "count_error": count_error,
-            "general_errors": form.general_errors(),
         }
 
-    def simulate_form(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        profile: str,
-        rng: random.Random,
-    ) -> dict[str, list[str]]:
+    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Why-questions about the outline's headers and first sentences; sloppy ones
         sometimes forget "Why" or the "?"; spammers paste the first sentences."""
-        simulation_profile_check(profile)
-        cfg = self.effective_config(config)
         n = cfg["questions_per_article"]
         article = get_path(items, 0, "data", default={}) or {}
         title = str(article.get("title", "this")).strip() or "this"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from campaigns.tasktypes import task_type_get, task_type_names
 from tools.import_cycles import import_cycles
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,18 +94,79 @@ def test_no_provider_name_is_compared_outside_the_platforms() -> None:
     assert found == [], "\n".join(found)
 
 
-TASK_TYPE_COMPARISON = re.compile(
-    r"task_type\s*(==|!=|\bin\b|\bnot in\b)|(==|!=)\s*[^\n]*\.task_type\b"
-)
+def _task_type_comparison() -> re.Pattern[str]:
+    """A comparison with a task type's name or answer shape, in code or in a query:
+
+    - ``task_type == …``, ``… != stage.task_type``, ``task_type in (…)``;
+    - an ORM lookup on a task-type name, ``stage__task_type=…`` or
+      ``task_type__in=…``, but through ``task_type_names(<attribute>=…)``;
+    - a task-type class's name (``QuestionWriting.name``) or a registered name of
+      two words or more in quotes (``"answer_entity_linking"``) given to anything but
+      ``task_type=`` (the recipes name the task type of the stages they create);
+    - an answer shape named outside the task types (``answer_shape``): what an answer
+      means is asked of the task type (``label_of``, ``is_no_answer``, ``gold_correct``).
+    """
+    # Names of one word ("quiz", "translation") are also ordinary answer keys and kinds.
+    names = "|".join(sorted((n for n in task_type_names() if "_" in n), key=len, reverse=True))
+    classes = "|".join(sorted({type(task_type_get(n)).__name__ for n in task_type_names()}))
+    return re.compile(
+        r"task_type\s*(==|!=|\bin\b|\bnot in\b)|(==|!=)\s*[^\n]*\.task_type\b"
+        r"|(__task_type|\btask_type__\w+)\s*=(?!\s*task_type_names\()"
+        r"|\b(filter|exclude|get)\(\s*task_type\s*="
+        rf"|\b({classes})\.name\b"
+        rf"|(?<!task_type=)(?<!\"task_type\": )[\"']({names})[\"']"
+        r"|\b(answer_shape|task_type_shape)\b"
+    )
+
+
+# Where a registered task-type name is data, not a comparison: the recipes' hand-off
+# targets (the task type a writing stage feeds) and a template tag's usage note.
+TASK_TYPE_NAME_ALLOWED = {
+    "campaigns/recipes/mintaka.py",
+    "campaigns/recipes/nangia.py",
+    "campaigns/templatetags/tasktype_tags.py",
+}
 
 
 def test_no_task_type_name_is_compared_outside_the_task_types() -> None:
+    pattern = _task_type_comparison()
     found = []
     for path in _sources(outside=("campaigns/tasktypes/",)):
+        rel = path.relative_to(ROOT).as_posix()
         for n, line in enumerate(path.read_text().splitlines(), 1):
-            if TASK_TYPE_COMPARISON.search(line.split("#", 1)[0]):
-                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+            match = pattern.search(line.split("#", 1)[0])
+            if match and not (rel in TASK_TYPE_NAME_ALLOWED and match.group(0)[0] in "\"'"):
+                found.append(f"{rel}:{n}: {line.strip()}")
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'if stage.task_type == "quiz":',
+        "        sql, [campaign.pk, QuestionWriting.name, AssignmentStatus.APPROVED]",
+        "            stage__task_type=Translation.name,",
+        "            item__stage__task_type=task_type,",
+        '        answer_links = _links(campaign, "answer_entity_linking", ids)',
+        "    Stage.objects.filter(task_type=name)",
+        '    return task_type_shape(stage.task_type) == "sentences"',
+    ],
+)
+def test_the_task_type_check_catches_comparisons_by_name(line: str) -> None:
+    assert _task_type_comparison().search(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "    stage__task_type__in=task_type_names(dataset_part=part),",
+        '    task_type="question_writing",',
+        "    task_type = task_type_get(stage.task_type)",
+        '    if entry.get("translation"):',
+    ],
+)
+def test_the_task_type_check_lets_lookups_by_attribute_pass(line: str) -> None:
+    assert not _task_type_comparison().search(line)
 
 
 # Imports inside functions that are allowed, and why.

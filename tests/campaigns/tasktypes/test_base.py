@@ -2,7 +2,13 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.tasktypes import UnknownTaskType, task_type_get, task_type_names
+from campaigns.tasktypes import (
+    UnknownTaskType,
+    task_type_get,
+    task_type_name_of,
+    task_type_names,
+    task_type_reading,
+)
 from campaigns.tasktypes.base import (
     HARD_TEXT_CAP,
     MAX_EXTERNAL_ID_LENGTH,
@@ -114,3 +120,76 @@ def test_derived_external_id_is_stable_unique_and_short():
     long = derived_external_id("x" * 500, "q1", "c")
     assert len(long) <= MAX_EXTERNAL_ID_LENGTH
     assert long != derived_external_id("x" * 499 + "y", "q1", "c")
+
+
+# --- What an answer means: label_of, is_no_answer, gold_correct -------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "entry", "label"),
+    [
+        ("mc_validation", {"choice": 2}, "2"),
+        ("mc_validation", {"choice": ""}, None),
+        ("mc_validation", {"label": "x", "verdict": "y"}, "x"),
+        ("entity_link_validation", {"verdict": "wrong", "choice": 1}, "wrong"),
+        ("rubric_evaluation", {"answerable": "yes", "ambiguous": "no"}, "yes"),
+        ("sentence_selection_answer", {"sentences": [], "no_answer": True}, "no_answer"),
+        ("sentence_selection_answer", {"sentences": [1], "no_answer": False}, "answered"),
+        ("answer_entity_linking", {"links": []}, "[]"),
+        ("rephrase", {"rephrasing": "Why?"}, None),
+        ("mc_validation", None, None),
+    ],
+)
+def test_each_task_type_says_which_label_its_answers_carry(name, entry, label):
+    assert task_type_get(name).label_of(entry) == label
+
+
+def test_a_rubric_label_is_read_on_the_dimension_asked_for():
+    entry = {"answerable": "yes", "ambiguous": "no"}
+    assert task_type_get("rubric_evaluation").label_of(entry, dimension="ambiguous") == "no"
+
+
+def test_equal_link_sets_carry_the_same_label_in_any_order():
+    linking = task_type_get("question_entity_linking")
+    a = {"start": 0, "end": 5, "text": "Paris", "qid": "Q90"}
+    b = {"start": 9, "end": 14, "text": "Rome", "none": True}
+    assert linking.label_of({"links": [a, b]}) == linking.label_of({"links": [b, a]})
+    assert linking.label_of({"links": [a]}) != linking.label_of({"links": [b]})
+
+
+def test_only_sentence_selection_can_say_no_answer():
+    selection = task_type_get("sentence_selection_answer")
+    assert selection.is_no_answer({"no_answer": True}) is True
+    assert selection.is_no_answer({"sentences": [2]}) is False
+    assert selection.is_no_answer(None) is None
+    assert task_type_get("mc_validation").is_no_answer({"no_answer": True}) is None
+
+
+def test_gold_is_compared_as_each_task_type_reads_its_answers():
+    assert task_type_get("mc_validation").gold_correct({"choice": 2}, {"choice": "2"})
+    assert task_type_get("mc_validation").gold_correct({"comment": "x"}, 2) is None
+    assert task_type_get("rubric_evaluation").gold_correct({"answerable": None}, "yes") is False
+    selection = task_type_get("sentence_selection_answer")
+    entry = {"sentences": [1], "no_answer": False}
+    assert not selection.gold_correct(entry, [1, 2, 3])
+    assert selection.gold_correct(entry, [1, 2, 3], sentence_threshold=0.3)
+    link = {"start": 0, "end": 5, "text": "Paris", "qid": "Q90"}
+    linking = task_type_get("answer_entity_linking")
+    assert linking.gold_correct({"links": [link]}, {"links": [link]})
+    assert linking.gold_correct({"links": [link]}, None) is None
+
+
+def test_a_name_not_registered_reads_a_choice_label_or_verdict():
+    plain = task_type_reading("imported_elsewhere")
+    assert plain.label_of({"verdict": "ok"}) == "ok"
+    assert plain.gold_correct({"label": 3}, 3)
+    assert task_type_reading("rubric_evaluation") is task_type_get("rubric_evaluation")
+
+
+def test_exports_find_their_stages_by_the_dataset_part_a_task_type_declares():
+    assert task_type_name_of(dataset_part="qa_pairs") == "question_writing"
+    assert task_type_names(dataset_part="answer_links") == ["answer_entity_linking"]
+    assert task_type_names(dataset_part="paraphrases") == ["paraphrase_canonical"]
+    with pytest.raises(LookupError, match="expected one"):
+        task_type_name_of(links_entities=True)
+    assert task_type_names(selects_sentences=True) == ["sentence_selection_answer"]

@@ -11,18 +11,22 @@ import pytest
 
 from campaigns import tasktypes
 from campaigns.models import Campaign, Item, ItemSource, Stage, Worker
-from campaigns.tasktypes.base import FieldError, FormView, TaskType
+from campaigns.tasktypes.base import Config, FieldError, FormView, TaskType, per_item_answer_schema
+from campaigns.tasktypes.per_item import Entry, PerItemTask
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
 from tests.factories import CampaignFactory, UserFactory
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 
 
-class EchoTask(TaskType):
+class EchoTask(PerItemTask):
     """A small task type: write at least 3 characters about each item.
 
     Items may carry a ``cell`` (its exclusive key); each answer becomes one item
-    of the next stage, its text upper-cased.
+    of the next stage, its text upper-cased. All a task type needs: this class,
+    its template (``templates/tests_work/echo.html``) and its registry entry (the
+    ``echo_task_type`` fixture's, where ``campaigns/tasktypes/__init__.py`` lists
+    the real ones).
     """
 
     name = "test_echo"
@@ -32,26 +36,20 @@ class EchoTask(TaskType):
         "required": ["text"],
         "properties": {"text": {"type": "string", "minLength": 1}, "cell": {"type": "string"}},
     }
+    answer_schema: ClassVar[dict[str, Any]] = per_item_answer_schema({"text": {"type": "string"}})
     template_name = "tests_work/echo.html"
+    rows_key = "rows"
 
-    def parse_form(
-        self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> dict[str, Any]:
-        return {
-            "items": [
-                {"external_id": item["external_id"], "text": str(form.get(f"items/{i}/text", ""))}
-                for i, item in enumerate(items)
-            ]
-        }
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+        return {"text": str(form.get(f"{at}/text", ""))}
 
-    def validate_answer(
-        self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]
-    ) -> list[FieldError]:
-        return [
-            FieldError(f"items/{i}/text", "Write at least 3 characters.")
-            for i, entry in enumerate(answer["items"])
-            if len(entry["text"].strip()) < 3
-        ]
+    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+        if len(entry["text"].strip()) < 3:
+            return [FieldError(f"{at}/text", "Write at least 3 characters.")]
+        return []
+
+    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+        return {"data": data, "field": form.field(f"{at}/text", entry.get("text", ""))}
 
     def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
         return item.get("cell")
@@ -64,28 +62,6 @@ class EchoTask(TaskType):
             # "!" produces an item the next stage refuses (empty text).
             data = {"text": "" if text.startswith("!") else text.upper()}
             yield {"external_id": f"{entry['external_id']}/0", "data": data}
-
-    def view(
-        self,
-        *,
-        items: list[dict[str, Any]],
-        config: dict[str, Any],
-        answer: Any,
-        errors: Mapping[str, str],
-        preview: bool,
-    ) -> dict[str, Any]:
-        entries = answer.get("items", []) if isinstance(answer, dict) else []
-        form = FormView(errors=errors, preview=preview)
-        rows = [
-            {
-                "item": item,
-                "field": form.field(
-                    f"items/{i}/text", entries[i]["text"] if i < len(entries) else ""
-                ),
-            }
-            for i, item in enumerate(items)
-        ]
-        return {"rows": rows, "general_errors": form.general_errors()}
 
 
 class PlainEchoTask(EchoTask):
