@@ -31,8 +31,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import Q
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
@@ -47,11 +46,13 @@ from campaigns.models import (
     ProviderOperation,
     QualificationGrant,
     Stage,
-    Worker,
     WorkerBlock,
 )
-from campaigns.work.decisions import assignment_approve, assignment_reject
-from campaigns.work.events import assignment_decided
+from campaigns.work.decisions import (
+    assignment_approve,
+    assignment_decision_flip,
+    assignment_reject,
+)
 from qaportal.errors import DomainError
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
@@ -254,20 +255,19 @@ def assignment_override(
 
     A submitted (or held) assignment goes through ``assignment_approve`` /
     ``assignment_reject`` with source "requester". An assignment a rule (or anyone)
-    already decided is turned over here, which those services refuse to do: the
-    status flips, the worker's counters move from one side to the other, the
-    decision fields name the requester, and an approval is handed on (the
-    hand-off is idempotent; a hand-off already made by an approval now rejected is
-    not undone). Confirming the same decision records the requester as its
-    author. Every override is appended to ``review_details["overrides"]`` with the
-    decision it replaced. Local assignments only (paid providers move money
-    through their own services). Locking: the assignment row.
+    already decided is turned over by ``campaigns.work.decisions.
+    assignment_decision_flip``, which those services refuse to do: the status flips,
+    the worker's counters move from one side to the other, the decision fields name
+    the requester, and an approval is handed on. Confirming the same decision records
+    the requester as its author. Every override is appended to
+    ``review_details["overrides"]`` with the decision it replaced. Local assignments
+    only (paid providers move money through their own services). Locking: the
+    assignment row.
     """
     if decision not in (APPROVE, REJECT):
         raise DomainError("Decide approve or reject.", errors={"decision": [decision]})
     if decision == REJECT and not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    target = AssignmentStatus.APPROVED if decision == APPROVE else AssignmentStatus.REJECTED
     now = timezone.now()
     with transaction.atomic():
         row = Assignment.objects.select_for_update().get(pk=assignment.pk)
@@ -314,32 +314,13 @@ def assignment_override(
                     feedback=feedback,
                 )
         else:
-            flipped = row.status != target
-            old = row.status
-            row.status = target
-            row.decided_at = now
-            row.decided_by = decided_by  # type: ignore[assignment]
-            row.decision_source = "requester"
-            row.decision_reason = reason
-            row.feedback = feedback
-            row.save(
-                update_fields=[
-                    "status",
-                    "decided_at",
-                    "decided_by",
-                    "decision_source",
-                    "decision_reason",
-                    "feedback",
-                ]
+            row = assignment_decision_flip(
+                assignment=row,
+                approve=decision == APPROVE,
+                decided_by=decided_by,
+                reason=reason,
+                feedback=feedback,
             )
-            if flipped:
-                up = "approved_count" if target == AssignmentStatus.APPROVED else "rejected_count"
-                down = "rejected_count" if old == AssignmentStatus.REJECTED else "approved_count"
-                Worker.objects.filter(pk=row.worker_id).update(
-                    **{up: F(up) + 1, down: Greatest(F(down) - 1, Value(0))}
-                )
-                if target == AssignmentStatus.APPROVED:
-                    assignment_decided.announce(assignment_id=row.pk, approved=True)
         Assignment.objects.filter(pk=row.pk).update(review_details=details)
         row.review_details = details
     return row
