@@ -122,7 +122,9 @@ def ledger_bonuses_write(
 
     Idempotent: entries go in with conflicts on ``key`` ignored (the bonus under
     ``key``, its fee under ``bonus_fee:<key>``), so writing a bonus twice writes it
-    once. One INSERT. Call in the transaction that requests the operations."""
+    once. One INSERT; takes no lock (a key written at once by another transaction
+    waits on the unique index, then is skipped). Call in the transaction that requests
+    the operations."""
     rows: list[LedgerEntry] = []
     for bonus in bonuses:
         parts = [(LedgerKind.BONUS, bonus.key, bonus.amount)]
@@ -153,7 +155,8 @@ def ledger_operation_settle(*, operation: ProviderOperation, status: str) -> int
     """Mark the ``committed`` entries of ``operation`` ``paid`` or ``cancelled``; how many.
 
     Idempotent (settled entries are left as they are). Called by the operation's
-    executor in the transaction that records the operation's end."""
+    executor in the transaction that records the operation's end, which holds the
+    operation row's lock; the UPDATE locks the entries it settles."""
     if status not in (LedgerStatus.PAID, LedgerStatus.CANCELLED):
         raise ValueError(f"a ledger entry settles as paid or cancelled, not {status!r}")
     return LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(

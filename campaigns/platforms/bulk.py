@@ -45,8 +45,9 @@ logger = logging.getLogger(__name__)
 
 
 def _new(bonuses: Sequence[BonusWanted]) -> list[BonusWanted]:
-    """The bonuses whose key the ledger does not hold yet, one per key, in key order."""
-    by_key = {b.key: b for b in bonuses}
+    """The bonuses (of a positive amount) whose key the ledger does not hold yet, one
+    per key, in key order."""
+    by_key = {b.key: b for b in bonuses if b.amount > 0}
     known = set(LedgerEntry.objects.filter(key__in=list(by_key)).values_list("key", flat=True))
     return [by_key[k] for k in sorted(by_key) if k not in known]
 
@@ -63,6 +64,14 @@ def stage_bonuses_plan(*, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
         status=LedgerStatus.PLANNED,
         currency=stage.campaign.currency,
     )
+
+
+def _confirmed(assignment: Assignment) -> bool:
+    """The platform confirmed that this worker made this submission (its sync wrote
+    ``review_details["identity"]``): money may move."""
+    details = assignment.review_details if isinstance(assignment.review_details, dict) else {}
+    identity = details.get("identity") or {}
+    return isinstance(identity, dict) and identity.get("status") == "confirmed"
 
 
 def stage_bonuses_pay(*, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
@@ -97,8 +106,7 @@ def stage_bonuses_pay(*, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
         unconfirmed = over_budget = 0
         for bonus in wanted:
             assignment = rows.get(bonus.assignment_id)
-            identity = ((assignment.review_details or {}) if assignment else {}).get("identity")
-            if assignment is None or (identity or {}).get("status") != "confirmed":
+            if assignment is None or not _confirmed(assignment):
                 unconfirmed += 1
                 continue
             fee = fees.bonus_fee(amount=bonus.amount)

@@ -1,7 +1,7 @@
 """Rules' bulk actions on a paid platform (``campaigns.platforms.bulk`` through the
 ``Platform`` interface): validation's gold bonus, block and revocation are operations
-the dispatch after their commit carries out on (the fake) Prolific, not rows left
-pending for the reconcile; a bonus waits for a confirmed identity and for budget."""
+the dispatch after their commit carries out on (the fake) Prolific and MTurk, not rows
+left pending for the reconcile; a bonus waits for a confirmed identity and for budget."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.db import transaction
 
 from campaigns.design.platform import BonusWanted, platform_for
 from campaigns.models import (
+    HIT,
     Assignment,
     AssignmentStatus,
     LedgerEntry,
@@ -23,10 +24,13 @@ from campaigns.models import (
     QualificationType,
     WorkerBlock,
 )
+from campaigns.platforms.mturk.sync import mturk_hits_sync
 from campaigns.platforms.operations import operations_reconcile
 from campaigns.platforms.prolific.studies import prolific_studies_sync
+from campaigns.platforms.publishing import stage_provider_publish
 from campaigns.platforms.workers import paid_qualification_grant
-from tests.campaigns.platforms.conftest import run_operations
+from tests.campaigns.platforms.conftest import execute, make_campaign, run_operations
+from tests.campaigns.platforms.mturk_helpers import page_submit
 from tests.campaigns.platforms.test_prolific_flow import publish, work
 from validation.rules import BONUS_RULES, GoldTally, StageFacts, params_of
 from validation.services import gold_actions_apply
@@ -204,3 +208,45 @@ def test_no_gold_bonus_for_a_block_with_rejected_work(
     )
     assert done["bonuses"] == 0
     assert not ProviderOperation.objects.filter(kind=OperationKind.BONUS).exists()
+
+
+def test_a_gold_bonus_and_block_on_mturk_are_carried_out_after_their_commit(
+    requester, mturk, django_capture_on_commit_callbacks
+):
+    _, stage = make_campaign(requester, provider="mturk", slug="mturk-gold", items=1)
+    publish = stage_provider_publish(stage=stage)
+    assert publish is not None
+    assert execute(publish.pk).state == OperationState.DONE
+    hit = HIT.objects.get(stage=stage)
+    assignment = page_submit(mturk, hit, "AGOLDWORKER1")
+    mturk_hits_sync()
+    assignment.refresh_from_db()
+    stage.bonus_rules = [GOLD_BONUS]
+    stage.save(update_fields=["bonus_rules"])
+
+    done = _committed(
+        lambda: gold_actions_apply(
+            stage=stage, facts=_facts(stage, assignment, [True, False, True, True])
+        ),
+        django_capture_on_commit_callbacks,
+    )
+    blocked = _committed(
+        lambda: platform_for(stage).workers_block(
+            campaign=stage.campaign, reasons={assignment.worker_id: "gold accuracy 1/4"}
+        ),
+        django_capture_on_commit_callbacks,
+    )
+
+    assert (done["bonuses"], blocked) == (1, 1)
+    assert [(b["WorkerId"], b["BonusAmount"]) for b in mturk.state.bonuses] == [
+        ("AGOLDWORKER1", "0.25")
+    ]
+    assert set(
+        ProviderOperation.objects.filter(
+            kind__in=[OperationKind.BONUS, OperationKind.BLOCK]
+        ).values_list("state", flat=True)
+    ) == {OperationState.DONE}
+    assert set(LedgerEntry.objects.values_list("kind", "status")) == {
+        ("bonus", "paid"),
+        ("bonus_fee", "paid"),
+    }
