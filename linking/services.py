@@ -14,6 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from campaigns.design.platform import BonusWanted, platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -22,9 +23,6 @@ from campaigns.models import (
     HITStatus,
     Item,
     ItemStatus,
-    LedgerEntry,
-    LedgerKind,
-    LedgerStatus,
     Stage,
 )
 from campaigns.tasktypes import task_type_get, task_type_names
@@ -403,13 +401,14 @@ def _hit_judge(
 class _Outcomes:
     """What the checks decided, written at once (``write``): the places added where more
     annotators are needed (``hits_add_assignments``), then in three statements each
-    item's resolution (inserted or updated), the agreed links (seen-entity shortcut) and
-    the planned bonuses of the annotators who agreed."""
+    item's resolution (inserted or updated), the agreed links (seen-entity shortcut); then
+    the bonuses of the annotators who agreed, asked of the platform per stage
+    (``Platform.bonuses_pay``)."""
 
     places: list[PlacesWanted] = field(default_factory=list)
     resolutions: list[EntityLinkResolution] = field(default_factory=list)
     agreed: list[AgreedLink] = field(default_factory=list)
-    bonuses: list[LedgerEntry] = field(default_factory=list)
+    bonuses: dict[int, tuple[Stage, list[BonusWanted]]] = field(default_factory=dict)
 
     def add(
         self,
@@ -445,7 +444,7 @@ class _Outcomes:
             _agreed_links(campaign_id=stage.campaign_id, item_id=item["id"], links=links)
         )
         agreeing = [a for a, s in given if s == decision.links]
-        self.bonuses.extend(
+        self.bonuses.setdefault(stage.pk, (stage, []))[1].extend(
             _bonuses(stage=stage, item_id=item["id"], agreed=decision.links, assignments=agreeing)
         )
 
@@ -466,8 +465,9 @@ class _Outcomes:
             )  # fmt: skip
         if self.agreed:
             AgreedLink.objects.bulk_create(self.agreed, ignore_conflicts=True)
-        if self.bonuses:
-            LedgerEntry.objects.bulk_create(self.bonuses, ignore_conflicts=True)
+        for stage, bonuses in self.bonuses.values():
+            if bonuses:
+                platform_for(stage).bonuses_pay(stage=stage, bonuses=bonuses)
 
 
 def _span_texts(
@@ -500,16 +500,17 @@ def _agreed_links(
 
 
 def bonus_key(*, assignment_id: int, item_id: int) -> str:
-    """Idempotency key of the planned ``per_agreed_entity`` bonus of one answer on one item."""
+    """Idempotency key of the ``per_agreed_entity`` bonus of one answer on one item."""
     return f"bonus:{BONUS_RULE}:assignment:{assignment_id}:item:{item_id}"
 
 
 def _bonuses(
     *, stage: Stage, item_id: int, agreed: LinkSet, assignments: list[Assignment]
-) -> list[LedgerEntry]:
-    """Planned bonus rows (no money moves: a provider's bonus operation pays them).
+) -> list[BonusWanted]:
+    """The bonuses of the annotators who agreed, for the platform to pay
+    (``Platform.bonuses_pay``: the local workforce plans them in the ledger).
 
-    Idempotent per ``bonus_key`` (the rows go in with conflicts ignored); one row per
+    Idempotent per ``bonus_key`` (the platform pays a key once); one bonus per
     answer and item, the stage's ``per_agreed_entity`` rules summed.
     """
     rules = BonusRule.all_from_json(stage.bonus_rules)
@@ -517,17 +518,12 @@ def _bonuses(
     if amount <= 0:
         return []
     return [
-        LedgerEntry(
-            campaign_id=stage.campaign_id,
-            stage=stage,
-            kind=LedgerKind.BONUS,
-            status=LedgerStatus.PLANNED,
-            amount=amount,
-            currency=stage.campaign.currency,
+        BonusWanted(
             key=bonus_key(assignment_id=a.pk, item_id=item_id),
-            assignment=a,
+            assignment_id=a.pk,
             worker_id=a.worker_id,
-            memo=f"{BONUS_RULE}: agreed entities on item {item_id}",
+            amount=amount,
+            reason=f"{BONUS_RULE}: agreed entities on item {item_id}",
         )
         for a in assignments
     ]

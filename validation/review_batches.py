@@ -4,32 +4,31 @@
   outside a caller's transaction, on writer threads (each with its own connection)
   while the next batches are decided.
 - ``_batch_prepare`` — what a batch writes, built and encoded by the deciding thread.
-- ``_batch_apply`` — one batch's writes, a constant number of queries: the decision
-  fields ``campaigns.work.decisions`` writes, the review, the workers' counters, the
-  hand-off of approvals.
+- ``_batch_apply`` — one batch written by ``campaigns.work.decisions.decisions_write_many``
+  (the one writer of decisions: a constant number of queries, on PostgreSQL one
+  statement), and counted for the summary.
+
+Validation decides what (each row's status and review record); work writes it.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 import sys
 import threading
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, NamedTuple
 
-from django.db import connection, transaction
-from django.db.models import Case, F, IntegerField, Value, When
+from django.db import connection
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
-from campaigns.models import Assignment, AssignmentStatus, Stage, Worker
-from campaigns.work.events import assignment_decided
+from campaigns.models import AssignmentStatus, Stage
+from campaigns.work.decisions import decisions_write_many
 from validation.rules import APPROVE, REJECT, Review, Submission, Verdict
 
 logger = logging.getLogger(__name__)
@@ -264,187 +263,26 @@ def _verdict_index(verdict: Verdict, table: dict[Hashable, int], texts: list[str
 
 
 def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None:
-    """Write one batch of rule decisions with a constant number of queries.
-
-    The same fields ``campaigns.work.decisions`` writes for a decision (status,
-    ``decided_at``, ``decided_by`` None, ``decision_source``, ``decision_reason``,
-    ``feedback`` "", the worker's approved/rejected counter, the hand-off task for
-    an approval), in bulk, for the rows still submitted once locked; held rows get
-    their review only. On PostgreSQL one statement does it all (``_batch_write``);
-    elsewhere the rows are locked, then written, then counted.
+    """Write one batch of rule decisions through ``campaigns.work.decisions``
+    (``decisions_write_many``: a constant number of queries, the decision fields, the
+    review, the workers' counters, the hand-off of approvals) and count what it wrote:
+    the rows still submitted once locked are decided, held rows get their review only.
     """
     by_id = {row.pk: row for row in batch.rows}
-    postgresql = connection.vendor == "postgresql"
-    with transaction.atomic():
-        written = _batch_write(batch) if postgresql else _batch_lock(list(by_id))
-        decided: list[_Row] = []
-        held: list[_Row] = []
-        approved: Counter[int] = Counter()
-        rejected: Counter[int] = Counter()
-        for pk in written:
-            row = by_id[pk]
-            summary.reviewed += 1
-            if row.status:
-                decided.append(row)
-                approve = row.status == AssignmentStatus.APPROVED
-                (approved if approve else rejected)[row.worker_id] += 1
-                summary.decisions[row.decision] += 1
-            else:
-                held.append(row)
-                proposal = row.decision in (APPROVE, REJECT)
-                summary.decisions[PROPOSED if proposal else row.decision] += 1
-        if not postgresql:
-            _assignments_write(decided=decided, held=held)
-            if approved or rejected:
-                _worker_counters_add(approved=approved, rejected=rejected)
-        if approved and stage.next_stage_id is not None:
-            # One INSERT of the hand-offs' outbox messages, whatever their number.
-            assignment_decided.announce_many(
-                [
-                    {"assignment_id": row.pk, "approved": True}
-                    for row in decided
-                    if row.status == AssignmentStatus.APPROVED
-                ]
-            )
-
-
-# One statement per batch on PostgreSQL:
-# - ``t``, ``v``: the batch's distinct verdicts and its rows, each one JSON document (one
-#   parameter to quote, one value to parse); each row's review_details assembled from
-#   its review's head and its verdicts (``__VERDICTS__``: ``_verdicts_sql``);
-# - ``locked``: those still submitted, locked in id order (``ORDER BY … FOR NO KEY
-#   UPDATE``: the sort comes before the locks whatever the join's plan);
-# - ``done``: their UPDATE: decided rows get every decision field, held rows their
-#   review only (their other columns set to what they are: no indexed column changes,
-#   so the new row version can stay on its page). ``details`` is ``{"review": …}``,
-#   merged into the stored review_details as ``_details`` does it (the old object with
-#   its "review" key replaced; just ``details`` when there is nothing to keep), in the
-#   database: the old details are neither read into Python nor sent back;
-# - ``counts``, ``workers``, ``counted``: the decided rows' workers, locked in id order
-#   once every assignment row is (the aggregate reads all of ``done`` first), and their
-#   counters.
-# What comes back: the ids written.
-_BATCH_SQL = """
-WITH t AS (SELECT %(verdicts)s::jsonb AS verdicts), v AS MATERIALIZED (
-  SELECT r.id, r.status, r.head,
-    jsonb_set(jsonb_build_object('review', r.head), '{review,rules}', __VERDICTS__) AS details
-  FROM t, jsonb_to_recordset(%(rows)s::jsonb)
-    AS r(id bigint, status text, head jsonb, verdicts int[])
-), locked AS (
-  SELECT a.id FROM campaigns_assignment AS a JOIN v ON v.id = a.id
-  WHERE a.status = %(submitted)s ORDER BY a.id FOR NO KEY UPDATE OF a
-), done AS (
-  UPDATE campaigns_assignment AS a
-  SET status = coalesce(v.status, a.status),
-      decided_at = CASE WHEN v.status IS NULL THEN a.decided_at
-        ELSE (v.head ->> 'at')::timestamptz END,
-      decided_by_id = CASE WHEN v.status IS NULL THEN a.decided_by_id END,
-      decision_source = CASE WHEN v.status IS NULL THEN a.decision_source
-        ELSE left(v.head ->> 'source', 80) END,
-      decision_reason = CASE WHEN v.status IS NULL THEN a.decision_reason
-        ELSE v.head ->> 'reason' END,
-      feedback = CASE WHEN v.status IS NULL THEN a.feedback ELSE '' END,
-      review_details = CASE
-        WHEN a.review_details = '{}'::jsonb OR jsonb_typeof(a.review_details) <> 'object'
-        THEN v.details ELSE a.review_details || v.details END
-  FROM v JOIN locked ON locked.id = v.id
-  WHERE a.id = v.id AND a.status = %(submitted)s
-  RETURNING a.id, a.worker_id, v.status
-), counts AS (
-  SELECT worker_id,
-    count(*) FILTER (WHERE status = %(approved)s) AS approved,
-    count(*) FILTER (WHERE status = %(rejected)s) AS rejected
-  FROM done WHERE status IS NOT NULL GROUP BY worker_id
-), workers AS (
-  SELECT w.id, c.approved, c.rejected
-  FROM campaigns_worker AS w JOIN counts AS c ON c.worker_id = w.id
-  ORDER BY w.id FOR NO KEY UPDATE OF w
-), counted AS (
-  UPDATE campaigns_worker AS w
-  SET approved_count = w.approved_count + k.approved,
-      rejected_count = w.rejected_count + k.rejected
-  FROM workers AS k WHERE w.id = k.id
-)
-SELECT id FROM done
-"""
-assert Assignment._meta.db_table == "campaigns_assignment"
-assert Worker._meta.db_table == "campaigns_worker"
-
-
-@functools.cache
-def _verdicts_sql(width: int) -> str:
-    """SQL of a row's verdicts, a JSON array: the batch's verdicts (``t.verdicts``) at the
-    row's ``width`` indexes (``jsonb_build_array`` takes up to 100 arguments: in parts
-    of 50)."""
-    parts = [
-        "jsonb_build_array("
-        + ", ".join(f"t.verdicts -> r.verdicts[{n}]" for n in range(start + 1, end + 1))
-        + ")"
-        for start in range(0, width, 50)
-        for end in [min(width, start + 50)]
-    ]
-    return " || ".join(parts) or "'[]'::jsonb"
-
-
-def _pk(row: _Row) -> int:
-    return row.pk
-
-
-def _batch_write(batch: _Batch) -> list[int]:
-    """Write ``batch`` with ``_BATCH_SQL``, its rows in id order; the ids of those
-    written (the rows still submitted). PostgreSQL; in the caller's transaction."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            _BATCH_SQL.replace("__VERDICTS__", _verdicts_sql(batch.width)),
-            {
-                "verdicts": batch.verdicts,
-                "rows": "[" + ",".join(row.encoded for row in sorted(batch.rows, key=_pk)) + "]",
-                "submitted": AssignmentStatus.SUBMITTED,
-                "approved": AssignmentStatus.APPROVED,
-                "rejected": AssignmentStatus.REJECTED,
-            },
-        )
-        return [pk for (pk,) in cursor.fetchall()]
-
-
-def _batch_lock(ids: list[int]) -> list[int]:
-    """Lock the rows of ``ids`` still submitted (``SELECT … FOR UPDATE``); their ids, in
-    order. Databases other than PostgreSQL."""
-    return list(
-        Assignment.objects.select_for_update()
-        .filter(pk__in=ids, status=AssignmentStatus.SUBMITTED)
-        .order_by("pk")
-        .values_list("pk", flat=True)
+    written = decisions_write_many(
+        rows=batch.rows,
+        parts=batch.verdicts,
+        width=batch.width,
+        hands_on=stage.next_stage_id is not None,
     )
-
-
-def _assignments_write(*, decided: list[_Row], held: list[_Row]) -> None:
-    """Write decided rows (all decision fields) and held rows; ``data["details"]`` is
-    merged into the stored details. Databases other than PostgreSQL, one UPDATE per row."""
-    stored = dict(
-        Assignment.objects.filter(pk__in=[r.pk for r in [*decided, *held]]).values_list(
-            "pk", "review_details"
-        )
-    )
-
-    def merged(pk: int, details: dict[str, Any]) -> dict[str, Any]:
-        old = stored.get(pk)
-        return {**(old if isinstance(old, Mapping) else {}), **details}
-
-    for row in decided:
-        Assignment.objects.filter(pk=row.pk).update(
-            status=row.status,
-            decided_at=datetime.fromisoformat(row.data["at"]),
-            decided_by=None,
-            decision_source=row.data["source"],
-            decision_reason=row.data["reason"],
-            feedback="",
-            review_details=merged(row.pk, row.data["details"]),
-        )
-    for row in held:
-        Assignment.objects.filter(pk=row.pk).update(
-            review_details=merged(row.pk, row.data["details"])
-        )
+    for pk in written:
+        row = by_id[pk]
+        summary.reviewed += 1
+        if row.status:
+            summary.decisions[row.decision] += 1
+        else:
+            proposal = row.decision in (APPROVE, REJECT)
+            summary.decisions[PROPOSED if proposal else row.decision] += 1
 
 
 # One encoder for every row (``json.dumps`` with ``default`` builds one per call); the
@@ -454,20 +292,3 @@ _ENCODER = json.JSONEncoder(default=str, check_circular=False, separators=(",", 
 
 def _json(value: Any) -> str:
     return _ENCODER.encode(value)
-
-
-def _worker_counters_add(*, approved: Mapping[int, int], rejected: Mapping[int, int]) -> None:
-    """Add to workers' approved/rejected counters in one UPDATE (databases other than
-    PostgreSQL)."""
-
-    def delta(counts: Mapping[int, int]) -> Case:
-        return Case(
-            *(When(pk=w, then=Value(n)) for w, n in counts.items()),
-            default=Value(0),
-            output_field=IntegerField(),
-        )
-
-    Worker.objects.filter(pk__in=sorted({*approved, *rejected})).update(
-        approved_count=F("approved_count") + delta(approved),
-        rejected_count=F("rejected_count") + delta(rejected),
-    )

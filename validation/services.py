@@ -9,7 +9,7 @@
   ``assignment_approve`` / ``assignment_reject``.
 - ``assignment_override`` — the requester decides against (or confirms) a rule.
 - ``gold_actions_apply`` — ``gold_disqualify`` (revoke a qualification, block)
-  and ``gold_bonus`` (a planned bonus per 3-of-4 gold block).
+  and ``gold_bonus`` (a bonus per 3-of-4 gold block), asked of the platform.
 
 Decisions: approve/reject set the assignment's status with ``decision_source``
 "rule:<name>[+<name>…]", ``decision_reason`` and, in ``review_details["review"]``,
@@ -31,27 +31,21 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Greatest
+from django.db.models import Q
 from django.utils import timezone
 
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import BonusWanted, platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
-    LedgerEntry,
-    LedgerKind,
-    LedgerStatus,
-    OperationKind,
-    OperationState,
-    ProviderOperation,
-    QualificationGrant,
     Stage,
-    Worker,
     WorkerBlock,
 )
-from campaigns.work.decisions import assignment_approve, assignment_reject
-from campaigns.work.events import assignment_decided
+from campaigns.work.decisions import (
+    assignment_approve,
+    assignment_decision_flip,
+    assignment_reject,
+)
 from qaportal.errors import DomainError
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
@@ -254,20 +248,19 @@ def assignment_override(
 
     A submitted (or held) assignment goes through ``assignment_approve`` /
     ``assignment_reject`` with source "requester". An assignment a rule (or anyone)
-    already decided is turned over here, which those services refuse to do: the
-    status flips, the worker's counters move from one side to the other, the
-    decision fields name the requester, and an approval is handed on (the
-    hand-off is idempotent; a hand-off already made by an approval now rejected is
-    not undone). Confirming the same decision records the requester as its
-    author. Every override is appended to ``review_details["overrides"]`` with the
-    decision it replaced. Local assignments only (paid providers move money
-    through their own services). Locking: the assignment row.
+    already decided is turned over by ``campaigns.work.decisions.
+    assignment_decision_flip``, which those services refuse to do: the status flips,
+    the worker's counters move from one side to the other, the decision fields name
+    the requester, and an approval is handed on. Confirming the same decision records
+    the requester as its author. Every override is appended to
+    ``review_details["overrides"]`` with the decision it replaced. Local assignments
+    only (paid providers move money through their own services). Locking: the
+    assignment row.
     """
     if decision not in (APPROVE, REJECT):
         raise DomainError("Decide approve or reject.", errors={"decision": [decision]})
     if decision == REJECT and not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    target = AssignmentStatus.APPROVED if decision == APPROVE else AssignmentStatus.REJECTED
     now = timezone.now()
     with transaction.atomic():
         row = Assignment.objects.select_for_update().get(pk=assignment.pk)
@@ -314,32 +307,13 @@ def assignment_override(
                     feedback=feedback,
                 )
         else:
-            flipped = row.status != target
-            old = row.status
-            row.status = target
-            row.decided_at = now
-            row.decided_by = decided_by  # type: ignore[assignment]
-            row.decision_source = "requester"
-            row.decision_reason = reason
-            row.feedback = feedback
-            row.save(
-                update_fields=[
-                    "status",
-                    "decided_at",
-                    "decided_by",
-                    "decision_source",
-                    "decision_reason",
-                    "feedback",
-                ]
+            row = assignment_decision_flip(
+                assignment=row,
+                approve=decision == APPROVE,
+                decided_by=decided_by,
+                reason=reason,
+                feedback=feedback,
             )
-            if flipped:
-                up = "approved_count" if target == AssignmentStatus.APPROVED else "rejected_count"
-                down = "rejected_count" if old == AssignmentStatus.REJECTED else "approved_count"
-                Worker.objects.filter(pk=row.worker_id).update(
-                    **{up: F(up) + 1, down: Greatest(F(down) - 1, Value(0))}
-                )
-                if target == AssignmentStatus.APPROVED:
-                    assignment_decided.announce(assignment_id=row.pk, approved=True)
         Assignment.objects.filter(pk=row.pk).update(review_details=details)
         row.review_details = details
     return row
@@ -354,18 +328,17 @@ def gold_actions_apply(
     """Apply the stage's ``gold_disqualify`` rules and ``gold_bonus`` bonus rules to the
     workers in ``facts`` (or only ``workers``); counts of what was newly done.
 
+    Validation decides who; the platform acts (``Platform.qualifications_revoke``,
+    ``workers_block``, ``bonuses_pay``): on a paid platform each revocation, block and
+    bonus is an operation the outbox carries out after commit; on the local workforce
+    they are qaportal's rows and the bonuses are planned in the ledger.
     Idempotent: a revoked grant stays revoked (``revoked_at`` is set once), a
     worker is blocked once per stage rule (a block the requester lifted is not
     renewed), and a bonus has the key ``gold_bonus:stage:<s>:worker:<w>:block:<n>``.
-    On the local provider the bonus is a planned ``LedgerEntry`` (no money moves);
-    on paid providers a pending ``ProviderOperation`` (kind bonus, same key) is
-    written first and the ledger entry points at it. Revocations and blocks on paid
-    providers are pending operations too (kinds revoke / block).
     """
     done: Counter[str] = Counter()
     campaign = stage.campaign
-    paid = platform_for(campaign).pays_workers
-    now = timezone.now()
+    platform = platform_for(campaign)
     for rule in _rules(stage):
         if rule["rule"] != "gold_disqualify":
             continue
@@ -382,24 +355,9 @@ def gold_actions_apply(
         if not failing:
             continue
         if p["qualification"] is not None:
-            done["revoked"] += QualificationGrant.objects.filter(
-                qualification_type_id=p["qualification"],
-                qualification_type__owner_id=campaign.owner_id,
-                worker_id__in=failing,
-                revoked_at__isnull=True,
-            ).update(revoked_at=now)
-            if paid:
-                _operations(
-                    campaign=campaign,
-                    kind=OperationKind.REVOKE,
-                    rows=[
-                        (
-                            f"gold_revoke:qualification:{p['qualification']}:worker:{w}",
-                            {"qualification_type": p["qualification"], "worker": w},
-                        )
-                        for w in failing
-                    ],
-                )
+            done["revoked"] += platform.qualifications_revoke(
+                campaign=campaign, qualification_type_id=p["qualification"], worker_ids=failing
+            )
         if p["block"]:
             tag = f"gold_disqualify stage {stage.pk}:"
             already = set(
@@ -407,49 +365,17 @@ def gold_actions_apply(
                     requester_id=campaign.owner_id, worker_id__in=failing, reason__startswith=tag
                 ).values_list("worker_id", flat=True)
             )
-            blocks = [
-                WorkerBlock(
-                    requester_id=campaign.owner_id,
-                    worker_id=w,
-                    reason=f"{tag} gold accuracy {facts.gold[(threshold, w)].correct}/"
-                    f"{facts.gold[(threshold, w)].total} below {p['min']:.0%}",
-                )
+            reasons = {
+                w: f"{tag} gold accuracy {facts.gold[(threshold, w)].correct}/"
+                f"{facts.gold[(threshold, w)].total} below {p['min']:.0%}"
                 for w in failing
                 if w not in already
-            ]
-            done["blocked"] += len(WorkerBlock.objects.bulk_create(blocks, ignore_conflicts=True))
-            if paid:
-                _operations(
-                    campaign=campaign,
-                    kind=OperationKind.BLOCK,
-                    rows=[
-                        (
-                            f"gold_block:stage:{stage.pk}:worker:{b.worker_id}",
-                            {"worker": b.worker_id},
-                        )
-                        for b in blocks
-                    ],
-                )
+            }
+            if reasons:
+                done["blocked"] += platform.workers_block(campaign=campaign, reasons=reasons)
     for rule in _bonus_rules(stage):
         done["bonuses"] += _gold_bonus(stage=stage, facts=facts, rule=rule, workers=workers)
     return done
-
-
-def _operations(*, campaign: Any, kind: str, rows: list[tuple[str, dict[str, Any]]]) -> None:
-    ProviderOperation.objects.bulk_create(
-        [
-            ProviderOperation(
-                provider=campaign.provider,
-                kind=kind,
-                campaign=campaign,
-                idempotency_key=key,
-                payload=payload,
-                state=OperationState.PENDING,
-            )
-            for key, payload in rows
-        ],
-        ignore_conflicts=True,
-    )
 
 
 def _gold_bonus(
@@ -458,8 +384,7 @@ def _gold_bonus(
     p = params_of(rule, BONUS_RULES)
     amount = Decimal(str(p["amount"]))
     threshold = float(p["sentence_threshold"])
-    campaign = stage.campaign
-    wanted: list[tuple[str, int, int, str]] = []  # key, worker, assignment, memo
+    wanted: list[BonusWanted] = []
     for (thr, worker_id), tally in sorted(facts.gold.items()):
         if thr != threshold or (workers is not None and worker_id not in workers):
             continue
@@ -469,65 +394,17 @@ def _gold_bonus(
                 continue
             right = sum(tally.outcomes[n * p["block"] : (n + 1) * p["block"]])
             wanted.append(
-                (
-                    f"gold_bonus:stage:{stage.pk}:worker:{worker_id}:block:{n}",
-                    worker_id,
-                    keys[-1][0],
-                    f"gold bonus: {right} of {p['block']} gold items right (block {n + 1})",
+                BonusWanted(
+                    key=f"gold_bonus:stage:{stage.pk}:worker:{worker_id}:block:{n}",
+                    assignment_id=keys[-1][0],
+                    worker_id=worker_id,
+                    amount=amount,
+                    reason=f"gold bonus: {right} of {p['block']} gold items right (block {n + 1})",
                 )
             )
     if not wanted:
         return 0
-    existing = set(
-        LedgerEntry.objects.filter(key__in=[k for k, *_ in wanted]).values_list("key", flat=True)
-    )
-    wanted = [w for w in wanted if w[0] not in existing]
-    if not wanted:
-        return 0
-    operation_ids: dict[str, int] = {}
-    if platform_for(campaign).pays_workers:
-        _operations(
-            campaign=campaign,
-            kind=OperationKind.BONUS,
-            rows=[
-                (
-                    key,
-                    {
-                        "worker": worker,
-                        "assignment": assignment,
-                        "amount": str(amount),
-                        "currency": campaign.currency,
-                        "reason": memo,
-                    },
-                )
-                for key, worker, assignment, memo in wanted
-            ],
-        )
-        operation_ids = dict(
-            ProviderOperation.objects.filter(
-                provider=campaign.provider, idempotency_key__in=[k for k, *_ in wanted]
-            ).values_list("idempotency_key", "pk")
-        )
-    made = LedgerEntry.objects.bulk_create(
-        [
-            LedgerEntry(
-                campaign=campaign,
-                stage=stage,
-                kind=LedgerKind.BONUS,
-                status=LedgerStatus.PLANNED,
-                amount=amount,
-                currency=campaign.currency,
-                key=key,
-                assignment_id=assignment,
-                worker_id=worker,
-                operation_id=operation_ids.get(key),
-                memo=memo,
-            )
-            for key, worker, assignment, memo in wanted
-        ],
-        ignore_conflicts=True,
-    )
-    return len(made)
+    return platform_for(stage).bonuses_pay(stage=stage, bonuses=wanted)
 
 
 __all__ = [

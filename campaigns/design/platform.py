@@ -15,7 +15,8 @@ idempotency rules are the implementations' (see ``campaigns.platforms``).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,18 @@ class FeeModel(ABC):
     def description(self) -> str:
         """The fee rule in words, for estimates."""
         return ""
+
+
+@dataclass(frozen=True)
+class BonusWanted:
+    """One bonus a rule decided (``Platform.bonuses_pay``): paid once per ``key`` to the
+    worker of assignment ``assignment_id`` (``worker_id``), with its ``reason``."""
+
+    key: str
+    assignment_id: int
+    worker_id: int
+    amount: Decimal
+    reason: str
 
 
 class Platform(ABC):
@@ -112,6 +125,25 @@ class Platform(ABC):
         """Pay a bonus for ``assignment``; moves money, exactly once per ``key``."""
 
     @abstractmethod
+    def bonuses_pay(self, *, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
+        """Pay many bonuses of ``stage`` that rules decided (gold, agreed entities); moves
+        money, exactly once per bonus ``key``; the number newly asked for. Each is a
+        platform operation requested through the outbox (the local workforce moves no
+        money: it plans them in the ledger)."""
+
+    @abstractmethod
+    def workers_block(self, *, campaign: Campaign, reasons: Mapping[int, str]) -> int:
+        """Block the workers of ``reasons`` (worker id → reason) from the campaign owner's
+        work, here and on the platform; the number of blocks new (an active block is kept)."""
+
+    @abstractmethod
+    def qualifications_revoke(
+        self, *, campaign: Campaign, qualification_type_id: int, worker_ids: Iterable[int]
+    ) -> int:
+        """Revoke the campaign owner's qualification ``qualification_type_id`` from the
+        workers of ``worker_ids`` that hold it, here and on the platform; how many."""
+
+    @abstractmethod
     def workers_message(
         self,
         *,
@@ -162,4 +194,11 @@ def platform_names(*, pays_workers: bool | None = None) -> list[str]:
     ]
 
 
-__all__ = ["FeeModel", "Platform", "platform_for", "platform_names", "platform_register"]
+__all__ = [
+    "BonusWanted",
+    "FeeModel",
+    "Platform",
+    "platform_for",
+    "platform_names",
+    "platform_register",
+]

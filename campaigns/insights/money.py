@@ -11,11 +11,11 @@ Definitions (docs/api.md, "Costs"):
   not yet requested). Cancelled entries count nowhere.
 - ``held``: what the platform holds for work under way and not in the ledger yet: open
   places of published HITs and accepted or submitted assignments, at reward + fee
-  (as ``provider_review.campaign_spending`` counts them for the budget).
+  (as ``payments.budget.campaign_spending`` counts them for the budget).
 - ``forecast_remaining``: the cost estimate (``services.costs``) of the assignments not
   published yet: the stage's estimated assignments less the places of its HITs.
 - ``forecast_total`` = spent + committed + planned + held + forecast_remaining.
-- ``budget_used``: what the budget check counts (``provider_review.campaign_spending``):
+- ``budget_used``: what the budget check counts (``payments.budget.campaign_spending``):
   committed and paid entries plus held work; ``budget_left`` = budget cap - that.
 - ``cost_per_accepted``: (spent + committed) over approved assignments; for the campaign,
   over the approved assignments of its last stage (the accepted examples).
@@ -47,6 +47,7 @@ from campaigns.models import (
     LedgerKind,
     LedgerStatus,
 )
+from campaigns.payments.budget import spending_total
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.workforce.stats import grouped_with_median
 from qaportal.money import CENT
@@ -174,13 +175,10 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
     spent = sum((r.spent for r in ordered), ZERO)
     committed = sum((r.committed for r in ordered), ZERO)
     accepted = rows[stages[-1].pk].approved if stages else 0
-    # ``provider_review.campaign_spending``'s formula, from the sums already made:
+    # ``payments.budget.campaign_spending``'s formula, from the sums already made:
     # committed and paid entries, plus held rewards with one fee on their total.
-    budget_used = (
-        spent
-        + committed
-        + held_rewards
-        + fee_model.assignment_fee(reward=held_rewards, max_assignments=1)
+    budget_used = spending_total(
+        ledger=spent + committed, held_rewards=held_rewards, fee_model=fee_model
     )
     cap = campaign.budget_cap
     return CampaignCosts(

@@ -1,1 +1,1 @@
-"""The ledger's arithmetic: costs, fees applied, wages and budgets."""
+"""Money: the ledger's one writer (``ledger``), the budget, costs, fees applied, wages."""

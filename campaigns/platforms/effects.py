@@ -12,12 +12,12 @@ from django.utils import timezone
 from campaigns.models import (
     HIT,
     HITStatus,
-    LedgerEntry,
     LedgerStatus,
     OperationKind,
     ProviderOperation,
     QualificationType,
 )
+from campaigns.payments.ledger import ledger_operation_settle
 from campaigns.platforms.operations import PUBLISH_KINDS, QUALIFYING_KINDS, operation_effect
 from campaigns.platforms.review import assignment_decision_record
 from campaigns.work.lifecycle import hit_places_add
@@ -55,9 +55,7 @@ def decision_recorded(op: ProviderOperation) -> None:
 @operation_effect(OperationKind.BONUS)
 def bonus_paid(op: ProviderOperation) -> None:
     """The bonus's committed ledger entries are paid."""
-    LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
-        status=LedgerStatus.PAID, updated_at=timezone.now()
-    )
+    ledger_operation_settle(operation=op, status=LedgerStatus.PAID)
 
 
 @operation_effect(*QUALIFYING_KINDS)

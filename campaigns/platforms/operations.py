@@ -34,13 +34,13 @@ from django.utils import timezone
 
 from campaigns.models import (
     Campaign,
-    LedgerEntry,
     LedgerStatus,
     OperationKind,
     OperationState,
     Provider,
     ProviderOperation,
 )
+from campaigns.payments.ledger import ledger_operation_settle
 from campaigns.platforms import provider_for
 from campaigns.platforms.base import (
     OperationCall,
@@ -207,9 +207,7 @@ def _fail(operation_id: int, reason: str, result: dict[str, Any]) -> ProviderOpe
         # Money that surely did not move is released; a payment whose fate is unknown
         # keeps its ledger entries committed until someone checks the platform.
         if not result.get("pay_requested"):
-            LedgerEntry.objects.filter(operation=op, status=LedgerStatus.COMMITTED).update(
-                status=LedgerStatus.CANCELLED, updated_at=timezone.now()
-            )
+            ledger_operation_settle(operation=op, status=LedgerStatus.CANCELLED)
     logger.error("operation %s failed: %s", operation_id, op.last_error)
     return op
 

@@ -8,13 +8,13 @@ hand-off batches, which are operations carried out later.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from campaigns.design.platform import FeeModel, Platform
+from campaigns.design.platform import BonusWanted, FeeModel, Platform
 from campaigns.models import (
     HIT,
     Assignment,
@@ -23,6 +23,14 @@ from campaigns.models import (
     QualificationType,
     Stage,
     Worker,
+)
+from campaigns.platforms.bulk import (
+    qualifications_revoke_here,
+    qualifications_revoke_paid,
+    stage_bonuses_pay,
+    stage_bonuses_plan,
+    workers_block_here,
+    workers_block_paid,
 )
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.publishing import paid_handoff_publish
@@ -36,6 +44,26 @@ class CrowdPlatform(Platform):
 
     def bonus_pay(self, *, assignment: Assignment, amount: Decimal, reason: str, key: str) -> Any:
         return assignment_bonus_pay(assignment=assignment, amount=amount, reason=reason, key=key)
+
+    def bonuses_pay(self, *, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
+        """Planned in the ledger: nothing moves here (a paid platform pays them)."""
+        return stage_bonuses_plan(stage=stage, bonuses=bonuses)
+
+    def workers_block(self, *, campaign: Campaign, reasons: Mapping[int, str]) -> int:
+        """qaportal's blocks only (a paid platform asks for its own too)."""
+        return len(workers_block_here(campaign=campaign, reasons=reasons))
+
+    def qualifications_revoke(
+        self, *, campaign: Campaign, qualification_type_id: int, worker_ids: Iterable[int]
+    ) -> int:
+        """qaportal's grants only (a paid platform asks for its own too)."""
+        return len(
+            qualifications_revoke_here(
+                campaign=campaign,
+                qualification_type_id=qualification_type_id,
+                worker_ids=worker_ids,
+            )
+        )
 
     def workers_message(
         self,
@@ -73,6 +101,19 @@ class PaidPlatform(CrowdPlatform):
 
     def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
         raise NotImplementedError
+
+    def bonuses_pay(self, *, stage: Stage, bonuses: Sequence[BonusWanted]) -> int:
+        return stage_bonuses_pay(stage=stage, bonuses=bonuses)
+
+    def workers_block(self, *, campaign: Campaign, reasons: Mapping[int, str]) -> int:
+        return workers_block_paid(campaign=campaign, reasons=reasons)
+
+    def qualifications_revoke(
+        self, *, campaign: Campaign, qualification_type_id: int, worker_ids: Iterable[int]
+    ) -> int:
+        return qualifications_revoke_paid(
+            campaign=campaign, qualification_type_id=qualification_type_id, worker_ids=worker_ids
+        )
 
     def places_add(self, *, hit: HIT, count: int, reason: str, key: str) -> None:
         operation_request(

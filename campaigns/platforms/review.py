@@ -1,8 +1,10 @@
 """Review and money on paid providers: approve (one or many), reject, bonus, and the
-campaign's budget. Messages, blocks and qualifications are in ``provider_workers``.
+campaign's budget check (``campaigns.payments.budget``, named here too for the
+platforms' publishing). Messages, blocks and qualifications are in ``workers``.
 
 Each decision is asked for as a ``ProviderOperation`` (``operation_request``) with
-its ledger entries ``committed`` in the same transaction; the executor marks them
+its ledger entries ``committed`` in the same transaction (written by
+``campaigns.payments.ledger``, the ledger's one writer); the executor marks them
 ``paid`` (or ``cancelled``) and records the decision on the assignment when the
 platform has done it (``assignment_decision_record``). Money is paid only to a
 worker the platform confirmed (``review_details["identity"]["status"] ==
@@ -23,16 +25,12 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
-from django.db.models import DecimalField, F, Sum, Value
-from django.db.models.functions import Coalesce
-from django.utils import timezone
 
 from campaigns.models import (
     HIT,
     Assignment,
     AssignmentStatus,
     Campaign,
-    HITStatus,
     LedgerEntry,
     LedgerKind,
     LedgerStatus,
@@ -41,6 +39,13 @@ from campaigns.models import (
     Provider,
     ProviderOperation,
 )
+from campaigns.payments.budget import BudgetExceededError as BudgetExceededError
+from campaigns.payments.budget import campaign_budget_check as campaign_budget_check
+from campaigns.payments.ledger import (
+    ledger_approval_commit,
+    ledger_bonus_commit,
+    ledger_operation_settle,
+)
 from campaigns.platforms import currency_for, fee_model_for, requires_masters
 from campaigns.platforms.operations import operation_request
 from campaigns.tasktypes import task_type_get
@@ -48,66 +53,12 @@ from campaigns.work.decisions import decision_write
 from qaportal.errors import DomainError
 
 REJECTION_MESSAGE_MIN = 100
-_MONEY = DecimalField(max_digits=14, decimal_places=2)
-
-
-class BudgetExceededError(DomainError):
-    """The operation would take the campaign's committed spending past its budget cap."""
-
-    code = "budget_exceeded"
 
 
 class IdentityUnconfirmedError(DomainError):
     """The platform has not confirmed that this worker made this submission."""
 
     code = "identity_unconfirmed"
-
-
-# --- Budget ----------------------------------------------------------------------------
-
-
-def campaign_spending(*, campaign: Campaign) -> Decimal:
-    """Committed and paid ledger amounts, plus the cost of places still open or undecided.
-
-    Open places (``places_left`` of published HITs) and accepted / submitted
-    assignments without ledger entries yet are counted at reward + platform fee: the
-    platform holds that money (Prolific charges a study's places when it is published).
-    """
-    ledger = LedgerEntry.objects.filter(
-        campaign=campaign, status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID]
-    ).aggregate(total=Coalesce(Sum("amount"), Value(Decimal("0")), output_field=_MONEY))["total"]
-    open_places = HIT.objects.filter(
-        stage__campaign=campaign, status=HITStatus.PUBLISHED
-    ).aggregate(
-        total=Coalesce(
-            Sum(F("places_left") * F("reward"), output_field=_MONEY),
-            Value(Decimal("0")),
-            output_field=_MONEY,
-        )
-    )["total"]
-    undecided = Assignment.objects.filter(
-        hit__stage__campaign=campaign,
-        status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
-        ledger__isnull=True,
-    ).aggregate(total=Coalesce(Sum("hit__reward"), Value(Decimal("0")), output_field=_MONEY))[
-        "total"
-    ]
-    rewards = Decimal(open_places) + Decimal(undecided)
-    fees = fee_model_for(campaign.provider).assignment_fee(reward=rewards, max_assignments=1)
-    return Decimal(ledger) + rewards + fees
-
-
-def campaign_budget_check(*, campaign: Campaign, extra: Decimal, what: str) -> None:
-    """Refuse (``BudgetExceededError``) when ``extra`` would pass ``campaign.budget_cap``."""
-    if campaign.budget_cap is None:
-        return
-    spending = campaign_spending(campaign=campaign)
-    if spending + extra > campaign.budget_cap:
-        raise BudgetExceededError(
-            f"{what} would cost {extra} {campaign.currency}; the campaign has "
-            f"{spending} committed of its {campaign.budget_cap} budget.",
-            errors={"budget_cap": [str(campaign.budget_cap)], "needed": [str(extra)]},
-        )
 
 
 # --- Review decisions ------------------------------------------------------------------
@@ -212,21 +163,14 @@ def _approval_ledger(assignment: Assignment, operation: ProviderOperation) -> No
     pay_kind = (
         LedgerKind.QUIZ_PAYMENT if task_type_get(hit.stage.task_type).is_quiz else LedgerKind.REWARD
     )
-    for kind, amount in ((LedgerKind.REWARD, reward), (LedgerKind.PLATFORM_FEE, fee)):
-        LedgerEntry.objects.get_or_create(
-            key=f"{kind}:assignment:{assignment.pk}",
-            defaults={
-                "campaign": hit.stage.campaign,
-                "stage": hit.stage,
-                "kind": pay_kind if kind == LedgerKind.REWARD else kind,
-                "status": LedgerStatus.COMMITTED,
-                "amount": amount,
-                "currency": currency_for(assignment.provider),
-                "assignment": assignment,
-                "worker": assignment.worker,
-                "operation": operation,
-            },
-        )
+    ledger_approval_commit(
+        assignment=assignment,
+        operation=operation,
+        pay_kind=pay_kind,
+        reward=reward,
+        fee=fee,
+        currency=currency_for(assignment.provider),
+    )
 
 
 def _check_approvable(locked: Assignment) -> None:
@@ -405,7 +349,6 @@ def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignme
     locked = list(
         Assignment.objects.select_for_update().filter(pk__in=[int(i) for i in ids]).order_by("pk")
     )
-    now = timezone.now()
     for assignment in locked:
         if assignment.status != AssignmentStatus.SUBMITTED:
             continue
@@ -417,10 +360,8 @@ def assignment_decision_record(*, operation: ProviderOperation) -> list[Assignme
             reason=str(payload.get("reason", "")),
             feedback=str(payload.get("feedback", "")),
         )
-    new = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
-    LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
-        status=new, updated_at=now
-    )
+    settled = LedgerStatus.PAID if status == AssignmentStatus.APPROVED else LedgerStatus.CANCELLED
+    ledger_operation_settle(operation=operation, status=settled)
     return locked
 
 
@@ -466,18 +407,14 @@ def paid_bonus_pay(
             },
             campaign=campaign,
         )
-        for kind, value in ((LedgerKind.BONUS, amount), (LedgerKind.BONUS_FEE, fee)):
-            LedgerEntry.objects.create(
-                key=f"{kind}:{key}",
-                campaign=campaign,
-                stage=locked.hit.stage,
-                kind=kind,
-                status=LedgerStatus.COMMITTED,
-                amount=value,
-                currency=currency_for(locked.provider),
-                assignment=locked,
-                worker=locked.worker,
-                operation=op,
-                memo=reason[:300],
-            )
+        ledger_bonus_commit(
+            campaign=campaign,
+            assignment=locked,
+            operation=op,
+            key=key,
+            amount=amount,
+            fee=fee,
+            currency=currency_for(locked.provider),
+            memo=reason,
+        )
     return op

@@ -27,7 +27,6 @@ from campaigns.models import (
     Campaign,
     LedgerEntry,
     LedgerKind,
-    LedgerStatus,
     OperationKind,
     Provider,
     ProviderOperation,
@@ -37,9 +36,11 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.payments.bonus_keys import bonus_ceiling_check
+from campaigns.payments.budget import campaign_budget_check
 from campaigns.payments.costs import bonus_cost
+from campaigns.payments.ledger import ledger_bonus_commit
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.review import campaign_budget_check, paid_bonus_pay
+from campaigns.platforms.review import paid_bonus_pay
 from campaigns.platforms.workers import (
     paid_qualification_grant,
     paid_qualification_revoke,
@@ -223,17 +224,14 @@ def assignment_bonus_pay(
             },
             campaign=campaign,
         )
-        LedgerEntry.objects.create(
-            key=f"{LedgerKind.BONUS}:{key}",
+        ledger_bonus_commit(
             campaign=campaign,
-            stage=locked.hit.stage,
-            kind=LedgerKind.BONUS,
-            status=LedgerStatus.COMMITTED,
-            amount=amount,
-            currency=campaign.currency,
             assignment=locked,
-            worker=locked.worker,
             operation=op,
-            memo=reason[:300],
+            key=key,
+            amount=amount,
+            fee=None,
+            currency=campaign.currency,
+            memo=reason,
         )
     return op

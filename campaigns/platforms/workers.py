@@ -118,7 +118,7 @@ def paid_worker_unblock(
     return block, op
 
 
-def _qualification_request(
+def qualification_change_request(
     *, qualification_type: QualificationType, worker: Worker, kind: str
 ) -> ProviderOperation:
     """Ask for a grant or a revocation of membership in the qualification's group.
@@ -158,7 +158,7 @@ def paid_qualification_grant(
     """Grant a custom qualification: a grant row, and membership of its allow-list group.
 
     Idempotency key ``grant:<type>:<worker>`` (``…:<n>`` after earlier grants and
-    revocations; see ``_qualification_request``). Locking: the worker row, so that
+    revocations; see ``qualification_change_request``). Locking: the worker row, so that
     changes of one worker's qualifications are requested one at a time.
     """
     with transaction.atomic():
@@ -168,7 +168,7 @@ def paid_qualification_grant(
             worker=worker,
             defaults={"value": value, "source": source[:80], "revoked_at": None},
         )
-        op = _qualification_request(
+        op = qualification_change_request(
             qualification_type=qualification_type, worker=worker, kind=OperationKind.GRANT
         )
     return grant, op
@@ -180,7 +180,7 @@ def paid_qualification_revoke(
     """Revoke a custom qualification: ``revoked_at`` on the grant, and the worker leaves
     its allow-list group. None when the worker holds no such grant.
 
-    Idempotency key ``revoke:<type>:<worker>[:<n>]`` (``_qualification_request``).
+    Idempotency key ``revoke:<type>:<worker>[:<n>]`` (``qualification_change_request``).
     Locking: the worker row, then the grant row.
     """
     with transaction.atomic():
@@ -195,7 +195,7 @@ def paid_qualification_revoke(
         if grant.revoked_at is None:
             grant.revoked_at = timezone.now()
             grant.save(update_fields=["revoked_at"])
-        op = _qualification_request(
+        op = qualification_change_request(
             qualification_type=qualification_type, worker=worker, kind=OperationKind.REVOKE
         )
     return grant, op

@@ -6,7 +6,8 @@
 - no provider name compared outside ``campaigns/platforms/``, no task-type name
   compared outside ``campaigns/tasktypes/``;
 - no import of an application module inside a function, but in Celery task modules,
-  management commands, ``AppConfig.ready()`` and the lazily loaded API clients.
+  management commands, ``AppConfig.ready()`` and the lazily loaded API clients;
+- no ledger row written outside ``campaigns/payments/``.
 """
 
 from __future__ import annotations
@@ -204,3 +205,80 @@ def test_no_application_import_inside_a_function_but_the_allowed() -> None:
                     if name.split(".")[0] in APPS and (rel, name) not in LAZY_ALLOWED:
                         found.append(f"{rel}:{line}: {name}")
     assert found == [], "\n".join(found)
+
+
+# The ledger has one writer, ``campaigns/payments/`` (docs/architecture.md, "One door
+# for money and decisions"): nowhere else is a ``LedgerEntry`` row made, changed or
+# deleted, through the model, a related manager (``….ledger.create``) or raw SQL.
+LEDGER_WRITES = {
+    "create",
+    "bulk_create",
+    "get_or_create",
+    "update_or_create",
+    "update",
+    "bulk_update",
+    "delete",
+    "save",
+}
+LEDGER_SQL = re.compile(r"\b(insert\s+into|update|delete\s+from)\b[^;]*campaigns_ledgerentry", re.I)
+
+
+def _receiver_names(node: ast.expr) -> set[str]:
+    """The names and attributes a call's receiver is built from
+    (``LedgerEntry.objects.filter(…)`` → LedgerEntry, objects, filter)."""
+    names: set[str] = set()
+    while True:
+        if isinstance(node, ast.Call):
+            node = node.func
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+            return names
+        else:
+            return names
+
+
+def _ledger_write_call(func: ast.expr) -> bool:
+    if isinstance(func, ast.Name):
+        return func.id == "LedgerEntry"
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in LEDGER_WRITES
+        and bool(_receiver_names(func.value) & {"LedgerEntry", "ledger"})
+    )
+
+
+def ledger_writes(source: str) -> list[int]:
+    """The lines of ``source`` that write ledger rows: a write method called on
+    ``LedgerEntry`` or a ``ledger`` related manager, a ``LedgerEntry(…)`` row built to be
+    saved, or SQL that inserts, updates or deletes ``campaigns_ledgerentry``."""
+    lines = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _ledger_write_call(node.func):
+            lines.add(node.lineno)
+        if isinstance(node, ast.Constant) and LEDGER_SQL.search(str(node.value)):
+            lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_ledger_rows_are_written_by_payments_alone() -> None:
+    found = []
+    for path in _sources(outside=("campaigns/payments/",)):
+        for line in ledger_writes(path.read_text()):
+            found.append(f"{path.relative_to(ROOT)}:{line}")
+    assert found == [], "ledger writes outside campaigns/payments/:\n" + "\n".join(found)
+    # The scan sees each way of writing (a module written as the old ones were).
+    planted = """
+LedgerEntry.objects.filter(operation=op, status="committed").update(status="paid")
+LedgerEntry.objects.bulk_create(rows, ignore_conflicts=True)
+entries.append(LedgerEntry(key=key, amount=amount))
+assignment.ledger.create(key=key)
+LedgerEntry.objects.get_or_create(key=key, defaults={})
+cursor.execute("UPDATE campaigns_ledgerentry SET status = 'paid'")
+cursor.execute("INSERT INTO campaigns_ledgerentry (key) VALUES (%s)")
+"""
+    assert ledger_writes(planted) == [2, 3, 4, 5, 6, 7, 8]
+    reads = "LedgerEntry.objects.filter(key=k).exists()\nLedgerEntry.objects.filter(x=1).first()\n"
+    assert ledger_writes(reads) == []

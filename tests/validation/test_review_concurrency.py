@@ -3,7 +3,7 @@ and the writer threads' transactions.
 
 A stage's review writes each batch in one statement that locks the rows still
 submitted in id order, then writes them and counts them for their workers
-(``validation.review_batches._BATCH_SQL``). These tests hold locks across threads, each
+(``campaigns.work.decisions._MANY_SQL``). These tests hold locks across threads, each
 with its own connection, and check that whoever decides first wins: no decision
 overwritten, none made twice, no worker counted twice, no deadlock.
 """
@@ -20,12 +20,12 @@ import pytest
 from django.db import connection, transaction
 
 from campaigns.models import Assignment, AssignmentStatus, Stage, Worker
+from campaigns.work import decisions
 from campaigns.work.decisions import assignment_decide
 from qaportal.errors import DomainError
 from qaportal.models import OutboxMessage
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
-from validation import review_batches
 from validation.services import stage_review
 
 pytestmark = [
@@ -153,15 +153,15 @@ def test_a_requester_waiting_on_a_batch_finds_it_decided(monkeypatch):
     requester = UserFactory.create(username="race-requester")
     theirs = rows[2]  # the rules reject it
     written, release = threading.Event(), threading.Event()
-    write = review_batches._batch_write
+    write = decisions._many_sql_write
 
-    def held(batch: Any) -> list[int]:
-        ids = write(batch)
+    def held(**kwargs: Any) -> list[int]:
+        ids = write(**kwargs)
         written.set()
         assert release.wait(WAIT)
         return ids
 
-    monkeypatch.setattr(review_batches, "_batch_write", held)
+    monkeypatch.setattr(decisions, "_many_sql_write", held)
     review = _Thread(lambda: stage_review(stage=stage, batch_size=12))
     review.start()
     assert written.wait(WAIT)

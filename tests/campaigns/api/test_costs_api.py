@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from campaigns.insights.money import campaign_costs
 from campaigns.models import AssignmentStatus, Campaign, HITStatus, LedgerEntry, Stage
-from campaigns.platforms.review import campaign_spending
+from campaigns.payments.budget import campaign_spending
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,
