@@ -222,3 +222,40 @@ def test_a_round_approved_at_once_counts_announces_and_hands_off_as_one_by_one(
     # Again: nothing more to approve, nothing announced.
     assert assignments_approve(assignment_ids=submitted, source="requester") == []
     assert messages.count() == 2
+
+
+def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
+    make_stage, invited, django_capture_on_commit_callbacks
+):
+    """Issue 35, point 4 (Nangia et al. §4: the four protocols' data shuffled into one
+    validation task): with ``hold_handoff`` the hand-off publishes nothing, the flush
+    neither; the requester's publication, with ``shuffle``, mixes the sources in HITs."""
+    first = make_stage(items=2, items_per_hit=1)
+    other = make_stage(campaign=first.campaign, position=1, items=2, items_per_hit=1)
+    target = make_stage(
+        campaign=first.campaign,
+        position=2,
+        items_per_hit=2,
+        config={"hold_handoff": True, "shuffle": True},
+    )
+    for stage in (first, other):
+        stage.next_stage = target
+        stage.save()
+        stage_publish(stage=stage)
+    _approved(first, invited(first.campaign), ["a one"], django_capture_on_commit_callbacks)
+    _approved(first, invited(first.campaign), ["a two"], django_capture_on_commit_callbacks)
+    _approved(other, invited(first.campaign), ["b one"], django_capture_on_commit_callbacks)
+    _approved(other, invited(first.campaign), ["b two"], django_capture_on_commit_callbacks)
+    assert Item.objects.filter(stage=target, status=ItemStatus.PENDING).count() == 4
+    assert handoff_flush() == 0
+    assert not HIT.objects.filter(stage=target).exists()
+
+    assert stage_publish(stage=target) == 2
+    sources = [
+        {
+            i.source_assignment.hit.stage_id
+            for i in hit.items.select_related("source_assignment__hit")
+        }
+        for hit in HIT.objects.filter(stage=target)
+    ]
+    assert {first.pk, other.pk} in sources
