@@ -13,10 +13,10 @@ Item data::
     {"items": [{"external_id": str, "paraphrases": [str, ...]}]}
 
 with ``paraphrases_per_item`` (default 1) paraphrases per item. Each may be a
-question or a command (Su et al. 2016, Table 2), not a trivial variant of the canonical question or of another
-paraphrase (``base.trivial_variant_reason``, threshold ``max_similarity``,
-default 0.8), and - when ``require_entity_mention`` (default on) - mention
-every entity through one of its lexical forms (or its label).
+question or a command (Su et al. 2016, Table 2), not a trivial variant of the
+canonical question or of another paraphrase (``base.trivial_variant_reason``,
+threshold ``max_similarity``, default 0.8), and - when ``require_entity_mention``
+(default on) - mention every entity through one of its lexical forms (or its label).
 """
 
 from __future__ import annotations
