@@ -96,6 +96,19 @@ def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[St
     an earlier answer of ``assignments`` produced."""
     source_type = task_type_get(stage.task_type)
     items_of = hits_items(hit_ids={a.hit_id for a in assignments})
+    # A dropped item (early stopping: WhyQA §2.2.2, 2 of 3 said "no answer") is out of
+    # the collection: an approved answer to it hands nothing on.
+    dropped = set(
+        Item.objects.filter(
+            pk__in=[i["id"] for items in items_of.values() for i in items],
+            status=ItemStatus.DROPPED,
+        ).values_list("pk", flat=True)
+    )
+    if dropped:
+        items_of = {
+            hit_id: [i for i in items if i["id"] not in dropped]
+            for hit_id, items in items_of.items()
+        }
     produced = [
         (
             assignment,

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.models import HIT, HITItem, Item, ItemSource, ItemStatus
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITItem,
+    Item,
+    ItemSource,
+    ItemStatus,
+    Stage,
+)
 from campaigns.tasks import handoff_run_task
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.decisions import assignment_approve, assignment_reject
@@ -259,3 +268,34 @@ def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
         for hit in HIT.objects.filter(stage=target)
     ]
     assert {first.pk, other.pk} in sources
+
+
+def test_a_question_dropped_by_early_stopping_is_not_rephrased():
+    """Issue 35, point 9 (WhyQA §2.2.2-2.2.3): 2 of 3 answers say "no answer": the
+    question is dropped, and its third answer, approved, sends nothing to rephrasing;
+    the kept question's approved answer does."""
+    from tests.validation.db_helpers import hits, make_stage, submit, worker
+    from validation.early_stopping import DROPPED, hit_early_stop
+
+    answering = make_stage(
+        items=2,
+        task_type="sentence_selection_answer",
+        data=lambda n: {"question": f"Why {n}?", "sentences": ["A.", "B.", "C."]},
+        escalation_rule={"rule": "early_stop", "first": 3, "drop_if_no_answer": 2, "extend_to": 8},
+    )
+    rephrasing = Stage.objects.create(
+        campaign=answering.campaign, name="Rephrase", position=1, task_type="rephrase"
+    )
+    answering.next_stage = rephrasing
+    answering.save()
+    dropped, kept = hits(answering)
+    no_answer = {"sentences": [], "no_answer": True}
+    answer = {"sentences": [1], "no_answer": False}
+    for n, entry in enumerate([no_answer, no_answer, answer]):
+        last = submit(dropped, worker(f"d{n}"), entry)
+    assert hit_early_stop(hit=dropped) == DROPPED
+    good = submit(kept, worker("k0"), answer)
+    for assignment in (last, good):
+        Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.APPROVED)
+    assert handoffs_run(assignment_ids=[last.pk, good.pk]) == 1
+    assert [i.data["question"] for i in Item.objects.filter(stage=rephrasing)] == ["Why 1?"]
