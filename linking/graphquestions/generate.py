@@ -12,9 +12,10 @@ generation and functions, §5.1 minimization, §5.2 commonness, §6 conversion).
    (an attribute against a value taken from the answers, so it is not empty).
 5. **Minimization** (``query_minimize``): every edge whose removal leaves the answers
    unchanged is removed; the result is minimal and answers the same.
-6. **Commonness** (``Commonness``): the log-probability of the query's components
-   (entities, classes, relations) from their frequencies, add-k smoothed; queries under
-   the floor are dropped.
+6. **Commonness** (``Commonness``): the log10-probability of the query's components
+   (entities, classes, relations) from their frequencies, add-k smoothed, as §5.2
+   reports it (log10 p(q), Table 2); queries under the floor are dropped, by default
+   the paper's (§7.1: "Commonness is limited to log10(p(q)) >= -40").
 7. **Canonical question** (``canonical_question``): an English question from the query
    by templates per function, for the requester to edit.
 """
@@ -119,6 +120,10 @@ def _literal(value: str, datatype: str) -> str:
 # --- growth, grounding, function -------------------------------------------------------
 
 
+# §7.1: "Commonness is limited to log10(p(q)) >= -40".
+DEFAULT_MIN_COMMONNESS = -40.0
+
+
 @dataclass(frozen=True)
 class Spec:
     """What the requester asks for."""
@@ -127,7 +132,8 @@ class Spec:
     edges: tuple[int, int] = (1, 3)  # least and most
     function: str = "none"  # none, count, superlative, comparative, or a kind ("argmax")
     cardinality: tuple[int, int] = (1, 1_000_000)  # of the answers (count: 1)
-    min_commonness: float | None = None
+    # log10 p(q); None: no floor.
+    min_commonness: float | None = DEFAULT_MIN_COMMONNESS
 
 
 def _walk(rng: random.Random, schema: Schema, cls: str, n_edges: int) -> GraphQuery | None:
@@ -239,8 +245,8 @@ def query_minimize(*, kb: KnowledgeBase, query: GraphQuery) -> GraphQuery:
 
 
 class Commonness:
-    """log P(query) = sum over its components (grounded entities, classes, relations)
-    of log((count + k) / (total + k * V)), per component kind, from ``counts`` the user
+    """log10 p(query) = sum over its components (grounded entities, classes, relations)
+    of log10((count + k) / (total + k * V)) (§5.2, Eq. 1; the paper reports log10), per component kind, from ``counts`` the user
     supplies ({iri: count}) or from the knowledge base's own frequencies."""
 
     def __init__(
@@ -270,7 +276,7 @@ class Commonness:
         return self._entities[iri]
 
     def _log(self, count: int, total: int, vocabulary: int) -> float:
-        return math.log((count + self.k) / (total + self.k * max(vocabulary, 1)))
+        return math.log10((count + self.k) / (total + self.k * max(vocabulary, 1)))
 
     def score(self, query: GraphQuery) -> float:
         score = 0.0
