@@ -246,8 +246,9 @@ def query_minimize(*, kb: KnowledgeBase, query: GraphQuery) -> GraphQuery:
 
 class Commonness:
     """log10 p(query) = sum over its components (grounded entities, classes, relations)
-    of log10((count + k) / (total + k * V)) (§5.2, Eq. 1; the paper reports log10), per component kind, from ``counts`` the user
-    supplies ({iri: count}) or from the knowledge base's own frequencies."""
+    of log10((count + k) / (total + k * V)) (§5.2, Eq. 1; the paper reports log10), per
+    component kind, from ``counts`` the user supplies ({iri: count}) or from the
+    knowledge base's own frequencies."""
 
     def __init__(
         self, *, kb: KnowledgeBase, counts: dict[str, int] | None = None, k: float = 1.0
