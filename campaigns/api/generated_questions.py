@@ -76,7 +76,12 @@ class GenerateInputSerializer(serializers.Serializer):
         max_length=2,
         default=[1, 3],
     )
-    function = serializers.ChoiceField(choices=SPEC_FUNCTIONS, default="none")
+    function = serializers.ChoiceField(
+        choices=SPEC_FUNCTIONS,
+        default="random",
+        help_text="random (default): per query none or a function its question node allows, "
+        "as Su et al. §4 do; or one family or kind for every query.",
+    )
     cardinality = serializers.ListField(
         child=serializers.IntegerField(min_value=0),
         min_length=2,

@@ -45,8 +45,15 @@ ORDERED_TYPES = tuple(
     XSD + t for t in ("date", "dateTime", "gYear", "integer", "decimal", "double", "float", "int")
 )
 MAX_BINDINGS = 500
-# What a requester may ask for: a family of the paper's four, or one kind of function.
-SPEC_FUNCTIONS = ("none", "count", "superlative", "comparative", *SUPERLATIVE, *COMPARATIVE)
+# §4: "We randomly add functions to compatible nodes in query templates ... Each query
+# will have at most one function": "random" (the default) draws, per query, no function
+# or one family the question node is compatible with (count always; superlative and
+# comparative where its class has an attribute), then a kind within it.
+RANDOM_FUNCTION = "random"
+FAMILIES = ("none", "count", "superlative", "comparative")
+# What a requester may ask for: the paper's random draw, a family of the four, or one
+# kind of function.
+SPEC_FUNCTIONS = (RANDOM_FUNCTION, *FAMILIES, *SUPERLATIVE, *COMPARATIVE)
 
 
 @dataclass(frozen=True)
@@ -130,7 +137,8 @@ class Spec:
 
     classes: tuple[str, ...]
     edges: tuple[int, int] = (1, 3)  # least and most
-    function: str = "none"  # none, count, superlative, comparative, or a kind ("argmax")
+    # random (per query, as §4), or none, count, superlative, comparative, or a kind
+    function: str = RANDOM_FUNCTION
     cardinality: tuple[int, int] = (1, 1_000_000)  # of the answers (count: 1)
     # log10 p(q); None: no floor.
     min_commonness: float | None = DEFAULT_MIN_COMMONNESS
@@ -192,6 +200,11 @@ def _ground(rng: random.Random, kb: KnowledgeBase, template: GraphQuery) -> Grap
 def _with_function(
     rng: random.Random, kb: KnowledgeBase, schema: Schema, query: GraphQuery, wanted: str
 ) -> GraphQuery | None:
+    if wanted == RANDOM_FUNCTION:
+        compatible = list(FAMILIES[:2])
+        if schema.attributes_of(query.nodes[query.question].cls):
+            compatible += FAMILIES[2:]
+        wanted = compatible[rng.randrange(len(compatible))]
     if wanted == "none":
         return query
     if wanted == "count":

@@ -37,7 +37,12 @@ class Command(BaseCommand):
         source.add_argument("--endpoint", help="a SPARQL endpoint URL")
         parser.add_argument("--classes", default="", help="class IRIs, comma-separated")
         parser.add_argument("--edges", default="1-3", help="structure complexity, e.g. 1-3")
-        parser.add_argument("--function", default="none", choices=SPEC_FUNCTIONS)
+        parser.add_argument(
+            "--function",
+            default="random",
+            choices=SPEC_FUNCTIONS,
+            help="random (default): per query, as Su et al. §4; or one family or kind",
+        )
         parser.add_argument("--cardinality", default="1-1000000", help="answers, e.g. 1-5")
         parser.add_argument(
             "--min-commonness",

@@ -165,3 +165,17 @@ def test_commonness_is_log10_with_the_papers_floor_by_default(kb):
         abs=1e-3,
     )
     assert Spec(classes=(PERSON,)).min_commonness == -40.0
+
+
+def test_functions_are_drawn_at_random_within_one_run_by_default(kb):
+    """Issue 35, point 12 (Su et al. §4: "We randomly add functions to compatible nodes
+    in query templates"; at most one per query): one run mixes functions; asking for
+    one function still gives that one only."""
+    mixed = questions_propose(kb=kb, spec=Spec(classes=(PERSON,)), count=12, seed=7)
+    families = {c.characteristics["function"] for c in mixed}
+    assert len(families) >= 3, families
+    assert families <= {"none", "count", "superlative", "comparative"}
+    for candidate in mixed:
+        assert query_answers(kb=kb, query=candidate.query) == candidate.answers
+    only = questions_propose(kb=kb, spec=Spec(classes=(PERSON,), function="count"), count=4, seed=7)
+    assert {c.characteristics["function"] for c in only} == {"count"}
