@@ -239,8 +239,12 @@ def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
     """Issue 35, point 4 (Nangia et al. §4: the four protocols' data shuffled into one
     validation task): with ``hold_handoff`` the hand-off publishes nothing, the flush
     neither; the requester's publication, with ``shuffle``, mixes the sources in HITs."""
-    first = make_stage(items=2, items_per_hit=1)
-    other = make_stage(campaign=first.campaign, position=1, items=2, items_per_hit=1)
+    from tests.factories import CampaignFactory
+
+    # The shuffle is seeded by the campaign's slug: a fixed one, a fixed mix.
+    campaign = CampaignFactory.create(state="live", slug="held-and-shuffled")
+    first = make_stage(campaign=campaign, items=2, items_per_hit=1)
+    other = make_stage(campaign=campaign, position=1, items=2, items_per_hit=1)
     target = make_stage(
         campaign=first.campaign,
         position=2,
