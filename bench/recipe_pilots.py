@@ -6,8 +6,10 @@ and the export's count of each field. Run by hand on a scratch database:
         python manage.py migrate && python bench/recipe_pilots.py [whyqa] [nangia]
 
 Nangia's requester side is scripted as in tests/campaigns/recipes/test_nangia_simulated.py: the
-BASELINE and JUSTIFICATION workers are made experts, each training round is closed
-through the API with the recipe's defaults once its writing is in; the pilot lowers
+BASELINE and JUSTIFICATION workers are made experts, the tutorial's writing round
+(every writer qualifies) and each training round are closed through the API with the
+recipe's defaults once its writing is in, validation is published once every main
+round is in (§4: the arms shuffled together); the pilot lowers
 grades per example to 2 (experts) and 1 (crowd) and promotes half of CROWD's round-1
 writers, as four writers per arm cannot give the paper's 3 and 5.
 """
@@ -49,7 +51,7 @@ from campaigns.models import (  # noqa: E402
 )
 from campaigns.platforms.publishing import campaign_start  # noqa: E402
 from campaigns.platforms.workers import paid_qualification_grant  # noqa: E402
-from campaigns.recipes.nangia import EXPERT_GRADERS  # noqa: E402
+from campaigns.recipes.nangia import ARMS, EXPERT_GRADERS  # noqa: E402
 from campaigns.recipes.services import recipe_apply, recipe_cost  # noqa: E402
 from campaigns.simulate import simulate_crowd  # noqa: E402
 
@@ -146,6 +148,7 @@ def run_nangia() -> dict[str, object]:
     campaign = _fresh("bench-nangia", "Nangia pilot", owner)
     stages = {s.name: s for s in recipe_apply(campaign=campaign, name="nangia")}
     for arm in ("CROWD", "EXPERT"):
+        stage_update(stage=stages[f"{arm}: Tutorial grading"], assignments_per_hit=2)
         for number in (1, 2, 3):
             stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=3)
             crowd = arm == "CROWD" and number > 1
@@ -169,8 +172,8 @@ def run_nangia() -> dict[str, object]:
             if experts:
                 return True
         for arm in ("CROWD", "EXPERT"):
-            for number in (1, 2, 3):
-                name = f"{arm}: Round {number}"
+            for name in (f"{arm}: Tutorial writing", *(f"{arm}: Round {n}" for n in (1, 2, 3))):
+                number = 0 if name.endswith("writing") else int(name[-1])
                 if name in closed:
                     continue
                 writing = stages[name]
@@ -180,12 +183,24 @@ def run_nangia() -> dict[str, object]:
                     break
                 first = arm == "CROWD" and number == 1
                 body = {"preview": False, **({"graders_share": 0.5} if first else {})}
+                if not number:  # a pilot's few tutorial writers all go on to round 1
+                    body["qualify_share"] = 1.0
                 response = api.post(f"/api/v1/stages/{writing.pk}/rounds/", body, format="json")
                 if response.status_code != 200:
                     print(f"{name}: {response.status_code} {response.content[:300]!r}")
                     return False
                 closed.add(name)
                 return True
+        validation = stages["Validation"]
+        mains = [stages[f"{arm}: Main round"] for arm in ARMS]
+        if "Validation" not in closed and all(
+            Assignment.objects.filter(hit__stage=s, status=AssignmentStatus.APPROVED).exists()
+            for s in mains
+        ):
+            # §4: the requester publishes validation once the main rounds are in.
+            api.post(f"/api/v1/stages/{validation.pk}/publish/", {}, format="json")
+            closed.add("Validation")
+            return True
         return False
 
     started = time.monotonic()

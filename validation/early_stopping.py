@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Item, ItemStatus, Stage
 from campaigns.work.lifecycle import hit_add_assignments
@@ -38,6 +39,18 @@ def early_stop_rule(escalation_rule: Any) -> dict[str, Any] | None:
     if isinstance(escalation_rule, Mapping) and escalation_rule.get("rule") == "early_stop":
         return params_of(escalation_rule, ESCALATION_RULES)
     return None
+
+
+def _handed_on_drop(*, hit: HIT, items: list[dict[str, Any]]) -> None:
+    """What an answer approved before the drop already handed on from a dropped item
+    (WhyQA: a rephrasing item made from the first, answerable answer) is dropped too,
+    while it waits for its HIT; an item published already stays (its HIT is out)."""
+    derived = Q()
+    for item in items:
+        derived |= Q(external_id__startswith=f"{item['external_id']}/")
+    Item.objects.filter(derived, source_assignment__hit=hit, status=ItemStatus.PENDING).update(
+        status=ItemStatus.DROPPED
+    )
 
 
 def hit_early_stop(*, hit: HIT) -> str:
@@ -78,6 +91,7 @@ def hit_early_stop(*, hit: HIT) -> str:
             Item.objects.filter(pk__in=drop).exclude(status=ItemStatus.DROPPED).update(
                 status=ItemStatus.DROPPED
             )
+            _handed_on_drop(hit=locked, items=[i for i in items if i["id"] in drop])
         if len(drop) == len(items):
             if locked.status == HITStatus.COMPLETED and locked.places_left == 0:
                 return DONE

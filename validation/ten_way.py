@@ -46,6 +46,15 @@ def _plurality(labels: Sequence[Hashable], rng: random.Random | None) -> Hashabl
     return rng.choice(sorted(top, key=str)) if rng is not None else None
 
 
+def _majority(labels: Sequence[Hashable]) -> Hashable | None:
+    """The label with more than half of ``labels`` (§5: "If there is no majority
+    agreement on the answer choice ... the example is discarded"); None without one."""
+    counts = Counter(labels).most_common(1)
+    if not counts or counts[0][1] * 2 <= len(labels):
+        return None
+    return counts[0][0]
+
+
 def ten_way_gold_labels(
     labels: Mapping[Hashable, Sequence[Hashable]], *, gold_votes: int = 4, seed: int = 0
 ) -> dict[Hashable, list[Hashable]]:
@@ -73,8 +82,9 @@ def ten_way_estimate(
 ) -> TenWayEstimate:
     """Human performance on the 10-way subset: ``items`` maps an item to (writer's label,
     validator labels). Items with at least ``min_labels`` validator labels count: gold is
-    the plurality over ``gold_votes`` sampled labels plus the writer's (no majority, or
-    a label in ``discard_labels`` such as "invalid": the item is discarded, §5); the
+    the majority (more than half) over ``gold_votes`` sampled labels plus the writer's
+    (no majority, or a label in ``discard_labels`` such as "invalid": the item is
+    discarded, §5; a plurality of 2 of 5 is no majority); the
     held-out labels' plurality (ties broken at random, seeded) is the human answer."""
     discard = {str(x) for x in discard_labels}
     hits = scored = discarded = considered = 0
@@ -84,7 +94,7 @@ def ten_way_estimate(
             continue
         considered += 1
         voters, held, rng = _split(item, labels, gold_votes, seed)
-        gold = _plurality([*voters, *([writer] if writer is not None else [])], None)
+        gold = _majority([*voters, *([writer] if writer is not None else [])])
         if gold is None or str(gold) in discard:
             discarded += 1
             continue

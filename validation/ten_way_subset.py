@@ -1,7 +1,7 @@
 """Nangia et al.'s 10-way validation subset (ACL 2021, §4): a stage option
 (``config.ten_way``: ``per_arm``, default 500 examples per protocol; ``annotators``, 10;
-``gold_votes``, 4) that raises a random sample of each arm's validation HITs to ten
-validators. The gold and human-performance split is ``validation.ten_way``'s; the
+``gold_votes``, 4) that raises the validation HITs holding a random sample of each arm's
+examples to ten validators. The gold and human-performance split is ``validation.ten_way``'s; the
 estimate is ``validation.selectors_ten_way.stage_ten_way``.
 """
 
@@ -16,6 +16,9 @@ from campaigns.work.lifecycle import hit_add_assignments
 from qaportal.errors import DomainError
 from validation.ten_way import ten_way_settings
 
+# HITs that have been open for work: a completed HIT's places are reopened.
+OPENED = (HITStatus.PUBLISHED, HITStatus.COMPLETED)
+
 
 @dataclass
 class TenWaySelection:
@@ -25,13 +28,17 @@ class TenWaySelection:
 
 
 def ten_way_subset_select(*, stage: Stage, seed: int = 0) -> TenWaySelection:
-    """Pick, per arm, a random (seeded) set of the stage's published HITs holding
-    ``per_arm`` items between them and raise each to ``annotators`` places.
+    """Pick, per arm, a random (seeded) sample of ``per_arm`` of the stage's examples
+    and raise the HITs holding them to ``annotators`` places.
 
-    A HIT's arm is that of the writing stage its first non-gold item came from; gold-
-    only HITs are skipped. Idempotent: HITs already at ``annotators`` count towards the
-    arm's share and are not raised again (``hit_add_assignments`` key
-    ``ten-way:<hit>``). ``DomainError`` when the stage has no ``config.ten_way``.
+    §4 samples from all of a protocol's examples: every non-gold item in a HIT that
+    has been open for work (published, or completed: its places are reopened) is a
+    candidate, not only the HITs still open. An item's arm is that of the writing stage
+    its work came from; a HIT may hold several arms' items (§4 shuffles the protocols
+    together), and all its items count towards their arms. Idempotent: HITs already at
+    ``annotators`` count towards their arms' shares and are not raised again
+    (``hit_add_assignments`` key ``ten-way:<hit>``). ``DomainError`` when the stage has
+    no ``config.ten_way``.
     """
     settings = ten_way_settings(stage.config)
     if settings is None:
@@ -40,38 +47,52 @@ def ten_way_subset_select(*, stage: Stage, seed: int = 0) -> TenWaySelection:
             '(e.g. {"per_arm": 500, "annotators": 10, "gold_votes": 4}).',
             errors={"config": ["ten_way is not set"]},
         )
+    hit_of: dict[int, int] = {}
     arm_of: dict[int, str] = {}
-    items_in: dict[int, int] = defaultdict(int)
-    for hit_id, is_gold, config in (
-        HITItem.objects.filter(hit__stage=stage, hit__status=HITStatus.PUBLISHED)
+    for hit_id, item_id, is_gold, config in (
+        HITItem.objects.filter(hit__stage=stage, hit__status__in=OPENED)
         .order_by("hit_id", "position")
-        .values_list("hit_id", "item__gold", "item__source_assignment__hit__stage__config")
+        .values_list(
+            "hit_id", "item_id", "item__gold", "item__source_assignment__hit__stage__config"
+        )
     ):
         if is_gold is not None:
             continue
-        items_in[hit_id] += 1
-        arm_of.setdefault(hit_id, str((config or {}).get("arm") or ""))
-    hits = {h.pk: h for h in HIT.objects.filter(pk__in=list(arm_of))}
-    by_arm: dict[str, list[int]] = defaultdict(list)
-    for hit_id in sorted(arm_of):
-        by_arm[arm_of[hit_id]].append(hit_id)
-    result = TenWaySelection()
-    for arm, hit_ids in sorted(by_arm.items()):
-        chosen = [h for h in hit_ids if hits[h].max_assignments >= settings["annotators"]]
-        rest = [h for h in hit_ids if h not in set(chosen)]
-        random.Random(f"ten-way-hits:{stage.pk}:{arm}:{seed}").shuffle(rest)
-        wanted = settings["per_arm"]
-        for hit_id in rest:
-            if sum(items_in[h] for h in chosen) >= wanted:
+        hit_of[item_id] = hit_id
+        arm_of[item_id] = str((config or {}).get("arm") or "")
+    hits = {h.pk: h for h in HIT.objects.filter(pk__in=set(hit_of.values()))}
+    items_of_arm: dict[str, list[int]] = defaultdict(list)
+    for item_id in sorted(arm_of):
+        items_of_arm[arm_of[item_id]].append(item_id)
+    chosen = {h for h, hit in hits.items() if hit.max_assignments >= settings["annotators"]}
+
+    def in_subset(arm: str) -> list[int]:
+        return [i for i in items_of_arm[arm] if hit_of[i] in chosen]
+
+    raise_now: list[int] = []
+    for arm in sorted(items_of_arm):
+        rest = [i for i in items_of_arm[arm] if hit_of[i] not in chosen]
+        random.Random(f"ten-way-items:{stage.pk}:{arm}:{seed}").shuffle(rest)
+        counted = len(in_subset(arm))
+        for item_id in rest:
+            if counted >= settings["per_arm"]:
                 break
-            chosen.append(hit_id)
-            hit_add_assignments(
-                hit=hits[hit_id],
-                count=settings["annotators"] - hits[hit_id].max_assignments,
-                reason=f"10-way validation subset ({arm or 'no arm'})",
-                key=f"ten-way:{hit_id}",
-            )
-            result.raised += 1
-        result.per_arm[arm or "-"] = len(chosen)
-        result.items[arm or "-"] = sum(items_in[h] for h in chosen)
+            if hit_of[item_id] in chosen:
+                continue  # raised already for an earlier item of this draw
+            hit_id = hit_of[item_id]
+            chosen.add(hit_id)
+            raise_now.append(hit_id)
+            counted += sum(1 for i in items_of_arm[arm] if hit_of[i] == hit_id)
+    for hit_id in raise_now:
+        hit_add_assignments(
+            hit=hits[hit_id],
+            count=settings["annotators"] - hits[hit_id].max_assignments,
+            reason="10-way validation subset",
+            key=f"ten-way:{hit_id}",
+        )
+    result = TenWaySelection(raised=len(raise_now))
+    for arm in sorted(items_of_arm):
+        subset = in_subset(arm)
+        result.per_arm[arm or "-"] = len({hit_of[i] for i in subset})
+        result.items[arm or "-"] = len(subset)
     return result

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign
-from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
+from linking.graphquestions.generate import DEFAULT_MIN_COMMONNESS, SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import (
     generated_question_edit,
@@ -76,14 +76,24 @@ class GenerateInputSerializer(serializers.Serializer):
         max_length=2,
         default=[1, 3],
     )
-    function = serializers.ChoiceField(choices=SPEC_FUNCTIONS, default="none")
+    function = serializers.ChoiceField(
+        choices=SPEC_FUNCTIONS,
+        default="random",
+        help_text="random (default): per query none or a function its question node allows, "
+        "as Su et al. §4 do; or one family or kind for every query.",
+    )
     cardinality = serializers.ListField(
         child=serializers.IntegerField(min_value=0),
         min_length=2,
         max_length=2,
         default=[1, 1_000_000],
     )
-    min_commonness = serializers.FloatField(required=False, allow_null=True, default=None)
+    min_commonness = serializers.FloatField(
+        required=False,
+        allow_null=True,
+        default=DEFAULT_MIN_COMMONNESS,
+        help_text="Floor on log10 p(q) (default -40, Su et al. §7.1); null: no floor.",
+    )
     seed = serializers.IntegerField(default=0)
     count = serializers.IntegerField(min_value=1, max_value=200, default=10)
 

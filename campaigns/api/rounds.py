@@ -40,6 +40,11 @@ class RoundInputSerializer(serializers.Serializer):
         required=False,
         help_text="The top share promoted to grade the next round (crowd grading).",
     )
+    min_examples = serializers.IntegerField(
+        min_value=1,
+        required=False,
+        help_text="Graded examples a writer needs to be ranked (Nangia et al.: 4).",
+    )
     bonus = serializers.DecimalField(
         max_digits=8, decimal_places=2, min_value=Decimal("0"), required=False, allow_null=True
     )
@@ -76,6 +81,12 @@ def _round_input(stage: Stage, given: dict[str, Any]) -> dict[str, Any]:
         v["round"] = settings["number"]
     v.setdefault("qualify_share", float(settings.get("qualify_share", 0.8)))
     v.setdefault("graders_share", float(settings.get("graders_share", 0.0)))
+    try:
+        v.setdefault("min_examples", max(1, int(settings.get("min_examples", 1))))
+    except (TypeError, ValueError):
+        raise ValidationError(
+            {"min_examples": ["The stage's config.round has a bad count."]}
+        ) from None
     for key in ("bonus", "grading_bonus"):
         if key not in v and settings.get(key) is not None:
             try:
@@ -126,6 +137,7 @@ class StageRoundApi(APIView):
                     qualify_share=v["qualify_share"],
                     template=v["template"],
                     graders_share=v["graders_share"],
+                    min_examples=v["min_examples"],
                 )
             else:
                 outcomes = round_close(
@@ -139,6 +151,7 @@ class StageRoundApi(APIView):
                     subject=v["subject"],
                     graders_share=v["graders_share"],
                     grading_bonus=v.get("grading_bonus"),
+                    min_examples=v["min_examples"],
                 )
         except DomainError as exc:
             raise ValidationError(exc.errors or {"detail": [str(exc)]}) from None

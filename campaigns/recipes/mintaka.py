@@ -112,9 +112,10 @@ WRITE = StageSpec(
         "translate_languages": [],
     },
     paper_items=len(cell_items()),
-    # Pilot (issue 19): 2 HITs per topic x type cell.
+    # Pilot (issue 19): 2 places on each of the writing items the recipe loads (the 72
+    # cells, generic ones twice: 80 items); priced for those same items (issue 35).
     pilot={"assignments_per_hit": 2},
-    pilot_items=len(TOPICS) * len(COMPLEXITY_TYPES),
+    pilot_items=len(cell_items()),
 )
 LINK_ANSWERS = StageSpec(
     name="Link answer entities",
@@ -158,8 +159,9 @@ LINK_QUESTIONS = StageSpec(
     bonus_rules=[{"rule": "per_agreed_entity", "amount": "0.10", "beyond": 1}],
     # Every question, whatever its answer (fed by both earlier stages).
     paper_items=PAPER_QUESTIONS,
-    # The pilot links the questions its writing stage asks for: 2 HITs per cell, 5 each.
-    pilot_items=len(TOPICS) * len(COMPLEXITY_TYPES) * 2 * QUESTIONS_PER_HIT,
+    # The pilot links the questions its writing stage asks for: 2 places on each of its
+    # 80 items, 5 questions each.
+    pilot_items=len(cell_items()) * 2 * QUESTIONS_PER_HIT,
 )
 TRANSLATE = StageSpec(
     name="Translate questions",

@@ -6,7 +6,8 @@ for an Effective Crowdsourcing Protocol for Difficult NLU Data Collection Tasks?
 ACL 2021. From §3: workers dealt at random into BASELINE, JUSTIFICATION, CROWD and
 EXPERT; 98 % approval, 1,000 approved, US/UK/CA; §3.1 writing (2 questions x 4
 options per passage); §3.2 a 1-3 sentence justification; §3.3 the tutorial (CROWD
-and EXPERT only), three intermediate rounds graded with the rubric (Figure 2): three
+and EXPERT only) with its writing task graded by three experts (top 60 % qualify),
+three intermediate rounds of 400-500 examples graded with the rubric (Figure 2): three
 experts per example in EXPERT and in CROWD's round 1, then the top 20 % of CROWD's
 writers promoted to grade rounds 2 and 3 (five grades per example); the top 80 %
 requalify each round. §4: a 3-of-5 validation quiz, 10 % gold, disqualified under
@@ -23,7 +24,9 @@ open to the previous round's qualifiers (``round_stage``), graded in its own rub
 stage (experts through the "Expert graders" qualification, or the crowd through
 ``graders_stage``); the requester closes a round (``POST /api/v1/stages/{id}/rounds/``),
 whose defaults (grading stage, shares, bonuses) come from the writing stage's
-``config.round``. The tutorial's "top 60 %" is a pass mark here (3 of 5).
+``config.round``. The tutorial's writing task is such a round too (its top 60 %
+qualify for round 1); the main rounds' size is §5's final collection; validation waits
+for the requester to publish it, so that all four arms are shuffled into its HITs (§4).
 The passages and quiz questions below are qaportal's own text, written for this recipe.
 """
 
@@ -50,9 +53,23 @@ CROWD_GRADES = 5  # §3.3: five evaluations per example in CROWD rounds 2 and 3
 TUTORIAL_PLACES = 200
 PILOT_TUTORIAL_PLACES = 10
 PILOT_PASSAGES = 3
-# Passages at the paper's scale, for the cost estimate (main round, per arm).
-MAIN_PASSAGES = 250
-ROUND_PASSAGES = 20
+QUESTIONS_PER_PASSAGE = 2  # §3.1: two questions per passage, four options each
+# §5: the examples each protocol's final collection holds (1,558 / 1,534 / 1,600 /
+# 1,580), two per passage: the main round's passages at the paper's scale.
+FINAL_EXAMPLES = {"BASELINE": 1558, "JUSTIFICATION": 1534, "CROWD": 1600, "EXPERT": 1580}
+MAIN_PASSAGES = {arm: -(-n // QUESTIONS_PER_PASSAGE) for arm, n in FINAL_EXAMPLES.items()}
+# §3.3: "We only collect 400-500 examples in these intermediate rounds": 225 passages
+# (450 questions) per round, one writer each, open to every qualified writer.
+ROUND_PASSAGES = 225
+# §3.3: experts evaluate "at least four questions per worker": a writer is ranked on
+# four graded examples or more (two passages); the pilot ranks on one passage.
+MIN_GRADED_EXAMPLES = 4
+PILOT_MIN_GRADED_EXAMPLES = 2
+# §3.3: the tutorial's writing task, two passages (two questions each) graded by three
+# experts; the top 60 % of those who complete the tutorial qualify for round 1, with
+# the $1.50 bonus for qualifying (App. B).
+TUTORIAL_QUALIFY_SHARE = 0.6
+TUTORIAL_BONUS = Decimal("1.50")
 
 PASSAGES = [
     {
@@ -89,6 +106,33 @@ PASSAGES = [
             "held them. The first clock he repaired alone ran four minutes slow for a "
             "year. He never corrected it; it was, he said, the only clock in town that "
             "gave people time to arrive."
+        ),
+    },
+]
+
+
+# §3.3: the tutorial's writing task gives two passages (qaportal's own text).
+TUTORIAL_PASSAGES = [
+    {
+        "title": "The library van",
+        "passage": (
+            "Every Thursday the library van parked outside the closed post office, and "
+            "every Thursday Mrs Okafor returned exactly three books and borrowed three "
+            "more. The driver assumed she read quickly. In the spring her grandson came "
+            "along and carried the bag, and the driver noticed that the boy chose all "
+            "three books while she chose none. By summer the boy came alone, returned "
+            "three books, and asked whether the van had anything on bridges."
+        ),
+    },
+    {
+        "title": "Salt on the road",
+        "passage": (
+            "The town bought its road salt in October, when it was cheap, and stored it "
+            "in a barn that had once held the mayor's cattle. The winter was mild. In "
+            "March the council had a barn full of salt and a budget line that said it "
+            "had been spent. A councillor suggested selling it to the next town, whose "
+            "winter had been hard. The next town's clerk replied politely that they "
+            "had bought their own salt in October, when it was cheap."
         ),
     },
 ]
@@ -209,7 +253,6 @@ TUTORIAL_QUIZ: dict[str, Any] = {
     "scoring": {"group_points": {"correct": 1, "wrong": 0}, "pass_points": 3},
     "allow_no_answer": False,
     "retake": {"max_tries": 1},
-    "pass_bonus": "1.50",
 }
 
 VALIDATION_QUIZ: dict[str, Any] = {
@@ -265,12 +308,15 @@ VALIDATION_QUIZ: dict[str, Any] = {
 
 def _tutorial(arm: str) -> StageSpec:
     """§3.3: only CROWD and EXPERT workers take the tutorial (BASELINE and
-    JUSTIFICATION get the writing task alone, §3.1-3.2); one tutorial stage per arm."""
+    JUSTIFICATION get the writing task alone, §3.1-3.2); one tutorial stage per arm.
+    Its writing task is ``_tutorial_writing``; the $1.50 for qualifying is that
+    round's bonus."""
     return StageSpec(
         name=f"{arm}: Tutorial",
         task_type="quiz",
         source="§3.3 tutorial (CROWD and EXPERT only): steps, a practice quiz with "
-        "feedback, a scored quiz; App. B: $3.50, a $1.50 bonus for qualifying",
+        "feedback, a scored quiz, then the tutorial's writing task; App. B: $3.50 for "
+        "the tutorial",
         instructions="Work through the short tutorial, then answer the five scored questions.",
         config={**TUTORIAL_QUIZ, "arm": arm},
         reward=Decimal("3.50"),
@@ -289,6 +335,14 @@ WRITING_INSTRUCTIONS = (
 )
 
 
+# §3.2: a 1-3 sentence explanation of the reasoning that picks the right option, and
+# what makes the question hard.
+JUSTIFICATION_INSTRUCTIONS = (
+    " Also explain, in one to three sentences, the reasoning that leads to the right "
+    "answer and what makes the question hard."
+)
+
+
 def _writing(
     arm: str,
     name: str,
@@ -298,14 +352,17 @@ def _writing(
     round_config: dict[str, Any] | None = None,
     justification: str = "off",
     reward: Decimal = Decimal("3.50"),
-    items: int = MAIN_PASSAGES,
+    items: int,
+    pilot_items: int = PILOT_PASSAGES,
+    assignments_per_hit: int = 1,
+    pilot: dict[str, Any] | None = None,
     source: str = "",
 ) -> StageSpec:
     config: dict[str, Any] = {
         "arm": arm,
-        "questions_per_passage": 2,
+        "questions_per_passage": QUESTIONS_PER_PASSAGE,
         "justification": justification,
-        "expected_outputs_per_assignment": 2,
+        "expected_outputs_per_assignment": QUESTIONS_PER_PASSAGE,
     }
     if round_config:
         config["round"] = round_config
@@ -315,17 +372,80 @@ def _writing(
         task_type="mc_question_writing",
         source=source or "writing: 2 questions x 4 options per passage at $3.50",
         instructions=WRITING_INSTRUCTIONS
-        + (" Also say in a sentence why the right answer is right." if justification else ""),
+        # §3.2: asking for a justification is all that sets JUSTIFICATION apart from
+        # BASELINE; "off" is a non-empty string, so it is compared, not tested for truth.
+        + (JUSTIFICATION_INSTRUCTIONS if justification != "off" else ""),
         config=config,
         reward=reward,
+        assignments_per_hit=assignments_per_hit,
         qualification_requirements=[*WORKER_REQUIREMENTS, *requires],
         feeds=feeds,
         handoff={"target": target},
         paper_items=items,
-        pilot_items=PILOT_PASSAGES,
+        pilot_items=pilot_items,
+        pilot=pilot or {},
         approval_note="the requester's review (the paper's writing was paid for as "
         "submitted; graded rounds are closed by the requester)",
     )
+
+
+def _round_config(**round_config: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A writing stage's ``config.round`` and its pilot override (a pilot ranks writers
+    on fewer graded examples)."""
+    paper = {**round_config, "min_examples": MIN_GRADED_EXAMPLES}
+    return paper, {"config": {"round": {**paper, "min_examples": PILOT_MIN_GRADED_EXAMPLES}}}
+
+
+def _tutorial_writing(arm: str) -> list[StageSpec]:
+    """§3.3: the tutorial ends with a writing task, two passages with two questions
+    each, graded by three experts with the rubric; the top 60 % of the writers qualify
+    for round 1 (App. B: $1.50 for qualifying). Every tutorial taker writes on the same
+    two passages (one HIT per passage, a place per taker), unpaid beyond the tutorial's
+    $3.50."""
+    name = f"{arm}: Tutorial writing"
+    round_config, pilot = _round_config(
+        number=1,
+        grading_stage=f"{arm}: Tutorial grading",
+        qualify_share=TUTORIAL_QUALIFY_SHARE,
+        graders_share=0.0,
+        bonus=str(TUTORIAL_BONUS),
+    )
+    pilot["assignments_per_hit"] = PILOT_TUTORIAL_PLACES
+    writing = _writing(
+        arm,
+        name,
+        feeds=f"{arm}: Tutorial grading",
+        requires=[{"quiz_stage": f"{arm}: Tutorial"}],
+        round_config=round_config,
+        reward=Decimal("0.00"),
+        items=len(TUTORIAL_PASSAGES),
+        pilot_items=len(TUTORIAL_PASSAGES),
+        assignments_per_hit=TUTORIAL_PLACES,
+        pilot=pilot,
+        source="§3.3 tutorial writing: two passages, two questions each, graded by three "
+        "experts; the top 60 % qualify for the writing rounds, $1.50 for qualifying "
+        "(App. B); paid with the tutorial",
+    )
+    grading = StageSpec(
+        name=f"{arm}: Tutorial grading",
+        task_type="rubric_evaluation",
+        source="§3.3 tutorial writing graded by three experts with the rubric (Figure 2)",
+        instructions=GRADING_INSTRUCTIONS,
+        config={"exclude_own_work": True},
+        reward=Decimal("0.00"),
+        assignments_per_hit=EXPERT_GRADES,
+        qualification_requirements=[{"qualification": EXPERT_GRADERS}],
+        paper_items=None,
+        approval_note="the tutorial's round is closed by the requester (POST /stages/{id}/rounds/)",
+    )
+    return [writing, grading]
+
+
+GRADING_INSTRUCTIONS = (
+    "Grade each example with the rubric: is it answerable with one right option, "
+    "how closely must one read, how creative is the question, are the wrong "
+    "options distracting? Add a short note for the writer if you can."
+)
 
 
 def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
@@ -350,11 +470,7 @@ def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
         name=f"{arm}: Grading {number}",
         task_type="rubric_evaluation",
         source=source,
-        instructions=(
-            "Grade each example with the rubric: is it answerable with one right option, "
-            "how closely must one read, how creative is the question, are the wrong "
-            "options distracting? Add a short note for the writer if you can."
-        ),
+        instructions=GRADING_INSTRUCTIONS,
         # Crowd graders are the arm's own writers; experts join no arm.
         config={"exclude_own_work": True, **({"arm": arm} if by_crowd else {})},
         reward=Decimal("0.50") if by_crowd else Decimal("0.00"),
@@ -366,13 +482,22 @@ def _grading(arm: str, number: int, *, crowd: bool) -> StageSpec:
 
 
 def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
-    stages: list[StageSpec] = []
+    stages: list[StageSpec] = _tutorial_writing(arm)
     for number in (1, 2, 3):
         name = f"{arm}: Round {number}"
         requires = (
-            [{"quiz_stage": f"{arm}: Tutorial"}]
+            [{"round_stage": f"{arm}: Tutorial writing", "round": 1}]
             if number == 1
             else [{"round_stage": f"{arm}: Round {number - 1}", "round": number - 1}]
+        )
+        round_config, pilot = _round_config(
+            number=number,
+            grading_stage=f"{arm}: Grading {number}",
+            qualify_share=0.8,
+            # §3.3: promoted once, after round 1; they grade rounds 2 and 3.
+            graders_share=0.2 if crowd and number == 1 else 0.0,
+            bonus=str(ROUND_BONUSES[number - 1]),
+            **({"grading_bonus": str(GRADER_ROUND_BONUS)} if crowd and number > 1 else {}),
         )
         stages.append(
             _writing(
@@ -380,15 +505,8 @@ def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
                 name,
                 feeds=f"{arm}: Grading {number}",
                 requires=requires,
-                round_config={
-                    "number": number,
-                    "grading_stage": f"{arm}: Grading {number}",
-                    "qualify_share": 0.8,
-                    # §3.3: promoted once, after round 1; they grade rounds 2 and 3.
-                    "graders_share": 0.2 if crowd and number == 1 else 0.0,
-                    "bonus": str(ROUND_BONUSES[number - 1]),
-                    **({"grading_bonus": str(GRADER_ROUND_BONUS)} if crowd and number > 1 else {}),
-                },
+                round_config=round_config,
+                pilot=pilot,
                 items=ROUND_PASSAGES,
                 source=f"training round {number}: writing graded with the rubric, the top 80 % "
                 f"requalify, a ${ROUND_BONUSES[number - 1]} bonus for qualifying",
@@ -401,7 +519,9 @@ def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
             f"{arm}: Main round",
             feeds="Validation",
             requires=[{"round_stage": f"{arm}: Round 3", "round": 3}],
-            source="main round: the qualified writers, 2 questions x 4 options at $3.50",
+            items=MAIN_PASSAGES[arm],
+            source="main round: the qualified writers, 2 questions x 4 options at $3.50; "
+            f"§5: {FINAL_EXAMPLES[arm]:,} examples",
         )
     )
     return stages
@@ -410,7 +530,7 @@ def _iterative(arm: str, *, crowd: bool) -> list[StageSpec]:
 VALIDATION_QUIZ_STAGE = StageSpec(
     name="Validation quiz",
     task_type="quiz",
-    source="validation qualification: a quiz of 5 questions, 3 right to pass, $2.50",
+    source="§4 validation qualification: a quiz of 5 questions, 3 right to pass, $2.50",
     instructions="Answer five questions about short passages; three right answers qualify you.",
     config=VALIDATION_QUIZ,
     reward=Decimal("2.50"),
@@ -424,10 +544,11 @@ VALIDATION_QUIZ_STAGE = StageSpec(
 VALIDATION = StageSpec(
     name="Validation",
     task_type="mc_validation",
-    source="validation: $0.75 per pair of questions, 10 % gold, disqualified under 50 % "
-    "on gold, $0.50 per block of 4 gold with 3 right; 2-way (10-way for a subset: raise "
-    "assignments per HIT on it); gold labels by majority over the writer and the "
-    "validators, no majority and 'invalid' discarded",
+    source="§4 validation: the four protocols' data shuffled into one task, published by "
+    "the requester once the main rounds are in; $0.75 per pair of questions, 10 % gold, "
+    "disqualified under 50 % on gold, $0.50 per block of 4 gold with 3 right; 2-way, "
+    "10-way for 500 random examples per protocol; §5: gold labels by majority (more than "
+    "half) over the writer and the validators, no majority and 'invalid' discarded",
     instructions=(
         "Read the passage and choose the right answer to each question, or mark the "
         "question invalid if it has no single right answer."
@@ -435,8 +556,13 @@ VALIDATION = StageSpec(
     # §4 "10-Way Validation": 500 random examples per protocol get ten validators;
     # §5: four of them and the writer vote the gold label, six estimate human
     # performance (validation.ten_way). POST /api/v1/stages/{id}/ten-way/ picks them.
+    # §4: "Data from all four protocols is shuffled and we run a single validation
+    # task": the main rounds' questions wait (hold_handoff) until the requester
+    # publishes the stage, and are shuffled into HITs then.
     config={
         "exclude_own_work": True,
+        "hold_handoff": True,
+        "shuffle": True,
         "ten_way": {"per_arm": 500, "annotators": 10, "gold_votes": 4},
     },
     reward=Decimal("0.75"),
@@ -450,6 +576,8 @@ VALIDATION = StageSpec(
         {
             "rule": "final_labels",
             "count_writer": True,
+            # §5: "If there is no majority agreement ... the example is discarded".
+            "require": "absolute",
             "discard_labels": ["invalid"],
             "dimension": "choice",
         },
@@ -471,7 +599,9 @@ STAGES: tuple[StageSpec, ...] = (
         "BASELINE: Main round",
         feeds="Validation",
         requires=[],
-        source="§3.1 writing: 2 questions x 4 options per passage; App. B: $3.50",
+        items=MAIN_PASSAGES["BASELINE"],
+        source="§3.1 writing: 2 questions x 4 options per passage; App. B: $3.50; "
+        f"§5: {FINAL_EXAMPLES['BASELINE']:,} examples",
     ),
     _writing(
         "JUSTIFICATION",
@@ -480,7 +610,9 @@ STAGES: tuple[StageSpec, ...] = (
         requires=[],
         justification="required",
         reward=Decimal("4.00"),
-        source="§3.2 writing with a 1-3 sentence justification; App. B: $4.00 per passage",
+        items=MAIN_PASSAGES["JUSTIFICATION"],
+        source="§3.2 writing with a 1-3 sentence justification; App. B: $4.00 per passage; "
+        f"§5: {FINAL_EXAMPLES['JUSTIFICATION']:,} examples",
     ),
     *_iterative("CROWD", crowd=True),
     *_iterative("EXPERT", crowd=False),
@@ -514,16 +646,28 @@ RECIPE = Recipe(
         **{
             name: _passages(f"{name.split(':')[0].lower()}-{n}")
             for n, name in enumerate(WRITING_STAGES)
+            if not name.endswith("Tutorial writing")
+        },
+        **{
+            f"{arm}: Tutorial writing": [
+                {"external_id": f"{arm.lower()}-tutorial-{n}", **p}
+                for n, p in enumerate(TUTORIAL_PASSAGES)
+            ]
+            for arm in ("CROWD", "EXPERT")
         },
     },
     paper_scale=(
-        f"Scale: per arm {MAIN_PASSAGES} passages in the main round (2 questions each); "
-        f"CROWD and EXPERT also {ROUND_PASSAGES} passages in each of 3 training rounds; "
-        "every question validated 2-way."
+        "Scale (§5): the main rounds' "
+        + " / ".join(f"{FINAL_EXAMPLES[a]:,}" for a in ARMS)
+        + " examples (BASELINE / JUSTIFICATION / CROWD / EXPERT), two per passage; "
+        f"CROWD and EXPERT also a tutorial of {TUTORIAL_PLACES} places with two passages "
+        f"to write on, and {ROUND_PASSAGES} passages ({ROUND_PASSAGES * 2} questions) in "
+        "each of 3 training rounds (§3.3: 400-500); every question validated 2-way."
     ),
     pilot_scale=(
-        f"Per arm {PILOT_PASSAGES} passages in each writing stage; "
-        f"{PILOT_TUTORIAL_PLACES} tutorial places per arm; validation quiz places as "
+        f"Per arm {PILOT_PASSAGES} passages in each writing stage (the tutorial's two); "
+        f"{PILOT_TUTORIAL_PLACES} tutorial places per arm; writers ranked on "
+        f"{PILOT_MIN_GRADED_EXAMPLES} graded examples; validation quiz places as "
         "published (the quiz is one item)."
     ),
     export_format="jsonl",

@@ -12,11 +12,11 @@ Item data::
 
     {"items": [{"external_id": str, "paraphrases": [str, ...]}]}
 
-with ``paraphrases_per_item`` (default 1) paraphrases per item. Each must be a
-question ("?"), not a trivial variant of the canonical question or of another
-paraphrase (``base.trivial_variant_reason``, threshold ``max_similarity``,
-default 0.8), and - when ``require_entity_mention`` (default on) - mention
-every entity through one of its lexical forms (or its label).
+with ``paraphrases_per_item`` (default 1) paraphrases per item. Each may be a
+question or a command (Su et al. 2016, Table 2), not a trivial variant of the
+canonical question or of another paraphrase (``base.trivial_variant_reason``,
+threshold ``max_similarity``, default 0.8), and - when ``require_entity_mention``
+(default on) - mention every entity through one of its lexical forms (or its label).
 """
 
 from __future__ import annotations
@@ -250,8 +250,8 @@ class ParaphraseCanonical(PerItemTask):
         problems = text_errors(path, text, what="The paraphrase")
         if problems:
             return problems
-        if not text.endswith("?"):
-            return [FieldError(path, 'Write a question ending with "?".')]
+        # No "?" rule: a paraphrase may be a command, as GraphQuestions' own (Su et al.
+        # 2016, Table 2: "Find terrorist organizations involved in September 11 attacks.").
         reason = trivial_variant_reason(
             text, data["canonical_question"], max_similarity=cfg["max_similarity"]
         ) or canonical_copy_reason(

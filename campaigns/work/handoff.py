@@ -22,7 +22,7 @@ from campaigns.models import (
     Stage,
 )
 from campaigns.tasktypes import task_type_get
-from campaigns.work.publishing import stage_publish
+from campaigns.work.publishing import stage_holds_handoff, stage_publish
 from campaigns.work.selectors import WORKABLE_STATES, hits_items
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,9 @@ def handoff_run(*, assignment: Assignment) -> int:
     external id), so running twice (or two answers producing the very same
     item, per the task-type contract) creates nothing more. When the campaign
     is in pilot or live, the next stage's full HITs are published at once, and
-    the last, smaller one too once this stage is drained (``stage_drained``).
+    the last, smaller one too once this stage is drained (``stage_drained``);
+    a next stage with ``config["hold_handoff"]`` keeps its items for the requester
+    to publish.
 
     Locking: the next stage's row while items are added, the same lock
     ``stage_publish`` takes, so a concurrent publication sees all or none of them.
@@ -79,6 +81,8 @@ def handoffs_run(*, assignment_ids: list[int]) -> int:
                 earlier = publish.get(target.pk)
                 publish[target.pk] = (target, drained or (earlier is not None and earlier[1]))
     for target, drained in publish.values():
+        if stage_holds_handoff(target):
+            continue  # the requester publishes it (config ``hold_handoff``)
         stage_publish(stage=target, allow_partial=drained)
         # Paid HITs stay pending until their platform publishes them, in batches.
         platform_for(target.campaign).hits_publish_due(stage=target, force=drained)
@@ -92,6 +96,19 @@ def _items_make(*, stage: Stage, assignments: list[Assignment]) -> tuple[list[St
     an earlier answer of ``assignments`` produced."""
     source_type = task_type_get(stage.task_type)
     items_of = hits_items(hit_ids={a.hit_id for a in assignments})
+    # A dropped item (early stopping: WhyQA §2.2.2, 2 of 3 said "no answer") is out of
+    # the collection: an approved answer to it hands nothing on.
+    dropped = set(
+        Item.objects.filter(
+            pk__in=[i["id"] for items in items_of.values() for i in items],
+            status=ItemStatus.DROPPED,
+        ).values_list("pk", flat=True)
+    )
+    if dropped:
+        items_of = {
+            hit_id: [i for i in items if i["id"] not in dropped]
+            for hit_id, items in items_of.items()
+        }
     produced = [
         (
             assignment,
@@ -214,7 +231,9 @@ def handoff_flush() -> int:
         next_stage__items__status=ItemStatus.PENDING,
     ).distinct()
     for stage in fed.select_related("next_stage"):
-        if stage.next_stage is not None and stage_drained(stage=stage):
+        if stage.next_stage is None or stage_holds_handoff(stage.next_stage):
+            continue
+        if stage_drained(stage=stage):
             made += stage_publish(stage=stage.next_stage, allow_partial=True)
     _paid_handoff_flush()
     return made

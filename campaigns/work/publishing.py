@@ -7,6 +7,7 @@ HITs of a local campaign open at once; a paid platform publishes them later
 from __future__ import annotations
 
 import logging
+import random
 import zlib
 
 from django.db import transaction
@@ -31,6 +32,17 @@ logger = logging.getLogger(__name__)
 
 # Rows per INSERT when publishing.
 _PUBLISH_BATCH = 1000
+# Stage config: shuffle the pending items before they are cut into HITs.
+SHUFFLE_KEY = "shuffle"
+# Stage config: items handed off to the stage wait for the requester to publish it
+# (``stage_publish`` through the API or the campaign page) instead of being published
+# as they come; with ``shuffle``, one publication mixes everything that arrived.
+HOLD_KEY = "hold_handoff"
+
+
+def stage_holds_handoff(stage: Stage) -> bool:
+    """Whether items handed off to ``stage`` wait for the requester's publication."""
+    return bool((stage.config or {}).get(HOLD_KEY))
 
 
 # --- Publishing ------------------------------------------------------------------
@@ -120,14 +132,26 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
 
 
 def _publish_order(*, stage: Stage, pending: list[tuple[int, bool, str]]) -> list[int]:
-    """Pending item ids (``(id, is gold, external id)`` in id order) in publishing order."""
-    ratio = float(stage.gold_ratio)
-    if not 0 < ratio < 1 or not pending:
-        return [pk for pk, *_ in pending]
-    regular = [pk for pk, is_gold, _ in pending if not is_gold]
-    gold = [pk for pk, is_gold, _ in pending if is_gold]
+    """Pending item ids (``(id, is gold, external id)`` in id order) in publishing order.
+
+    With ``config["shuffle"]`` the regular items are shuffled (seeded like the gold mix)
+    before they are cut into HITs, so that a HIT mixes items of different sources
+    (Nangia et al. §4: the four protocols' data shuffled into one validation task)."""
+    if not pending:
+        return []
     # From what the requester uploaded, not from row ids: the same upload mixes alike.
     seed = zlib.crc32(f"{stage.campaign.slug}/{stage.position}/{pending[0][2]}".encode())
+    shuffle = bool((stage.config or {}).get(SHUFFLE_KEY))
+    ratio = float(stage.gold_ratio)
+    if not 0 < ratio < 1:
+        order = [pk for pk, *_ in pending]
+        if shuffle:
+            random.Random(seed).shuffle(order)
+        return order
+    regular = [pk for pk, is_gold, _ in pending if not is_gold]
+    gold = [pk for pk, is_gold, _ in pending if is_gold]
+    if shuffle:
+        random.Random(seed).shuffle(regular)
     return gold_mix_order(regular, gold, ratio=ratio, seed=seed)
 
 

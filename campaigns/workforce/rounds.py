@@ -14,9 +14,14 @@ distracting options count equally; "answerable" and "distracting options" are al
 reported as shares.
 
 A round is not closed on too little (``round_close_problems``): when an example of the
-round has no grade yet, when nobody would qualify, or when the writers promoted to
+round has fewer grades than its grading stage asks for (``assignments_per_hit``: three
+experts, or five crowd graders, each example, Nangia et al. §3.3), when nobody would
+qualify, or when the writers promoted to
 grade are fewer than the next grading stage needs (its grades per example, plus one
 when the graders also write: nobody grades their own work).
+
+``min_examples`` (§3.3: "evaluating at least four questions per worker"): a writer with
+fewer graded examples is not ranked, so does not qualify, and is told so.
 
 Crowd grading (Nangia's CROWD arm): with ``graders_share`` (e.g. 0.2) the top share of
 the round's writers are also promoted to grade the next round: they get the round's
@@ -82,6 +87,8 @@ class RoundOutcome:
     dimensions: dict[str, float] = field(default_factory=dict)
     message: str = ""
     assignment_ids: list[int] = field(default_factory=list)
+    # Of the writer's examples, those with fewer grades than the grading stage asks for.
+    under_graded: int = 0
 
 
 def _round_writing(*, stage: Stage, round_number: int) -> list[Assignment]:
@@ -108,24 +115,34 @@ def round_outcomes(
     qualify_share: float = 0.8,
     template: str = DEFAULT_TEMPLATE,
     graders_share: float = 0.0,
+    min_examples: int = 1,
 ) -> list[RoundOutcome]:
     """Who wrote what in the round, how it was graded, the ranking, who qualifies, who
-    is promoted to grade, and the message each writer would get; nothing is written."""
+    is promoted to grade, and the message each writer would get; nothing is written.
+    Writers with fewer than ``min_examples`` graded examples are not ranked."""
     if not 0 < qualify_share <= 1:
         raise DomainError("The share that qualifies is more than 0 and at most 1.")
     if not 0 <= graders_share <= 1:
         raise DomainError("The share promoted to grade is from 0 to 1.")
     if grading_stage.campaign_id != stage.campaign_id:
         raise DomainError("The grading stage is not one of this campaign's.")
+    if min_examples < 1:
+        raise DomainError("A writer needs at least one graded example to be ranked.")
     writing = _round_writing(stage=stage, round_number=round_number)
     by_assignment = {a.pk: a for a in writing}
     examples = list(
         Item.objects.filter(stage=grading_stage, source_assignment_id__in=list(by_assignment))
     )
     grades: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    grading = Assignment.objects.filter(
-        hit__stage=grading_stage, hit__items__in=examples, status__in=GRADED
-    ).prefetch_related("hit__items")
+    # distinct: the join through the HIT's items would repeat a grader's assignment once
+    # per example it holds, and a grade would be counted that many times.
+    grading = (
+        Assignment.objects.filter(
+            hit__stage=grading_stage, hit__items__in=examples, status__in=GRADED
+        )
+        .distinct()
+        .prefetch_related("hit__items")
+    )
     for g in grading:
         for item in g.hit.items.all():
             writer = by_assignment.get(item.source_assignment_id or 0)
@@ -138,9 +155,12 @@ def round_outcomes(
                 grades[item.pk].append(entry)
     per_writer: dict[int, list[tuple[Item, float, dict[str, Any]]]] = defaultdict(list)
     dims: dict[int, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    under_graded: dict[int, int] = defaultdict(int)
     for item in examples:
         entries = grades.get(item.pk, [])
         scores = [x for e in entries if (x := rubric_example_score(e)) is not None]
+        if len(scores) < grading_stage.assignments_per_hit:
+            under_graded[by_assignment[item.source_assignment_id or 0].worker_id] += 1
         if not scores:
             continue
         writer = by_assignment[item.source_assignment_id or 0]
@@ -177,10 +197,12 @@ def round_outcomes(
                     d: round(sum(v) / len(v), 3) for d, v in dims.get(worker_id, {}).items() if v
                 },
                 assignment_ids=[a.pk for a in writing if a.worker_id == worker_id],
+                under_graded=under_graded.get(worker_id, 0),
             )
         )
     ranked = sorted(
-        (o for o in outcomes if o.score is not None), key=lambda o: (-(o.score or 0), o.pseudonym)
+        (o for o in outcomes if o.score is not None and o.examples >= min_examples),
+        key=lambda o: (-(o.score or 0), o.pseudonym),
     )
     # The top share, rounded down (80 % of 9 writers is 7), but at least one writer.
     places = max(1, math.floor(qualify_share * len(ranked) + 1e-9)) if ranked else 0
@@ -209,6 +231,9 @@ def round_outcomes(
             verdict=(
                 "You qualify for the next round."
                 if o.qualified
+                else f"Ranking needs at least {min_examples} graded examples; you did not "
+                "qualify for the next round. Thank you for your work."
+                if o.score is not None and o.examples < min_examples
                 else "You did not qualify for the next round; thank you for your work."
             )
             + (" You are invited to grade the next round's examples." if o.grader else ""),
@@ -228,8 +253,9 @@ def round_close_problems(
     *, stage: Stage, grading_stage: Stage, round_number: int, outcomes: list[RoundOutcome]
 ) -> list[str]:
     """Why closing the round now would be wrong (empty when it may close): its grading
-    did not happen (an example of the round has no grade), or the next round would be
-    left without writers or without enough graders."""
+    is not done (an example of the round has fewer grades than ``grading_stage``'s
+    ``assignments_per_hit``, §3.3), or the next round would be left without writers or
+    without enough graders."""
     problems: list[str] = []
     if not outcomes:
         return [f"Round {round_number} of “{stage.name}” has no approved writing to grade."]
@@ -242,6 +268,15 @@ def round_close_problems(
             f"Round {round_number}'s grading in “{grading_stage.name}” has not happened: "
             f"{total - graded} of {total} example(s) have no grade yet. Close the round "
             "once every example is graded."
+        )
+        return problems
+    short = sum(o.under_graded for o in outcomes)
+    if short:
+        problems.append(
+            f"Round {round_number}'s grading in “{grading_stage.name}” is not done: "
+            f"{short} of {total} example(s) have fewer than the "
+            f"{grading_stage.assignments_per_hit} grades the stage asks for. Close the "
+            "round once every example has them, or lower that stage's assignments per HIT."
         )
         return problems
     qualified = [o for o in outcomes if o.qualified]
@@ -291,6 +326,7 @@ def round_close(
     subject: str = "",
     graders_share: float = 0.0,
     grading_bonus: Decimal | None = None,
+    min_examples: int = 1,
 ) -> list[RoundOutcome]:
     """Close the round: mark its writing with the round number, grant the round's
     qualification to the qualifiers, pay them ``bonus`` (key
@@ -308,6 +344,7 @@ def round_close(
         qualify_share=qualify_share,
         template=template,
         graders_share=graders_share,
+        min_examples=min_examples,
     )
     problems = round_close_problems(
         stage=stage, grading_stage=grading_stage, round_number=round_number, outcomes=outcomes
@@ -396,6 +433,6 @@ def _round_grading(
 def round_settings(*, stage: Stage) -> dict[str, Any]:
     """The writing stage's ``config.round`` (a recipe's defaults for closing its round):
     ``number``, ``grading_stage`` (id), ``qualify_share``, ``graders_share``, ``bonus``,
-    ``grading_bonus``; missing keys are absent."""
+    ``grading_bonus``, ``min_examples``; missing keys are absent."""
     raw = (stage.config or {}).get("round")
     return dict(raw) if isinstance(raw, dict) else {}

@@ -12,9 +12,10 @@ generation and functions, §5.1 minimization, §5.2 commonness, §6 conversion).
    (an attribute against a value taken from the answers, so it is not empty).
 5. **Minimization** (``query_minimize``): every edge whose removal leaves the answers
    unchanged is removed; the result is minimal and answers the same.
-6. **Commonness** (``Commonness``): the log-probability of the query's components
-   (entities, classes, relations) from their frequencies, add-k smoothed; queries under
-   the floor are dropped.
+6. **Commonness** (``Commonness``): the log10-probability of the query's components
+   (entities, classes, relations) from their frequencies, add-k smoothed, as §5.2
+   reports it (log10 p(q), Table 2); queries under the floor are dropped, by default
+   the paper's (§7.1: "Commonness is limited to log10(p(q)) >= -40").
 7. **Canonical question** (``canonical_question``): an English question from the query
    by templates per function, for the requester to edit.
 """
@@ -44,8 +45,15 @@ ORDERED_TYPES = tuple(
     XSD + t for t in ("date", "dateTime", "gYear", "integer", "decimal", "double", "float", "int")
 )
 MAX_BINDINGS = 500
-# What a requester may ask for: a family of the paper's four, or one kind of function.
-SPEC_FUNCTIONS = ("none", "count", "superlative", "comparative", *SUPERLATIVE, *COMPARATIVE)
+# §4: "We randomly add functions to compatible nodes in query templates ... Each query
+# will have at most one function": "random" (the default) draws, per query, no function
+# or one family the question node is compatible with (count always; superlative and
+# comparative where its class has an attribute), then a kind within it.
+RANDOM_FUNCTION = "random"
+FAMILIES = ("none", "count", "superlative", "comparative")
+# What a requester may ask for: the paper's random draw, a family of the four, or one
+# kind of function.
+SPEC_FUNCTIONS = (RANDOM_FUNCTION, *FAMILIES, *SUPERLATIVE, *COMPARATIVE)
 
 
 @dataclass(frozen=True)
@@ -119,15 +127,21 @@ def _literal(value: str, datatype: str) -> str:
 # --- growth, grounding, function -------------------------------------------------------
 
 
+# §7.1: "Commonness is limited to log10(p(q)) >= -40".
+DEFAULT_MIN_COMMONNESS = -40.0
+
+
 @dataclass(frozen=True)
 class Spec:
     """What the requester asks for."""
 
     classes: tuple[str, ...]
     edges: tuple[int, int] = (1, 3)  # least and most
-    function: str = "none"  # none, count, superlative, comparative, or a kind ("argmax")
+    # random (per query, as §4), or none, count, superlative, comparative, or a kind
+    function: str = RANDOM_FUNCTION
     cardinality: tuple[int, int] = (1, 1_000_000)  # of the answers (count: 1)
-    min_commonness: float | None = None
+    # log10 p(q); None: no floor.
+    min_commonness: float | None = DEFAULT_MIN_COMMONNESS
 
 
 def _walk(rng: random.Random, schema: Schema, cls: str, n_edges: int) -> GraphQuery | None:
@@ -186,6 +200,11 @@ def _ground(rng: random.Random, kb: KnowledgeBase, template: GraphQuery) -> Grap
 def _with_function(
     rng: random.Random, kb: KnowledgeBase, schema: Schema, query: GraphQuery, wanted: str
 ) -> GraphQuery | None:
+    if wanted == RANDOM_FUNCTION:
+        compatible = list(FAMILIES[:2])
+        if schema.attributes_of(query.nodes[query.question].cls):
+            compatible += FAMILIES[2:]
+        wanted = compatible[rng.randrange(len(compatible))]
     if wanted == "none":
         return query
     if wanted == "count":
@@ -239,9 +258,10 @@ def query_minimize(*, kb: KnowledgeBase, query: GraphQuery) -> GraphQuery:
 
 
 class Commonness:
-    """log P(query) = sum over its components (grounded entities, classes, relations)
-    of log((count + k) / (total + k * V)), per component kind, from ``counts`` the user
-    supplies ({iri: count}) or from the knowledge base's own frequencies."""
+    """log10 p(query) = sum over its components (grounded entities, classes, relations)
+    of log10((count + k) / (total + k * V)) (§5.2, Eq. 1; the paper reports log10), per
+    component kind, from ``counts`` the user supplies ({iri: count}) or from the
+    knowledge base's own frequencies."""
 
     def __init__(
         self, *, kb: KnowledgeBase, counts: dict[str, int] | None = None, k: float = 1.0
@@ -270,7 +290,7 @@ class Commonness:
         return self._entities[iri]
 
     def _log(self, count: int, total: int, vocabulary: int) -> float:
-        return math.log((count + self.k) / (total + self.k * max(vocabulary, 1)))
+        return math.log10((count + self.k) / (total + self.k * max(vocabulary, 1)))
 
     def score(self, query: GraphQuery) -> float:
         score = 0.0

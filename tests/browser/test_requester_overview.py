@@ -38,7 +38,7 @@ def test_nangia_pipeline_is_a_flow_with_the_four_arms_side_by_side(page):
     stage with its counts; the page is no longer an 8,000-pixel list."""
     alice = UserFactory.create(username="alice")
     campaign = campaign_create_with_recipe(owner=alice, name="Nangia", recipe="nangia")
-    assert campaign.stages.count() == 20
+    assert campaign.stages.count() == 24  # issue 35: the tutorials' writing and grading
     log_in(page)
     page.set_viewport_size(WIDE)
     page.goto(f"/campaigns/{campaign.slug}/")
@@ -54,16 +54,16 @@ def test_nangia_pipeline_is_a_flow_with_the_four_arms_side_by_side(page):
     assert all(b["x"] + b["width"] <= 1280 for b in boxes)
     # Every stage is in the flow once, with its counts.
     nodes = page.locator("#pipeline .flow-node")
-    assert nodes.count() == 20
-    tutorial = page.locator("#pipeline .flow-node", has_text="CROWD: Tutorial")
+    assert nodes.count() == 24
+    tutorial = page.locator("#pipeline .flow-node", has_text="CROWD: Tutorial").first
     assert "item" in tutorial.locator(".flow-counts").inner_text()
     crowd = page.locator('.arm[aria-label="Arm CROWD"] .flow-node')
-    # its tutorial (Nangia et al.: only CROWD and EXPERT have one), three rounds, three
-    # gradings, the main round
-    assert crowd.count() == 8
-    assert "CROWD: Grading 1" in crowd.nth(2).inner_text()
+    # its tutorial (Nangia et al.: only CROWD and EXPERT have one) with its writing and
+    # grading, three rounds, three gradings, the main round
+    assert crowd.count() == 10
+    assert "CROWD: Grading 1" in crowd.nth(4).inner_text()
     height = page.evaluate("document.documentElement.scrollHeight")
-    assert height < 6500, height  # 20 stages; the list was 8,000 px for 19
+    assert height < 7000, height  # 24 stages; the list was 8,000 px for 19
     flow_height = page.locator("#pipeline .flow").bounding_box()["height"]
     assert flow_height < 1100, flow_height
 

@@ -299,3 +299,16 @@ def test_upload_to_completed_campaign_shows_message(alice_client, campaign, stag
     assert response.status_code == 302
     assert "cannot be added" in _messages(response)[0]
     assert stage.items.count() == 1
+
+
+def test_a_second_campaign_of_one_recipe_takes_its_own_name(alice_client, requester):
+    """Issue 35, point 13: on the page, as with ``load_recipe --name``."""
+    url = reverse("frontend:campaign-create")
+    first = {"name": "Nangia", "provider": "local", "recipe": "nangia", "sample": "on"}
+    assert alice_client.post(url, first).status_code == 302
+    again = alice_client.post(url, first)
+    assert again.status_code == 400
+    assert "name" in again.context["form"].errors
+    second = alice_client.post(url, {**first, "name": "Nangia, second run"})
+    assert second.status_code == 302
+    assert Campaign.objects.filter(owner=requester, recipe="nangia").count() == 2

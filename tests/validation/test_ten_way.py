@@ -17,6 +17,7 @@ from qaportal.errors import DomainError
 from tests.factories import WorkerFactory
 from validation.selectors import stage_final_labels
 from validation.ten_way import ten_way_estimate, ten_way_gold_labels
+from validation.ten_way_subset import ten_way_subset_select
 
 
 def test_estimate_uses_four_plus_the_writer_for_gold_and_six_for_humans():
@@ -156,3 +157,74 @@ def test_nangia_validation_stage_has_the_ten_way_option(requester):
         "annotators": 10,
         "gold_votes": 4,
     }
+
+
+def test_ten_way_gold_needs_a_majority_not_a_plurality():
+    """Issue 35, point 4 (§5): gold is a majority over four validators plus the writer;
+    two of five (writer "1", validators 1 / 2 / 3 / 0) is no majority: discarded."""
+    split = ten_way_estimate({"q": ("1", ["1", "2", "3", "0"])}, gold_votes=4, min_labels=4)
+    assert (split.scored, split.discarded, split.gold) == (0, 1, {})
+    clear = ten_way_estimate({"q": ("1", ["1", "1", "3", "0"])}, gold_votes=4, min_labels=4)
+    assert (clear.scored, clear.gold) == (1, {"q": "1"})
+
+
+@pytest.mark.django_db
+def test_ten_way_subset_is_drawn_from_all_of_an_arms_examples(requester):
+    """Issue 35, point 4 (§4: 500 randomly sampled examples per protocol): HITs whose
+    places are all taken count too (they are reopened), and a HIT holding two arms'
+    examples (§4 shuffles the protocols together) counts for both."""
+    campaign = campaign_create(owner=requester, name="Ng", slug="ng-ten-all")
+    writing = {
+        arm: stage_add(
+            campaign=campaign,
+            name=f"{arm}: Main",
+            task_type="mc_question_writing",
+            config={"arm": arm},
+        )
+        for arm in ("BASELINE", "EXPERT")
+    }
+    validation = stage_add(
+        campaign=campaign,
+        name="Validation",
+        task_type="mc_validation",
+        assignments_per_hit=2,
+        items_per_hit=2,
+        config={"ten_way": {"per_arm": 3, "annotators": 10, "gold_votes": 4}},
+    )
+    now = timezone.now()
+    hits = []
+    for n in range(4):
+        hit = HIT.objects.create(
+            stage=validation,
+            provider="local",
+            reward=Decimal("0.75"),
+            max_assignments=2,
+            places_left=0,
+            status="completed",
+        )
+        hits.append(hit)
+        for position, (arm, stage) in enumerate(writing.items()):
+            work = Assignment.objects.create(
+                hit=HIT.objects.create(stage=stage, provider="local", reward=Decimal("3.50")),
+                worker=WorkerFactory.create(provider="local"),
+                provider="local",
+                status="approved",
+                answers={},
+                accepted_at=now,
+                submitted_at=now,
+            )
+            item = Item.objects.create(
+                stage=validation,
+                external_id=f"{arm}-{n}",
+                source=ItemSource.PRODUCED,
+                source_assignment=work,
+                data={"passage": "P.", "question": "Q?", "options": ["a", "b", "c", "d"]},
+            )
+            HITItem.objects.create(hit=hit, item=item, position=position)
+    picked = ten_way_subset_select(stage=validation)
+    assert picked.items == {"BASELINE": 3, "EXPERT": 3}
+    assert picked.raised == 3
+    reopened = HIT.objects.filter(pk__in=[h.pk for h in hits], max_assignments=10)
+    assert reopened.count() == 3
+    assert set(reopened.values_list("status", flat=True)) == {"published"}
+    assert ten_way_subset_select(stage=validation).raised == 0

@@ -2,9 +2,12 @@
 
     manage.py load_recipe mintaka --campaign mintaka-2026 --owner alice
     manage.py load_recipe whyqa --campaign why --owner alice --provider prolific --no-sample
+    manage.py load_recipe nangia --campaign nangia-2 --owner alice --name "Nangia, second run"
 
-The campaign is created (as a draft owned by ``--owner``) when it does not exist; an
-existing one must be a draft without stages. Prints a JSON summary: the stages made,
+The campaign is created (as a draft owned by ``--owner``, named ``--name`` or the
+recipe's title) when it does not exist; an existing one must be a draft without stages.
+A campaign's name is unique per owner, so a second campaign of one recipe takes
+``--name``. Prints a JSON summary: the stages made,
 sample items loaded, and the recipe's cost at the paper's scale on the provider.
 """
 
@@ -33,6 +36,11 @@ class Command(BaseCommand):
         parser.add_argument("--campaign", required=True, help="Slug of the campaign.")
         parser.add_argument("--owner", help="Username owning a campaign created here.")
         parser.add_argument(
+            "--name",
+            help="Name of a campaign created here (default: the recipe's title; unique per "
+            "owner, so a second campaign of one recipe needs its own).",
+        )
+        parser.add_argument(
             "--provider", choices=Provider.values, help="For a new campaign (default local)."
         )
         parser.add_argument(
@@ -53,6 +61,11 @@ class Command(BaseCommand):
                 campaign = Campaign.objects.filter(slug=slug).first()
                 if campaign is None:
                     campaign = self._new_campaign(recipe.title, slug, options)
+                elif options.get("name") and options["name"] != campaign.name:
+                    raise CommandError(
+                        f"Campaign {slug!r} exists and is called {campaign.name!r}; --name "
+                        "only applies to a campaign this command creates."
+                    )
                 elif options["provider"] and options["provider"] != campaign.provider:
                     raise CommandError(
                         f"Campaign {slug!r} runs on {campaign.provider}; --provider only "
@@ -65,7 +78,10 @@ class Command(BaseCommand):
                     scale=options["scale"],
                 )
         except DomainError as exc:
-            raise CommandError(f"{exc} {exc.errors or ''}".strip()) from exc
+            hint = ""
+            if isinstance(exc.errors, dict) and exc.errors.get("name") == ["taken"]:
+                hint = " Give this campaign its own --name."
+            raise CommandError(f"{exc}{hint} {exc.errors or ''}".strip()) from exc
         cost = recipe_paper_cost(name=recipe.name, provider=campaign.provider)
         pilot = recipe_cost(name=recipe.name, provider=campaign.provider, scale=PILOT)
         summary = {
@@ -101,7 +117,7 @@ class Command(BaseCommand):
             raise CommandError(f"No user {options['owner']!r}.")
         return campaign_create(
             owner=owner,
-            name=title,
+            name=options.get("name") or title,
             slug=slug,
             provider=options["provider"] or Provider.LOCAL,
         )

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from campaigns.models import Campaign
-from linking.graphquestions.generate import SPEC_FUNCTIONS, Spec
+from linking.graphquestions.generate import DEFAULT_MIN_COMMONNESS, SPEC_FUNCTIONS, Spec
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import generated_questions_propose, knowledge_base_open
 from qaportal.errors import DomainError
@@ -37,9 +37,22 @@ class Command(BaseCommand):
         source.add_argument("--endpoint", help="a SPARQL endpoint URL")
         parser.add_argument("--classes", default="", help="class IRIs, comma-separated")
         parser.add_argument("--edges", default="1-3", help="structure complexity, e.g. 1-3")
-        parser.add_argument("--function", default="none", choices=SPEC_FUNCTIONS)
+        parser.add_argument(
+            "--function",
+            default="random",
+            choices=SPEC_FUNCTIONS,
+            help="random (default): per query, as Su et al. §4; or one family or kind",
+        )
         parser.add_argument("--cardinality", default="1-1000000", help="answers, e.g. 1-5")
-        parser.add_argument("--min-commonness", type=float, default=None)
+        parser.add_argument(
+            "--min-commonness",
+            type=float,
+            default=DEFAULT_MIN_COMMONNESS,
+            help="floor on log10 p(q) (default the paper's -40, Su et al. §7.1)",
+        )
+        parser.add_argument(
+            "--no-commonness-floor", action="store_true", help="keep queries of any commonness"
+        )
         parser.add_argument("--counts", help="a JSON file {iri: count} of component frequencies")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--count", type=int, default=10)
@@ -62,7 +75,7 @@ class Command(BaseCommand):
             edges=_range(options["edges"], "edges"),
             function=options["function"],
             cardinality=_range(options["cardinality"], "cardinality"),
-            min_commonness=options["min_commonness"],
+            min_commonness=None if options["no_commonness_floor"] else options["min_commonness"],
         )
         try:
             kb = knowledge_base_open(rdf=options["rdf"], endpoint=options["endpoint"])

@@ -93,8 +93,9 @@ SMALL = Size(workers_per_arm=2, passages=1, round_places=(2, 2, 2), graders_shar
 def _sample_upload(stages: dict[str, Stage], *, passages: int | None) -> None:
     """The recipe's sample items, each writing stage's cut to its first ``passages``."""
     for name, rows in RECIPE.sample_items.items():
+        tutorial = name.endswith("Tutorial writing")  # its two passages, as published
         if passages is not None and stages[name].task_type == "mc_question_writing":
-            rows = rows[:passages]
+            rows = rows if tutorial else rows[:passages]
         items_upload(
             stage=stages[name],
             content="\n".join(json.dumps(row) for row in rows).encode(),
@@ -114,6 +115,7 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
     # meets a whole block of 4 gold questions in one HIT.
     stage_update(stage=validation, gold_ratio=Decimal("0.5"), items_per_hit=8)
     for arm in ("CROWD", "EXPERT"):
+        stage_update(stage=stages[f"{arm}: Tutorial grading"], assignments_per_hit=2)
         for number in (1, 2, 3):
             per_passage = size.round_places[number - 1]
             stage_update(stage=stages[f"{arm}: Round {number}"], assignments_per_hit=per_passage)
@@ -130,10 +132,14 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
     api.force_authenticate(owner)
     closed: dict[str, list[dict]] = {}
     experts: list[int] = []
+    published: list[int] = []
+    main_rounds = [stages[f"{arm}: Main round"] for arm in ARMS]
 
     def requester(c) -> bool:
         """Between rounds: make the BASELINE and JUSTIFICATION workers experts once,
-        then close the lowest open round of each iterative arm that has writing."""
+        then close the lowest open round of each iterative arm that has writing (the
+        tutorial's writing first); once every main round is written, publish the
+        validation stage, which holds its hand-offs to shuffle the arms (§4)."""
         acted = False
         if not experts:
             expert_qt = QualificationType.objects.get(owner=owner, name=EXPERT_GRADERS)
@@ -147,8 +153,8 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
             if experts:
                 return True  # the experts grade before any round is closed
         for arm in ("CROWD", "EXPERT"):
-            for number in (1, 2, 3):
-                name = f"{arm}: Round {number}"
+            for name in (f"{arm}: Tutorial writing", *(f"{arm}: Round {n}" for n in (1, 2, 3))):
+                number = 0 if name.endswith("Tutorial writing") else int(name[-1])
                 if name in closed:
                     continue
                 writing = stages[name]
@@ -160,12 +166,28 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
                 # them grade rounds 2 and 3 (the paper's 20 % of a large pool).
                 crowd_first = arm == "CROWD" and number == 1
                 share = {"graders_share": size.graders_share} if crowd_first else {}
+                # The tutorial's top 60 % would leave a pilot's handful of writers too
+                # few for the rounds' grading: all of them go on.
+                if not number:
+                    share = {"qualify_share": 1.0}
                 body = {"preview": False, **share}
                 response = api.post(f"/api/v1/stages/{writing.pk}/rounds/", body, format="json")
                 assert response.status_code == 200, response.content
                 closed[name] = response.json()
                 acted = True
                 break
+        if (
+            not acted
+            and not published
+            and all(
+                Assignment.objects.filter(hit__stage=s, status=AssignmentStatus.APPROVED).exists()
+                for s in main_rounds
+            )
+        ):
+            response = api.post(f"/api/v1/stages/{validation.pk}/publish/", {}, format="json")
+            assert response.status_code == 200, response.content
+            published.append(response.json()["hits_created"])
+            acted = True
         return acted
 
     result = simulate_crowd(
@@ -208,15 +230,32 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
         writers = Assignment.objects.filter(hit__stage=stages[f"{arm}: Main round"])
         assert {places[a.worker_id] for a in writers} == {arm}
     assert passed
-    pass_bonuses = LedgerEntry.objects.filter(key__startswith="bonus:quiz-pass:")
-    assert pass_bonuses.count() == len({a.worker_id for a in passed})
-    assert {b.amount for b in pass_bonuses} == {Decimal("1.50")}
+    # The $1.50 is for qualifying onto the writing rounds after the tutorial's graded
+    # writing (App. B), not for passing its quiz.
+    assert not LedgerEntry.objects.filter(key__startswith="bonus:quiz-pass:").exists()
+    for arm in ("CROWD", "EXPERT"):
+        tutorial_writing = stages[f"{arm}: Tutorial writing"]
+        qualified = [o for o in closed[tutorial_writing.name] if o["qualified"]]
+        assert qualified
+        bonuses = LedgerEntry.objects.filter(
+            key__startswith=f"bonus:round:{tutorial_writing.pk}:1:"
+        )
+        assert bonuses.count() == len(qualified)
+        assert {b.amount for b in bonuses} == {Decimal("1.50")}
+
+    # Validation was published once, by the requester, after every main round.
+    assert len(published) == 1
+    assert published[0] > 0
 
     # Rounds: all three closed in both iterative arms, with feedback and bonuses.
     assert sorted(closed) == sorted(
-        f"{a}: Round {n}" for a in ("CROWD", "EXPERT") for n in (1, 2, 3)
+        f"{a}: {r}"
+        for a in ("CROWD", "EXPERT")
+        for r in ("Tutorial writing", "Round 1", "Round 2", "Round 3")
     )
     for name, outcomes in closed.items():
+        if name.endswith("Tutorial writing"):
+            continue
         writing = stages[name]
         number = int(name[-1])
         ranked = [o for o in outcomes if o["rank"]]

@@ -77,7 +77,11 @@ def test_nangia_baseline_and_justification_get_no_tutorial(requester):
     for arm in ("BASELINE", "JUSTIFICATION"):
         main = stages[f"{arm}: Main round"]
         assert not any("quiz_stage" in r for r in main.qualification_requirements)
+    # The tutorial's quiz opens its writing task, whose graded round opens round 1.
     assert {"quiz_stage": stages["CROWD: Tutorial"].pk} in stages[
+        "CROWD: Tutorial writing"
+    ].qualification_requirements
+    assert {"round_stage": stages["CROWD: Tutorial writing"].pk, "round": 1} in stages[
         "CROWD: Round 1"
     ].qualification_requirements
 

@@ -218,3 +218,35 @@ def test_each_recipe_stage_says_who_approves(token_client):
             assert stage["approval"].startswith(("rule: ", "person")), stage
     mintaka = token_client.get("/api/v1/recipes/mintaka/").json()
     assert mintaka["stages"][0]["approval"].startswith("person")  # duplicates only looks
+
+
+def test_load_recipe_takes_a_name_for_a_second_campaign_of_one_recipe(requester):
+    """Issue 35, point 13: a campaign's name is unique per owner, so a second campaign of
+    one recipe needs ``--name``; without it the refusal says so."""
+    call_command(
+        "load_recipe", "nangia", "--campaign", "ng-1", "--owner", "alice", stdout=StringIO()
+    )
+    with pytest.raises(CommandError, match="--name"):
+        call_command(
+            "load_recipe", "nangia", "--campaign", "ng-2", "--owner", "alice", stdout=StringIO()
+        )
+    assert not Campaign.objects.filter(slug="ng-2").exists()
+    out = StringIO()
+    call_command(
+        "load_recipe",
+        "nangia",
+        "--campaign",
+        "ng-2",
+        "--owner",
+        "alice",
+        "--name",
+        "Nangia, second run",
+        stdout=out,
+    )
+    second = Campaign.objects.get(slug="ng-2")
+    assert (second.name, second.recipe, second.owner) == ("Nangia, second run", "nangia", requester)
+    assert json.loads(out.getvalue())["campaign"] == "ng-2"
+    with pytest.raises(CommandError, match="only applies to a campaign this command creates"):
+        call_command(
+            "load_recipe", "whyqa", "--campaign", "ng-2", "--name", "Other", stdout=StringIO()
+        )

@@ -22,7 +22,9 @@ from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import recipe_apply
 from campaigns.simulate import simulate_crowd
 from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.paraphrase_canonical import canonical_copy_reason
+from linking.agreement import link_set
 from linking.models import EntityLinkResolution
 from tests.campaigns.recipes.run_summary import run_summary
 from tests.factories import UserFactory
@@ -94,6 +96,21 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages(full_size):
     assert seen.exists(), "the seen-entity rule never fired"
     assert all(r.annotators == 1 for r in seen.filter(source="seen_confirmed"))
     assert all(r.annotators >= 2 for r in resolutions.filter(seen=False))
+    # Issue 35, point 6: a seen question gets a second annotator only on disagreement:
+    # its first annotator changed the pre-filled links.
+    for r in seen.filter(annotators__gte=2).select_related("item"):
+        first = (
+            Assignment.objects.filter(hit__items=r.item, status__in=DECIDED)
+            .order_by("submitted_at", "pk")
+            .first()
+        )
+        assert first is not None
+        given = link_set(
+            answer_for_item(first.answers, {"id": r.item_id, "external_id": r.item.external_id})[
+                "links"
+            ]
+        )
+        assert given != link_set(r.item.data.get("prefilled_links", [])), (r.item.data, given)
 
     summary = run_summary(campaign=campaign, export="mintaka")
     _report("MINTAKA", summary)

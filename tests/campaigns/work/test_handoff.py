@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from campaigns.models import HIT, HITItem, Item, ItemSource, ItemStatus
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    HITItem,
+    Item,
+    ItemSource,
+    ItemStatus,
+    Stage,
+)
 from campaigns.tasks import handoff_run_task
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.decisions import assignment_approve, assignment_reject
@@ -222,3 +231,75 @@ def test_a_round_approved_at_once_counts_announces_and_hands_off_as_one_by_one(
     # Again: nothing more to approve, nothing announced.
     assert assignments_approve(assignment_ids=submitted, source="requester") == []
     assert messages.count() == 2
+
+
+def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
+    make_stage, invited, django_capture_on_commit_callbacks
+):
+    """Issue 35, point 4 (Nangia et al. §4: the four protocols' data shuffled into one
+    validation task): with ``hold_handoff`` the hand-off publishes nothing, the flush
+    neither; the requester's publication, with ``shuffle``, mixes the sources in HITs."""
+    from tests.factories import CampaignFactory
+
+    # The shuffle is seeded by the campaign's slug: a fixed one, a fixed mix.
+    campaign = CampaignFactory.create(state="live", slug="held-and-shuffled")
+    first = make_stage(campaign=campaign, items=2, items_per_hit=1)
+    other = make_stage(campaign=campaign, position=1, items=2, items_per_hit=1)
+    target = make_stage(
+        campaign=first.campaign,
+        position=2,
+        items_per_hit=2,
+        config={"hold_handoff": True, "shuffle": True},
+    )
+    for stage in (first, other):
+        stage.next_stage = target
+        stage.save()
+        stage_publish(stage=stage)
+    _approved(first, invited(first.campaign), ["a one"], django_capture_on_commit_callbacks)
+    _approved(first, invited(first.campaign), ["a two"], django_capture_on_commit_callbacks)
+    _approved(other, invited(first.campaign), ["b one"], django_capture_on_commit_callbacks)
+    _approved(other, invited(first.campaign), ["b two"], django_capture_on_commit_callbacks)
+    assert Item.objects.filter(stage=target, status=ItemStatus.PENDING).count() == 4
+    assert handoff_flush() == 0
+    assert not HIT.objects.filter(stage=target).exists()
+
+    assert stage_publish(stage=target) == 2
+    sources = [
+        {
+            i.source_assignment.hit.stage_id
+            for i in hit.items.select_related("source_assignment__hit")
+        }
+        for hit in HIT.objects.filter(stage=target)
+    ]
+    assert {first.pk, other.pk} in sources
+
+
+def test_a_question_dropped_by_early_stopping_is_not_rephrased():
+    """Issue 35, point 9 (WhyQA §2.2.2-2.2.3): 2 of 3 answers say "no answer": the
+    question is dropped, and its third answer, approved, sends nothing to rephrasing;
+    the kept question's approved answer does."""
+    from tests.validation.db_helpers import hits, make_stage, submit, worker
+    from validation.early_stopping import DROPPED, hit_early_stop
+
+    answering = make_stage(
+        items=2,
+        task_type="sentence_selection_answer",
+        data=lambda n: {"question": f"Why {n}?", "sentences": ["A.", "B.", "C."]},
+        escalation_rule={"rule": "early_stop", "first": 3, "drop_if_no_answer": 2, "extend_to": 8},
+    )
+    rephrasing = Stage.objects.create(
+        campaign=answering.campaign, name="Rephrase", position=1, task_type="rephrase"
+    )
+    answering.next_stage = rephrasing
+    answering.save()
+    dropped, kept = hits(answering)
+    no_answer = {"sentences": [], "no_answer": True}
+    answer = {"sentences": [1], "no_answer": False}
+    for n, entry in enumerate([no_answer, no_answer, answer]):
+        last = submit(dropped, worker(f"d{n}"), entry)
+    assert hit_early_stop(hit=dropped) == DROPPED
+    good = submit(kept, worker("k0"), answer)
+    for assignment in (last, good):
+        Assignment.objects.filter(pk=assignment.pk).update(status=AssignmentStatus.APPROVED)
+    assert handoffs_run(assignment_ids=[last.pk, good.pk]) == 1
+    assert [i.data["question"] for i in Item.objects.filter(stage=rephrasing)] == ["Why 1?"]

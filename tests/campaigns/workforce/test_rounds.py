@@ -386,3 +386,37 @@ def test_a_round_that_leaves_the_next_grading_without_graders_is_not_closed(requ
         stage=writing, grading_stage=grading, round_number=1, actor=requester, graders_share=0.6
     )
     assert sum(o.grader for o in closed) == 3
+
+
+def test_a_round_closes_only_when_every_example_has_its_required_grades(graded, requester):
+    """Issue 35, point 5 (Nangia et al. §3.3: three experts grade each example): a
+    grading stage asking for three grades refuses the close while examples have two."""
+    from qaportal.errors import DomainError
+
+    _campaign, writing, grading, _writers = graded
+    grading.assignments_per_hit = 3
+    grading.save(update_fields=["assignments_per_hit"])
+    outcomes = round_outcomes(stage=writing, grading_stage=grading, round_number=1)
+    assert [o.under_graded for o in outcomes] == [1, 1, 1]
+    with pytest.raises(DomainError, match="3 of 3 example\\(s\\) have fewer than the 3 grades"):
+        round_close(stage=writing, grading_stage=grading, round_number=1, actor=requester)
+    assert not QualificationGrant.objects.exists()
+    assert not ProviderOperation.objects.exists()
+    grading.assignments_per_hit = 2
+    grading.save(update_fields=["assignments_per_hit"])
+    assert round_close(stage=writing, grading_stage=grading, round_number=1, actor=requester)
+
+
+def test_writers_with_too_few_graded_examples_are_not_ranked(requester):
+    """Issue 35, point 2 (§3.3: at least four questions evaluated per worker): with
+    ``min_examples`` 4, a writer with two graded examples is unranked and told why."""
+    _, writing, grading = _round(
+        requester, "min-examples", grades_by_writer=[[GOOD] * 2, [FAIR] * 4]
+    )
+    outcomes = round_outcomes(stage=writing, grading_stage=grading, round_number=1)
+    assert {o.pseudonym: o.rank for o in outcomes} == {"w0": 1, "w1": 2}
+    outcomes = round_outcomes(stage=writing, grading_stage=grading, round_number=1, min_examples=4)
+    by_name = {o.pseudonym: o for o in outcomes}
+    assert (by_name["w1"].rank, by_name["w1"].qualified) == (1, True)
+    assert (by_name["w0"].rank, by_name["w0"].qualified) == (0, False)
+    assert "at least 4 graded examples" in by_name["w0"].message

@@ -145,3 +145,37 @@ def test_commonness_floor_and_cardinality_filter(kb):
         kb=kb, spec=Spec(classes=(PERSON,), cardinality=(1, 1)), count=4, seed=5
     )
     assert all(len(c.answers) == 1 for c in single)
+
+
+def test_commonness_is_log10_with_the_papers_floor_by_default(kb):
+    """Issue 35, point 10 (Su et al. §5.2, §7.1: "Commonness is limited to log10(p(q))
+    >= -40"): the score is a sum of log10 probabilities, the floor -40 by default."""
+    import math
+
+    counts = {PARENT: 9, PERSON: 9, EX + "Ewan": 9}
+    scorer = Commonness(kb=kb, counts=counts, k=1.0)
+    parent = GraphQuery(nodes=(person(), person("Ewan")), edges=(Edge(1, PARENT, 0),))
+    relations = scorer._relations
+    # The relation term alone, in log10, as the query's only edge contributes it.
+    edge = math.log10(10 / (sum(relations.values()) + len(relations)))
+    assert scorer.score(parent) == pytest.approx(
+        edge
+        + math.log10(10 / (scorer._entity_total + len(relations) + 1))
+        + math.log10(10 / (sum(scorer._classes.values()) + len(scorer._classes))),
+        abs=1e-3,
+    )
+    assert Spec(classes=(PERSON,)).min_commonness == -40.0
+
+
+def test_functions_are_drawn_at_random_within_one_run_by_default(kb):
+    """Issue 35, point 12 (Su et al. §4: "We randomly add functions to compatible nodes
+    in query templates"; at most one per query): one run mixes functions; asking for
+    one function still gives that one only."""
+    mixed = questions_propose(kb=kb, spec=Spec(classes=(PERSON,)), count=12, seed=7)
+    families = {c.characteristics["function"] for c in mixed}
+    assert len(families) >= 3, families
+    assert families <= {"none", "count", "superlative", "comparative"}
+    for candidate in mixed:
+        assert query_answers(kb=kb, query=candidate.query) == candidate.answers
+    only = questions_propose(kb=kb, spec=Spec(classes=(PERSON,), function="count"), count=4, seed=7)
+    assert {c.characteristics["function"] for c in only} == {"count"}
