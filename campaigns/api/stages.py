@@ -170,7 +170,7 @@ class CampaignStageListCreateApi(generics.ListAPIView):
         campaign = campaign_or_404(request=request, slug=slug)
         serializer = StageCreateInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        stage = stage_add(campaign=campaign, **serializer.validated_data)
+        stage = stage_add(campaign=campaign, actor=request.user, **serializer.validated_data)
         return Response(_stage_out(stage), status=status.HTTP_201_CREATED)
 
 
@@ -189,7 +189,7 @@ class StageDetailApi(APIView):
         stage = stage_or_404(request=request, stage_id=stage_id)
         serializer = StageEditInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        stage = stage_update(stage=stage, **serializer.validated_data)
+        stage = stage_update(stage=stage, actor=request.user, **serializer.validated_data)
         return Response(_stage_out(stage))
 
 

@@ -6,12 +6,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from campaigns.design.owners import check_stage_money_rules
 from campaigns.design.platform import platform_for
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
@@ -171,11 +172,15 @@ def stage_add(
     review_rules: list[dict[str, Any]] | None = None,
     bonus_rules: list[dict[str, Any]] | None = None,
     show_reward_to_local_workers: bool = False,
+    actor: AbstractBaseUser | AnonymousUser | None = None,
 ) -> Stage:
     """Append a stage to a draft or pilot campaign, its config validated by the task type.
 
-    Locks the campaign row so concurrent additions get distinct positions.
+    A wage floor among its bonus rules is the owner's to set: ``PermissionDenied`` when
+    ``actor`` (None: the system) is a collaborator. Locks the campaign row so concurrent
+    additions get distinct positions.
     """
+    check_stage_money_rules(campaign=campaign, actor=actor, before=[], after=bonus_rules or [])
     config = _validated_config(task_type, config or {})
     _check_rules(
         review_rules=review_rules or [],
@@ -305,8 +310,13 @@ def stage_fields_editable(*, campaign: Campaign) -> frozenset[str]:
     return STAGE_FIELDS_WHILE_PUBLISHED
 
 
-def stage_update(*, stage: Stage, **changes: Any) -> Stage:
+def stage_update(
+    *, stage: Stage, actor: AbstractBaseUser | AnonymousUser | None = None, **changes: Any
+) -> Stage:
     """Change a stage; the task type never changes.
+
+    A wage floor among the bonus rules is the owner's: ``PermissionDenied`` when
+    ``actor`` (None: the system) is a collaborator and changes it.
 
     Draft and pilot: every field of ``STAGE_EDITABLE_FIELDS``. Live and paused: only
     ``STAGE_FIELDS_WHILE_PUBLISHED`` (texts and the rules of decisions still to come);
@@ -318,6 +328,13 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         raise DomainError(
             f"These stage fields cannot be changed: {', '.join(sorted(unknown))}.",
             errors={f: ["read-only"] for f in sorted(unknown)},
+        )
+    if "bonus_rules" in changes:
+        check_stage_money_rules(
+            campaign=stage.campaign,
+            actor=actor,
+            before=stage.bonus_rules,
+            after=changes["bonus_rules"],
         )
     if "config" in changes:
         _validated_config(stage.task_type, changes["config"])
