@@ -5,7 +5,6 @@ Workers appear by pseudonym only."""
 from __future__ import annotations
 
 import hashlib
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -20,6 +19,7 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import (
     NOT_VISIBLE,
+    MoneyField,
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
@@ -169,22 +169,6 @@ class BonusOutputSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="The operation's state when answered.")
 
 
-class StrictDecimalField(serializers.DecimalField):
-    """A decimal written plainly: ASCII digits with at most one point (``1_000``,
-    ``1e2`` and full-width digits, which ``Decimal`` would take, are refused)."""
-
-    PLAIN = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?", re.ASCII)
-
-    def to_internal_value(self, data: Any) -> Any:
-        text = data if isinstance(data, str) else str(data) if isinstance(data, int) else None
-        if text is None or not self.PLAIN.fullmatch(text.strip()):
-            raise serializers.ValidationError(
-                'Write the amount as plain decimal text, e.g. "0.50" or "12" '
-                "(no exponent, underscores, signs or non-ASCII digits)."
-            )
-        return super().to_internal_value(text.strip())
-
-
 class AssignmentBonusApi(APIView):
     """Pay the assignment's worker a bonus, budget checked.
 
@@ -197,7 +181,7 @@ class AssignmentBonusApi(APIView):
     """
 
     class BonusInputSerializer(StrictInputSerializer):
-        amount = StrictDecimalField(
+        amount = MoneyField(
             max_digits=8,
             decimal_places=2,
             min_value=Decimal("0.01"),
