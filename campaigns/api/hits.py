@@ -26,8 +26,16 @@ from campaigns.api.common import (
     money_field,
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
+from campaigns.api.idempotency_store import IdempotencyKeyReused
 from campaigns.api.review import AssignmentOutputSerializer, ItemBriefSerializer
-from campaigns.models import HIT, Assignment, HITStatus, LedgerEntry, LedgerKind
+from campaigns.models import (
+    HIT,
+    Assignment,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    ProviderOperation,
+)
 from campaigns.payments.bonus_keys import bonus_natural_key
 from campaigns.platforms.worker_actions import assignment_bonus_pay
 from campaigns.work.selectors_hits import hit_list_for_campaign, hit_list_visible
@@ -169,6 +177,36 @@ class BonusOutputSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="The operation's state when answered.")
 
 
+def _check_same_bonus(
+    *,
+    op: ProviderOperation,
+    bonus: LedgerEntry | None,
+    assignment: Assignment,
+    data: dict[str, Any],
+    key: str,
+) -> None:
+    """Refuse (``IdempotencyKeyReused``, 422) a key that already names another payment.
+
+    The payment's key outlives the idempotency record: once the record expired, the
+    same header on another assignment, amount or reason found the first payment and
+    answered as if it were this one, paying nobody. Compared at any age."""
+    paid_to = bonus.assignment_id if bonus else op.payload.get("assignment_id")
+    amount = bonus.amount if bonus else op.payload.get("amount")
+    reason = op.payload.get("reason", data["reason"])
+    same = (
+        paid_to == assignment.pk
+        and amount is not None
+        and Decimal(str(amount)) == data["amount"]
+        and reason == data["reason"]
+    )
+    if not same:
+        raise IdempotencyKeyReused(
+            f"The Idempotency-Key {key!r} already paid another bonus (operation {op.pk}); "
+            "use a new key for a new bonus.",
+            errors={"Idempotency-Key": ["already used for another bonus"]},
+        )
+
+
 class AssignmentBonusApi(APIView):
     """Pay the assignment's worker a bonus, budget checked.
 
@@ -227,6 +265,8 @@ class AssignmentBonusApi(APIView):
         entries = {e.kind: e for e in LedgerEntry.objects.filter(operation=op)}
         bonus = entries.get(LedgerKind.BONUS)
         fee = entries.get(LedgerKind.BONUS_FEE)
+        if header:
+            _check_same_bonus(op=op, bonus=bonus, assignment=assignment, data=data, key=header)
         body = {
             "assignment": assignment.pk,
             "worker": assignment.worker.pseudonym,
