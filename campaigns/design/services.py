@@ -232,10 +232,36 @@ def stage_add(
         )
 
 
+# Requirements that name a stage of the campaign by id (``workforce.requirements``), and
+# the round number the round ones may add.
+STAGE_REFERENCE_KEYS = ("quiz_stage", "round_stage", "graders_stage")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_stage_references(requirements: Any) -> None:
+    """Refuse a stage reference that is not a stage id (a name, ``"1e3"``, a list) and a
+    round that is not a round number: stored, they broke every page that reads them."""
+    bad: list[str] = []
+    for req in requirements if isinstance(requirements, list) else []:
+        if not isinstance(req, dict):
+            continue
+        for key in STAGE_REFERENCE_KEYS:
+            if req.get(key) is not None and not _whole(req[key]):
+                bad.append(f"{key} must be a stage's id (a whole number), not {req[key]!r:.40}")
+        if req.get("round") is not None and not _whole(req["round"]):
+            bad.append(f"round must be a whole number from 1, not {req['round']!r:.40}")
+    if bad:
+        raise DomainError(" ".join(bad), errors={"qualification_requirements": bad})
+
+
 def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None:
     """Refuse a requirement naming a qualification type that does not exist or that
     belongs to someone other than the campaign's owner (it would leak their grants and
     let their quiz decide who works here)."""
+    _check_stage_references(requirements)
     wanted: list[Any] = [
         req.get("qualification_type_id")
         for req in (requirements or [])
