@@ -248,3 +248,9 @@ def test_a_nul_character_in_an_mturk_answer_is_400(client, hit):
     assert response.status_code == 400
     assert "NUL character" in response.text
     assert Assignment.objects.get().status == AssignmentStatus.ACCEPTED
+
+
+def test_the_task_page_with_its_signed_token_is_never_cached(client, hit):
+    for response in (entry(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE"), entry(client)):
+        assert response.status_code == 200
+        assert response["Cache-Control"] == "private, no-store"
