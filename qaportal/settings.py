@@ -150,8 +150,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
         "default": {
-            # Django's, keeping its Redis clients (qaportal/cache.py).
-            "BACKEND": "qaportal.cache.RedisCache",
+            # Django's, keeping its Redis clients, degrading to an empty cache while
+            # Redis is down (qaportal/cache.py).
+            "BACKEND": "qaportal.cache.DegradingRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
             # Several deployments (or test runs) sharing one Redis database keep apart.
