@@ -25,7 +25,10 @@ def stages(requester):
         config={"questions_per_hit": 5},
     )
     quiz = stage_add(
-        campaign=campaign, name="Rate", task_type="question_writing", config={"questions_per_hit": 5}
+        campaign=campaign,
+        name="Rate",
+        task_type="question_writing",
+        config={"questions_per_hit": 5},
     )
     return quiz, writing
 
