@@ -19,8 +19,10 @@ runs inside one transaction, so its progress must be visible from outside it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import shutil
 import tempfile
 import time
 import uuid
@@ -35,7 +37,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.cache import cache
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.core.files.uploadedfile import TemporaryUploadedFile
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.utils import timezone
 
@@ -234,13 +236,58 @@ def job_run(*, job_id: uuid.UUID | str) -> str:
     return str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
 
 
+def _temp_prefix(job: Job) -> str:
+    return f"qaportal-job-{job.id}-"
+
+
+def _temp_dir() -> str:
+    return str(settings.FILE_UPLOAD_TEMP_DIR or tempfile.gettempdir())
+
+
+def _temp_sweep(job: Job) -> int:
+    """Remove what earlier attempts of ``job`` left in the temporary folder (a worker
+    killed mid-export leaves its part-written file: 150 MB for a million rows); how
+    many. Called when an attempt starts, before it makes its own."""
+    removed = 0
+    for path in Path(_temp_dir()).glob(f"{_temp_prefix(job)}*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed += 1
+    return removed
+
+
+class _ExportTempFile(UploadedFile):
+    """Django's ``TemporaryUploadedFile``, named after its job and attempt so that the
+    next attempt can remove it when a killed worker left it behind. The local storage
+    moves it into place (``temporary_file_path``) instead of copying it."""
+
+    def __init__(self, job: Job) -> None:
+        file = tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by UploadedFile
+            prefix=f"{_temp_prefix(job)}{job.attempt}-", suffix=".part", dir=_temp_dir()
+        )
+        super().__init__(file, job.download_name, job.content_type, 0, None)
+        self._path = file.name
+
+    def temporary_file_path(self) -> str:
+        return str(self._path)
+
+    def close(self) -> None:
+        with contextlib.suppress(FileNotFoundError):  # moved into place by the storage
+            if self.file is not None:
+                self.file.close()
+
+
 def _write_folder(fmt: ExportFormat, job: Job, ticker: _Ticker, out: IO[bytes]) -> int:
     """A folder format (``fmt.folder(directory=…)``) written to a temporary directory,
     then zipped into ``out``; rows as the format counts them."""
     tally = Tally()
     options = dict(job.options)
     reveal = bool(options.pop("reveal", False))
-    with tempfile.TemporaryDirectory(prefix="qaportal-export-") as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix=f"{_temp_prefix(job)}{job.attempt}-dir-", dir=_temp_dir()
+    ) as tmp:
         folder: Callable[..., Any] = fmt.folder  # type: ignore[attr-defined]
         folder(
             campaign=job.campaign,
@@ -265,9 +312,10 @@ def _run_export(job: Job) -> None:
         Job.objects.filter(pk=job.pk).update(rows_total=job.rows_total)
     options = dict(job.options)
     reveal = bool(options.pop("reveal", False))
+    _temp_sweep(job)
     # A named temporary file: the local storage moves it into place instead of copying
     # it (a million-row file is some 150 MB); S3 reads it like any file.
-    with TemporaryUploadedFile(job.download_name, job.content_type, 0, None) as stored:
+    with _ExportTempFile(job) as stored:
         raw = stored.file
         assert raw is not None  # opened by the constructor
         if getattr(fmt, "folder", None) is not None:

@@ -13,6 +13,21 @@ from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.tasktypes import task_type_get, task_type_names
 from qaportal.jsonsafe import MAX_JSON_DEPTH, json_depth_exceeds, unstorable_path
+from qaportal.money import MoneyFormatError, money_parse
+
+
+class MoneyFormField(forms.DecimalField):
+    """Django's decimal field, parsing with ``qaportal.money.money_parse``: ``1e1``,
+    ``1_0``, full-width digits, NaN and Infinity are refused with a message, not read."""
+
+    def to_python(self, value: Any) -> Any:
+        if value in self.empty_values:
+            return None
+        try:
+            money_parse(value, places=None, allow_negative=True)
+        except MoneyFormatError as exc:
+            raise forms.ValidationError(str(exc), code="invalid") from None
+        return super().to_python(value)
 
 
 class CampaignCreateForm(forms.Form):
@@ -23,7 +38,7 @@ class CampaignCreateForm(forms.Form):
         initial=True,
         help_text="Use the provider's sandbox (no real money) where it has one.",
     )
-    budget_cap = forms.DecimalField(
+    budget_cap = MoneyFormField(
         required=False,
         min_value=Decimal("0"),
         max_digits=12,
@@ -81,7 +96,7 @@ class SafeJSONField(forms.JSONField):
 class StageAddForm(forms.Form):
     name = forms.CharField(max_length=120)
     task_type = forms.ChoiceField(choices=())
-    reward = forms.DecimalField(
+    reward = MoneyFormField(
         min_value=Decimal("0"),
         max_digits=8,
         decimal_places=2,

@@ -16,6 +16,7 @@ from campaigns.design.platform import platform_for
 from campaigns.models import Stage
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.config_fields import ConfigField, config_fields
+from frontend.forms import MoneyFormField
 
 CONFIG_PREFIX = "cfg__"
 # Form field -> stage field, for those that are not the same name.
@@ -74,7 +75,7 @@ class StageEditForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 5}),
         help_text="Shown to workers above the task as “Notes from the requester”.",
     )
-    reward = forms.DecimalField(
+    reward = MoneyFormField(
         min_value=Decimal("0"), max_digits=8, decimal_places=2, help_text="Per assignment."
     )
     assignments_per_hit = forms.IntegerField(
@@ -98,7 +99,7 @@ class StageEditForm(forms.Form):
         max_value=365 * 24,
         help_text="How long a published HIT can be accepted.",
     )
-    gold_ratio = forms.DecimalField(
+    gold_ratio = MoneyFormField(
         min_value=Decimal("0"),
         max_value=Decimal("1"),
         max_digits=4,

@@ -10,9 +10,15 @@ so one per connection pool is kept.
 
 from __future__ import annotations
 
+import logging
+import time
+from collections.abc import Callable
 from typing import Any
 
+import redis
+from django.core.cache import cache
 from django.core.cache.backends import redis as django_redis
+from django.core.cache.backends.base import DEFAULT_TIMEOUT
 
 
 class RedisCacheClient(django_redis.RedisCacheClient):
@@ -38,3 +44,90 @@ class RedisCache(django_redis.RedisCache):
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
         self._class = RedisCacheClient
+
+
+# --- Degrading when Redis is down --------------------------------------------------------
+#
+# Cache and broker share one Redis in the compose shape. With it down, a cache that
+# raised would turn every signed-in page (sessions are ``cached_db``), every API call
+# (the throttle's counts) and every login into a 500, and workers could not submit.
+# The cache is an optimisation everywhere it is used, so this one answers as an empty
+# cache instead: reads miss, writes are dropped, ``incr`` finds no key. After a failure
+# it does not call Redis again for ``DOWN_SECONDS``, so a hung server costs one timeout
+# per process now and then, not one per call. What relies on counts in the cache says
+# how it degrades: the API throttle counts in the process (``campaigns.api.throttling``),
+# the login limit does not lock (``qaportal.login_limit``); sessions come from the
+# database. The outbox lives in PostgreSQL, so nothing that must follow a commit is lost.
+
+DOWN_SECONDS = 5.0
+_REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+logger = logging.getLogger(__name__)
+
+
+class DegradingRedisCache(RedisCache):
+    """``RedisCache`` answering as an empty cache while Redis cannot be reached."""
+
+    def __init__(self, server: str, params: dict[str, Any]) -> None:
+        super().__init__(server, params)
+        self._down_until = 0.0
+
+    @property
+    def available(self) -> bool:
+        """False while Redis is taken to be down (a recent call could not reach it)."""
+        return time.monotonic() >= self._down_until
+
+    def _call(self, default: Any, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        if not self.available:
+            return default
+        try:
+            return method(*args, **kwargs)
+        except _REDIS_DOWN as exc:
+            if self.available:
+                logger.warning(
+                    "cache: Redis unreachable (%s); answering as an empty cache for %.0f s",
+                    type(exc).__name__,
+                    DOWN_SECONDS,
+                )
+            self._down_until = time.monotonic() + DOWN_SECONDS
+            return default
+
+    def add(self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None) -> Any:
+        return self._call(False, super().add, key, value, timeout, version)
+
+    def get(self, key: Any, default: Any = None, version: Any = None) -> Any:
+        return self._call(default, super().get, key, default, version)
+
+    def set(
+        self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None
+    ) -> None:
+        self._call(None, super().set, key, value, timeout, version)
+
+    def touch(self, key: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None) -> Any:
+        return self._call(False, super().touch, key, timeout, version)
+
+    def delete(self, key: Any, version: Any = None) -> Any:
+        return self._call(False, super().delete, key, version)
+
+    def get_many(self, keys: Any, version: Any = None) -> Any:
+        return self._call({}, super().get_many, keys, version)
+
+    def has_key(self, key: Any, version: Any = None) -> Any:
+        return self._call(False, super().has_key, key, version)
+
+    def incr(self, key: Any, delta: int = 1, version: Any = None) -> Any:
+        found = self._call(None, super().incr, key, delta, version)
+        if found is None:
+            raise ValueError(f"Key {key!r} not found (the cache is unavailable).")
+        return found
+
+    def set_many(self, data: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None) -> Any:
+        return self._call(list(data), super().set_many, data, timeout, version)
+
+    def delete_many(self, keys: Any, version: Any = None) -> None:
+        self._call(None, super().delete_many, keys, version)
+
+
+def cache_available() -> bool:
+    """Whether the default cache is taken to be reachable (always, but for a degrading
+    Redis cache that recently could not reach Redis)."""
+    return bool(getattr(cache, "available", True))

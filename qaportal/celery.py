@@ -10,6 +10,7 @@ import os
 
 from celery import Celery, signals
 
+from qaportal.db_timeout import statement_timeout_install
 from qaportal.heartbeat import worker_seen_now
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
@@ -26,3 +27,10 @@ def _worker_seen(**_: object) -> None:
     each task it runs; beat sends ``qaportal.ping`` every 30 s so an idle worker is
     seen too."""
     worker_seen_now()
+
+
+@signals.worker_init.connect
+def _jobs_statement_timeout(**_: object) -> None:
+    """A worker's queries may run longer than a web request's (``qaportal.db_timeout``);
+    installed before the pool starts, so every pool process inherits it."""
+    statement_timeout_install(role="job")

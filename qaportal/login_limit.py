@@ -1,4 +1,5 @@
-"""Login rate limiting with backoff, keyed on the account and the real client address.
+"""One lockout policy for every login path, keyed on the account and the real client
+address (django-axes' model, kept small).
 
 Three counters, each over ``LOGIN_FAILURE_WINDOW_SECONDS``:
 
@@ -6,20 +7,25 @@ Three counters, each over ``LOGIN_FAILURE_WINDOW_SECONDS``:
   refused for ``LOGIN_BACKOFF_BASE_SECONDS``, doubled with every further failure (at
   most the window), whether the password is right or not;
 - one address, any accounts (password spraying): the same at ten times the limit;
-- one account, any addresses (a botnet on one account): the same at
-  ``LOGIN_ACCOUNT_FAILURE_LIMIT``, its lock at most ``LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS``
-  so nobody can keep an account locked for long from afar.
+- one account, any addresses (a botnet on one account): after
+  ``LOGIN_ACCOUNT_FAILURE_LIMIT`` failures the account is refused, for at most
+  ``LOGIN_ACCOUNT_BACKOFF_MAX_SECONDS``, *to the addresses that failed on it*. An
+  address that has not failed on the account still opens it with the right password,
+  so nobody can keep a requester out from afar.
 
-No counter is site-wide. The client address is ``REMOTE_ADDR``, unless that is one of
-``TRUSTED_PROXIES`` (the documented reverse proxy): then the last address of
+Only passwords actually tried count: a refusal while locked is not a failure (Django
+still sends ``user_login_failed`` for it; the backend marks the request so it is not
+counted). No counter is site-wide. The client address is ``REMOTE_ADDR``, unless that is
+one of ``TRUSTED_PROXIES`` (the documented reverse proxy): then the last address of
 ``X-Forwarded-For`` that is not a trusted proxy. Behind a proxy that is not listed,
 every client shares the proxy's address: set ``TRUSTED_PROXIES``.
 
-Enforced in the authentication backend, so the login page, the admin's login and any
-other ``authenticate()`` call are covered; failures are counted from Django's
-``user_login_failed`` signal in the cache (Redis in production); a success clears the
-pair's and the account's counts. Only digests of usernames are used as keys; nothing
-is logged.
+The paths: the login page and the admin's login (both answer 429 with ``Retry-After``
+while locked, ``frontend.views.auth``), any other ``authenticate()`` call (the backend
+refuses), and the password change form, whose old password counts as a login
+(``login_failure_record`` / ``login_success_record``). Failures are counted in the
+cache (Redis in production); a success clears the pair's and the account's counts.
+Only digests of usernames are used as keys; nothing is logged.
 """
 
 from __future__ import annotations
@@ -95,13 +101,16 @@ def _counters(request: HttpRequest | None, username: str | None) -> list[tuple[s
 
 
 def login_retry_after(*, request: HttpRequest | None, username: str | None) -> float:
-    """Seconds until this address may try to log in as ``username`` again (0: now)."""
+    """Seconds until this address may try to log in as ``username`` again (0: now).
+
+    The account's own lock holds only against addresses that have failed on it."""
     now = time.time()
-    waits = [
-        (cache.get(f"{key}:until") or 0) - now
-        for key, _limit, _longest in _counters(request, username)
-    ]
-    return max(0.0, *waits)
+    (pair, _l, _g), (address, _l2, _g2), (account, _l3, _g3) = _counters(request, username)
+    values = cache.get_many([pair, f"{pair}:until", f"{address}:until", f"{account}:until"])
+    waits = [values.get(f"{pair}:until") or 0, values.get(f"{address}:until") or 0]
+    if values.get(pair):
+        waits.append(values.get(f"{account}:until") or 0)
+    return max(0.0, *(w - now for w in waits))
 
 
 def login_locked(*, request: HttpRequest | None, username: str | None) -> bool:
@@ -123,18 +132,34 @@ def _count(key: str, limit: int, longest: float) -> None:
         cache.set(f"{key}:until", time.time() + lock, int(lock) + 1)
 
 
+# Set on a request the backend refused while locked: no password was tried.
+REFUSED_WHILE_LOCKED = "_qaportal_login_refused_while_locked"
+
+
+def login_failure_record(*, request: HttpRequest | None, username: str | None) -> None:
+    """Count one wrong password for ``username`` from this request's address."""
+    for key, limit, longest in _counters(request, username):
+        _count(key, limit, longest)
+
+
+def login_success_record(*, request: HttpRequest | None, username: str | None) -> None:
+    """A right password: clear the pair's and the account's counts (not the address's)."""
+    pair, _address, account = _counters(request, username)
+    cache.delete_many([pair[0], f"{pair[0]}:until", account[0], f"{account[0]}:until"])
+
+
 @receiver(user_login_failed, dispatch_uid="qaportal-login-failed")
 def _failed(
     sender: Any, credentials: dict[str, Any], request: HttpRequest | None = None, **_: Any
 ) -> None:
-    for key, limit, longest in _counters(request, credentials.get("username")):
-        _count(key, limit, longest)
+    if request is not None and getattr(request, REFUSED_WHILE_LOCKED, False):
+        return  # refused unheard: not a password tried
+    login_failure_record(request=request, username=credentials.get("username"))
 
 
 @receiver(user_logged_in, dispatch_uid="qaportal-login-succeeded")
 def _succeeded(sender: Any, request: HttpRequest | None, user: Any, **_: Any) -> None:
-    pair, _address, account = _counters(request, user.get_username())
-    cache.delete_many([pair[0], f"{pair[0]}:until", account[0], f"{account[0]}:until"])
+    login_success_record(request=request, username=user.get_username())
 
 
 class RateLimitedModelBackend(ModelBackend):
@@ -148,5 +173,7 @@ class RateLimitedModelBackend(ModelBackend):
         **kwargs: Any,
     ) -> Any:
         if login_locked(request=request, username=username or kwargs.get("username")):
+            if request is not None:
+                setattr(request, REFUSED_WHILE_LOCKED, True)
             raise PermissionDenied("Too many failed logins; try again later.")
         return super().authenticate(request, username=username, password=password, **kwargs)

@@ -53,9 +53,10 @@ def policy_with(*, frame_ancestors: list[str], form_action: list[str]) -> str:
 
 
 class PrivateCacheMiddleware:
-    """``Cache-Control: private, no-store`` on every response to a signed-in user (or
-    to a request carrying credentials): a shared proxy or the browser's disk must not
-    keep a requester's pages, exports or worker ids. Django's ``never_cache`` pages
+    """``Cache-Control: private, no-store`` on every response to a signed-in user, to
+    a request carrying credentials, and on every worker page: a shared proxy or the
+    browser's disk must not keep a requester's pages, exports, worker ids, a task's
+    signed submit token or a worker's rejection feedback. Django's ``never_cache`` pages
     keep their own stricter header."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -65,8 +66,17 @@ class PrivateCacheMiddleware:
         response = self.get_response(request)
         user = getattr(request, "user", None)
         signed_in = bool(user is not None and user.is_authenticated)
-        if (signed_in or "HTTP_AUTHORIZATION" in request.META) and "no-store" not in response.get(
-            "Cache-Control", ""
-        ):
+        private = signed_in or "HTTP_AUTHORIZATION" in request.META or _worker_page(request)
+        if private and "no-store" not in response.get("Cache-Control", ""):
             response["Cache-Control"] = "private, no-store"
         return response
+
+
+# The worker pages' URL namespaces: anonymous, yet each page is one worker's (a task
+# with its signed submit token, rejection feedback, a Prolific or MTurk identity).
+WORKER_NAMESPACES = frozenset({"worker", "worker-mturk", "worker-prolific"})
+
+
+def _worker_page(request: HttpRequest) -> bool:
+    match = getattr(request, "resolver_match", None)
+    return match is not None and bool(WORKER_NAMESPACES & set(match.namespaces))

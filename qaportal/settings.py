@@ -140,6 +140,10 @@ else:
             },
         }
     }
+# PostgreSQL statement_timeout per kind of process (qaportal/db_timeout.py; SQLite has
+# none): web requests, and Celery workers' jobs. 0: none.
+DB_STATEMENT_TIMEOUT_WEB_SECONDS = int(os.environ.get("DB_STATEMENT_TIMEOUT_WEB_SECONDS", "30"))
+DB_STATEMENT_TIMEOUT_JOB_SECONDS = int(os.environ.get("DB_STATEMENT_TIMEOUT_JOB_SECONDS", "300"))
 # The worker pages' hot hand-written queries as server-side prepared statements
 # (qaportal/prepared.py); off behind a pooler in transaction mode (PgBouncer).
 DATABASE_PREPARED_STATEMENTS = env_bool("DATABASE_PREPARED_STATEMENTS", default=True)
@@ -150,8 +154,9 @@ REDIS_URL = os.environ.get("REDIS_URL", "")
 if REDIS_URL:
     CACHES = {
         "default": {
-            # Django's, keeping its Redis clients (qaportal/cache.py).
-            "BACKEND": "qaportal.cache.RedisCache",
+            # Django's, keeping its Redis clients, degrading to an empty cache while
+            # Redis is down (qaportal/cache.py).
+            "BACKEND": "qaportal.cache.DegradingRedisCache",
             "LOCATION": REDIS_URL,
             "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
             # Several deployments (or test runs) sharing one Redis database keep apart.

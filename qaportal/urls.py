@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from frontend.views.auth import LoginView
+from frontend.views.auth import AdminLoginView, LoginView, PasswordChangeView
 from qaportal.health import healthz
 
 # Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
@@ -11,7 +11,7 @@ auth_urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "password_change/",
-        auth_views.PasswordChangeView.as_view(template_name="frontend/auth/password_change.html"),
+        PasswordChangeView.as_view(),
         name="password_change",
     ),
     path(
@@ -24,6 +24,8 @@ auth_urlpatterns = [
 ]
 
 urlpatterns = [
+    # Before the admin's own: its login keeps the one lockout policy (qaportal.login_limit).
+    path("admin/login/", AdminLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("campaigns.api.urls")),

@@ -10,10 +10,10 @@ this process's prefix instead.
 
 from __future__ import annotations
 
-from qaportal.cache import RedisCache
+from qaportal.cache import DegradingRedisCache
 
 
-class ScopedRedisCache(RedisCache):
+class ScopedRedisCache(DegradingRedisCache):
     """``RedisCache`` with a ``clear()`` limited to ``KEY_PREFIX`` (which must be set)."""
 
     def __init__(self, server: str, params: dict) -> None:

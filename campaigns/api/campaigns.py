@@ -12,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import (
+    MoneyField,
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
@@ -93,7 +94,7 @@ class CampaignListCreateApi(generics.ListAPIView):
         )
         provider = serializers.ChoiceField(choices=Provider.choices, default=Provider.LOCAL)
         sandbox = serializers.BooleanField(default=True)
-        budget_cap = serializers.DecimalField(
+        budget_cap = MoneyField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True
         )
         recipe = serializers.ChoiceField(
@@ -104,7 +105,7 @@ class CampaignListCreateApi(generics.ListAPIView):
         sample = serializers.BooleanField(
             default=True, help_text="With a recipe: load its sample items too."
         )
-        usd_rate = serializers.DecimalField(
+        usd_rate = MoneyField(
             max_digits=12,
             decimal_places=6,
             min_value=Decimal("0.000001"),
@@ -148,10 +149,10 @@ class CampaignDetailApi(APIView):
         description = serializers.CharField(
             required=False, allow_blank=True, max_length=DESCRIPTION_MAX_LENGTH
         )
-        budget_cap = serializers.DecimalField(
+        budget_cap = MoneyField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True
         )
-        bonus_max = serializers.DecimalField(
+        bonus_max = MoneyField(
             max_digits=8,
             decimal_places=2,
             min_value=Decimal("0.01"),

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 
 from campaigns.design.selectors import campaign_get_visible, stage_list_visible
 from campaigns.models import Campaign, Stage
+from qaportal.money import MoneyFormatError, money_parse
 
 MAX_DURATION_SECONDS = 365 * 24 * 3600
 
@@ -84,6 +85,19 @@ def money_field(**kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(
         max_digits=None, decimal_places=None, coerce_to_string=True, read_only=True, **kwargs
     )
+
+
+class MoneyField(serializers.DecimalField):
+    """A decimal amount in, written plainly (``qaportal.money.money_parse``): ASCII
+    digits with at most one point. ``1e1``, ``1_0``, full-width digits, NaN and
+    Infinity, which ``Decimal`` would take, are a 400 with a message saying so."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        try:
+            money_parse(data, places=None, allow_negative=True)
+        except MoneyFormatError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return super().to_internal_value(data.strip() if isinstance(data, str) else data)
 
 
 class StrictInputSerializer(serializers.Serializer):

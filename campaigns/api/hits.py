@@ -5,7 +5,6 @@ Workers appear by pseudonym only."""
 from __future__ import annotations
 
 import hashlib
-import re
 from decimal import Decimal
 from typing import Any
 
@@ -20,14 +19,23 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import (
     NOT_VISIBLE,
+    MoneyField,
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
     money_field,
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
+from campaigns.api.idempotency_store import IdempotencyKeyReused
 from campaigns.api.review import AssignmentOutputSerializer, ItemBriefSerializer
-from campaigns.models import HIT, Assignment, HITStatus, LedgerEntry, LedgerKind
+from campaigns.models import (
+    HIT,
+    Assignment,
+    HITStatus,
+    LedgerEntry,
+    LedgerKind,
+    ProviderOperation,
+)
 from campaigns.payments.bonus_keys import bonus_natural_key
 from campaigns.platforms.worker_actions import assignment_bonus_pay
 from campaigns.work.selectors_hits import hit_list_for_campaign, hit_list_visible
@@ -169,20 +177,34 @@ class BonusOutputSerializer(serializers.Serializer):
     state = serializers.CharField(help_text="The operation's state when answered.")
 
 
-class StrictDecimalField(serializers.DecimalField):
-    """A decimal written plainly: ASCII digits with at most one point (``1_000``,
-    ``1e2`` and full-width digits, which ``Decimal`` would take, are refused)."""
+def _check_same_bonus(
+    *,
+    op: ProviderOperation,
+    bonus: LedgerEntry | None,
+    assignment: Assignment,
+    data: dict[str, Any],
+    key: str,
+) -> None:
+    """Refuse (``IdempotencyKeyReused``, 422) a key that already names another payment.
 
-    PLAIN = re.compile(r"[0-9]{1,12}(\.[0-9]{1,12})?", re.ASCII)
-
-    def to_internal_value(self, data: Any) -> Any:
-        text = data if isinstance(data, str) else str(data) if isinstance(data, int) else None
-        if text is None or not self.PLAIN.fullmatch(text.strip()):
-            raise serializers.ValidationError(
-                'Write the amount as plain decimal text, e.g. "0.50" or "12" '
-                "(no exponent, underscores, signs or non-ASCII digits)."
-            )
-        return super().to_internal_value(text.strip())
+    The payment's key outlives the idempotency record: once the record expired, the
+    same header on another assignment, amount or reason found the first payment and
+    answered as if it were this one, paying nobody. Compared at any age."""
+    paid_to = bonus.assignment_id if bonus else op.payload.get("assignment_id")
+    amount = bonus.amount if bonus else op.payload.get("amount")
+    reason = op.payload.get("reason", data["reason"])
+    same = (
+        paid_to == assignment.pk
+        and amount is not None
+        and Decimal(str(amount)) == data["amount"]
+        and reason == data["reason"]
+    )
+    if not same:
+        raise IdempotencyKeyReused(
+            f"The Idempotency-Key {key!r} already paid another bonus (operation {op.pk}); "
+            "use a new key for a new bonus.",
+            errors={"Idempotency-Key": ["already used for another bonus"]},
+        )
 
 
 class AssignmentBonusApi(APIView):
@@ -197,7 +219,7 @@ class AssignmentBonusApi(APIView):
     """
 
     class BonusInputSerializer(StrictInputSerializer):
-        amount = StrictDecimalField(
+        amount = MoneyField(
             max_digits=8,
             decimal_places=2,
             min_value=Decimal("0.01"),
@@ -243,6 +265,8 @@ class AssignmentBonusApi(APIView):
         entries = {e.kind: e for e in LedgerEntry.objects.filter(operation=op)}
         bonus = entries.get(LedgerKind.BONUS)
         fee = entries.get(LedgerKind.BONUS_FEE)
+        if header:
+            _check_same_bonus(op=op, bonus=bonus, assignment=assignment, data=data, key=header)
         body = {
             "assignment": assignment.pk,
             "worker": assignment.worker.pseudonym,

@@ -28,6 +28,8 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
 from campaigns.api.exports import ExportQuerySerializer, export_filename
+from campaigns.design.access import campaign_can_manage
+from campaigns.design.selectors import campaign_list_visible
 from campaigns.exports import FORMATS
 from campaigns.jobs import job_export_start, job_file_open, job_live
 from campaigns.models import Job, JobStatus
@@ -110,12 +112,19 @@ def job_as_dict(job: Job, request: Request | Any) -> dict[str, Any]:
 
 
 def job_or_404(*, user: Any, job_id: Any) -> Job:
-    """The job if ``user`` started it (or is staff); 404 otherwise."""
+    """The job if ``user`` started it and may still see its campaign (or is staff); 404
+    otherwise. Checked at every look and download, not when the job started: a
+    collaborator removed from the campaign no longer gets her earlier exports, and a
+    file that reveals worker ids needs the user still to manage the campaign."""
     jobs = Job.objects.select_related("campaign")
     if not getattr(user, "is_staff", False):
-        jobs = jobs.filter(created_by_id=user.pk)
+        jobs = jobs.filter(created_by_id=user.pk, campaign__in=campaign_list_visible(user=user))
     job = jobs.filter(pk=job_id).first()
     if job is None:
+        raise Http404("No job with this id.")
+    if (job.options or {}).get("reveal") and not campaign_can_manage(
+        campaign=job.campaign, user=user
+    ):
         raise Http404("No job with this id.")
     return job
 

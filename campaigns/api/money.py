@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import NOT_VISIBLE, campaign_or_404, money_field
+from campaigns.api.common import NOT_VISIBLE, MoneyField, campaign_or_404, money_field
 from campaigns.insights.money import campaign_costs, ledger_list
 from campaigns.models import LedgerEntry, LedgerKind, LedgerStatus
 
@@ -85,7 +85,7 @@ class CampaignCostsApi(APIView):
     completion, the budget left, cost per accepted example and hourly wage per stage."""
 
     class CostsQuerySerializer(serializers.Serializer):
-        wage_floor = serializers.DecimalField(
+        wage_floor = MoneyField(
             max_digits=8,
             decimal_places=2,
             min_value=Decimal("0"),

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import BAD_INPUT, stage_or_404
+from campaigns.api.common import BAD_INPUT, MoneyField, stage_or_404
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Stage
 from campaigns.payments.wages import stage_wage_topup_pay, wage_floor_rule
@@ -45,10 +45,10 @@ class RoundInputSerializer(serializers.Serializer):
         required=False,
         help_text="Graded examples a writer needs to be ranked (Nangia et al.: 4).",
     )
-    bonus = serializers.DecimalField(
+    bonus = MoneyField(
         max_digits=8, decimal_places=2, min_value=Decimal("0"), required=False, allow_null=True
     )
-    grading_bonus = serializers.DecimalField(
+    grading_bonus = MoneyField(
         max_digits=8,
         decimal_places=2,
         min_value=Decimal("0"),

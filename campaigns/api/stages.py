@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import (
     DurationSecondsField,
+    MoneyField,
     StrictInputSerializer,
     campaign_or_404,
     stage_or_404,
@@ -111,7 +112,7 @@ class StageEditInputSerializer(StrictInputSerializer):
     name = serializers.CharField(max_length=120, required=False)
     instructions = serializers.CharField(required=False, allow_blank=True)
     config = serializers.DictField(required=False, help_text="Validated by the task type.")
-    reward = serializers.DecimalField(
+    reward = MoneyField(
         max_digits=8, decimal_places=2, min_value=0, required=False, help_text="Per assignment."
     )
     assignments_per_hit = serializers.IntegerField(min_value=1, max_value=1000, required=False)
@@ -122,7 +123,7 @@ class StageEditInputSerializer(StrictInputSerializer):
     lifetime = DurationSecondsField(
         required=False, help_text="How long a HIT stays available, in seconds."
     )
-    gold_ratio = serializers.DecimalField(
+    gold_ratio = MoneyField(
         max_digits=4, decimal_places=3, min_value=0, max_value=1, required=False
     )
     qualification_requirements = serializers.ListField(
@@ -170,7 +171,7 @@ class CampaignStageListCreateApi(generics.ListAPIView):
         campaign = campaign_or_404(request=request, slug=slug)
         serializer = StageCreateInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        stage = stage_add(campaign=campaign, **serializer.validated_data)
+        stage = stage_add(campaign=campaign, actor=request.user, **serializer.validated_data)
         return Response(_stage_out(stage), status=status.HTTP_201_CREATED)
 
 
@@ -189,7 +190,7 @@ class StageDetailApi(APIView):
         stage = stage_or_404(request=request, stage_id=stage_id)
         serializer = StageEditInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        stage = stage_update(stage=stage, **serializer.validated_data)
+        stage = stage_update(stage=stage, actor=request.user, **serializer.validated_data)
         return Response(_stage_out(stage))
 
 

@@ -34,6 +34,7 @@ from campaigns.models import InviteLink, LocalGrant
 from campaigns.work.invites import (
     MAX_INVITE_LIFETIME,
     invite_create,
+    invite_quiz_retake_warning,
     invite_revoke,
     invite_token,
     local_grant_add,
@@ -161,7 +162,11 @@ class CampaignInviteListCreateApi(generics.ListAPIView):
             expires_in=data["expires_in"],
             max_uses=data["max_uses"],
         )
-        return Response(InviteOutputSerializer(invite).data, status=status.HTTP_201_CREATED)
+        body = dict(InviteOutputSerializer(invite).data)
+        warning = invite_quiz_retake_warning(invite=invite)
+        if warning:
+            body["warnings"] = [warning]
+        return Response(body, status=status.HTTP_201_CREATED)
 
 
 class InviteRevokeApi(APIView):

@@ -1,4 +1,8 @@
-"""Editing a campaign's settings and collaborators, and deleting drafts."""
+"""Editing a campaign's settings and collaborators, and deleting drafts.
+
+``campaign_can_manage`` lives in ``design.owners`` (with the money settings only the owner
+changes) and is re-exported here.
+"""
 
 from __future__ import annotations
 
@@ -11,27 +15,19 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import ProtectedError
 
+from campaigns.design.owners import CAMPAIGN_MONEY_FIELDS, campaign_can_manage
 from campaigns.design.services import check_campaign_name_free
 from campaigns.models import Campaign, CampaignState
 from qaportal.errors import DomainError, StateConflict
 
 CampaignStateConflictError = StateConflict
 
+__all__ = ["campaign_can_manage", "campaign_delete", "campaign_update"]
+
 
 CAMPAIGN_EDITABLE_FIELDS = frozenset(
     {"name", "description", "budget_cap", "bonus_max", "sandbox", "collaborators"}
 )
-
-
-def campaign_can_manage(*, campaign: Campaign, user: AbstractBaseUser | AnonymousUser) -> bool:
-    """Whether ``user`` may change who works on ``campaign`` and delete it: owner or staff.
-
-    Collaborators can do everything else a visible campaign allows; sharing and
-    removal stay with the owner so a collaborator cannot lock the owner out.
-    """
-    if not user.is_authenticated:
-        return False
-    return bool(getattr(user, "is_staff", False)) or campaign.owner_id == user.pk
 
 
 def _resolve_collaborators(*, campaign: Campaign, usernames: list[str]) -> list[Any]:
@@ -55,9 +51,11 @@ def _resolve_collaborators(*, campaign: Campaign, usernames: list[str]) -> list[
 def campaign_update(
     *, campaign: Campaign, actor: AbstractBaseUser | AnonymousUser, **changes: Any
 ) -> Campaign:
-    """Change name, description, budget cap, sandbox flag or collaborators (usernames).
+    """Change name, description, budget cap, bonus ceiling, sandbox flag or collaborators
+    (usernames).
 
-    Raises ``PermissionDenied`` when a non-manager changes collaborators, and
+    Raises ``PermissionDenied`` when a non-manager changes collaborators or a money
+    setting (``design.owners.CAMPAIGN_MONEY_FIELDS``), and
     ``CampaignStateConflictError`` when the sandbox flag changes after the draft
     state: work published in one environment cannot follow the flag to the other.
     Locks the campaign row so the state check and the write see the same state.
@@ -68,8 +66,14 @@ def campaign_update(
             f"These campaign fields cannot be changed: {', '.join(sorted(unknown))}.",
             errors={f: ["read-only"] for f in sorted(unknown)},
         )
-    if "collaborators" in changes and not campaign_can_manage(campaign=campaign, user=actor):
+    manager = campaign_can_manage(campaign=campaign, user=actor)
+    if "collaborators" in changes and not manager:
         raise PermissionDenied("Only the owner can change the collaborators of a campaign.")
+    money = sorted(CAMPAIGN_MONEY_FIELDS & set(changes))
+    if money and not manager:
+        raise PermissionDenied(
+            f"Only the campaign's owner can change its money settings ({', '.join(money)})."
+        )
     budget_cap: Decimal | None = changes.get("budget_cap")
     if budget_cap is not None and budget_cap < 0:
         raise DomainError("The budget cap cannot be negative.", errors={"budget_cap": ["negative"]})

@@ -6,12 +6,13 @@ from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import User
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from campaigns.design.owners import check_stage_money_rules
 from campaigns.design.platform import platform_for
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
@@ -171,11 +172,15 @@ def stage_add(
     review_rules: list[dict[str, Any]] | None = None,
     bonus_rules: list[dict[str, Any]] | None = None,
     show_reward_to_local_workers: bool = False,
+    actor: AbstractBaseUser | AnonymousUser | None = None,
 ) -> Stage:
     """Append a stage to a draft or pilot campaign, its config validated by the task type.
 
-    Locks the campaign row so concurrent additions get distinct positions.
+    A wage floor among its bonus rules is the owner's to set: ``PermissionDenied`` when
+    ``actor`` (None: the system) is a collaborator. Locks the campaign row so concurrent
+    additions get distinct positions.
     """
+    check_stage_money_rules(campaign=campaign, actor=actor, before=[], after=bonus_rules or [])
     config = _validated_config(task_type, config or {})
     _check_rules(
         review_rules=review_rules or [],
@@ -227,10 +232,36 @@ def stage_add(
         )
 
 
+# Requirements that name a stage of the campaign by id (``workforce.requirements``), and
+# the round number the round ones may add.
+STAGE_REFERENCE_KEYS = ("quiz_stage", "round_stage", "graders_stage")
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _check_stage_references(requirements: Any) -> None:
+    """Refuse a stage reference that is not a stage id (a name, ``"1e3"``, a list) and a
+    round that is not a round number: stored, they broke every page that reads them."""
+    bad: list[str] = []
+    for req in requirements if isinstance(requirements, list) else []:
+        if not isinstance(req, dict):
+            continue
+        for key in STAGE_REFERENCE_KEYS:
+            if req.get(key) is not None and not _whole(req[key]):
+                bad.append(f"{key} must be a stage's id (a whole number), not {req[key]!r:.40}")
+        if req.get("round") is not None and not _whole(req["round"]):
+            bad.append(f"round must be a whole number from 1, not {req['round']!r:.40}")
+    if bad:
+        raise DomainError(" ".join(bad), errors={"qualification_requirements": bad})
+
+
 def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None:
     """Refuse a requirement naming a qualification type that does not exist or that
     belongs to someone other than the campaign's owner (it would leak their grants and
     let their quiz decide who works here)."""
+    _check_stage_references(requirements)
     wanted: list[Any] = [
         req.get("qualification_type_id")
         for req in (requirements or [])
@@ -304,8 +335,13 @@ def stage_fields_editable(*, campaign: Campaign) -> frozenset[str]:
     return STAGE_FIELDS_WHILE_PUBLISHED
 
 
-def stage_update(*, stage: Stage, **changes: Any) -> Stage:
+def stage_update(
+    *, stage: Stage, actor: AbstractBaseUser | AnonymousUser | None = None, **changes: Any
+) -> Stage:
     """Change a stage; the task type never changes.
+
+    A wage floor among the bonus rules is the owner's: ``PermissionDenied`` when
+    ``actor`` (None: the system) is a collaborator and changes it.
 
     Draft and pilot: every field of ``STAGE_EDITABLE_FIELDS``. Live and paused: only
     ``STAGE_FIELDS_WHILE_PUBLISHED`` (texts and the rules of decisions still to come);
@@ -317,6 +353,13 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
         raise DomainError(
             f"These stage fields cannot be changed: {', '.join(sorted(unknown))}.",
             errors={f: ["read-only"] for f in sorted(unknown)},
+        )
+    if "bonus_rules" in changes:
+        check_stage_money_rules(
+            campaign=stage.campaign,
+            actor=actor,
+            before=stage.bonus_rules,
+            after=changes["bonus_rules"],
         )
     if "config" in changes:
         _validated_config(stage.task_type, changes["config"])

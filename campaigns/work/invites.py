@@ -202,3 +202,29 @@ def local_grant_remove(*, campaign: Campaign, user: AbstractBaseUser) -> bool:
     """Withdraw ``user``'s access to ``campaign``; their past work stays. True if removed."""
     deleted, _ = LocalGrant.objects.filter(campaign=campaign, user_id=user.pk).delete()
     return deleted > 0
+
+
+QUIZ_REQUIREMENT_KEYS = ("quiz_stage",)
+
+
+def invite_quiz_retake_warning(*, invite: InviteLink) -> str | None:
+    """What an invite link without ``max_uses`` to quiz-gated work lets a worker do, or
+    None. On the local workforce a person is their browser: one who failed the quiz
+    can join again in a fresh browser, as a new worker, and retake it. Nothing here can
+    tell them apart; a use limit (one per person) or named accounts (grants) can."""
+    if invite.max_uses is not None:
+        return None
+    stages = [invite.stage] if invite.stage is not None else list(invite.campaign.stages.all())
+    gated = any(
+        isinstance(req, dict) and any(req.get(k) is not None for k in QUIZ_REQUIREMENT_KEYS)
+        for stage in stages
+        for req in (stage.qualification_requirements or [])
+    )
+    if not gated:
+        return None
+    return (
+        "This link has no maximum number of uses and leads to work gated by a quiz: a "
+        "worker who fails the quiz can join again in a fresh browser and retake it. Give "
+        "each person a link with one use, or grant named accounts, to hold them to one "
+        "quiz."
+    )

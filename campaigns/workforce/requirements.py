@@ -65,12 +65,16 @@ def _referenced_type(*, stage: Stage, req: dict[str, Any]) -> QualificationType 
     """The qualification type a stage-naming requirement stands for (None: no such
     stage in the campaign)."""
     key = next(k for k in STAGE_REFERENCES if req.get(k) is not None)
-    other = Stage.objects.filter(pk=int(req[key]), campaign_id=stage.campaign_id).first()
+    # Stage services refuse anything but whole numbers; a row stored before they did
+    # names no stage rather than breaking every page that reads it.
+    reference, number = req[key], req.get("round") or 1
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (reference, number)):
+        return None
+    other = Stage.objects.filter(pk=reference, campaign_id=stage.campaign_id).first()
     if other is None:
         return None
     if key == "quiz_stage":
         return quiz_qualification_type(stage=other)
-    number = int(req.get("round") or 1)
     if key == "round_stage":
         return round_qualification_type(stage=other, round_number=number)
     return round_graders_type(stage=other, round_number=number)

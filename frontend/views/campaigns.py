@@ -280,7 +280,7 @@ def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
     form = StageAddForm(request.POST)
     if form.is_valid():
         try:
-            stage = stage_add(campaign=campaign, **form.cleaned_data)
+            stage = stage_add(campaign=campaign, actor=request.user, **form.cleaned_data)
         except DomainError as exc:
             add_domain_errors(form, exc)
         else:

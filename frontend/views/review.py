@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
 from typing import Any
 from urllib.parse import urlencode
 
@@ -48,6 +47,7 @@ from frontend.views.common import campaign_or_404, detail_url, request_user, sta
 from frontend.views.link_review import link_review_rows
 from frontend.worker.pages import task_context_readonly
 from qaportal.errors import DomainError
+from qaportal.money import MoneyFormatError, money_parse
 from qaportal.outbox import task_after_commit
 from validation.services import assignment_override
 
@@ -243,19 +243,26 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
     """Assignments by status (default: submitted, oldest first; decided ones newest
     decision first) with answers, telemetry and rule verdicts; then the entity-link
     items the annotators could not settle."""
-    campaign = campaign_or_404(request, slug)
+    return _review_page(request, campaign_or_404(request, slug), request.GET)
+
+
+def _review_page(
+    request: HttpRequest, campaign: Campaign, query: Any, *, http_status: int = 200
+) -> HttpResponse:
+    """The review queue chosen by ``query`` (``stage``, ``status``, ``page``), answering
+    ``http_status``: a form refused on the queue shows the queue again with its message."""
     stages = list(campaign.stages.order_by("position"))
     stage = None
-    if request.GET.get("stage"):
-        stage_id = _int_or_none(request.GET.get("stage"))
+    if query.get("stage"):
+        stage_id = _int_or_none(query.get("stage"))
         stage = next((s for s in stages if s.pk == stage_id), None)
         if stage is None:
             raise Http404("No such stage in this campaign.")
-    status = request.GET.get("status") or DEFAULT_STATUS
+    status = query.get("status") or DEFAULT_STATUS
     if status not in STATUS_FILTERS:
         raise Http404("No such status filter.")
     queue = _queue(campaign, stage=stage, status=status)
-    page = Paginator(queue, REVIEWS_PER_PAGE).get_page(request.GET.get("page"))
+    page = Paginator(queue, REVIEWS_PER_PAGE).get_page(query.get("page"))
     assignments: list[Assignment] = list(page.object_list)
     items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
     history = worker_history_in_campaign(
@@ -311,7 +318,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }
-    return render(request, "frontend/campaign_review.html", context)
+    return render(request, "frontend/campaign_review.html", context, status=http_status)
 
 
 def _decided_message(assignment: Assignment) -> str:
@@ -517,10 +524,10 @@ def review_bonus_view(request: HttpRequest, slug: str, assignment_id: int) -> Ht
     assignment = _assignment_or_404(campaign, assignment_id)
     key = str(request.POST.get("bonus_key", ""))[:64]
     try:
-        amount = Decimal(str(request.POST.get("amount", "")).strip())
-    except InvalidOperation:
-        messages.error(request, "The bonus amount must be a number such as 0.50.")
-        return _back_to_review(request, campaign)
+        amount = money_parse(str(request.POST.get("amount", "")))
+    except MoneyFormatError as exc:
+        messages.error(request, f"No bonus paid: {exc}")
+        return _review_page(request, campaign, request.POST, http_status=400)
     if not key.isalnum():
         messages.error(request, "The bonus form is incomplete; reload the page and try again.")
         return _back_to_review(request, campaign)

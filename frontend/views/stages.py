@@ -114,7 +114,7 @@ def stage_edit_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRespo
     link = form.link_change()
     try:
         if changes:
-            stage = stage_update(stage=stage, **changes)
+            stage = stage_update(stage=stage, actor=request.user, **changes)
         if link is not None:
             next_id, handoff = link
             next_stage = campaign.stages.filter(pk=next_id).first() if next_id else None

@@ -23,6 +23,7 @@ from campaigns.models import Campaign, InviteLink
 from campaigns.platforms.credentials import campaign_credentials_summary
 from campaigns.work.invites import (
     invite_create,
+    invite_quiz_retake_warning,
     invite_revoke,
     invite_url,
     local_grant_add,
@@ -137,6 +138,9 @@ def invite_create_view(request: HttpRequest, slug: str) -> HttpResponse:
                 request,
                 f"Invite link created; send it to your workers: {invite_url(invite=invite)}",
             )
+            warning = invite_quiz_retake_warning(invite=invite)
+            if warning:
+                messages.warning(request, warning)
             return redirect(_workforce_url(campaign, f"invite-{invite.pk}"))
     return render_workforce(request, campaign, invite_form=form, status=400)
 

@@ -552,3 +552,25 @@ def test_collaborators_and_staff_may_review(alices_work, who):
         _url("review-decide", campaign, assignment_id=ids["assignment"]), {"decision": "approve"}
     )
     assert Assignment.objects.get(pk=ids["assignment"]).decided_by == user
+
+
+def test_worker_pages_are_never_stored_by_a_cache(alice_client, pipeline):
+    """Anonymous, yet each worker page is one worker's (their task, their feedback):
+    ``Cache-Control: private, no-store`` on every one, whatever the answer."""
+    campaign, writing, _ = pipeline
+    alice_client.post(_url("invite-create", campaign), {"stage": "", "expires_in_days": 7})
+    page = alice_client.get(_url("campaign-workforce", campaign)).content.decode()
+    match = re.search(r'value="' + re.escape(SITE_URL) + r'(/work/i/[^"]+/)"', page)
+    assert match
+    worker = Client()
+    landing = worker.get(match.group(1))
+    started = worker.post(match.group(1))
+    stage_page = worker.get(started["Location"])
+    accepted = worker.post(reverse("worker:accept", kwargs={"stage_id": writing.pk}))
+    assert accepted.status_code == 302
+    task = worker.get(accepted["Location"])
+    assert task.status_code == 200
+    assignment_id = int(re.findall(r"/work/a/(\d+)/", accepted["Location"])[0])
+    done = worker.get(reverse("worker:done", kwargs={"assignment_id": assignment_id}))
+    for response in (landing, started, stage_page, accepted, task, done):
+        assert response["Cache-Control"] == "private, no-store", response

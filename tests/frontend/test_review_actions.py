@@ -64,9 +64,9 @@ def test_bonus_is_paid_once_per_form(queue, alice_client):
 @pytest.mark.parametrize(
     ("form", "message"),
     [
-        ({"amount": "lots", "reason": "x", "bonus_key": "k1"}, "must be a number"),
+        ({"amount": "lots", "reason": "x", "bonus_key": "k1"}, "plain decimal text"),
         ({"amount": "0.50", "reason": "", "bonus_key": "k2"}, "needs a reason"),
-        ({"amount": "-1", "reason": "x", "bonus_key": "k3"}, "must be positive"),
+        ({"amount": "-1", "reason": "x", "bonus_key": "k3"}, "cannot be negative"),
         ({"amount": "0.50", "reason": "x", "bonus_key": ""}, "incomplete"),
     ],
 )
@@ -75,6 +75,20 @@ def test_bad_bonus_is_refused_with_a_message(queue, alice_client, form, message)
     response = alice_client.post(_url("review-bonus", campaign, assignment_id=waiting.pk), form)
     shown = [str(m) for m in get_messages(response.wsgi_request)]
     assert any(message in m for m in shown), shown
+    assert not LedgerEntry.objects.filter(kind=LedgerKind.BONUS).exists()
+
+
+@pytest.mark.parametrize("amount", ["1e1", "1_0", "\uff11\uff10", "NaN", "sNaN", "Infinity", "-0"])
+def test_an_amount_decimal_would_read_is_refused_with_a_400(queue, alice_client, amount):
+    """``Decimal()`` reads ``1e1`` and ``1_0`` as 10 and full-width digits as digits; NaN
+    and Infinity made a 500. The strict parser refuses them all and shows the queue."""
+    campaign, _writing, waiting = queue
+    response = alice_client.post(
+        _url("review-bonus", campaign, assignment_id=waiting.pk),
+        {"amount": amount, "reason": "x", "bonus_key": "k9", "status": "submitted"},
+    )
+    assert response.status_code == 400
+    assert b"No bonus paid" in response.content
     assert not LedgerEntry.objects.filter(kind=LedgerKind.BONUS).exists()
 
 

@@ -67,6 +67,8 @@ def _campaign_with_assignments(rows: int):
 def test_an_export_job_survives_a_killed_worker(tmp_path: Path, settings):
     media = tmp_path / "media"
     settings.MEDIA_ROOT = str(media)
+    scratch = tmp_path / "tmp"  # the workers' temporary folder
+    scratch.mkdir()
     settings.JOB_STALE_SECONDS = STALE_SECONDS
     owner, campaign = _campaign_with_assignments(ROWS)
     env = faults.worker_env(
@@ -80,6 +82,7 @@ def test_an_export_job_survives_a_killed_worker(tmp_path: Path, settings):
         CACHE_KEY_PREFIX=str(django_settings.CACHES["default"].get("KEY_PREFIX", "")),
         MEDIA_ROOT=str(media),
         JOB_STALE_SECONDS=str(STALE_SECONDS),
+        TMPDIR=str(scratch),
     )
     with own_queue() as queue:
         first = faults.Worker(env=env, queue=queue, log_path=tmp_path / "w1.log", concurrency=1)
@@ -125,3 +128,5 @@ def test_an_export_job_survives_a_killed_worker(tmp_path: Path, settings):
     body = stored[0].read_bytes()
     assert hashlib.sha256(body).hexdigest() == job.checksum
     assert body.count(b"\n") == ROWS + 1  # the header, then one line per assignment
+    # The killed attempt's part-written file is gone too (the second attempt removed it).
+    assert [p.name for p in scratch.iterdir() if "upload" in p.name or "qaportal" in p.name] == []

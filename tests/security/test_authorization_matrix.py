@@ -54,6 +54,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 PUBLIC = {
     "healthz",  # load balancers
     "login",
+    "admin-login",  # the admin site's login, locked like the login page
     "logout",
     "api-schema",  # the API's shape, no data
     "api-docs",

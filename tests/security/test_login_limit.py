@@ -49,10 +49,16 @@ def test_the_admin_login_is_limited_too(settings):
     UserFactory.create(username="root", is_staff=True, is_superuser=True)
     client = Client(REMOTE_ADDR="203.0.113.9")
     for _ in range(3):
-        _login(client, "root", "wrong", "/admin/login/")
+        assert _login(client, "root", "wrong", "/admin/login/").status_code == 200
     response = _login(client, "root", PASSWORD, "/admin/login/")
-    assert response.status_code == 200  # the admin form, refused
+    assert response.status_code == 429
+    assert "Too many failed logins" in response.content.decode()
+    assert int(response["Retry-After"]) > 0
     assert "_auth_user_id" not in client.session
+    # Elsewhere the right password opens the admin.
+    other = Client(REMOTE_ADDR="198.51.100.9")
+    opened = _login(other, "root", PASSWORD, "/admin/login/")
+    assert (opened.status_code, opened["Location"]) == (302, "/admin/")
 
 
 def test_a_success_clears_the_count(settings):
@@ -145,9 +151,55 @@ def test_one_account_attacked_from_many_addresses_is_slowed_not_locked_for_long(
     UserFactory.create(username="alice")
     for n in range(20):
         _login(Client(REMOTE_ADDR=f"198.51.100.{n}"), "alice", "wrong")
-    refused = _login(Client(REMOTE_ADDR="203.0.113.200"), "alice", PASSWORD)
+    # The addresses that failed on the account are slowed down, for at most a minute...
+    refused = _login(Client(REMOTE_ADDR="198.51.100.3"), "alice", PASSWORD)
     assert refused.status_code == 429
     assert int(refused["Retry-After"]) <= 60
+    # ...while the owner, from an address that has not failed, still logs in.
+    assert _login(Client(REMOTE_ADDR="203.0.113.200"), "alice", PASSWORD).status_code == 302
     # Other accounts are untouched.
     UserFactory.create(username="bob")
-    assert _login(Client(REMOTE_ADDR="203.0.113.200"), "bob", PASSWORD).status_code == 302
+    assert _login(Client(REMOTE_ADDR="198.51.100.3"), "bob", PASSWORD).status_code == 302
+
+
+# --- One policy on every path; only passwords actually tried count ----------------------
+
+
+@pytest.mark.parametrize("path", ["/accounts/login/", "/admin/login/"])
+def test_attempts_while_locked_are_not_counted_and_the_victim_gets_in(settings, path):
+    """The hostile tester's case: 26 wrong passwords on the admin's login from one
+    address kept counting toward the account's lock (each refusal while locked was a
+    failure too), then the victim's right password from elsewhere got 429."""
+    settings.LOGIN_FAILURE_LIMIT = 5
+    settings.LOGIN_ACCOUNT_FAILURE_LIMIT = 20
+    UserFactory.create(username="victim", is_staff=True)
+    attacker = Client(REMOTE_ADDR="203.0.113.66")
+    answers = [_login(attacker, "victim", f"guess{n}", path).status_code for n in range(26)]
+    assert answers[:5] == [200] * 5
+    assert set(answers[5:]) == {429}  # refused unheard: no password tried
+    victim = Client(REMOTE_ADDR="198.51.100.44")
+    assert _login(victim, "victim", PASSWORD, path).status_code == 302
+
+
+def test_the_password_change_is_limited_like_login(settings):
+    settings.LOGIN_FAILURE_LIMIT = 3
+    user = UserFactory.create(username="alice")
+    thief = Client(REMOTE_ADDR="203.0.113.5")
+    thief.force_login(user)  # a stolen session guessing the old password
+    form = {"new_password1": "a brand new secret 42", "new_password2": "a brand new secret 42"}
+    url = "/accounts/password_change/"
+    for n in range(3):
+        assert thief.post(url, {**form, "old_password": f"guess{n}"}).status_code == 200
+    locked = thief.post(url, {**form, "old_password": PASSWORD})
+    assert locked.status_code == 429
+    assert "Too many wrong passwords" in locked.content.decode()
+    assert int(locked["Retry-After"]) > 0
+    user.refresh_from_db()
+    assert user.check_password(PASSWORD)
+    # The same lock holds on the login page for that address...
+    assert _login(Client(REMOTE_ADDR="203.0.113.5"), "alice", PASSWORD).status_code == 429
+    # ...and the owner elsewhere changes the password.
+    owner = Client(REMOTE_ADDR="198.51.100.5")
+    owner.force_login(user)
+    changed = owner.post(url, {**form, "old_password": PASSWORD})
+    assert changed.status_code == 302

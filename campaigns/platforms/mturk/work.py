@@ -12,9 +12,10 @@ paid (``campaigns.platforms.review``).
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
@@ -45,6 +46,21 @@ def mturk_hit_get(*, provider_hit_id: str) -> HIT | None:
     )
 
 
+HOLDING = (
+    AssignmentStatus.SUBMITTED,
+    AssignmentStatus.APPROVED,
+    AssignmentStatus.REJECTED,
+)
+
+
+def _places_held(*, hit: HIT, now: datetime) -> int:
+    """Places of ``hit`` taken: work handed in, and work accepted and not yet past its
+    deadline (past it, MTurk has reopened the place)."""
+    return Assignment.objects.filter(
+        Q(status__in=HOLDING) | Q(status=AssignmentStatus.ACCEPTED, deadline__gt=now), hit=hit
+    ).count()
+
+
 def mturk_assignment_accept(*, hit: HIT, worker_external_id: str, assignment_id: str) -> Assignment:
     """The qaportal assignment of MTurk assignment ``assignment_id`` on ``hit``, made once.
 
@@ -54,7 +70,8 @@ def mturk_assignment_accept(*, hit: HIT, worker_external_id: str, assignment_id:
     same HIT is marked returned (MTurk gave them a new one, so the old one was
     returned or abandoned there). New assignments are refused on an expired or
     disposed HIT and while the campaign is not in pilot or live
-    (``NoWorkAvailableError``), and for workers the requester blocked. The identity
+    (``NoWorkAvailableError``), when the HIT's places are all held (an assignment id
+    beyond them is made up), and for workers the requester blocked. The identity
     is recorded as unconfirmed.
 
     Locking: the HIT row, then the assignment rows of this HIT and worker.
@@ -89,6 +106,11 @@ def mturk_assignment_accept(*, hit: HIT, worker_external_id: str, assignment_id:
         for old in stale:
             old.status = AssignmentStatus.RETURNED
             old.save(update_fields=["status"])
+        if _places_held(hit=locked, now=now) >= locked.max_assignments:
+            # MTurk never hands out more assignments than a HIT has places: an id
+            # beyond them is made up (or MTurk reopened a place it has not told us of
+            # yet; the worker can try again after the next sync).
+            raise NoWorkAvailableError("This HIT has no places left.")
         try:
             with transaction.atomic():
                 assignment = Assignment.objects.create(

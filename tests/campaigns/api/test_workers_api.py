@@ -307,6 +307,39 @@ def test_local_bonus_is_recorded_once_per_key(
 
 
 @pytest.mark.parametrize(
+    "change",
+    [{"assignment": "other"}, {"amount": "5.00"}, {"reason": "Another reason"}],
+)
+def test_a_bonus_key_reused_after_expiry_with_other_content_is_422(team, token_client, change):
+    """The payment's key outlives the idempotency record: reused after expiry on
+    another assignment, amount or reason it answered 201 with the first payment and
+    paid nobody. Now 422, at any age, and the first payment stays the only one."""
+    _campaign, _, good, _bad, other = team
+    body = {"amount": "0.50", "reason": "Great questions"}
+    first = token_client.post(
+        f"/api/v1/assignments/{good.pk}/bonus/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-7"
+    )
+    assert first.status_code == 201
+    IdempotencyRecord.objects.all().delete()  # the record expired
+    target = other if change.get("assignment") else good
+    again = {**body, **{k: v for k, v in change.items() if k != "assignment"}}
+    reused = token_client.post(
+        f"/api/v1/assignments/{target.pk}/bonus/", again, format="json", HTTP_IDEMPOTENCY_KEY="k-7"
+    )
+    assert reused.status_code == 422, reused.content
+    assert reused.json()["code"] == "idempotency_key_reused"
+    assert [(e.assignment_id, e.amount) for e in LedgerEntry.objects.filter(kind="bonus")] == [
+        (good.pk, Decimal("0.50"))
+    ]
+    # The same content again is still the same payment.
+    same = token_client.post(
+        f"/api/v1/assignments/{good.pk}/bonus/", body, format="json", HTTP_IDEMPOTENCY_KEY="k-7"
+    )
+    assert same.status_code == 201
+    assert same.json()["operation"] == first.json()["operation"]
+
+
+@pytest.mark.parametrize(
     ("body", "field"),
     [
         ({"amount": "0.001", "reason": "x"}, "amount"),

@@ -17,6 +17,7 @@ from typing import cast
 
 import pytest
 from django.http import StreamingHttpResponse
+from django.test import Client
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -122,6 +123,33 @@ def test_job_is_its_creators(worked, requester, other_requester, start):
         other.post(f"/api/v1/campaigns/{stranger_campaign.slug}/exports/csv/jobs/").status_code
         == 404
     )
+
+
+def test_a_removed_collaborator_can_no_longer_download_her_export(
+    worked, requester, other_requester, start
+):
+    """Access is checked against the campaign at download time, not when the job
+    started: once removed, her own earlier export answers 404 on the API and the page."""
+    worked.collaborators.add(other_requester)
+    client = _client(other_requester)
+    started = start(client, f"/api/v1/campaigns/{worked.slug}/exports/csv/jobs/")
+    job = client.get(started["Location"]).json()  # eager here: already done
+    page = Client()
+    page.force_login(other_requester)
+    page_url = f"/jobs/{job['id']}/download/"
+    assert client.get(job["download_url"]).status_code == 200
+    assert page.get(page_url).status_code == 200
+
+    worked.collaborators.remove(other_requester)
+
+    assert client.get(job["url"]).status_code == 404
+    assert client.get(job["download_url"]).status_code == 404
+    assert page.get(f"/jobs/{job['id']}/").status_code == 404
+    assert page.get(page_url).status_code == 404
+    # The owner still has her own.
+    owner = _client(requester)
+    mine = start(owner, f"/api/v1/campaigns/{worked.slug}/exports/csv/jobs/")
+    assert owner.get(owner.get(mine["Location"]).json()["download_url"]).status_code == 200
 
 
 def test_collaborator_cannot_start_a_job_with_real_worker_ids(worked, other_requester):

@@ -7,11 +7,15 @@ from datetime import timedelta
 import pytest
 from django.core import signing
 from django.utils import timezone
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
 
 from campaigns.models import CampaignWorker, InviteLink, Worker
+from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError, assignment_accept
 from campaigns.work.invites import (
     InviteInvalidError,
     invite_create,
+    invite_quiz_retake_warning,
     invite_redeem,
     invite_revoke,
     invite_token,
@@ -19,7 +23,9 @@ from campaigns.work.invites import (
     local_grant_add,
     local_grant_remove,
 )
+from campaigns.work.publishing import stage_publish
 from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.submission import assignment_submit
 from qaportal.errors import DomainError
 from tests.factories import CampaignFactory
 
@@ -155,3 +161,46 @@ def test_grant_to_a_logged_in_user(stage, user_factory):
     assert local_grant_remove(campaign=stage.campaign, user=annotator)
     assert not local_grant_remove(campaign=stage.campaign, user=annotator)
     assert not worker_has_stage_access(worker=worker, stage=stage)
+
+
+def test_an_unlimited_link_to_quiz_gated_work_warns_of_retakes(stage, make_stage):
+    gated = make_stage(campaign=stage.campaign, position=1, items=1)
+    gated.qualification_requirements = [{"quiz_stage": stage.pk}]
+    gated.save(update_fields=["qualification_requirements"])
+    assert "retake" in (invite_quiz_retake_warning(invite=_invite(stage)) or "")
+    assert "retake" in (invite_quiz_retake_warning(invite=_invite_to(gated)) or "")
+    # One use per person, or a link to work no quiz gates: nothing to warn of.
+    assert invite_quiz_retake_warning(invite=_invite(stage, max_uses=1)) is None
+    assert invite_quiz_retake_warning(invite=_invite_to(stage)) is None
+
+
+def test_the_api_says_so_when_it_makes_such_a_link(stage, make_stage):
+    gated = make_stage(campaign=stage.campaign, position=1, items=1)
+    gated.qualification_requirements = [{"quiz_stage": stage.pk}]
+    gated.save(update_fields=["qualification_requirements"])
+    client = APIClient()
+    token, _ = Token.objects.get_or_create(user=stage.campaign.owner)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    url = f"/api/v1/campaigns/{stage.campaign.slug}/invites/"
+    unlimited = client.post(url, {"stage": None}, format="json")
+    assert unlimited.status_code == 201, unlimited.content
+    assert "retake" in unlimited.json()["warnings"][0]
+    limited = client.post(url, {"stage": None, "max_uses": 1}, format="json")
+    assert "warnings" not in limited.json()
+
+
+def test_a_task_accepted_before_the_link_was_revoked_can_still_be_handed_in(stage):
+    """Decided: revoking stops new tasks at once, but work a worker accepted while the
+    link was valid is theirs to finish until its deadline (docs/worker-pages.md)."""
+    link = _invite(stage)
+    _, worker = invite_redeem(token=invite_token(invite=link))
+    stage_publish(stage=stage)
+    assignment = assignment_accept(stage=stage, worker=worker)
+    invite_revoke(invite=link)
+    form = {f"items/{n}/text": "careful words" for n in range(stage.items_per_hit)}
+    result = assignment_submit(
+        assignment_id=assignment.pk, worker=worker, form=form, telemetry=None
+    )
+    assert result.stored, result.errors
+    with pytest.raises((NoWorkAvailableError, WorkerNotAllowedError)):
+        assignment_accept(stage=stage, worker=worker)

@@ -248,3 +248,27 @@ def test_a_nul_character_in_an_mturk_answer_is_400(client, hit):
     assert response.status_code == 400
     assert "NUL character" in response.text
     assert Assignment.objects.get().status == AssignmentStatus.ACCEPTED
+
+
+def test_the_task_page_with_its_signed_token_is_never_cached(client, hit):
+    for response in (entry(client, assignmentId="ASSIGNMENT_ID_NOT_AVAILABLE"), entry(client)):
+        assert response.status_code == 200
+        assert response["Cache-Control"] == "private, no-store"
+
+
+def test_made_up_assignment_ids_beyond_the_hits_places_are_refused(client, hit):
+    """MTurk hands out at most max_assignments assignments of a HIT: a fourth id on a
+    three-place HIT is made up and makes no assignment (it made an unconfirmed one)."""
+    for n in range(3):
+        taken = entry(Client(), assignmentId=f"3ZAK8W07I4EJH7YMFNDB6SAA0AD0U{n}", workerId=f"A{n}W")
+        assert taken.status_code == 200
+    made_up = entry(Client(), assignmentId="3ZAK8W07I4EJH7YMFNDB6SAA0AD0U9", workerId="AFORGED")
+    assert "no places left" in made_up.text
+    assert Assignment.objects.filter(hit=hit).count() == 3
+    assert not Worker.objects.filter(external_id="AFORGED", assignments__isnull=False).exists()
+    # A place whose worker let the deadline pass is MTurk's to hand out again.
+    first = Assignment.objects.order_by("id").first()
+    Assignment.objects.filter(pk=first.pk).update(deadline=first.accepted_at)
+    again = entry(Client(), assignmentId="3ZAK8W07I4EJH7YMFNDB6SAA0AD0U8", workerId="ANEW")
+    assert again.status_code == 200
+    assert Assignment.objects.filter(hit=hit).count() == 4

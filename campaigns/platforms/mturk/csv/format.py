@@ -12,6 +12,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 from zoneinfo import ZoneInfo
 
+from qaportal.money import MoneyFormatError, money_parse
+
 # MTurk's own columns, in the order its batch results file has them; then come the
 # ``Input.*`` columns (the batch's input row), the ``Answer.*`` columns (the worker's
 # form fields) and the requester's ``Approve`` / ``Reject`` columns.
@@ -161,11 +163,9 @@ def mturk_reward_parse(value: str) -> Decimal | None:
         return None
     bare = text.removeprefix("USD").strip().removeprefix("$").strip()
     try:
-        amount = Decimal(bare)
-    except InvalidOperation:
-        raise CellError(f"{text!r} is not an amount like '$1.25'") from None
-    if not amount.is_finite() or amount < 0 or amount.as_tuple().exponent < -2:  # type: ignore[operator]
-        raise CellError(f"{text!r} is not an amount in dollars and cents")
+        amount = money_parse(bare)
+    except MoneyFormatError as exc:
+        raise CellError(f"{text!r} is not an amount like '$1.25': {exc}") from None
     return amount.quantize(Decimal("0.01"))
 
 
