@@ -14,6 +14,7 @@ from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOpe
 from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.filters import filter_catalogue_cached
 from campaigns.platforms.prolific.rules import ProlificRules
 from campaigns.platforms.prolific.studies import (
     campaign_provider_pause,
@@ -33,7 +34,8 @@ class ProlificPlatform(PaidPlatform):
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
 
     def rules(self) -> PlatformRules:
-        return ProlificRules()
+        """Prolific's rules, with the filters catalogue when it is cached (no call here)."""
+        return ProlificRules(catalogue=filter_catalogue_cached())
 
     def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
         return prolific_stage_publish(stage=stage, allow_partial=allow_partial, test=test)

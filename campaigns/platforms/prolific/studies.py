@@ -21,7 +21,7 @@ import logging
 import secrets
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -47,7 +47,12 @@ from campaigns.models import (
 from campaigns.platforms import fee_model_for, provider_for
 from campaigns.platforms.base import ProviderError, SubmissionRecord
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.prolific.provider import short_id, study_body, study_filters
+from campaigns.platforms.prolific.provider import (
+    ProlificProvider,
+    short_id,
+    study_body,
+    study_filters,
+)
 from campaigns.platforms.publishing import hits_being_published, publish_key, stage_rules_check
 from campaigns.platforms.review import (
     campaign_budget_check,
@@ -103,9 +108,39 @@ def _block_groups(owner_id: int) -> list[str]:
     return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
 
 
+def _catalogue_for(
+    *, campaign: Campaign, requirements: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Prolific's filters catalogue when a requirement needs it (a country), else None.
+    Read before any lock is taken (a cached read, or one call to ``get-filters``)."""
+    if not any(r.get("kind") in ("locale", "country") for r in requirements):
+        return None
+    try:
+        provider = cast(ProlificProvider, provider_for(Provider.PROLIFIC, campaign_id=campaign.pk))
+        catalogue = provider.filters()
+    except ProviderError as exc:
+        raise DomainError(
+            f"Prolific's filters catalogue could not be read, so the countries cannot be "
+            f"sent: {exc}",
+            errors={"qualification_requirements": [str(exc)]},
+        ) from exc
+    return catalogue
+
+
+def prolific_filters_refresh(*, campaign: Campaign | None = None) -> dict[str, Any]:
+    """Read Prolific's filters catalogue again (the cache is replaced); the catalogue."""
+    provider = cast(
+        ProlificProvider,
+        provider_for(Provider.PROLIFIC, campaign_id=campaign.pk if campaign is not None else None),
+    )
+    return provider.filters(refresh=True)
+
+
 def _running_study(*, stage: Stage) -> ProviderOperation | None:
-    """The create operation of the stage's study that still recruits (created by qaportal,
-    not a test study, not stopped): new HITs of the stage become more places on it."""
+    """The create operation of the stage's study (created by qaportal, not a test study):
+    new HITs of the stage become more places on it, whatever its state: a study that
+    finished or was stopped is reactivated by the places (update-study), so a stage
+    keeps one study rather than many small ones, which Prolific's rate limit targets."""
     ops = ProviderOperation.objects.filter(
         provider=Provider.PROLIFIC,
         kind=OperationKind.CREATE_STUDY,
@@ -114,15 +149,8 @@ def _running_study(*, stage: Stage) -> ProviderOperation | None:
     ).order_by("-pk")
     for op in ops:
         result = op.result or {}
-        study_id = result.get("study_id")
-        if not study_id or result.get("test") or (op.payload or {}).get("test"):
-            continue
-        stopped = ProviderOperation.objects.filter(
-            provider=Provider.PROLIFIC,
-            kind=OperationKind.STOP_STUDY,
-            payload__study_id=study_id,
-        ).exclude(state=OperationState.FAILED)
-        return None if stopped.exists() else op
+        if result.get("study_id") and not result.get("test") and not (op.payload or {}).get("test"):
+            return op
     return None
 
 
@@ -136,9 +164,10 @@ def prolific_stage_publish(
     for every place, and asks for a ``create_study`` operation keyed
     ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are published once;
     after a failed attempt, the next request gets a new key). When the stage already
-    has a study that still recruits, the operation raises that study's places instead of
-    creating another (``grow_study_id``; Prolific rate-limits many small studies), with
-    that study's completion codes. ``test`` (pilot only): the study is published to the
+    has a study, running or finished, the operation raises that study's places instead
+    of creating another (``grow_study_id``: one study per stage, reactivated when it had
+    finished; Prolific rate-limits many small studies), with that study's completion
+    codes. ``test`` (pilot only): the study is published to the
     workspace's test participants (Prolific's test study), which costs no credits.
     The HITs become ``published`` when the operation is done. None if nothing is pending.
     """
@@ -149,6 +178,8 @@ def prolific_stage_publish(
             errors={"state": [campaign.state]},
         )
     stage_rules_check(stage=stage)
+    requirements = stage_requirements(stage=stage)
+    catalogue = _catalogue_for(campaign=campaign, requirements=requirements)
     stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -197,9 +228,10 @@ def prolific_stage_publish(
             estimated_minutes=config.get("estimated_minutes"),
             codes=codes,
             filters=study_filters(
-                stage_requirements(stage=stage),
+                requirements,
                 allow_groups=_allow_groups(stage),
                 block_groups=_block_groups(campaign.owner_id),
+                catalogue=catalogue,
             ),
             site_url=getattr(settings, "SITE_URL", "http://127.0.0.1:8000"),
             max_per_participant=_max_per_participant(config),
@@ -480,6 +512,22 @@ def prolific_studies_sync(*, study_id: str | None = None) -> int:
             continue
         changed += submissions_apply(study_id=sid, records=records)
     return changed
+
+
+def prolific_submission_study_sync(*, submission_id: str) -> int:
+    """Sync the study of Prolific submission ``submission_id`` (``get-submission`` names it),
+    when it is one of qaportal's studies; rows changed (0 when it is not, or the read
+    failed: logged, the next hook or beat tick syncs again). Read with the environment's
+    credentials: a study made with a campaign's own is synced by the beat tick."""
+    try:
+        provider = cast(ProlificProvider, provider_for(Provider.PROLIFIC))
+        study_id = str(provider.client.submission_get(submission_id).get("study_id") or "")
+    except ProviderError as exc:
+        logger.warning("prolific: the study of a hooked submission is unknown: %s", exc)
+        return 0
+    if not study_id or prolific_study_stage(study_id=study_id) is None:
+        return 0
+    return prolific_studies_sync(study_id=study_id)
 
 
 # --- Pause, resume, stop ---------------------------------------------------------------
