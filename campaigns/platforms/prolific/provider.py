@@ -29,7 +29,7 @@ from campaigns.platforms.base import (
 from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.prolific.client import DEFAULT_API_URL, ProlificClient
 from campaigns.platforms.prolific.filters import filter_catalogue
-from campaigns.platforms.prolific.rules import ProlificRules
+from campaigns.platforms.prolific.rules import FILTER_GROUP_ALLOW, ProlificRules
 
 logger = logging.getLogger(__name__)
 
@@ -241,7 +241,7 @@ class ProlificProvider(Provider):
             )
             if grown is not None:
                 return grown
-        body = call.payload["study"]
+        body = self._with_new_groups(call, call.payload["study"])
         study_id = call.result.get("study_id") if call.result.get("created") else None
         if not study_id and (call.recovering or call.attempts > 1):
             study_id = self._study_find(body["internal_name"])
@@ -262,6 +262,36 @@ class ProlificProvider(Provider):
             "published": bool(call.result.get("published")),
             "hits": self._hit_map(study_id, hit_ids),
         }
+
+    def _with_new_groups(self, call: OperationCall, body: dict[str, Any]) -> dict[str, Any]:
+        """The study body with the allow-list groups the payload asks to make
+        (``allow_groups_to_make``: qualification type id -> group name), found or made
+        once each (``groups_made`` checkpointed) before the study is created."""
+        wanted = call.payload.get("allow_groups_to_make") or {}
+        if not wanted or call.result.get("created"):
+            return dict(body)
+        made = dict(call.result.get("groups_made") or {})
+        for qt_id, name in sorted(wanted.items()):
+            if qt_id not in made:
+                made[qt_id] = self._group_named(str(name))
+                call.checkpoint(groups_made=made)
+        filters = [dict(f) for f in body.get("filters") or []]
+        allow = next((f for f in filters if f.get("filter_id") == FILTER_GROUP_ALLOW), None)
+        if allow is None:
+            allow = {"filter_id": FILTER_GROUP_ALLOW, "selected_values": []}
+            filters.append(allow)
+        allow["selected_values"] = sorted({*allow["selected_values"], *made.values()})
+        return {**body, "filters": filters}
+
+    def _group_named(self, name: str) -> str:
+        """The id of the workspace's participant group ``name`` (made when missing)."""
+        if not self.workspace_id:
+            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for participant groups.")
+        for group in self.client.participant_groups(workspace_id=self.workspace_id):
+            if group.get("name") == name and not group.get("is_deleted"):
+                return str(group["id"])
+        made = self.client.participant_group_create(workspace_id=self.workspace_id, name=name)
+        return str(made["id"])
 
     @staticmethod
     def _hit_map(study_id: str, hit_ids: Iterable[Any]) -> dict[str, dict[str, str]]:
@@ -559,19 +589,7 @@ class ProlificProvider(Provider):
         group_id = call.payload.get("group_id") or call.result.get("group_id")
         if group_id:
             return str(group_id)
-        name = call.payload["group_name"]
-        if not self.workspace_id:
-            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for participant groups.")
-        for group in self.client.participant_groups(workspace_id=self.workspace_id):
-            if group.get("name") == name and not group.get("is_deleted"):
-                group_id = str(group["id"])
-                break
-        else:
-            group_id = str(
-                self.client.participant_group_create(workspace_id=self.workspace_id, name=name)[
-                    "id"
-                ]
-            )
+        group_id = self._group_named(str(call.payload["group_name"]))
         call.checkpoint(group_id=group_id)
         return group_id
 

@@ -59,7 +59,7 @@ from campaigns.platforms.review import (
     paid_assignments_approve,
     submission_identity,
 )
-from campaigns.platforms.workers import block_group_name
+from campaigns.platforms.workers import block_group_name, qualification_group_name
 from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -79,23 +79,22 @@ STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatu
 # --- Publishing --------------------------------------------------------------------------
 
 
-def _allow_groups(stage: Stage) -> list[str]:
+def _allow_groups(stage: Stage) -> tuple[list[str], dict[str, str]]:
+    """The participant groups of the stage's qualification requirements: the ids of those
+    Prolific has, and ``{qualification type id: group name}`` of those it has not yet
+    (nobody granted yet): the publish operation makes them (empty) before the study, so
+    the study opens to no one until the qualification is granted."""
     ids = [r.get("qualification_type_id") for r in stage_requirements(stage=stage)]
     wanted = [int(i) for i in ids if i is not None]
     if not wanted:
-        return []
+        return [], {}
     groups = dict(
         QualificationType.objects.filter(pk__in=wanted).values_list(
             "pk", "provider_qualification_id"
         )
     )
-    missing = [i for i in wanted if not groups.get(i)]
-    if missing:
-        raise DomainError(
-            "Some qualifications have no Prolific participant group yet (grant them first).",
-            errors={"qualification_requirements": [str(i) for i in missing]},
-        )
-    return [str(groups[i]) for i in wanted]
+    to_make = {str(i): qualification_group_name(i) for i in wanted if not groups.get(i)}
+    return [str(groups[i]) for i in wanted if groups.get(i)], to_make
 
 
 def _block_groups(owner_id: int) -> list[str]:
@@ -112,7 +111,7 @@ def _catalogue_for(
     *, campaign: Campaign, requirements: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
     """Prolific's filters catalogue when a requirement needs it (a country), else None.
-    Read before any lock is taken (a cached read, or one call to ``get-filters``)."""
+    A cached read, or one call to ``get-filters`` (cached for the next stages)."""
     if not any(r.get("kind") in ("locale", "country") for r in requirements):
         return None
     try:
@@ -217,6 +216,7 @@ def prolific_stage_publish(
                 "screened_out": secrets.token_hex(4).upper(),
             }
         config = stage.config or {}
+        allow_groups, groups_to_make = _allow_groups(stage)
         body = study_body(
             key=key,
             name=f"{campaign.name}: {stage.name}",
@@ -229,7 +229,7 @@ def prolific_stage_publish(
             codes=codes,
             filters=study_filters(
                 requirements,
-                allow_groups=_allow_groups(stage),
+                allow_groups=allow_groups,
                 block_groups=_block_groups(campaign.owner_id),
                 catalogue=catalogue,
             ),
@@ -242,6 +242,8 @@ def prolific_stage_publish(
             "codes": codes,
             "study": body,
         }
+        if groups_to_make:
+            payload["allow_groups_to_make"] = groups_to_make
         if running is not None:
             payload["grow_study_id"] = (running.result or {})["study_id"]
         if test:
