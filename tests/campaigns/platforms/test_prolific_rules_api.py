@@ -123,6 +123,8 @@ def test_campaign_page_shows_the_notes(client, requester, prolific_stage):
     client.force_login(requester)
     page = client.get(f"/campaigns/{campaign.slug}/").content.decode()
     assert "Requirements on Prolific" in page
+    assert "Countries on Prolific" in page
+    assert "<code>GB</code> United Kingdom" in page
     assert "12.00 GBP an hour" in page
     assert "service fee" in page
 
