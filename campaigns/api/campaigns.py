@@ -81,7 +81,6 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
         ]
         read_only_fields = fields
 
-
     def get_real_money(self, campaign: Campaign) -> bool:
         platform = platform_for(campaign.provider)
         return platform.pays_workers and not (campaign.sandbox and platform.has_sandbox)
