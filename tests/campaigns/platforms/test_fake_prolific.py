@@ -3,6 +3,8 @@ the schema refuses is refused, whatever qaportal's code would send."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import requests
 
 from tests.campaigns.platforms.prolific_contract import operation_find, request_problems
@@ -82,3 +84,21 @@ def test_hooks_are_listed_by_is_enabled(fake):
     assert requests.get(url, headers=HEADERS, timeout=5).json()["results"] == []
     disabled = requests.get(f"{url}&is_enabled=false", headers=HEADERS, timeout=5).json()
     assert [h["id"] for h in disabled["results"]] == ["h1"]
+
+
+def test_every_call_in_the_docs_is_the_operation_it_names():
+    """docs/providers.md's table of calls: each method and path is, in the reference, the
+    operation the row names, and its link is that operation's reference page."""
+    docs = (Path(__file__).parents[3] / "docs" / "providers.md").read_text()
+    table = docs.split("### The calls", 1)[1].split("\n\n", 2)[2].split("\n\n", 1)[0]
+    rows = [r for r in table.splitlines() if r.startswith("| `")]
+    assert len(rows) >= 26
+    for row in rows:
+        call, operation = (c.strip() for c in row.split("|")[1:3])
+        method, path = call.strip("`").split(" ", 1)
+        path = path.split("?", 1)[0].replace("{id}", "abc")
+        op = operation_find(method, path)
+        assert op is not None, row
+        assert operation.startswith(f"`{op.operation_id}`"), (row, op.operation_id)
+        tag = op.spec["tags"][0]
+        assert f"api-reference/{tag}/{op.operation_id})" in operation, row
