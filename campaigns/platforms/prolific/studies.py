@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any, cast
 
@@ -28,6 +29,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.platform_rules import estimated_minutes
 from campaigns.design.stage_rules import stage_auto_approves
 from campaigns.models import (
     HIT,
@@ -49,6 +51,7 @@ from campaigns.platforms.base import ProviderError, SubmissionRecord
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.prolific.provider import (
     ProlificProvider,
+    maximum_allowed_minutes,
     short_id,
     study_body,
     study_filters,
@@ -225,7 +228,9 @@ def prolific_stage_publish(
             places=places,
             reward=Decimal(stage.reward),
             duration_minutes=max(1, int(stage.assignment_duration.total_seconds() // 60)),
-            estimated_minutes=config.get("estimated_minutes"),
+            estimated_minutes=estimated_minutes(
+                config=config, assignment_duration=stage.assignment_duration
+            ),
             codes=codes,
             filters=study_filters(
                 requirements,
@@ -314,6 +319,16 @@ def prolific_assignment_of(*, assignment_id: int, worker_id: int) -> Assignment 
     )
 
 
+def prolific_time_allowed(*, stage: Stage) -> timedelta:
+    """The time a participant has for one of the stage's tasks: the study's
+    ``maximum_allowed_time`` (at least Prolific's least for the estimate, which can be
+    longer than the stage's ``assignment_duration``), so qaportal never expires an
+    assignment Prolific still lets the participant finish."""
+    duration = max(1, int(stage.assignment_duration.total_seconds() // 60))
+    estimate = estimated_minutes(config=stage.config, assignment_duration=stage.assignment_duration)
+    return timedelta(minutes=maximum_allowed_minutes(estimated=estimate, wanted=duration))
+
+
 # --- Allocation -----------------------------------------------------------------------
 
 
@@ -364,7 +379,7 @@ def prolific_assignment_accept(
                     provider_assignment_id=session_id,
                     status=AssignmentStatus.ACCEPTED,
                     accepted_at=now,
-                    deadline=now + stage.assignment_duration,
+                    deadline=now + prolific_time_allowed(stage=stage),
                 )
         except IntegrityError:
             raise WorkerNotAllowedError("This Prolific session is already in use.") from None

@@ -9,12 +9,14 @@ docs/providers.md ("Prolific: the calls") lists the reference page of each call.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 import requests
 
 from campaigns.design.platform_rules import RequirementRefused
+from campaigns.models import Stage
 from campaigns.platforms.base import (
     OperationCall,
     PermanentProviderError,
@@ -27,6 +29,7 @@ from campaigns.platforms.prolific.provider import (
     study_body,
 )
 from campaigns.platforms.prolific.rules import ProlificRules
+from campaigns.platforms.prolific.studies import prolific_time_allowed
 
 CODES = {"completed": "C0DE1", "failed_check": "C0DE2", "screened_out": "C0DE3"}
 
@@ -160,6 +163,9 @@ def test_maximum_allowed_time_is_prolifics_minimum():
     assert body["maximum_allowed_time"] == 60  # the stage allows more than the least, 17
     assert maximum_allowed_minutes(estimated=30, wanted=60) == 73  # 2 + 60 + 2·√30
     assert maximum_allowed_minutes(estimated=5, wanted=10) == 17
+    # qaportal's own deadline for a participant's task is the study's maximum, not less.
+    stage = Stage(config={"estimated_minutes": 30}, assignment_duration=timedelta(hours=1))
+    assert prolific_time_allowed(stage=stage) == timedelta(minutes=73)
 
 
 def test_published_study_only_grows(client, fake):
