@@ -5,6 +5,8 @@ Prolific's published schema accepts (the fake validates each against openapi.yml
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from decimal import Decimal
 
@@ -73,18 +75,25 @@ def test_recipe_goes_to_pilot_on_prolific(requester, fake, name):
     assert {s["status"] for s in fake.state.studies.values()} == {"ACTIVE"}
 
 
-def test_load_recipe_for_prolific_says_what_was_raised(requester, fake, capsys):
+def test_load_recipe_for_prolific_says_what_was_raised(requester, fake):
+    out = io.StringIO()
     call_command(
         "load_recipe",
-        "graphquestions",
+        "whyqa",
         "--campaign",
-        "gq-prolific",
+        "why-prolific",
         "--owner",
         requester.username,
         "--provider",
         "prolific",
+        "--no-sample",
+        stdout=out,
     )
-    campaign = Campaign.objects.get(slug="gq-prolific")
-    (stage,) = campaign.stages.all()
-    assert stage.config["estimated_minutes"] == 2
-    assert stage.reward * 30 >= MINIMUM
+    summary = json.loads(out.getvalue())
+    stages = {s["name"]: s for s in summary["stages"]}
+    quiz = stages["Qualification quiz"]
+    # Unpaid on MTurk (a Qualification test); Prolific pays every task: the minimum.
+    assert quiz["reward_raised_from"] == "0.00"
+    assert Decimal(quiz["reward"]) * 60 >= MINIMUM * quiz["estimated_minutes"]
+    campaign = Campaign.objects.get(slug="why-prolific")
+    assert all(not stage_platform_rules(stage=s)["problems"] for s in campaign.stages.all())
