@@ -415,6 +415,10 @@ PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
 PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
 PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
 PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# Seconds between checks of what Prolific does after answering (bulk approval, bonuses).
+PROLIFIC_CONFIRM_AFTER = float(os.environ.get("PROLIFIC_CONFIRM_AFTER", "30"))
+# How long the filters catalogue (GET /api/v1/filters/: the countries' choice ids) is kept.
+PROLIFIC_FILTERS_CACHE_SECONDS = int(os.environ.get("PROLIFIC_FILTERS_CACHE_SECONDS", "86400"))
 # Mechanical Turk (boto3). Secrets: never logged. Sandbox unless MTURK_SANDBOX is off.
 MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
 MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
