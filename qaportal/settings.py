@@ -445,6 +445,10 @@ PAID_HANDOFF_MAX_WAIT_SECONDS = int(os.environ.get("PAID_HANDOFF_MAX_WAIT_SECOND
 # Provider operations: bounded retries with backoff; a row left running longer than
 # the stale limit is reconciled (the platform is asked before anything is repeated).
 PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATTEMPTS", "8"))
+# Waiting for what a platform finishes after answering spends no attempt, up to this long.
+PROVIDER_OPERATION_MAX_WAIT_SECONDS = float(
+    os.environ.get("PROVIDER_OPERATION_MAX_WAIT_SECONDS", "86400")
+)
 # A float: fault benches and tests shorten it to seconds (e.g. 0.05 = 3 s).
 PROVIDER_OPERATION_STALE_MINUTES = float(os.environ.get("PROVIDER_OPERATION_STALE_MINUTES", "10"))
 PROVIDER_OPERATION_BACKOFF_BASE = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_BASE", "30"))

@@ -441,6 +441,9 @@ class ProlificProvider(Provider):
         if not ids:
             return {"approved": 0}
         chunks = [ids[n : n + BULK_APPROVE_MAX] for n in range(0, len(ids), BULK_APPROVE_MAX)]
+        if not call.result.get("pay_requested"):
+            # From the first chunk on, money may move: a failure keeps the ledger committed.
+            call.checkpoint(pay_requested=True)
         for n in range(int(call.result.get("chunks_sent", 0)), len(chunks)):
             try:
                 self.client.submissions_bulk_approve(chunks[n])
@@ -462,6 +465,7 @@ class ProlificProvider(Provider):
             raise TransientProviderError(
                 f"Prolific is still approving {len(waiting)} of {len(ids)} submissions.",
                 retry_after=float(getattr(settings, "PROLIFIC_CONFIRM_AFTER", 30)),
+                waiting=True,
             )
         call.checkpoint(waiting=0)
         return {**call.result, "approved": len(ids), "submission_ids": ids}
@@ -549,6 +553,9 @@ class ProlificProvider(Provider):
         raise TransientProviderError(
             "Bonus payment requested; waiting for Prolific to show it on the submission.",
             retry_after=float(getattr(settings, "PROLIFIC_CONFIRM_AFTER", 30)),
+            # Accepted (the 202 named this bonus): Prolific is paying, a wait. A lost
+            # answer is not: its bounded attempts end with a person checking.
+            waiting=bool(call.result.get("accepted")),
         )
 
     def notify(self, call: OperationCall) -> dict[str, Any]:

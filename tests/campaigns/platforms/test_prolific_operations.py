@@ -213,6 +213,28 @@ def test_bulk_approval_is_confirmed_asynchronously_before_anything_is_paid(
     assert set(LedgerEntry.objects.values_list("status", flat=True)) == {"paid"}
 
 
+def test_waiting_for_prolific_spends_no_attempts_and_ends_keeping_the_money_committed(
+    prolific_stage, fake, client, settings
+):
+    settings.PROVIDER_OPERATION_MAX_ATTEMPTS = 2
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    subs = _submitted(client, fake, study_id, stage, 2)
+    fake.async_lag = 1000
+    op = paid_assignments_approve(assignments=subs, source="requester")
+    assert op is not None
+    for _ in range(5):  # more checks than attempts: waiting is not failing
+        op = execute(op.pk)
+        assert op.state == OperationState.PENDING
+    assert op.attempts == 0
+    settings.PROVIDER_OPERATION_MAX_WAIT_SECONDS = 0  # but not for ever
+    op = execute(op.pk)
+    assert op.state == OperationState.FAILED
+    assert "Gave up after waiting" in op.last_error
+    # The approvals were asked for: their fate is Prolific's, so the money stays committed.
+    assert set(LedgerEntry.objects.values_list("status", flat=True)) == {"committed"}
+
+
 def test_bulk_approval_of_a_submission_rejected_on_prolific_fails_for_a_person(
     prolific_stage, fake, client
 ):
