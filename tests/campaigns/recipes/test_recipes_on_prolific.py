@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
+from campaigns.design.platform_rules import estimated_minutes
 from campaigns.models import Campaign, CampaignState, OperationState, ProviderOperation
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
@@ -51,7 +52,9 @@ def test_recipe_goes_to_pilot_on_prolific(requester, fake, name):
     for stage in campaign.stages.order_by("position"):
         rules = stage_platform_rules(stage=stage)
         assert rules["problems"] == [], (stage.name, rules["problems"])
-        minutes = stage.config["estimated_minutes"]
+        minutes = estimated_minutes(
+            config=stage.config, assignment_duration=stage.assignment_duration
+        )
         assert stage.reward * 60 >= MINIMUM * minutes, stage.name
         raised = stage.config.get("reward_raised")
         if raised is not None:  # the paper's amount was below the minimum: said so
