@@ -95,14 +95,21 @@ def reconcile_operations_task() -> dict[str, int]:
 
 
 @shared_task(name="campaigns.prolific_sync", acks_late=True)
-def prolific_sync_task(study_id: str | None = None) -> int:
-    """Sync the submissions of Prolific study ``study_id`` (all open studies if None).
+def prolific_sync_task(study_id: str | None = None, submission_id: str | None = None) -> int:
+    """Sync the submissions of Prolific study ``study_id``; with ``submission_id`` only
+    (a hook for a session qaportal has not stored yet), that submission's study; all
+    open studies when neither is given.
 
     Idempotent (a sync writes what the platform says). Retries nothing: transient
     errors are logged and the next beat tick or webhook syncs again.
     """
-    from campaigns.platforms.prolific.studies import prolific_studies_sync
+    from campaigns.platforms.prolific.studies import (
+        prolific_studies_sync,
+        prolific_submission_study_sync,
+    )
 
+    if study_id is None and submission_id:
+        return prolific_submission_study_sync(submission_id=submission_id)
     return prolific_studies_sync(study_id=study_id)
 
 

@@ -420,6 +420,10 @@ PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
 PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
 PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
 PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
+# Seconds between checks of what Prolific does after answering (bulk approval, bonuses).
+PROLIFIC_CONFIRM_AFTER = float(os.environ.get("PROLIFIC_CONFIRM_AFTER", "30"))
+# How long the filters catalogue (GET /api/v1/filters/: the countries' choice ids) is kept.
+PROLIFIC_FILTERS_CACHE_SECONDS = int(os.environ.get("PROLIFIC_FILTERS_CACHE_SECONDS", "86400"))
 # Mechanical Turk (boto3). Secrets: never logged. Sandbox unless MTURK_SANDBOX is off.
 MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
 MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
@@ -446,6 +450,10 @@ PAID_HANDOFF_MAX_WAIT_SECONDS = int(os.environ.get("PAID_HANDOFF_MAX_WAIT_SECOND
 # Provider operations: bounded retries with backoff; a row left running longer than
 # the stale limit is reconciled (the platform is asked before anything is repeated).
 PROVIDER_OPERATION_MAX_ATTEMPTS = int(os.environ.get("PROVIDER_OPERATION_MAX_ATTEMPTS", "8"))
+# Waiting for what a platform finishes after answering spends no attempt, up to this long.
+PROVIDER_OPERATION_MAX_WAIT_SECONDS = float(
+    os.environ.get("PROVIDER_OPERATION_MAX_WAIT_SECONDS", "86400")
+)
 # A float: fault benches and tests shorten it to seconds (e.g. 0.05 = 3 s).
 PROVIDER_OPERATION_STALE_MINUTES = float(os.environ.get("PROVIDER_OPERATION_STALE_MINUTES", "10"))
 PROVIDER_OPERATION_BACKOFF_BASE = float(os.environ.get("PROVIDER_OPERATION_BACKOFF_BASE", "30"))

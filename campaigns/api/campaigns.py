@@ -19,6 +19,7 @@ from campaigns.api.common import (
     money_field,
 )
 from campaigns.design.access import campaign_delete, campaign_update
+from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign, CampaignState, Provider
 from campaigns.payments.costs import campaign_cost_estimate
@@ -49,6 +50,14 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
     bonus_max = serializers.DecimalField(
         max_digits=8, decimal_places=2, coerce_to_string=True, allow_null=True, read_only=True
     )
+    real_money = serializers.SerializerMethodField(
+        help_text="Whether the platform pays real money: false only in a platform's sandbox "
+        "(MTurk's). Prolific has no sandbox: its pilots use test participants instead."
+    )
+    test_participants = serializers.SerializerMethodField(
+        help_text="The platform offers test participants: a pilot can be published to them "
+        'at no cost (POST …/transition/ with {"state": "pilot", "test_study": true}).'
+    )
 
     class Meta:
         model = Campaign
@@ -60,6 +69,8 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
             "collaborators",
             "provider",
             "sandbox",
+            "real_money",
+            "test_participants",
             "budget_cap",
             "bonus_max",
             "currency",
@@ -70,6 +81,13 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
             "updated_at",
         ]
         read_only_fields = fields
+
+    def get_real_money(self, campaign: Campaign) -> bool:
+        platform = platform_for(campaign.provider)
+        return platform.pays_workers and not (campaign.sandbox and platform.has_sandbox)
+
+    def get_test_participants(self, campaign: Campaign) -> bool:
+        return bool(platform_for(campaign.provider).rules().test_participants)
 
 
 def _campaign_out(campaign: Campaign) -> dict[str, Any]:
@@ -93,7 +111,11 @@ class CampaignListCreateApi(generics.ListAPIView):
             allow_blank=True, default="", max_length=DESCRIPTION_MAX_LENGTH
         )
         provider = serializers.ChoiceField(choices=Provider.choices, default=Provider.LOCAL)
-        sandbox = serializers.BooleanField(default=True)
+        sandbox = serializers.BooleanField(
+            default=True,
+            help_text="Use the platform's sandbox where it has one (MTurk's). Prolific has "
+            "none: every study pays; pilot with its test participants (test_study).",
+        )
         budget_cap = MoneyField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True
         )

@@ -13,7 +13,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, Decimal
 from typing import Any
 
 from qaportal.money import CENT
@@ -122,10 +122,13 @@ class PlatformRules:
                 else f"{self.name.capitalize()} pays every task: set a reward."
             )
         elif floor is not None and rate is not None and Decimal(reward) > 0 and rate < floor:
+            least = (floor * minutes / 60).quantize(CENT, rounding=ROUND_CEILING)
             problem = (
                 f"{reward} {currency} for an estimated {minutes} min is {rate} {currency} an "
-                f"hour; {self.name.capitalize()} requires at least {floor} {currency} an hour. "
-                "Raise the reward or correct config.estimated_minutes."
+                f"hour; {self.name.capitalize()} requires at least {floor} {currency} an hour: "
+                f"raise the reward to {least} {currency} or more. The estimate is the time a "
+                "participant needs (the paper's, or the pilot's median), not a way round the "
+                "minimum: the platform checks it against the time participants take."
             )
         return PayCheck(
             currency=currency,
@@ -140,6 +143,10 @@ class PlatformRules:
         """How each requirement is applied on the platform, and why one it cannot express
         is refused (``RequirementNote.refused``)."""
         return [RequirementNote(dict(r), "", "") for r in requirements]
+
+    def requirement_choices(self) -> dict[str, list[dict[str, str]]]:
+        """Choices the stage page offers by name for requirements (``{}``: none)."""
+        return {}
 
     def requirements_check(self, requirements: Iterable[Mapping[str, Any]]) -> None:
         """Raise ``RequirementRefused`` for the first requirement the platform cannot express."""

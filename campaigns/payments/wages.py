@@ -6,12 +6,14 @@ counted is capped (``cap_seconds``), so a tab left open is not paid as work."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 from django.db.models import Sum
 
 from campaigns.design.platform import platform_for
+from campaigns.design.services import stage_update
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -81,3 +83,39 @@ def stage_wage_topup_pay(*, stage: Stage) -> list[TopUp]:
             key=f"wage-topup:{t.assignment_id}",
         )
     return topups
+
+
+def stage_estimate_from_pilot(*, stage: Stage, least_assignments: int = 5) -> int | None:
+    """Set the stage's ``config["estimated_minutes"]`` to the median time its stored
+    assignments took (``work_seconds``, rounded up to the minute), noting
+    ``config["estimated_from"]``; the minutes, or None (nothing changed) when fewer than
+    ``least_assignments`` assignments measured their time. Platforms with a minimum
+    hourly rate then price the stage by it (the stage page, the go-live confirmation).
+    Goes through ``stage_update`` (its state rules: a draft or a pilot)."""
+    seconds: list[int] = sorted(
+        s
+        for s in Assignment.objects.filter(
+            hit__stage=stage,
+            status__in=(
+                AssignmentStatus.SUBMITTED,
+                AssignmentStatus.APPROVED,
+                AssignmentStatus.REJECTED,
+            ),
+            work_seconds__isnull=False,
+        ).values_list("work_seconds", flat=True)
+        if s is not None
+    )
+    if len(seconds) < max(1, least_assignments):
+        return None
+    middle = len(seconds) // 2
+    median = float(
+        seconds[middle] if len(seconds) % 2 else (seconds[middle - 1] + seconds[middle]) / 2
+    )
+    minutes = max(1, math.ceil(median / 60))
+    config = {
+        **(stage.config or {}),
+        "estimated_minutes": minutes,
+        "estimated_from": {"median_seconds": median, "assignments": len(seconds)},
+    }
+    stage_update(stage=stage, config=config)
+    return minutes

@@ -35,15 +35,24 @@ class TransientProviderError(ProviderError):
 
     ``retry_after`` (seconds), when the platform said how long to wait. ``unprocessed``
     when the platform surely did not act on the call (a 429, a connection never made),
-    so even a call that is not idempotent may be repeated.
+    so even a call that is not idempotent may be repeated. ``waiting``: nothing went
+    wrong, the platform is still doing what it accepted (an asynchronous bulk approval
+    or payment); such a retry does not count toward the operation's attempts, only
+    toward ``PROVIDER_OPERATION_MAX_WAIT_SECONDS``.
     """
 
     def __init__(
-        self, message: str, *, retry_after: float | None = None, unprocessed: bool = False
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        unprocessed: bool = False,
+        waiting: bool = False,
     ) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         self.unprocessed = unprocessed
+        self.waiting = waiting
 
 
 class PermanentProviderError(ProviderError):

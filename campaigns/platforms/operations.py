@@ -64,6 +64,11 @@ def _max_attempts() -> int:
     return int(getattr(settings, "PROVIDER_OPERATION_MAX_ATTEMPTS", 8))
 
 
+def _max_wait() -> float:
+    """Seconds an operation may wait for what the platform does after answering."""
+    return float(getattr(settings, "PROVIDER_OPERATION_MAX_WAIT_SECONDS", 86400))
+
+
 def _stale_after() -> timedelta:
     return timedelta(minutes=float(getattr(settings, "PROVIDER_OPERATION_STALE_MINUTES", 10)))
 
@@ -184,14 +189,29 @@ def _retry_or_fail(
 ) -> ProviderOperation:
     with transaction.atomic():
         op = ProviderOperation.objects.select_for_update().get(pk=operation_id)
-        if op.attempts >= _max_attempts():
+        if exc.waiting:
+            # The platform is still at work: not a failed attempt, but not for ever.
+            waited = (timezone.now() - op.created_at).total_seconds()
+            if waited > _max_wait():
+                return _fail(operation_id, f"Gave up after waiting {waited:.0f} s: {exc}", result)
+            op.attempts = max(0, op.attempts - 1)
+        elif op.attempts >= _max_attempts():
             return _fail(operation_id, f"Gave up after {op.attempts} attempts: {exc}", result)
-        delay = _backoff(op.attempts, exc.retry_after)
+        delay = _backoff(max(op.attempts, 1), exc.retry_after)
         op.state = OperationState.PENDING
         op.last_error = str(exc)[:2000]
         op.result = result
         op.next_attempt_at = timezone.now() + timedelta(seconds=delay)
-        op.save(update_fields=["state", "last_error", "result", "next_attempt_at", "updated_at"])
+        op.save(
+            update_fields=[
+                "state",
+                "attempts",
+                "last_error",
+                "result",
+                "next_attempt_at",
+                "updated_at",
+            ]
+        )
     logger.warning("operation %s: %s; retry in %.0fs", operation_id, exc, delay)
     return op
 

@@ -55,4 +55,6 @@ def stage_platform_rules(*, stage: Stage) -> dict[str, Any]:
             "minimum_hourly": None if pay.minimum_hourly is None else str(pay.minimum_hourly),
         },
         "problems": problems,
+        # What the stage page offers by name (countries on Prolific), {} when nothing.
+        "choices": rules.requirement_choices(),
     }

@@ -62,12 +62,36 @@ def campaign_start(*, campaign: Campaign, to_state: str, test_study: bool = Fals
         platform.campaign_follow(campaign=campaign, previous=previous, to_state=to_state)
         if to_state in WORKABLE_STATES:
             # Every stage, fed ones too: a hand-off must not meet a refusal later.
-            for stage in campaign.stages.order_by("position"):
-                stage_rules_check(stage=stage)
+            campaign_rules_check(campaign=campaign)
             pending = campaign.stages.filter(items__status=ItemStatus.PENDING).distinct()
             for stage in pending.order_by("position"):
                 platform.stage_publish(stage=stage, test=test_study)
     return campaign
+
+
+def campaign_rules_problems(*, campaign: Campaign) -> dict[str, str]:
+    """Stage name -> why its platform would refuse it (a requirement it cannot express,
+    a reward under its minimum hourly rate), for every stage; {} when none. Reads only."""
+    problems = {}
+    for stage in campaign.stages.order_by("position"):
+        try:
+            stage_rules_check(stage=stage)
+        except DomainError as exc:
+            problems[stage.name] = str(exc)
+    return problems
+
+
+def campaign_rules_check(*, campaign: Campaign) -> None:
+    """Refuse (``DomainError``) a campaign any of whose stages its platform would refuse,
+    naming every such stage (``campaign_rules_problems``)."""
+    problems = campaign_rules_problems(campaign=campaign)
+    if problems:
+        names = ", ".join(f"“{n}”" for n in problems)
+        raise DomainError(
+            f"{len(problems)} stage(s) do not meet the platform's rules: {names}. "
+            + " ".join(problems.values()),
+            errors={"stages": list(problems)},
+        )
 
 
 def stage_rules_check(*, stage: Stage) -> None:

@@ -271,6 +271,7 @@ def paid_assignments_approve(
             payload={
                 "assignment_ids": wanted_ids,
                 "submission_ids": [a.provider_assignment_id for a in wanted],
+                "study_ids": sorted({a.hit.provider_group_id for a in wanted} - {"", None}),
                 "decided_by_id": decided_by.pk if decided_by is not None else None,
                 "source": source[:80],
                 "reason": reason,

@@ -55,6 +55,11 @@ def block_group_name(owner_id: int) -> str:
     return f"qaportal-block-{owner_id}"
 
 
+def qualification_group_name(qualification_type_id: int) -> str:
+    """The name of the platform group that holds a qualification's holders."""
+    return f"qaportal-qual-{qualification_type_id}"
+
+
 def paid_worker_block(
     *, requester: AbstractBaseUser, worker: Worker, reason: str
 ) -> tuple[WorkerBlock, ProviderOperation]:
@@ -142,7 +147,7 @@ def qualification_change_request(
         "qualification_type_id": qualification_type.pk,
         "worker_id": worker.pk,
         "participant_id": worker.external_id,
-        "group_name": f"qaportal-qual-{qualification_type.pk}",
+        "group_name": qualification_group_name(qualification_type.pk),
     }
     if qualification_type.provider_qualification_id:
         payload["group_id"] = qualification_type.provider_qualification_id

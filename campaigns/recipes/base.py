@@ -48,6 +48,10 @@ class StageSpec:
     # the items it is priced for (None: as ``paper_items``, or fed by an earlier stage).
     pilot: dict[str, Any] = field(default_factory=dict)
     pilot_items: int | None = None
+    # Minutes one assignment takes (``config["estimated_minutes"]``): the paper's time
+    # where it gives one, else qaportal's estimate, to be replaced by the pilot's median
+    # (``stage_estimate_from_pilot``). Platforms with a minimum hourly rate price by it.
+    estimated_minutes: int | None = None
     # Who approves this stage's work, when no review rule can (``validation.rules.
     # APPROVING``): said in the recipe listing; the default is a person.
     approval_note: str = ""

@@ -96,6 +96,7 @@ PARAPHRASE = StageSpec(
         "require_entity_mention": True,
     },
     reward=Decimal("0.25"),
+    estimated_minutes=2,
     assignments_per_hit=PARAPHRASES_PER_QUERY,
     review_rules=[{"rule": "duplicates", "threshold": 0.9, "action": "reject"}],
     paper_items=500,

@@ -98,6 +98,7 @@ WRITE = StageSpec(
     ),
     config={"questions_per_hit": QUESTIONS_PER_HIT, "expected_outputs_per_assignment": 4},
     reward=Decimal("1.25"),
+    estimated_minutes=10,
     assignments_per_hit=WORKERS_PER_ITEM,
     qualification_requirements=WORKER_REQUIREMENTS,
     review_rules=[{"rule": "duplicates", "threshold": 0.9, "action": "hold"}],
@@ -128,6 +129,7 @@ LINK_ANSWERS = StageSpec(
     ),
     config={"expected_outputs_per_assignment": 0.5},
     reward=Decimal("0.10"),
+    estimated_minutes=1,
     assignments_per_hit=2,
     qualification_requirements=WORKER_REQUIREMENTS,
     escalation_rule={"rule": "entity_agreement", "annotators": 2, "max": 3},
@@ -146,6 +148,7 @@ LINK_QUESTIONS = StageSpec(
         "mark it as not an entity or not in Wikidata, and add any entity we missed."
     ),
     reward=Decimal("0.10"),
+    estimated_minutes=2,
     # One place to start: a seen item keeps it (a 2nd only on disagreement); the
     # preparation of the stage tops a new item's HIT up to ``annotators``.
     assignments_per_hit=1,
@@ -175,6 +178,7 @@ TRANSLATE = StageSpec(
     ),
     config={"languages": sorted(MINTAKA_LANGUAGES)},
     reward=Decimal("0.00"),  # translators are paid under their own contract
+    estimated_minutes=10,
     items_per_hit=10,
     qualification_requirements=[{"qualification": TRANSLATOR_QUALIFICATION}],
 )

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
 
 from campaigns.design.items import items_upload
+from campaigns.design.platform import platform_for
 from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.models import (
     Campaign,
@@ -32,6 +33,7 @@ from campaigns.recipes import Recipe, recipe_get
 from campaigns.recipes.base import PAPER, PILOT, SCALES
 from campaigns.workforce.qualification_types import quiz_qualification_type
 from qaportal.errors import DomainError, StateConflict
+from qaportal.money import CENT
 
 # Hand-off keys a recipe fills with a stage's name (made its id when applied).
 STAGE_NAME_KEYS = frozenset({"unlinked_to", "translate_to"})
@@ -51,6 +53,33 @@ def _scale(scale: str) -> str:
             errors={"scale": [f"one of {', '.join(SCALES)}"]},
         )
     return scale
+
+
+def _reward_at_minimum(
+    *, campaign: Campaign, reward: Decimal, config: dict[str, Any], spec_duration: Any
+) -> Decimal:
+    """The paper's reward, or the platform's minimum for the stage's estimated minutes
+    when the paper's is below it (a quiz or a grading stage paying nothing included, on
+    a platform that pays every task). A raise is noted in ``config["reward_raised"]``
+    (the paper's amount, the minimum, the minutes): docs/recipes.md lists them."""
+    rules = platform_for(campaign.provider).rules()
+    check = rules.pay_check(
+        reward=reward, currency=campaign.currency, config=config, assignment_duration=spec_duration
+    )
+    if not check.below_minimum or check.minimum_hourly is None:
+        return reward
+    least = (check.minimum_hourly * check.estimated_minutes / 60).quantize(
+        CENT, rounding=ROUND_CEILING
+    )
+    config["reward_raised"] = {
+        "paper": str(reward),
+        "to": str(least),
+        "currency": campaign.currency,
+        "minimum_hourly": str(check.minimum_hourly),
+        "estimated_minutes": check.estimated_minutes,
+        "platform": rules.name,
+    }
+    return least
 
 
 def recipe_apply(
@@ -94,6 +123,8 @@ def recipe_apply(
             config = dict(spec.config)
             reward = spec.reward
             bonus_rules = [dict(r) for r in spec.bonus_rules]
+            if spec.estimated_minutes is not None:
+                config.setdefault("estimated_minutes", spec.estimated_minutes)
             if conversion is not None:
                 reward = conversion.convert(spec.reward)
                 bonus_rules = [_rule_converted(r, conversion) for r in bonus_rules]
@@ -102,6 +133,12 @@ def recipe_apply(
                     config["pass_bonus"] = str(
                         conversion.convert(Decimal(str(config["pass_bonus"])))
                     )
+            reward = _reward_at_minimum(
+                campaign=locked,
+                reward=reward,
+                config=config,
+                spec_duration=spec.assignment_duration,
+            )
             stages[spec.name] = stage_add(
                 campaign=locked,
                 name=spec.name,

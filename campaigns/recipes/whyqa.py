@@ -146,6 +146,7 @@ QUIZ_STAGE = StageSpec(
     config=QUIZ,
     # §2.3 ran it as an MTurk Qualification test, which carries no reward.
     reward=Decimal("0.00"),
+    estimated_minutes=5,
     # One quiz item, one place per worker who may try it.
     assignments_per_hit=PAPER_QUIZ_TAKERS,
     qualification_requirements=[WORKER_APPROVAL],
@@ -166,6 +167,7 @@ GENERATE = StageSpec(
     ),
     config={"questions_per_article": 1, "expected_outputs_per_assignment": 1},
     reward=Decimal("0.04"),
+    estimated_minutes=2,
     # One question per assignment: ten workers per article give its ten questions.
     assignments_per_hit=QUESTIONS_PER_ARTICLE,
     qualification_requirements=[WORKER_APPROVAL],
@@ -192,6 +194,7 @@ ANSWER = StageSpec(
         "expected_outputs_per_assignment": float(round(ANSWERABLE_SHARE / 3, 4)),
     },
     reward=Decimal("0.06"),
+    estimated_minutes=3,
     assignments_per_hit=3,
     # The quiz is about selecting answer sentences: answering is for those who passed.
     qualification_requirements=[WORKER_APPROVAL, {"quiz_stage": "Qualification quiz"}],
@@ -212,6 +215,7 @@ REPHRASE = StageSpec(
     ),
     config={"max_similarity": 0.8},
     reward=Decimal("0.05"),
+    estimated_minutes=3,
     assignments_per_hit=5,
     items_per_hit=5,
     # §2.3: the quiz and 80 % approval were required for QRepHITs as for QAHITs.

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Any
 
 from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.safestring import SafeString
+
+from campaigns.design.platform import platform_for
 
 register = template.Library()
 
@@ -36,3 +39,18 @@ def utc(value: datetime | None) -> SafeString | str:
     moment = aware.astimezone(UTC).replace(microsecond=0)
     iso = moment.isoformat().replace("+00:00", "Z")
     return format_html('<time datetime="{}">{}</time>', iso, moment.strftime("%Y-%m-%d %H:%M UTC"))
+
+
+@register.filter
+def money_mode(campaign: Any) -> str:
+    """How the campaign's platform treats money, for headers: "sandbox" (no real money),
+    "real money; test participants for pilots" (a platform without a sandbox that
+    offers test participants, Prolific), "real money", or "" (the local workforce)."""
+    platform = platform_for(campaign.provider)
+    if not platform.pays_workers:
+        return ""
+    if platform.has_sandbox:
+        return "sandbox" if campaign.sandbox else "real money"
+    if platform.rules().test_participants:
+        return "real money; test participants for pilots"
+    return "real money"

@@ -28,12 +28,13 @@ from campaigns.jobs import job_upload_start
 from campaigns.models import Campaign, CampaignState, Provider, Stage
 from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
-from campaigns.platforms.publishing import campaign_start
+from campaigns.platforms.publishing import campaign_rules_problems, campaign_start
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.item_template import item_columns
+from campaigns.work.selectors import WORKABLE_STATES
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
@@ -241,6 +242,7 @@ def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpRes
         estimate = campaign_cost_estimate(campaign=campaign)
     except DomainError as exc:
         estimate_error = str(exc)
+    platform = platform_for(campaign.provider)
     context = {
         "campaign": campaign,
         "to_state": to_state,
@@ -248,7 +250,15 @@ def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpRes
         "estimate": estimate,
         "estimate_error": estimate_error,
         "places": sum(s.assignments for s in estimate.stages) if estimate else 0,
-        "no_real_money": campaign.sandbox and platform_for(campaign.provider).has_sandbox,
+        "no_real_money": campaign.sandbox and platform.has_sandbox,
+        # Stages the platform would refuse: named, and the step is not offered.
+        "refused": (
+            campaign_rules_problems(campaign=campaign) if to_state in WORKABLE_STATES else {}
+        ),
+        # No sandbox, but test participants: the pilot can go to them, at no cost.
+        "test_participants": to_state == CampaignState.PILOT
+        and not platform.has_sandbox
+        and platform.rules().test_participants,
     }
     return render(request, "frontend/campaign_confirm.html", context)
 
@@ -265,7 +275,11 @@ def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
         url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
         return redirect(f"{url}?{urlencode({'to_state': to_state})}")
     try:
-        campaign = campaign_start(campaign=campaign, to_state=to_state)
+        campaign = campaign_start(
+            campaign=campaign,
+            to_state=to_state,
+            test_study=request.POST.get("test_study") == "yes",
+        )
     except DomainError as exc:  # IllegalTransition included: its message says what is allowed
         messages.error(request, str(exc))
     else:

@@ -227,5 +227,9 @@ def hooks(request: HttpRequest) -> HttpResponse:
             )
         if isinstance(candidate, str) and _ID.match(candidate):
             study_id = candidate
+        elif kind.startswith("submission.") and isinstance(resource, str) and _ID.match(resource):
+            # A session not stored yet: the task asks Prolific for its study, syncs that one.
+            task_after_commit("campaigns.prolific_sync", None, resource)
+            return JsonResponse({"accepted": True, "study_id": None, "submission_id": resource})
     task_after_commit("campaigns.prolific_sync", study_id)
     return JsonResponse({"accepted": True, "study_id": study_id})

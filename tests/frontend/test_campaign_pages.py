@@ -10,7 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from campaigns.design.services import campaign_transition
-from campaigns.models import Campaign, CampaignState, Item
+from campaigns.models import Campaign, CampaignState, Item, Stage
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -312,3 +312,68 @@ def test_a_second_campaign_of_one_recipe_takes_its_own_name(alice_client, reques
     second = alice_client.post(url, {**first, "name": "Nangia, second run"})
     assert second.status_code == 302
     assert Campaign.objects.filter(owner=requester, recipe="nangia").count() == 2
+
+
+def test_prolific_confirmation_names_the_stages_below_the_minimum_and_offers_no_step(
+    alice_client, requester
+):
+    """Prolific has no sandbox: the pages say real money and test participants, and the
+    go-live confirmation refuses (names, offers no button for) stages under the minimum."""
+    campaign = Campaign.objects.create(
+        owner=requester, name="On Prolific", slug="on-prolific", provider="prolific"
+    )
+    campaign.currency = "GBP"
+    campaign.save(update_fields=["currency"])
+    write = Stage.objects.create(
+        campaign=campaign,
+        name="Write",
+        task_type="question_writing",
+        config={"questions_per_hit": 1, "estimated_minutes": 5},
+        reward=Decimal("1.00"),
+        position=0,
+    )
+    Item.objects.create(
+        stage=write, external_id="c1", data={"topic": "t", "complexity_type": "count"}
+    )
+    Stage.objects.create(
+        campaign=campaign,
+        name="Grading 1",
+        task_type="question_writing",
+        config={"questions_per_hit": 1, "estimated_minutes": 5},
+        reward=Decimal("0.00"),
+        position=1,
+    )
+    Stage.objects.create(
+        campaign=campaign,
+        name="Cheap",
+        task_type="question_writing",
+        config={"questions_per_hit": 1, "estimated_minutes": 15},
+        reward=Decimal("0.20"),
+        position=2,
+    )
+    detail = alice_client.get(_detail(campaign)).content.decode()
+    assert "sandbox" not in detail.split("<dt>Provider</dt>")[1].split("</dd>")[0]
+    assert "real money; test participants for pilots" in detail
+    url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
+    page = alice_client.get(f"{url}?to_state=pilot")
+    html = page.content.decode()
+    assert "(real money)" in html
+    assert "(sandbox" not in html
+    assert "has no sandbox" in html
+    assert "test participants" in html
+    refused = page.context["refused"]
+    assert list(refused) == ["Grading 1", "Cheap"]
+    assert "pays every task" in refused["Grading 1"]
+    assert "raise the reward to 1.50 GBP" in refused["Cheap"]
+    assert 'name="confirmed"' not in html  # no step offered
+    # Posted anyway: refused, every such stage named, nothing moves.
+    answer = alice_client.post(
+        reverse("frontend:campaign-transition", kwargs={"slug": campaign.slug}),
+        {"to_state": "pilot", "confirmed": "yes"},
+        follow=True,
+    )
+    text = " ".join(str(m) for m in answer.context["messages"])
+    assert "2 stage(s) do not meet the platform" in text
+    assert "Grading 1" in text
+    assert "Cheap" in text
+    assert Campaign.objects.get(pk=campaign.pk).state == CampaignState.DRAFT

@@ -89,7 +89,20 @@ class Command(BaseCommand):
             "recipe": recipe.name,
             "provider": campaign.provider,
             "stages": [
-                {"name": s.name, "task_type": s.task_type, "items": s.items.count()} for s in stages
+                {
+                    "name": s.name,
+                    "task_type": s.task_type,
+                    "items": s.items.count(),
+                    "reward": str(s.reward),
+                    "estimated_minutes": (s.config or {}).get("estimated_minutes"),
+                    # The paper's amount was under the platform's hourly minimum: raised.
+                    **(
+                        {"reward_raised_from": s.config["reward_raised"]["paper"]}
+                        if "reward_raised" in (s.config or {})
+                        else {}
+                    ),
+                }
+                for s in stages
             ],
             "scale": options["scale"],
             "pilot_scale": recipe.pilot_scale,

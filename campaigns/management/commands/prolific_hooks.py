@@ -5,8 +5,10 @@
 
 Uses ``PROLIFIC_API_TOKEN`` and ``PROLIFIC_WORKSPACE_ID``; the target is
 ``SITE_URL/work/prolific/hooks/`` (https, reachable by Prolific) unless ``--target-url``.
-With ``--new-secret`` the secret is printed once: put it in ``PROLIFIC_WEBHOOK_SECRET``
-(the workspace has one active secret; the old one stops verifying). Polling stays on
+With ``--new-secret``, or when the workspace has no secret yet, the secret is created
+and printed once: put it in ``PROLIFIC_WEBHOOK_SECRET`` (the workspace has one active
+secret; a new one stops the old one verifying). An unconfirmed subscription left by an
+earlier run is replaced, never doubled. Polling stays on
 either way (``campaigns.prolific_sync`` on beat).
 """
 

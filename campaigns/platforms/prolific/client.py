@@ -22,10 +22,10 @@ from typing import Any
 import requests
 
 from campaigns.platforms.base import PermanentProviderError, TransientProviderError
+from campaigns.platforms.prolific.filters import DEFAULT_API_URL
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_API_URL = "https://api.prolific.com"
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 
 
@@ -152,17 +152,31 @@ class ProlificClient:
             )
             self._sleep(wait)
 
-    def paginate(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[Any]:
-        """Every result of a listed endpoint, following ``_links.next.href`` or ``page``."""
+    def listed(self, path: str, *, params: dict[str, Any] | None = None) -> list[Any]:
+        """The ``results`` of a list operation whose reference documents no paging."""
+        body = self.request("GET", path, params=params)
+        return list(body.get("results", []) if isinstance(body, dict) else body or [])
+
+    def paginate(
+        self, path: str, *, params: dict[str, Any] | None = None, page_size: int = 200
+    ) -> Iterator[Any]:
+        """Every result of a list operation paged with ``page`` and ``page_size`` (the
+        reference documents them for ``get-submissions``). Stops at a page without a
+        ``_links.next.href``, a short or empty page, or a page that brings no new id
+        (a server ignoring ``page`` cannot make it read page 1 for ever)."""
         query = dict(params or {})
+        seen: set[str] = set()
         page = 1
         while True:
-            body = self.request("GET", path, params={**query, "page": page})
+            body = self.request("GET", path, params={**query, "page": page, "page_size": page_size})
             results = body.get("results", []) if isinstance(body, dict) else []
-            yield from results
+            fresh = [r for r in results if str(r.get("id", id(r))) not in seen]
+            seen.update(str(r.get("id", id(r))) for r in fresh)
+            yield from fresh
             links = body.get("_links", {}) if isinstance(body, dict) else {}
-            nxt = (links.get("next") or {}).get("href") if isinstance(links, dict) else None
-            if not nxt or not results:
+            nxt = links.get("next") if isinstance(links, dict) else None
+            href = nxt.get("href") if isinstance(nxt, dict) else nxt
+            if not href or not fresh or len(results) < page_size:
                 return
             page += 1
 
@@ -175,8 +189,9 @@ class ProlificClient:
     def study_get(self, study_id: str) -> dict[str, Any]:
         return dict(self.request("GET", f"/api/v1/studies/{study_id}/"))
 
-    def studies_list(self) -> Iterator[dict[str, Any]]:
-        return self.paginate("/api/v1/studies/")
+    def studies_list(self) -> list[dict[str, Any]]:
+        """GET /api/v1/studies/ (``get-studies``; the reference documents no paging)."""
+        return self.listed("/api/v1/studies/")
 
     def study_update(self, study_id: str, body: dict[str, Any]) -> dict[str, Any]:
         return dict(self.request("PATCH", f"/api/v1/studies/{study_id}/", json=body))
@@ -189,8 +204,11 @@ class ProlificClient:
         )
 
     def study_submissions(self, study_id: str) -> Iterator[dict[str, Any]]:
-        """GET /api/v1/studies/{id}/submissions/ (all pages)."""
-        return self.paginate(f"/api/v1/studies/{study_id}/submissions/")
+        """GET /api/v1/submissions/?study=… (``get-submissions``), every page.
+
+        ``get-study-submissions`` documents no paging parameter at all, so the list
+        operation that documents ``page`` and ``page_size`` is the one read."""
+        return self.paginate("/api/v1/submissions/", params={"study": study_id})
 
     # --- submissions -----------------------------------------------------------------
 
@@ -205,7 +223,8 @@ class ProlificClient:
         )
 
     def submissions_bulk_approve(self, submission_ids: list[str]) -> Any:
-        """POST /api/v1/submissions/bulk-approve/ with ``submission_ids``."""
+        """POST /api/v1/submissions/bulk-approve/ with ``submission_ids``: Prolific answers
+        that the request was made; the approvals happen afterwards (read them back)."""
         return self.request(
             "POST", "/api/v1/submissions/bulk-approve/", json={"submission_ids": submission_ids}
         )
@@ -238,9 +257,9 @@ class ProlificClient:
             idempotent=False,
         )
 
-    def participant_groups(self, *, workspace_id: str) -> Iterator[dict[str, Any]]:
-        """GET /api/v1/participant-groups/?workspace_id=… (or ``project_id``)."""
-        return self.paginate("/api/v1/participant-groups/", params={"workspace_id": workspace_id})
+    def participant_groups(self, *, workspace_id: str) -> list[dict[str, Any]]:
+        """GET /api/v1/participant-groups/?workspace_id=… (``filter``, form style)."""
+        return self.listed("/api/v1/participant-groups/", params={"workspace_id": workspace_id})
 
     def participant_group_create(self, *, workspace_id: str, name: str) -> dict[str, Any]:
         return dict(
@@ -266,6 +285,14 @@ class ProlificClient:
             f"/api/v1/participant-groups/{group_id}/participants/",
             json={"participant_ids": participant_ids},
         )
+
+    # --- filters ---------------------------------------------------------------------
+
+    def filters_list(self, *, workspace_id: str = "") -> list[dict[str, Any]]:
+        """GET /api/v1/filters/ (``get-filters``): every filter, select ones with their
+        ``choices`` (choice id -> label)."""
+        params = {"workspace_id": workspace_id} if workspace_id else None
+        return self.listed("/api/v1/filters/", params=params)
 
     # --- testing (api-reference/testing) ---------------------------------------------
 
@@ -304,9 +331,13 @@ class ProlificClient:
             )
         )
 
-    def hook_subscriptions(self, *, workspace_id: str) -> Iterator[dict[str, Any]]:
-        """GET /api/v1/hooks/subscriptions/?workspace_id=…"""
-        return self.paginate("/api/v1/hooks/subscriptions/", params={"workspace_id": workspace_id})
+    def hook_subscriptions(self, *, workspace_id: str, is_enabled: bool) -> list[dict[str, Any]]:
+        """GET /api/v1/hooks/subscriptions/?workspace_id=…&is_enabled=… (without
+        ``is_enabled`` Prolific lists the enabled ones only)."""
+        return self.listed(
+            "/api/v1/hooks/subscriptions/",
+            params={"workspace_id": workspace_id, "is_enabled": "true" if is_enabled else "false"},
+        )
 
     def hook_subscribe(
         self, *, workspace_id: str, event_type: str, target_url: str
@@ -321,7 +352,17 @@ class ProlificClient:
             headers_out=headers,
         )
         secret = next((v for k, v in headers.items() if k.lower() == "x-hook-secret"), "")
+        if isinstance(body, dict) and isinstance(body.get("results"), list) and body["results"]:
+            body = body["results"][0]  # the reference answers a SubscriptionList
         return dict(body or {}), secret
+
+    def hook_secrets(self, *, workspace_id: str) -> list[dict[str, Any]]:
+        """GET /api/v1/hooks/secrets/?workspace_id=… (``get-secrets``)."""
+        return self.listed("/api/v1/hooks/secrets/", params={"workspace_id": workspace_id})
+
+    def hook_delete(self, subscription_id: str) -> None:
+        """DELETE /api/v1/hooks/subscriptions/{id}/ (``delete-subscription``)."""
+        self.request("DELETE", f"/api/v1/hooks/subscriptions/{subscription_id}/")
 
     def hook_confirm(self, subscription_id: str, *, secret: str) -> dict[str, Any]:
         """POST /api/v1/hooks/subscriptions/{id}/ with the ``X-Hook-Secret``: confirms it."""

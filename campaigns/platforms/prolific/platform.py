@@ -10,10 +10,18 @@ from django.conf import settings
 
 from campaigns.design.platform import FeeModel
 from campaigns.design.platform_rules import PlatformRules
-from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOperation, Stage
+from campaigns.models import (
+    Campaign,
+    CampaignState,
+    OperationKind,
+    ProviderOperation,
+    QualificationType,
+    Stage,
+)
 from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.filters import filter_catalogue_cached
 from campaigns.platforms.prolific.rules import ProlificRules
 from campaigns.platforms.prolific.studies import (
     campaign_provider_pause,
@@ -33,7 +41,8 @@ class ProlificPlatform(PaidPlatform):
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))
 
     def rules(self) -> PlatformRules:
-        return ProlificRules()
+        """Prolific's rules, with the filters catalogue when it is cached (no call here)."""
+        return ProlificRules(catalogue=filter_catalogue_cached())
 
     def stage_publish(self, *, stage: Stage, allow_partial: bool = True, test: bool = False) -> Any:
         return prolific_stage_publish(stage=stage, allow_partial=allow_partial, test=test)
@@ -53,3 +62,13 @@ def _study_catches_up(op: ProviderOperation) -> None:
     """A study created while its campaign was being paused or completed catches up."""
     if op.campaign_id is not None and (op.result or {}).get("published", True):
         campaign_studies_follow(campaign_id=op.campaign_id)
+
+
+@operation_effect(OperationKind.CREATE_STUDY, provider="prolific")
+def _study_groups_identified(op: ProviderOperation) -> None:
+    """Participant groups the study's creation made for qualifications nobody held yet
+    become those qualifications' platform ids (grants then add to them)."""
+    for qt_id, group_id in ((op.result or {}).get("groups_made") or {}).items():
+        QualificationType.objects.filter(
+            pk=int(qt_id), provider_qualification_id__isnull=True
+        ).update(provider=op.provider, provider_qualification_id=str(group_id))

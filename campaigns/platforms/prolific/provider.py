@@ -28,7 +28,8 @@ from campaigns.platforms.base import (
 )
 from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.prolific.client import DEFAULT_API_URL, ProlificClient
-from campaigns.platforms.prolific.rules import ProlificRules
+from campaigns.platforms.prolific.filters import filter_catalogue
+from campaigns.platforms.prolific.rules import FILTER_GROUP_ALLOW, ProlificRules
 
 logger = logging.getLogger(__name__)
 
@@ -54,10 +55,16 @@ REJECTION_CATEGORIES = frozenset(
 REJECTION_MESSAGE_MIN = 100  # Prolific refuses shorter rejection messages.
 # Submission statuses meaning the participant has finished (or the researcher decided).
 DONE_STATUSES = frozenset({"AWAITING REVIEW", "APPROVED", "REJECTED", "PARTIALLY APPROVED"})
+# Statuses a submission of a bulk approval can end in that are not an approval.
+SUBMISSION_FINAL_OTHER = frozenset({"REJECTED", "RETURNED", "TIMED-OUT", "SCREENED OUT"})
 # Study statuses each study transition leads to, and those past which nothing moves.
 STUDY_FINISHED = frozenset({"AWAITING REVIEW", "COMPLETED"})
-# A study that still recruits (or will, once resumed) and so can take more places.
-STUDY_GROWABLE = frozenset({"ACTIVE", "PAUSED", "SCHEDULED", "PUBLISHING"})
+# A study that can take more places: one that recruits (or will, once resumed), and one
+# that has finished, which more places make ACTIVE again (update-study:
+# "A completed study will become active again and resume recruiting").
+STUDY_GROWABLE = frozenset(
+    {"ACTIVE", "PAUSED", "SCHEDULED", "PUBLISHING", "AWAITING REVIEW", "COMPLETED"}
+)
 STUDY_TARGETS: dict[str, frozenset[str]] = {
     "PAUSE": frozenset({"PAUSED"}),
     "START": frozenset({"ACTIVE"}),
@@ -75,16 +82,29 @@ def pence(amount: Decimal | str) -> int:
     return int((Decimal(str(amount)) * 100).to_integral_value())
 
 
+# Completion code actions (create-study: ``RequestReturn`` requires ``return_reason``).
+RETURN_REASON = "The task could not be offered to you; please return the study."
+BULK_APPROVE_MAX = 1000  # submission ids per bulk-approve call
+
+
+def maximum_allowed_minutes(*, estimated: int, wanted: int) -> int:
+    """``maximum_allowed_time`` Prolific accepts: at least 2 + 2·estimate + 2·√estimate
+    minutes (estimate 30 → 73), or more when the stage allows more time."""
+    least = math.ceil(2 + 2 * estimated + 2 * math.sqrt(estimated))
+    return max(wanted, least)
+
+
 def study_filters(
     requirements: Iterable[Mapping[str, Any]],
     *,
     allow_groups: Iterable[str] = (),
     block_groups: Iterable[str] = (),
+    catalogue: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Prolific ``filters`` from a stage's ``qualification_requirements``
     (``ProlificRules.study_filters``: ``RequirementRefused`` for one Prolific cannot
-    express, never dropped)."""
-    return ProlificRules().study_filters(
+    express, never dropped; country codes resolved through ``catalogue``)."""
+    return ProlificRules(catalogue=catalogue).study_filters(
         requirements, allow_groups=allow_groups, block_groups=block_groups
     )
 
@@ -136,12 +156,14 @@ def study_body(
             {
                 "code": codes["screened_out"],
                 "code_type": "OTHER",
-                "actions": [{"action": "REQUEST_RETURN"}],
+                "actions": [{"action": "REQUEST_RETURN", "return_reason": RETURN_REASON}],
             },
         ],
         "total_available_places": places,
         "estimated_completion_time": estimated,
-        "maximum_allowed_time": max(duration_minutes, estimated),
+        "maximum_allowed_time": maximum_allowed_minutes(
+            estimated=estimated, wanted=duration_minutes
+        ),
         "reward": pence(reward),
         "device_compatibility": ["desktop"],
         "peripheral_requirements": [],
@@ -202,8 +224,10 @@ class ProlificProvider(Provider):
 
         - ``grow_study_id`` in the payload (the stage's study already runs): raise that
           study's places by the new HITs' (``PATCH total_available_places`` to a target
-          fixed at the first attempt, so a retry sets the same number). A study that
-          has finished or was stopped cannot take more: a new study is created instead.
+          fixed at the first attempt, so a retry sets the same number). A study that has
+          finished (AWAITING REVIEW, COMPLETED, stopped) is grown too: more places make
+          it ACTIVE again, so a stage keeps one study (Prolific rate-limits many small
+          ones). Only a study in another state (a draft, say) gets a new one.
         - otherwise create the study (once: found again by ``internal_name``), then
           publish it; with ``test`` in the payload, publish it to the workspace's test
           participants only (``POST /api/v1/studies/{id}/test-study``), which costs no
@@ -217,7 +241,7 @@ class ProlificProvider(Provider):
             )
             if grown is not None:
                 return grown
-        body = call.payload["study"]
+        body = self._with_new_groups(call, call.payload["study"])
         study_id = call.result.get("study_id") if call.result.get("created") else None
         if not study_id and (call.recovering or call.attempts > 1):
             study_id = self._study_find(body["internal_name"])
@@ -239,6 +263,36 @@ class ProlificProvider(Provider):
             "hits": self._hit_map(study_id, hit_ids),
         }
 
+    def _with_new_groups(self, call: OperationCall, body: dict[str, Any]) -> dict[str, Any]:
+        """The study body with the allow-list groups the payload asks to make
+        (``allow_groups_to_make``: qualification type id -> group name), found or made
+        once each (``groups_made`` checkpointed) before the study is created."""
+        wanted = call.payload.get("allow_groups_to_make") or {}
+        if not wanted or call.result.get("created"):
+            return dict(body)
+        made = dict(call.result.get("groups_made") or {})
+        for qt_id, name in sorted(wanted.items()):
+            if qt_id not in made:
+                made[qt_id] = self._group_named(str(name))
+                call.checkpoint(groups_made=made)
+        filters = [dict(f) for f in body.get("filters") or []]
+        allow = next((f for f in filters if f.get("filter_id") == FILTER_GROUP_ALLOW), None)
+        if allow is None:
+            allow = {"filter_id": FILTER_GROUP_ALLOW, "selected_values": []}
+            filters.append(allow)
+        allow["selected_values"] = sorted({*allow["selected_values"], *made.values()})
+        return {**body, "filters": filters}
+
+    def _group_named(self, name: str) -> str:
+        """The id of the workspace's participant group ``name`` (made when missing)."""
+        if not self.workspace_id:
+            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for participant groups.")
+        for group in self.client.participant_groups(workspace_id=self.workspace_id):
+            if group.get("name") == name and not group.get("is_deleted"):
+                return str(group["id"])
+        made = self.client.participant_group_create(workspace_id=self.workspace_id, name=name)
+        return str(made["id"])
+
     @staticmethod
     def _hit_map(study_id: str, hit_ids: Iterable[Any]) -> dict[str, dict[str, str]]:
         return {
@@ -257,8 +311,8 @@ class ProlificProvider(Provider):
                 return None
             target = int(study.get("total_available_places") or 0) + places
             call.checkpoint(grow_target=target)
-        self.client.study_update(study_id, {"total_available_places": int(target)})
-        call.checkpoint(study_id=study_id, published=True)
+        answer = self.client.study_update(study_id, {"total_available_places": int(target)})
+        call.checkpoint(study_id=study_id, published=True, status=answer.get("status"))
         return {
             **call.result,
             "study_id": study_id,
@@ -286,6 +340,10 @@ class ProlificProvider(Provider):
             "published": True,
             "hits": self._hit_map(test_id, hit_ids),
         }
+
+    def filters(self, *, refresh: bool = False) -> dict[str, Any]:
+        """Prolific's filters catalogue for this workspace (cached; ``refresh`` re-reads)."""
+        return filter_catalogue(client=self.client, workspace_id=self.workspace_id, refresh=refresh)
 
     def test_participant_create(self, *, email: str) -> str:
         """``POST /api/v1/researchers/participants/``: a test participant (no cash-out, no
@@ -368,22 +426,62 @@ class ProlificProvider(Provider):
         return self._transition(call.payload["submission_id"], {"action": "APPROVE"}, "APPROVED")
 
     def _bulk_approve(self, call: OperationCall) -> dict[str, Any]:
-        """``POST /api/v1/submissions/bulk-approve/`` with the submission ids.
+        """``POST /api/v1/submissions/bulk-approve/`` in chunks of at most 1,000 ids, then
+        wait for Prolific to have approved them.
 
-        Approving is idempotent on Prolific's side, so a retry repeats the call. A
-        refusal (say, one submission already approved by hand) is done when every
-        submission turns out to be approved; otherwise it is the error.
+        Prolific answers "the request to bulk approve has been made" and approves
+        afterwards, so the operation is done (and its effects, the decisions and the
+        paid ledger, happen) only once every submission reads ``APPROVED``; until then
+        it is retried as waiting (transient). The chunks sent are checkpointed, so a
+        retry never asks twice. A refusal of a chunk is done when its submissions all
+        read approved already; a submission that ends otherwise (rejected or returned
+        on Prolific) fails the operation for a person to look at.
         """
         ids = sorted(str(i) for i in call.payload["submission_ids"])
         if not ids:
             return {"approved": 0}
-        try:
-            self.client.submissions_bulk_approve(ids)
-        except PermanentProviderError:
-            statuses = {i: self.client.submission_get(i).get("status") for i in ids}
-            if set(statuses.values()) != {"APPROVED"}:
-                raise
-        return {"approved": len(ids), "submission_ids": ids}
+        chunks = [ids[n : n + BULK_APPROVE_MAX] for n in range(0, len(ids), BULK_APPROVE_MAX)]
+        if not call.result.get("pay_requested"):
+            # From the first chunk on, money may move: a failure keeps the ledger committed.
+            call.checkpoint(pay_requested=True)
+        for n in range(int(call.result.get("chunks_sent", 0)), len(chunks)):
+            try:
+                self.client.submissions_bulk_approve(chunks[n])
+            except PermanentProviderError:
+                statuses = self._statuses(call, chunks[n])
+                if any(statuses.get(i) != "APPROVED" for i in chunks[n]):
+                    raise
+            call.checkpoint(chunks_sent=n + 1, chunks=len(chunks))
+        statuses = self._statuses(call, ids)
+        lost = sorted(i for i in ids if statuses.get(i) in SUBMISSION_FINAL_OTHER)
+        if lost:
+            raise PermanentProviderError(
+                f"{len(lost)} submission(s) of the bulk approval ended otherwise on Prolific "
+                f"({', '.join(sorted({str(statuses[i]) for i in lost}))}); check them there."
+            )
+        waiting = [i for i in ids if statuses.get(i) != "APPROVED"]
+        if waiting:
+            call.checkpoint(waiting=len(waiting))
+            raise TransientProviderError(
+                f"Prolific is still approving {len(waiting)} of {len(ids)} submissions.",
+                retry_after=float(getattr(settings, "PROLIFIC_CONFIRM_AFTER", 30)),
+                waiting=True,
+            )
+        call.checkpoint(waiting=0)
+        return {**call.result, "approved": len(ids), "submission_ids": ids}
+
+    def _statuses(self, call: OperationCall, ids: list[str]) -> dict[str, str]:
+        """Prolific's status of each submission: read through the studies' submission
+        lists when the payload names the studies, else one by one."""
+        statuses: dict[str, str] = {}
+        wanted = set(ids)
+        for study_id in call.payload.get("study_ids") or []:
+            for s in self.client.study_submissions(str(study_id)):
+                if str(s.get("id")) in wanted:
+                    statuses[str(s["id"])] = str(s.get("status", ""))
+        for sid in sorted(wanted - set(statuses)):
+            statuses[sid] = str(self.client.submission_get(sid).get("status", ""))
+        return statuses
 
     def reject(self, call: OperationCall) -> dict[str, Any]:
         category = call.payload.get("rejection_category", "OTHER")
@@ -397,48 +495,68 @@ class ProlificProvider(Provider):
         body = {"action": "REJECT", "message": message, "rejection_category": category}
         return self._transition(call.payload["submission_id"], body, "REJECTED")
 
-    def _bonus_count(self, submission_id: str, amount_pence: int) -> int:
+    def _bonus_entries(self, submission_id: str) -> list[int]:
         payments = self.client.submission_get(submission_id).get("bonus_payments") or []
-        return sum(1 for p in payments if round(float(p)) == amount_pence)
+        return [round(float(p)) for p in payments]
 
     def bonus(self, call: OperationCall) -> dict[str, Any]:
-        """Set up a bulk bonus for one submission, then pay it exactly once.
+        """Set up a bulk bonus for one submission, pay it exactly once, then wait for it.
 
-        Prolific's pay call is not idempotent, so: the bulk bonus id is checkpointed
-        after set-up; before paying, the number of equal bonuses already on the
-        submission and ``pay_requested`` are checkpointed. A later attempt that finds
-        ``pay_requested`` never pays again: it waits (transient) until the submission
-        shows one more such bonus, and the executor gives up after its bounded
-        attempts, leaving the operation failed for a person to check.
+        Prolific's pay call is not idempotent and pays asynchronously, so: the bulk bonus
+        id is checkpointed after set-up; before paying, the number of bonus entries the
+        submission already lists and ``pay_requested`` are checkpointed. Prolific's 202
+        names the bulk bonus it accepted: ``accepted`` records that it is this
+        operation's own id. The operation is done (and the ledger paid) once the
+        submission lists the amount among the entries added after that checkpoint, never
+        by counting equal amounts, which an earlier bonus of the same amount would match.
+        A pay call throttled to the end of the client's retries (429: surely not
+        processed) clears ``pay_requested``, so a later attempt pays; any other lost
+        answer leaves it set, and a later attempt never pays again: it waits (transient)
+        for the entry, and the executor gives up after its bounded attempts, leaving the
+        operation failed for a person to check.
         """
         submission_id = call.payload["submission_id"]
         amount = Decimal(call.payload["amount"])
         amount_pence = pence(amount)
         if call.result.get("paid"):
             return dict(call.result)
-        if call.result.get("pay_requested"):
-            if self._bonus_count(submission_id, amount_pence) > int(call.result["before"]):
-                call.checkpoint(paid=True, confirmed_by="submission.bonus_payments")
-                return dict(call.result)
-            raise TransientProviderError(
-                "Bonus payment requested; waiting for Prolific to show it on the submission."
-            )
-        bulk_id = call.result.get("bulk_bonus_id")
-        if not bulk_id:
-            setup = self.client.bonus_setup(
-                study_id=call.payload["study_id"], csv_bonuses=f"{submission_id},{amount:.2f}"
-            )
-            bulk_id = str(setup["id"])
+        if not call.result.get("pay_requested"):
+            bulk_id = call.result.get("bulk_bonus_id")
+            if not bulk_id:
+                setup = self.client.bonus_setup(
+                    study_id=call.payload["study_id"], csv_bonuses=f"{submission_id},{amount:.2f}"
+                )
+                bulk_id = str(setup["id"])
+                call.checkpoint(
+                    bulk_bonus_id=bulk_id,
+                    setup_amount=setup.get("amount"),
+                    setup_fees=setup.get("fees"),
+                )
             call.checkpoint(
-                bulk_bonus_id=bulk_id,
-                setup_amount=setup.get("amount"),
-                setup_fees=setup.get("fees"),
+                pay_requested=True, entries_before=len(self._bonus_entries(submission_id))
             )
-        before = self._bonus_count(submission_id, amount_pence)
-        call.checkpoint(pay_requested=True, before=before)
-        self.client.bonus_pay(bulk_id)
-        call.checkpoint(paid=True)
-        return dict(call.result)
+            try:
+                answer = self.client.bonus_pay(bulk_id)
+            except TransientProviderError as exc:
+                if exc.unprocessed:  # throttled to the end of the client's retries: not paid
+                    call.checkpoint(pay_requested=False)
+                raise
+            if bulk_id not in str(answer or ""):
+                raise PermanentProviderError(
+                    f"Prolific's answer to paying bulk bonus {bulk_id} names another: check it."
+                )
+            call.checkpoint(accepted=bulk_id)
+        added = self._bonus_entries(submission_id)[int(call.result.get("entries_before", 0)) :]
+        if amount_pence in added:
+            call.checkpoint(paid=True, confirmed_by="submission.bonus_payments")
+            return dict(call.result)
+        raise TransientProviderError(
+            "Bonus payment requested; waiting for Prolific to show it on the submission.",
+            retry_after=float(getattr(settings, "PROLIFIC_CONFIRM_AFTER", 30)),
+            # Accepted (the 202 named this bonus): Prolific is paying, a wait. A lost
+            # answer is not: its bounded attempts end with a person checking.
+            waiting=bool(call.result.get("accepted")),
+        )
 
     def notify(self, call: OperationCall) -> dict[str, Any]:
         """Send one message to the participants, at most once.
@@ -478,19 +596,7 @@ class ProlificProvider(Provider):
         group_id = call.payload.get("group_id") or call.result.get("group_id")
         if group_id:
             return str(group_id)
-        name = call.payload["group_name"]
-        if not self.workspace_id:
-            raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for participant groups.")
-        for group in self.client.participant_groups(workspace_id=self.workspace_id):
-            if group.get("name") == name and not group.get("is_deleted"):
-                group_id = str(group["id"])
-                break
-        else:
-            group_id = str(
-                self.client.participant_group_create(workspace_id=self.workspace_id, name=name)[
-                    "id"
-                ]
-            )
+        group_id = self._group_named(str(call.payload["group_name"]))
         call.checkpoint(group_id=group_id)
         return group_id
 
@@ -537,10 +643,17 @@ class ProlificProvider(Provider):
 
     def hooks_setup(self, *, target_url: str, new_secret: bool = False) -> dict[str, Any]:
         """Subscribe ``target_url`` to the study and submission status events of the
-        workspace, confirming each subscription with its ``X-Hook-Secret``; a subscription
-        already there (same event, same URL) is kept. ``new_secret``: create the
-        workspace's signing secret (one active per workspace: the old one stops working),
-        returned once as ``secret`` for ``PROLIFIC_WEBHOOK_SECRET``.
+        workspace, signed with the workspace's secret and confirmed with each
+        subscription's ``X-Hook-Secret``.
+
+        The workspace's signing secret comes first (``get-secrets``; created when there is
+        none, or when ``new_secret`` asks for a new one — one active per workspace, the
+        old one stops working), returned once as ``secret`` for
+        ``PROLIFIC_WEBHOOK_SECRET`` when created. Subscriptions are listed enabled and
+        not (the list shows enabled ones only unless ``is_enabled=false`` is asked): an
+        enabled one for the same event and URL is kept; an unconfirmed one, whose
+        confirmation secret is gone, is deleted and made again, so set-up never leaves
+        two subscriptions for one event.
         """
         if not self.workspace_id:
             raise PermanentProviderError("PROLIFIC_WORKSPACE_ID is needed for webhooks.")
@@ -551,20 +664,29 @@ class ProlificProvider(Provider):
         if missing:
             raise PermanentProviderError(f"Prolific offers no {', '.join(missing)} events.")
         out: dict[str, Any] = {"subscriptions": []}
-        if new_secret:
+        if new_secret or not self.client.hook_secrets(workspace_id=self.workspace_id):
             secret = self.client.hook_secret_create(workspace_id=self.workspace_id)
             out["secret"] = secret.get("value") or secret.get("secret") or ""
-        existing = {
+        enabled = {
             (h.get("event_type"), h.get("target_url")): h
-            for h in self.client.hook_subscriptions(workspace_id=self.workspace_id)
+            for h in self.client.hook_subscriptions(workspace_id=self.workspace_id, is_enabled=True)
         }
+        unconfirmed = [
+            h
+            for h in self.client.hook_subscriptions(
+                workspace_id=self.workspace_id, is_enabled=False
+            )
+            if h.get("target_url") == target_url and h.get("event_type") in self.HOOK_EVENTS
+        ]
         for event in self.HOOK_EVENTS:
-            found = existing.get((event, target_url))
-            if found is not None and found.get("is_enabled"):
+            found = enabled.get((event, target_url))
+            if found is not None:
                 out["subscriptions"].append(
                     {"event_type": event, "id": found.get("id"), "new": False}
                 )
                 continue
+            for stale in [h for h in unconfirmed if h.get("event_type") == event]:
+                self.client.hook_delete(str(stale["id"]))
             hook, confirm = self.client.hook_subscribe(
                 workspace_id=self.workspace_id, event_type=event, target_url=target_url
             )

@@ -10,7 +10,12 @@ Sources (docs/providers.md has the call table):
   study currency"). ``PROLIFIC_CURRENCY`` says which.
 - Filters: ``filters`` on the study, ``{"filter_id", "selected_values"}`` for select
   filters and ``{"filter_id", "selected_range": {"lower", "upper"}}`` for range ones
-  (api-reference/filters, "Filters Overview").
+  (api-reference/filters, "Filters Overview"). The published schema types a bound as
+  ``oneOf [integer, string, number]``, under which a whole number matches two branches
+  and is refused; bounds are sent as strings of digits, which every reading accepts.
+- Countries: requirements name ISO 3166 codes (the same on every platform); on
+  Prolific they are resolved through the filters catalogue (``filters.py``) into the
+  ``current-country-of-residence`` filter's choice ids.
 """
 
 from __future__ import annotations
@@ -22,6 +27,12 @@ from typing import Any
 from django.conf import settings
 
 from campaigns.design.platform_rules import PlatformRules, RequirementNote, RequirementRefused
+from campaigns.platforms.prolific.filters import (
+    COUNTRY_NAMES,
+    countries_resolve,
+    country_choices,
+    country_name,
+)
 
 DEFAULT_MIN_HOURLY = {"GBP": "6.00", "USD": "8.00"}
 # Filter ids qaportal sends (Prolific's catalogue: GET /api/v1/filters/).
@@ -58,8 +69,8 @@ NOTE_APPROVED_COUNT = (
 )
 NOTE_COUNTRY = (
     "Prolific filters on current country of residence (what the participant declares, "
-    "checked by Prolific), not MTurk's locale of the account's address. Values are "
-    "Prolific's choice ids for the filter, not ISO codes."
+    "checked by Prolific), not MTurk's locale of the account's address. The ISO codes are "
+    "sent as the filter's choice ids from Prolific's filters catalogue: {names}."
 )
 NOTE_ADULT = "Every Prolific participant is 18 or older: nothing is sent."
 NOTE_GROUP = (
@@ -79,6 +90,11 @@ class ProlificRules(PlatformRules):
     requires_reward = True  # a study's reward is 1 minor unit or more
     test_participants = True  # POST /api/v1/researchers/participants/, …/test-study
     checked_kinds = frozenset({"approval_rate", "approved_count", "locale", "country"})
+
+    def __init__(self, *, catalogue: Mapping[str, Any] | None = None) -> None:
+        """``catalogue``: Prolific's filters catalogue (``filters.filter_catalogue``); without
+        it country codes are checked against the ISO table and resolved at publishing."""
+        self.catalogue = catalogue
 
     @property
     def currency(self) -> str:  # type: ignore[override]
@@ -100,49 +116,18 @@ class ProlificRules(PlatformRules):
             return (
                 {
                     "filter_id": FILTER_APPROVAL_RATE,
-                    "selected_range": {"lower": lower, "upper": 100},
+                    "selected_range": {"lower": str(lower), "upper": "100"},
                 },
                 NOTE_APPROVAL_RATE,
             )
         if kind == "approved_count":
             lower = self._number(req, "min", 0, None)
             return (
-                {
-                    "filter_id": FILTER_APPROVAL_NUMBERS,
-                    "selected_range": {"lower": lower, "upper": None},
-                },
+                {"filter_id": FILTER_APPROVAL_NUMBERS, "selected_range": {"lower": str(lower)}},
                 NOTE_APPROVED_COUNT.format(n=f"{lower:,}"),
             )
         if kind in ("locale", "country"):
-            raw = req.get("countries", req.get("values", []))
-            if not isinstance(raw, list):
-                raise RequirementRefused(
-                    "countries must be a list of Prolific's choice ids.", requirement=req
-                )
-            values = [str(v) for v in raw]
-            if req.get("exclude"):
-                raise RequirementRefused(
-                    "Prolific's country filter selects countries; it cannot exclude them. "
-                    "List the countries to include instead.",
-                    requirement=req,
-                )
-            if not values:
-                raise RequirementRefused(
-                    "A country requirement needs at least one country.", requirement=req
-                )
-            bad = [v for v in values if not v.isdigit()]
-            if bad:
-                raise RequirementRefused(
-                    f"Prolific's country filter takes its own choice ids (digits, from "
-                    f"GET /api/v1/filters/{FILTER_COUNTRY}/choices/), not {', '.join(bad)}"
-                    + (
-                        "; MTurk's subdivisions (US-NY) have no Prolific equivalent."
-                        if any("-" in b for b in bad)
-                        else "."
-                    ),
-                    requirement=req,
-                )
-            return {"filter_id": FILTER_COUNTRY, "selected_values": values}, NOTE_COUNTRY
+            return self._country_filter(req)
         if kind == "adult":
             return None, NOTE_ADULT
         if kind == "masters":
@@ -156,6 +141,71 @@ class ProlificRules(PlatformRules):
             "as approval_rate, approved_count, country or a qualification.",
             requirement=req,
         )
+
+    def _country_filter(self, req: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        raw = req.get("countries", req.get("values", []))
+        if not isinstance(raw, list):
+            raise RequirementRefused(
+                "countries must be a list of ISO 3166 country codes (US, GB, …).", requirement=req
+            )
+        codes = [str(v).strip() for v in raw]
+        if req.get("exclude"):
+            raise RequirementRefused(
+                "Prolific's country filter selects countries; it cannot exclude them. "
+                "List the countries to include instead.",
+                requirement=req,
+            )
+        if not codes:
+            raise RequirementRefused(
+                "A country requirement needs at least one country.", requirement=req
+            )
+        regions = [c for c in codes if "-" in c]
+        if regions:
+            raise RequirementRefused(
+                f"Prolific filters on countries, not regions: {', '.join(regions)} has no "
+                "Prolific equivalent (use the country).",
+                requirement=req,
+            )
+        if self.catalogue is not None:
+            ids, missing = countries_resolve(codes, self.catalogue)
+            if missing:
+                raise RequirementRefused(
+                    f"Prolific's filters catalogue offers no country for {', '.join(missing)}.",
+                    requirement=req,
+                )
+            choices = country_choices(self.catalogue)
+            names = ", ".join(f"{choices.get(i, i)} (choice {i})" for i in ids)
+            return {"filter_id": FILTER_COUNTRY, "selected_values": ids}, NOTE_COUNTRY.format(
+                names=names
+            )
+        unknown = [c for c in codes if not c.isdigit() and c.upper() not in COUNTRY_NAMES]
+        if unknown:
+            raise RequirementRefused(
+                f"{', '.join(unknown)}: not an ISO 3166 country code qaportal knows "
+                "(US, GB, CA, …).",
+                requirement=req,
+            )
+        names = ", ".join(country_name(c) if not c.isdigit() else f"choice {c}" for c in codes)
+        return {"filter_id": FILTER_COUNTRY, "selected_values": codes}, NOTE_COUNTRY.format(
+            names=names
+        )
+
+    def requirement_choices(self) -> dict[str, list[dict[str, str]]]:
+        """What the stage page offers by name: the countries (ISO code, name, and
+        Prolific's choice id when the catalogue is at hand)."""
+        if self.catalogue is not None:
+            rows = []
+            for code in sorted(COUNTRY_NAMES):
+                ids, missing = countries_resolve([code], self.catalogue)
+                if not missing:
+                    rows.append({"code": code, "name": country_name(code), "choice": ids[0]})
+            return {"countries": rows}
+        return {
+            "countries": [
+                {"code": code, "name": country_name(code), "choice": ""}
+                for code in sorted(COUNTRY_NAMES)
+            ]
+        }
 
     @staticmethod
     def _number(req: Mapping[str, Any], key: str, low: int, high: int | None) -> int:
@@ -201,10 +251,22 @@ class ProlificRules(PlatformRules):
         block_groups: Iterable[str] = (),
     ) -> list[dict[str, Any]]:
         """The study's ``filters``: one per expressible requirement, then the allow- and
-        block-list participant groups. ``RequirementRefused`` for any other requirement."""
+        block-list participant groups. ``RequirementRefused`` for any other requirement,
+        and for country codes when no filters catalogue resolves them."""
         filters = []
         for req in requirements:
             found, _ = self.requirement_filter(req)
+            if (
+                found is not None
+                and found["filter_id"] == FILTER_COUNTRY
+                and self.catalogue is None
+                and not all(str(v).isdigit() for v in found["selected_values"])
+            ):
+                raise RequirementRefused(
+                    "Country codes are sent as choice ids from Prolific's filters catalogue, "
+                    "which could not be read.",
+                    requirement=req,
+                )
             if found is not None:
                 filters.append(found)
         allow = sorted(set(allow_groups))

@@ -20,14 +20,16 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Mapping
+from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from campaigns.design.platform_rules import estimated_minutes
 from campaigns.design.stage_rules import stage_auto_approves
 from campaigns.models import (
     HIT,
@@ -47,14 +49,20 @@ from campaigns.models import (
 from campaigns.platforms import fee_model_for, provider_for
 from campaigns.platforms.base import ProviderError, SubmissionRecord
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.prolific.provider import short_id, study_body, study_filters
+from campaigns.platforms.prolific.provider import (
+    ProlificProvider,
+    maximum_allowed_minutes,
+    short_id,
+    study_body,
+    study_filters,
+)
 from campaigns.platforms.publishing import hits_being_published, publish_key, stage_rules_check
 from campaigns.platforms.review import (
     campaign_budget_check,
     paid_assignments_approve,
     submission_identity,
 )
-from campaigns.platforms.workers import block_group_name
+from campaigns.platforms.workers import block_group_name, qualification_group_name
 from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -74,23 +82,22 @@ STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatu
 # --- Publishing --------------------------------------------------------------------------
 
 
-def _allow_groups(stage: Stage) -> list[str]:
+def _allow_groups(stage: Stage) -> tuple[list[str], dict[str, str]]:
+    """The participant groups of the stage's qualification requirements: the ids of those
+    Prolific has, and ``{qualification type id: group name}`` of those it has not yet
+    (nobody granted yet): the publish operation makes them (empty) before the study, so
+    the study opens to no one until the qualification is granted."""
     ids = [r.get("qualification_type_id") for r in stage_requirements(stage=stage)]
     wanted = [int(i) for i in ids if i is not None]
     if not wanted:
-        return []
+        return [], {}
     groups = dict(
         QualificationType.objects.filter(pk__in=wanted).values_list(
             "pk", "provider_qualification_id"
         )
     )
-    missing = [i for i in wanted if not groups.get(i)]
-    if missing:
-        raise DomainError(
-            "Some qualifications have no Prolific participant group yet (grant them first).",
-            errors={"qualification_requirements": [str(i) for i in missing]},
-        )
-    return [str(groups[i]) for i in wanted]
+    to_make = {str(i): qualification_group_name(i) for i in wanted if not groups.get(i)}
+    return [str(groups[i]) for i in wanted if groups.get(i)], to_make
 
 
 def _block_groups(owner_id: int) -> list[str]:
@@ -103,9 +110,39 @@ def _block_groups(owner_id: int) -> list[str]:
     return sorted({str(r["group_id"]) for r in done if r and r.get("group_id")})
 
 
+def _catalogue_for(
+    *, campaign: Campaign, requirements: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """Prolific's filters catalogue when a requirement needs it (a country), else None.
+    A cached read, or one call to ``get-filters`` (cached for the next stages)."""
+    if not any(r.get("kind") in ("locale", "country") for r in requirements):
+        return None
+    try:
+        provider = cast(ProlificProvider, provider_for(Provider.PROLIFIC, campaign_id=campaign.pk))
+        catalogue = provider.filters()
+    except ProviderError as exc:
+        raise DomainError(
+            f"Prolific's filters catalogue could not be read, so the countries cannot be "
+            f"sent: {exc}",
+            errors={"qualification_requirements": [str(exc)]},
+        ) from exc
+    return catalogue
+
+
+def prolific_filters_refresh(*, campaign: Campaign | None = None) -> dict[str, Any]:
+    """Read Prolific's filters catalogue again (the cache is replaced); the catalogue."""
+    provider = cast(
+        ProlificProvider,
+        provider_for(Provider.PROLIFIC, campaign_id=campaign.pk if campaign is not None else None),
+    )
+    return provider.filters(refresh=True)
+
+
 def _running_study(*, stage: Stage) -> ProviderOperation | None:
-    """The create operation of the stage's study that still recruits (created by qaportal,
-    not a test study, not stopped): new HITs of the stage become more places on it."""
+    """The create operation of the stage's study (created by qaportal, not a test study):
+    new HITs of the stage become more places on it, whatever its state: a study that
+    finished or was stopped is reactivated by the places (update-study), so a stage
+    keeps one study rather than many small ones, which Prolific's rate limit targets."""
     ops = ProviderOperation.objects.filter(
         provider=Provider.PROLIFIC,
         kind=OperationKind.CREATE_STUDY,
@@ -114,15 +151,8 @@ def _running_study(*, stage: Stage) -> ProviderOperation | None:
     ).order_by("-pk")
     for op in ops:
         result = op.result or {}
-        study_id = result.get("study_id")
-        if not study_id or result.get("test") or (op.payload or {}).get("test"):
-            continue
-        stopped = ProviderOperation.objects.filter(
-            provider=Provider.PROLIFIC,
-            kind=OperationKind.STOP_STUDY,
-            payload__study_id=study_id,
-        ).exclude(state=OperationState.FAILED)
-        return None if stopped.exists() else op
+        if result.get("study_id") and not result.get("test") and not (op.payload or {}).get("test"):
+            return op
     return None
 
 
@@ -136,9 +166,10 @@ def prolific_stage_publish(
     for every place, and asks for a ``create_study`` operation keyed
     ``publish:stage:<id>:hits:<first>-<last>:<count>`` (the same HITs are published once;
     after a failed attempt, the next request gets a new key). When the stage already
-    has a study that still recruits, the operation raises that study's places instead of
-    creating another (``grow_study_id``; Prolific rate-limits many small studies), with
-    that study's completion codes. ``test`` (pilot only): the study is published to the
+    has a study, running or finished, the operation raises that study's places instead
+    of creating another (``grow_study_id``: one study per stage, reactivated when it had
+    finished; Prolific rate-limits many small studies), with that study's completion
+    codes. ``test`` (pilot only): the study is published to the
     workspace's test participants (Prolific's test study), which costs no credits.
     The HITs become ``published`` when the operation is done. None if nothing is pending.
     """
@@ -149,6 +180,8 @@ def prolific_stage_publish(
             errors={"state": [campaign.state]},
         )
     stage_rules_check(stage=stage)
+    requirements = stage_requirements(stage=stage)
+    catalogue = _catalogue_for(campaign=campaign, requirements=requirements)
     stage_publish(stage=stage, allow_partial=allow_partial)
     with transaction.atomic():
         stage = Stage.objects.select_for_update().select_related("campaign").get(pk=stage.pk)
@@ -186,6 +219,7 @@ def prolific_stage_publish(
                 "screened_out": secrets.token_hex(4).upper(),
             }
         config = stage.config or {}
+        allow_groups, groups_to_make = _allow_groups(stage)
         body = study_body(
             key=key,
             name=f"{campaign.name}: {stage.name}",
@@ -194,12 +228,15 @@ def prolific_stage_publish(
             places=places,
             reward=Decimal(stage.reward),
             duration_minutes=max(1, int(stage.assignment_duration.total_seconds() // 60)),
-            estimated_minutes=config.get("estimated_minutes"),
+            estimated_minutes=estimated_minutes(
+                config=config, assignment_duration=stage.assignment_duration
+            ),
             codes=codes,
             filters=study_filters(
-                stage_requirements(stage=stage),
-                allow_groups=_allow_groups(stage),
+                requirements,
+                allow_groups=allow_groups,
                 block_groups=_block_groups(campaign.owner_id),
+                catalogue=catalogue,
             ),
             site_url=getattr(settings, "SITE_URL", "http://127.0.0.1:8000"),
             max_per_participant=_max_per_participant(config),
@@ -210,6 +247,8 @@ def prolific_stage_publish(
             "codes": codes,
             "study": body,
         }
+        if groups_to_make:
+            payload["allow_groups_to_make"] = groups_to_make
         if running is not None:
             payload["grow_study_id"] = (running.result or {})["study_id"]
         if test:
@@ -280,6 +319,16 @@ def prolific_assignment_of(*, assignment_id: int, worker_id: int) -> Assignment 
     )
 
 
+def prolific_time_allowed(*, stage: Stage) -> timedelta:
+    """The time a participant has for one of the stage's tasks: the study's
+    ``maximum_allowed_time`` (at least Prolific's least for the estimate, which can be
+    longer than the stage's ``assignment_duration``), so qaportal never expires an
+    assignment Prolific still lets the participant finish."""
+    duration = max(1, int(stage.assignment_duration.total_seconds() // 60))
+    estimate = estimated_minutes(config=stage.config, assignment_duration=stage.assignment_duration)
+    return timedelta(minutes=maximum_allowed_minutes(estimated=estimate, wanted=duration))
+
+
 # --- Allocation -----------------------------------------------------------------------
 
 
@@ -330,7 +379,7 @@ def prolific_assignment_accept(
                     provider_assignment_id=session_id,
                     status=AssignmentStatus.ACCEPTED,
                     accepted_at=now,
-                    deadline=now + stage.assignment_duration,
+                    deadline=now + prolific_time_allowed(stage=stage),
                 )
         except IntegrityError:
             raise WorkerNotAllowedError("This Prolific session is already in use.") from None
@@ -480,6 +529,22 @@ def prolific_studies_sync(*, study_id: str | None = None) -> int:
             continue
         changed += submissions_apply(study_id=sid, records=records)
     return changed
+
+
+def prolific_submission_study_sync(*, submission_id: str) -> int:
+    """Sync the study of Prolific submission ``submission_id`` (``get-submission`` names it),
+    when it is one of qaportal's studies; rows changed (0 when it is not, or the read
+    failed: logged, the next hook or beat tick syncs again). Read with the environment's
+    credentials: a study made with a campaign's own is synced by the beat tick."""
+    try:
+        provider = cast(ProlificProvider, provider_for(Provider.PROLIFIC))
+        study_id = str(provider.client.submission_get(submission_id).get("study_id") or "")
+    except ProviderError as exc:
+        logger.warning("prolific: the study of a hooked submission is unknown: %s", exc)
+        return 0
+    if not study_id or prolific_study_stage(study_id=study_id) is None:
+        return 0
+    return prolific_studies_sync(study_id=study_id)
 
 
 # --- Pause, resume, stop ---------------------------------------------------------------

@@ -11,7 +11,11 @@ from rest_framework.test import APIClient
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import HIT, Assignment, LedgerEntry, LedgerKind
-from campaigns.payments.wages import stage_wage_topup_pay, stage_wage_topups
+from campaigns.payments.wages import (
+    stage_estimate_from_pilot,
+    stage_wage_topup_pay,
+    stage_wage_topups,
+)
 from qaportal.errors import DomainError
 from tests.factories import WorkerFactory
 
@@ -83,3 +87,13 @@ def test_the_rule_is_checked(requester):
     refused = api.post(f"/api/v1/stages/{plain.pk}/wage-topup/")
     assert refused.status_code == 400
     assert "bonus_rules" in refused.json()
+
+
+def test_the_estimate_becomes_the_pilots_median(stage):
+    # 120, 6000, 120 and 12 seconds stored: the median is 120 s, 2 minutes.
+    assert stage_estimate_from_pilot(stage=stage, least_assignments=5) is None
+    assert "estimated_minutes" not in (stage.config or {})
+    assert stage_estimate_from_pilot(stage=stage, least_assignments=4) == 2
+    stage.refresh_from_db()
+    assert stage.config["estimated_minutes"] == 2
+    assert stage.config["estimated_from"] == {"median_seconds": 120.0, "assignments": 4}

@@ -1,24 +1,46 @@
 """A local fake of Prolific's REST API: a real HTTP server on 127.0.0.1 in a thread.
 
-It follows the request and response shapes of docs.prolific.com's API reference
-for the endpoints qaportal uses, records every call (method, path, JSON body), and
-can inject faults: 429 with ``Retry-After``, 5xx, and dropped connections (before
-or after the request took effect). Tests drive participants with
-``start_submission`` / ``complete_submission``.
+Held to the contract: every request is validated against Prolific's published OpenAPI
+document (``reference/openapi.yml``, through ``prolific_contract``): an operation the
+document does not have is refused (404), and so is a query parameter it does not list
+or a body its schema refuses (400, naming the fields at fault). On top of the schema
+the fake implements what Prolific's prose documents and qaportal relies on:
+
+- study transitions as the ``publish-study`` table says (``STOP`` → ``COMPLETED``);
+  a published study's places only grow, and growing an ``AWAITING REVIEW`` or
+  ``COMPLETED`` study makes it ``ACTIVE`` again (``update-study``);
+- ``maximum_allowed_time`` of at least 2 + 2·estimate + 2·√estimate minutes, and a
+  reward of at least ``MIN_HOURLY_PENCE`` an hour for the estimated time;
+- bulk approval and bonus payment are asynchronous: the call is accepted, and the work
+  is "in progress" for ``async_lag`` further requests (0 by default: done by the next
+  one), then done (``settle()`` finishes everything at once);
+- a burst of study creations, or of bonus set-ups and payments, gets 429 with
+  ``Retry-After`` (``rate_limits``);
+- hook subscriptions are listed by ``is_enabled`` (enabled ones when not given);
+- the filters catalogue (``get-filters``) with the country filter's choices.
+
+It records every call (method, path, query, JSON body, status) and can inject faults:
+429 with ``Retry-After``, 5xx, and dropped connections (before or after the request
+took effect). Tests drive participants with ``start_submission`` /
+``complete_submission``.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import secrets
 import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs
+
+from tests.campaigns.platforms.prolific_contract import request_problems
 
 
 def _id() -> str:
@@ -44,6 +66,17 @@ class Call:
     path: str
     body: Any
     status: int
+    query: dict[str, list[str]] = field(default_factory=dict)
+    operation_id: str = ""
+
+
+@dataclass
+class Job:
+    """Work Prolific does after answering: done once ``due`` requests have been served."""
+
+    due: int
+    kind: str  # "approve" or "bonus"
+    payload: Any
 
 
 @dataclass
@@ -59,15 +92,110 @@ class State:
     hook_confirm_secrets: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
+    jobs: list[Job] = field(default_factory=list)
+    served: int = 0
+    recent: dict[str, list[float]] = field(default_factory=dict)
+
+
+# Prolific's minimum reward (researcher help, "Prolific's payment principles"): £6.00 an hour.
+MIN_HOURLY_PENCE = 600
+# Rate limits: operation group -> (calls, seconds); a call beyond them gets 429.
+RATE_LIMITS = {"studies": (20, 60.0), "payments": (120, 60.0)}
+RATE_GROUPS = {
+    "create-study": "studies",
+    "create-bonus-payments": "payments",
+    "pay-bonus-payments": "payments",
+}
+# The fake's filters catalogue (get-filters): range filters and select filters with choices.
+COUNTRIES = {
+    "0": "United Kingdom",
+    "1": "United States",
+    "2": "Ireland",
+    "3": "Germany",
+    "4": "France",
+    "5": "Spain",
+    "6": "Italy",
+    "7": "Netherlands",
+    "8": "Australia",
+    "9": "New Zealand",
+    "10": "South Africa",
+    "11": "India",
+    "45": "Canada",
+}
+FILTER_CATALOGUE: list[dict[str, Any]] = [
+    {
+        "filter_id": "approval_rate",
+        "type": "range",
+        "question": "Approval rate",
+        "min": 0,
+        "max": 100,
+        "data_type": "integer",
+    },
+    {
+        "filter_id": "approval_numbers",
+        "type": "range",
+        "question": "Number of previous submissions approved",
+        "min": 0,
+        "max": 100000,
+        "data_type": "integer",
+    },
+    {
+        "filter_id": "current-country-of-residence",
+        "type": "select",
+        "question": "In which country do you currently reside?",
+        "choices": COUNTRIES,
+        "data_type": "ChoiceID",
+    },
+    {
+        "filter_id": "participant_group_allowlist",
+        "type": "select",
+        "question": "Participant group allowlist",
+        "choices": {},
+        "data_type": "ChoiceID",
+    },
+    {
+        "filter_id": "participant_group_blocklist",
+        "type": "select",
+        "question": "Participant group blocklist",
+        "choices": {},
+        "data_type": "ChoiceID",
+    },
+]
+STUDY_TRANSITIONS = {  # the publish-study operation's table
+    ("UNPUBLISHED", "PUBLISH"): "ACTIVE",
+    ("ACTIVE", "PAUSE"): "PAUSED",
+    ("PAUSED", "START"): "ACTIVE",
+    ("ACTIVE", "STOP"): "COMPLETED",
+    ("PAUSED", "STOP"): "COMPLETED",
+}
+PUBLISHED = frozenset({"ACTIVE", "PAUSED", "SCHEDULED"})
+FINISHED = frozenset({"AWAITING REVIEW", "COMPLETED"})
+# update-study: what a published study still takes.
+PUBLISHED_UPDATABLE = frozenset(
+    {"internal_name", "total_available_places", "access_details", "submissions_config"}
+)
+HOOK_EVENT_TYPES = (
+    "study.status.change",
+    "study.progress.change",
+    "submission.status.change",
+)
+REJECT_MESSAGE_MIN = 100
+
+
+def maximum_time_least(estimate: float) -> float:
+    """Prolific's least ``maximum_allowed_time``: 2 + 2·estimate + 2·√estimate minutes."""
+    return 2 + 2 * estimate + 2 * math.sqrt(estimate)
 
 
 class FakeProlific:
     """``with FakeProlific(token=…) as fake: fake.url`` — the API base URL."""
 
-    def __init__(self, *, token: str = "test-token") -> None:
+    def __init__(self, *, token: str = "test-token", async_lag: int = 0) -> None:
         self.token = token
         self.state = State()
         self.lock = threading.Lock()
+        self.async_lag = async_lag
+        self.rate_limits = dict(RATE_LIMITS)
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -128,6 +256,11 @@ class FakeProlific:
                 and (path is None or re.match(path, c.path))
             ]
 
+    def settle(self) -> None:
+        """Prolific finishes every asynchronous job (bulk approvals, bonus payments)."""
+        with self.lock:
+            _jobs_run(self.state, everything=True)
+
     def start_submission(
         self, study_id: str, participant_id: str | None = None, submission_id: str | None = None
     ) -> dict[str, Any]:
@@ -148,17 +281,31 @@ class FakeProlific:
                 "bonus_payments": [],
             }
             self.state.submissions[sub["id"]] = sub
+            study = self.state.studies.get(study_id)
+            if study is not None:
+                study["places_taken"] = study.get("places_taken", 0) + 1
             return dict(sub)
 
     def complete_submission(self, submission_id: str, code: str) -> None:
         with self.lock:
             sub = self.state.submissions[submission_id]
             sub.update(status="AWAITING REVIEW", completed_at=_now(), entered_code=code)
+            study = self.state.studies.get(sub["study_id"])
+            if (
+                study is not None
+                and study["status"] == "ACTIVE"
+                and study.get("places_taken", 0) >= study["total_available_places"]
+            ):
+                study["status"] = "AWAITING REVIEW"  # every place taken: recruiting ends
 
     def return_submission(self, submission_id: str) -> None:
         """The participant gave the study back (Prolific's "return")."""
         with self.lock:
-            self.state.submissions[submission_id].update(status="RETURNED")
+            sub = self.state.submissions[submission_id]
+            sub.update(status="RETURNED")
+            study = self.state.studies.get(sub["study_id"])
+            if study is not None:
+                study["places_taken"] = max(0, study.get("places_taken", 0) - 1)
 
     def submission(self, submission_id: str) -> dict[str, Any]:
         with self.lock:
@@ -207,7 +354,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         path, _, raw_query = self.path.partition("?")
-        query = parse_qs(raw_query)
+        query = parse_qs(raw_query, keep_blank_values=True)
         fault = None
         with fake.lock:
             for f in fake.state.faults:
@@ -216,300 +363,221 @@ class _Handler(BaseHTTPRequestHandler):
                     fault = f
                     break
         if self.headers.get("Authorization") != f"Token {fake.token}":
-            self._record(method, path, body, 401)
+            self._record(method, path, body, 401, query)
             self._send(401, _error(401, "Invalid token.")[1])
             return
         if fault is not None and fault.kind in ("429", "500", "502", "503"):
             status = int(fault.kind)
-            self._record(method, path, body, status)
+            self._record(method, path, body, status, query)
             headers = {"Retry-After": fault.retry_after} if fault.retry_after else None
             self._send(status, {"error": {"detail": "injected"}}, headers)
             return
         if fault is not None and fault.kind == "drop_before":
-            self._record(method, path, body, 0)
+            self._record(method, path, body, 0, query)
             self._drop()
             return
         routed: tuple[Any, ...]
+        operation_id = ""
         if raw and body is None:
             routed = _error(400, "Malformed JSON.")
         else:
-            with fake.lock:
-                routed = _route(fake.state, method, path, body, query)
+            op, problems = request_problems(method, path, query, body, has_body=bool(raw))
+            operation_id = op.operation_id if op is not None else ""
+            if op is None:
+                routed = _error(404, problems[0])
+            elif problems:
+                routed = _error(400, problems, title=f"Refused by {operation_id}'s schema")
+            else:
+                with fake.lock:
+                    wait = _throttled(fake, operation_id)
+                    if wait is not None:
+                        routed = (*_error(429, "Request was throttled."), {"Retry-After": wait})
+                    else:
+                        fake.state.served += 1
+                        _jobs_run(fake.state)
+                        params = op.pattern.match(path)
+                        assert params is not None
+                        routed = _route(
+                            fake, operation_id, params.groups(), body, query, has_body=bool(raw)
+                        )
         status, answer = routed[0], routed[1]
         extra = routed[2] if len(routed) > 2 else {}
         with fake.lock:
-            fake.state.calls.append(Call(method, path, body, status))
+            fake.state.calls.append(Call(method, path, body, status, query, operation_id))
         if fault is not None and fault.kind == "drop_after":
             self._drop()
             return
         self._send(status, answer, extra or None)
 
-    def _record(self, method: str, path: str, body: Any, status: int) -> None:
+    def _record(
+        self, method: str, path: str, body: Any, status: int, query: dict[str, list[str]]
+    ) -> None:
         with self.fake.lock:
-            self.fake.state.calls.append(Call(method, path, body, status))
-
-
-# --- Validation: the shapes of docs.prolific.com's API reference ---------------------------
-# Every refusal answers as Prolific does: a 4xx with {"error": {"status", "title", "detail"}},
-# "detail" naming the fields at fault, so that a request qaportal builds wrongly fails a test.
-
-STUDY_FIELDS = frozenset(
-    {
-        "name",
-        "internal_name",
-        "description",
-        "external_study_url",
-        "access_details",
-        "prolific_id_option",
-        "completion_codes",
-        "total_available_places",
-        "estimated_completion_time",
-        "maximum_allowed_time",
-        "reward",
-        "device_compatibility",
-        "peripheral_requirements",
-        "filters",
-        "filter_set_id",
-        "filter_set_version",
-        "project",
-        "submissions_config",
-        "study_labels",
-        "content_warnings",
-        "is_custom_screening",
-        "naivety_distribution_rate",
-    }
-)
-STUDY_REQUIRED = (
-    "name",
-    "description",
-    "prolific_id_option",
-    "completion_codes",
-    "total_available_places",
-    "estimated_completion_time",
-    "reward",
-)
-PROLIFIC_ID_OPTIONS = frozenset({"question", "url_parameters", "not_required"})
-DEVICES = frozenset({"desktop", "tablet", "mobile"})
-PERIPHERALS = frozenset({"audio", "camera", "download", "microphone"})
-CODE_ACTIONS = frozenset(
-    {
-        "AUTOMATICALLY_APPROVE",
-        "MANUALLY_REVIEW",
-        "ADD_TO_PARTICIPANT_GROUP",
-        "REMOVE_FROM_PARTICIPANT_GROUP",
-        "REQUEST_RETURN",
-        "FIXED_SCREEN_OUT_PAYMENT",
-        "DYNAMIC_SCREEN_OUT_PAYMENT",
-    }
-)
-CODE_TYPES = frozenset(
-    {
-        "COMPLETED",
-        "FAILED_ATTENTION_CHECK",
-        "FOLLOW_UP_STUDY",
-        "GIVE_BONUS",
-        "INCOMPATIBLE_DEVICE",
-        "NO_CONSENT",
-        "OTHER",
-        "SCREENED_OUT",
-    }
-)
-STUDY_ACTIONS = frozenset({"PUBLISH", "START", "PAUSE", "STOP"})
-STUDY_TRANSITIONS = {
-    ("UNPUBLISHED", "PUBLISH"): "ACTIVE",
-    ("ACTIVE", "PAUSE"): "PAUSED",
-    ("PAUSED", "START"): "ACTIVE",
-    ("ACTIVE", "STOP"): "AWAITING REVIEW",
-    ("PAUSED", "STOP"): "AWAITING REVIEW",
-}
-SUBMISSION_ACTIONS = frozenset({"APPROVE", "REJECT", "PARTIALLY_APPROVE", "SCREEN_OUT", "COMPLETE"})
-REJECTION_CATEGORIES = frozenset(
-    {
-        "TOO_QUICKLY",
-        "TOO_SLOWLY",
-        "FAILED_INSTRUCTIONS",
-        "INCOMP_LONGITUDINAL",
-        "FAILED_CHECK",
-        "LOW_EFFORT",
-        "MALINGERING",
-        "NO_CODE",
-        "BAD_CODE",
-        "NO_DATA",
-        "UNSUPP_DEVICE",
-        "OTHER",
-    }
-)
-# The fake's filter catalogue (GET /api/v1/filters/): id -> "range" or "select".
-FILTERS = {
-    "approval_rate": "range",
-    "approval_numbers": "range",
-    "age": "range",
-    "current-country-of-residence": "select",
-    "participant_group_allowlist": "select",
-    "participant_group_blocklist": "select",
-    "custom_allowlist": "select",
-    "custom_blocklist": "select",
-}
-COUNTRY_CHOICES = frozenset(str(n) for n in range(0, 250))
-HOOK_EVENT_TYPES = (
-    "study.status.change",
-    "study.progress.change",
-    "submission.status.change",
-)
-PUBLISHED = frozenset({"ACTIVE", "PAUSED", "SCHEDULED"})
+            self.fake.state.calls.append(Call(method, path, body, status, query))
 
 
 def _error(status: int, detail: Any, title: str = "") -> tuple[int, Any]:
-    titles = {400: "Invalid request", 401: "Unauthorized", 404: "Not found", 409: "Conflict"}
+    titles = {400: "Invalid request", 401: "Unauthorized", 404: "Not found", 429: "Throttled"}
     return status, {
         "error": {"status": status, "title": title or titles.get(status, ""), "detail": detail}
     }
 
 
-def _is_int(value: Any, *, low: int | None = None) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and (low is None or value >= low)
+def _throttled(fake: FakeProlific, operation_id: str) -> str | None:
+    """Seconds to wait (``Retry-After``) when this call exceeds its group's rate limit."""
+    group = RATE_GROUPS.get(operation_id)
+    if group is None or group not in fake.rate_limits:
+        return None
+    most, window = fake.rate_limits[group]
+    now = time.monotonic()
+    recent = [t for t in fake.state.recent.get(group, []) if now - t < window]
+    if len(recent) >= most:
+        fake.state.recent[group] = recent
+        return str(max(1, math.ceil(window - (now - recent[0]))))
+    fake.state.recent[group] = [*recent, now]
+    return None
 
 
-def _study_problems(state: State, body: dict[str, Any], *, partial: bool) -> dict[str, list[str]]:
-    """Field -> messages, for a create (``partial`` False) or an update of a draft."""
-    problems: dict[str, list[str]] = {}
+def _jobs_run(state: State, *, everything: bool = False) -> None:
+    """Finish the asynchronous jobs whose time has come."""
+    waiting = []
+    for job in state.jobs:
+        if not everything and job.due > state.served:
+            waiting.append(job)
+            continue
+        if job.kind == "approve":
+            for sid in job.payload:
+                if state.submissions[sid]["status"] == "AWAITING REVIEW":
+                    state.submissions[sid]["status"] = "APPROVED"
+        elif job.kind == "bonus":
+            for sid, amount in job.payload:
+                state.submissions[sid]["bonus_payments"].append(amount)
+    state.jobs = waiting
 
-    def bad(name_: str, message: str) -> None:
-        problems.setdefault(name_, []).append(message)
 
-    for name_ in sorted(set(body) - STUDY_FIELDS):
-        bad(name_, "Unknown name_.")
-    if not partial:
-        for name_ in STUDY_REQUIRED:
-            if name_ not in body:
-                bad(name_, "This name_ is required.")
-        if not body.get("external_study_url") and not body.get("access_details"):
-            bad("external_study_url", "Provide external_study_url or access_details.")
-    if "name" in body and not (isinstance(body["name"], str) and body["name"].strip()):
-        bad("name", "Must be a non-empty string.")
-    url = body.get("external_study_url")
-    if url is not None and not (isinstance(url, str) and url.startswith(("https://", "http://"))):
-        bad("external_study_url", "Enter a valid URL.")
-    if "prolific_id_option" in body and body["prolific_id_option"] not in PROLIFIC_ID_OPTIONS:
-        bad("prolific_id_option", f"Not one of {sorted(PROLIFIC_ID_OPTIONS)}.")
-    for name_ in ("total_available_places", "estimated_completion_time", "reward"):
-        if name_ in body and not _is_int(body[name_], low=1):
-            bad(name_, "A whole number of 1 or more (reward in the currency's minor unit).")
-    if "maximum_allowed_time" in body:
-        most = body["maximum_allowed_time"]
-        least = body.get("estimated_completion_time")
-        if not _is_int(most, low=1) or (_is_int(least) and most < least):
-            bad("maximum_allowed_time", "A whole number of minutes, at least the estimate.")
-    for name_, allowed in (
-        ("device_compatibility", DEVICES),
-        ("peripheral_requirements", PERIPHERALS),
-    ):
-        if name_ in body:
-            values = body[name_]
-            if not isinstance(values, list) or not set(values) <= allowed:
-                bad(name_, f"Values from {sorted(allowed)}.")
-    if "completion_codes" in body:
-        codes = body["completion_codes"]
-        if not isinstance(codes, list) or not codes:
-            bad("completion_codes", "Specify at least one completion code.")
-        else:
-            seen: set[str] = set()
-            for n, code in enumerate(codes):
-                if (
-                    not isinstance(code, dict)
-                    or not isinstance(code.get("code"), str)
-                    or not code["code"]
-                ):
-                    bad("completion_codes", f"[{n}].code is required.")
-                    continue
-                if code["code"] in seen:
-                    bad("completion_codes", f"[{n}].code {code['code']!r} is not unique.")
-                seen.add(code["code"])
-                if code.get("code_type") not in CODE_TYPES:
-                    bad(
-                        "completion_codes", f"[{n}].code_type {code.get('code_type')!r} is unknown."
-                    )
-                actions = code.get("actions")
-                if not isinstance(actions, list):
-                    bad("completion_codes", f"[{n}].actions must be a list.")
-                    continue
-                names = [a.get("action") if isinstance(a, dict) else None for a in actions]
-                for name in names:
-                    if name not in CODE_ACTIONS:
-                        bad("completion_codes", f"[{n}].actions: {name!r} is not an action.")
-                if {"AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW"} <= set(names):
-                    bad("completion_codes", f"[{n}]: AUTOMATICALLY_APPROVE with MANUALLY_REVIEW.")
-    if "filters" in body:
-        filters = body["filters"]
-        if not isinstance(filters, list):
-            bad("filters", "Must be a list.")
-        else:
-            for n, f in enumerate(filters):
-                for message in _filter_problems(state, f):
-                    bad("filters", f"[{n}] {message}")
-    config = body.get("submissions_config")
-    if config is not None:
-        most = config.get("max_submissions_per_participant") if isinstance(config, dict) else None
-        if not (_is_int(most, low=1) or most == -1):
-            bad("submissions_config", "max_submissions_per_participant: -1 or 1 and more.")
+def _later(fake: FakeProlific, kind: str, payload: Any) -> None:
+    # ``async_lag`` requests after this one still find it in progress; the next finds it done.
+    fake.state.jobs.append(Job(fake.state.served + fake.async_lag + 1, kind, payload))
+
+
+# --- What the prose documents, beyond the schema ---------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _study_problems(state: State, body: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """The rules a draft study meets (``body`` merged over ``current``)."""
+    study = {**current, **body}
+    problems = []
+    places = _number(study.get("total_available_places"))
+    estimate = _number(study.get("estimated_completion_time"))
+    reward = _number(study.get("reward"))
+    if places is not None and (places < 1 or places != int(places)):
+        problems.append("total_available_places: a whole number of 1 or more.")
+    if estimate is not None and estimate < 1:
+        problems.append("estimated_completion_time: 1 minute or more.")
+    most = _number(study.get("maximum_allowed_time"))
+    if most is not None and estimate is not None and most < maximum_time_least(estimate):
+        problems.append(
+            f"maximum_allowed_time: at least {math.ceil(maximum_time_least(estimate))} minutes "
+            f"for an estimate of {estimate:g} (2 + 2·estimate + 2·√estimate)."
+        )
+    if reward is not None and estimate is not None and reward * 60 < MIN_HOURLY_PENCE * estimate:
+        problems.append(
+            f"reward: {reward:g} pence for {estimate:g} minutes is below the minimum of "
+            f"£{MIN_HOURLY_PENCE / 100:.2f} an hour."
+        )
+    codes = study.get("completion_codes") or []
+    seen: set[str] = set()
+    for n, code in enumerate(codes):
+        value = code.get("code")
+        if value is not None and value in seen:
+            problems.append(f"completion_codes/{n}: code {value!r} is not unique.")
+        seen.add(value)
+        names = [a.get("action") for a in code.get("actions", [])]
+        if {"AUTOMATICALLY_APPROVE", "MANUALLY_REVIEW"} <= set(names):
+            problems.append(f"completion_codes/{n}: AUTOMATICALLY_APPROVE with MANUALLY_REVIEW.")
+    for n, f in enumerate(study.get("filters") or []):
+        problems += [f"filters/{n}: {m}" for m in _filter_problems(state, f)]
     return problems
 
 
-def _filter_problems(state: State, f: Any) -> list[str]:
-    if not isinstance(f, dict) or "filter_id" not in f:
-        return ["filter_id is required."]
-    kind = FILTERS.get(f["filter_id"])
-    if kind is None:
-        return [f"{f['filter_id']!r} is not a filter (GET /api/v1/filters/)."]
-    if kind == "range":
-        rng = f.get("selected_range")
-        if "selected_values" in f or not isinstance(rng, dict):
-            return [f"{f['filter_id']} is a range filter: selected_range {{lower, upper}}."]
-        lower, upper = rng.get("lower"), rng.get("upper")
-        if lower is None and upper is None:
-            return ["selected_range needs lower or upper."]
-        if any(v is not None and not isinstance(v, int | float) for v in (lower, upper)):
-            return ["selected_range bounds are numbers."]
-        if f["filter_id"] == "approval_rate" and any(
-            v is not None and not 0 <= v <= 100 for v in (lower, upper)
-        ):
-            return ["approval_rate is 0 to 100."]
+def _filter_problems(state: State, f: dict[str, Any]) -> list[str]:
+    found = next((c for c in FILTER_CATALOGUE if c["filter_id"] == f.get("filter_id")), None)
+    if found is None:
+        return [f"{f.get('filter_id')!r} is not a filter (get-filters)."]
+    if found["type"] == "range":
+        if "selected_range" not in f:
+            return [f"{found['filter_id']} is a range filter: selected_range."]
+        bounds = [f["selected_range"].get(k) for k in ("lower", "upper")]
+        for bound in bounds:
+            if bound is None:
+                continue
+            try:
+                value = float(bound)
+            except (TypeError, ValueError):
+                return [f"{bound!r} is not a number."]
+            if not found["min"] <= value <= found["max"]:
+                return [f"{bound!r} is outside {found['min']}..{found['max']}."]
         return []
     values = f.get("selected_values")
-    if "selected_range" in f or not isinstance(values, list) or not values:
-        return [f"{f['filter_id']} is a select filter: a non-empty selected_values list."]
-    if not all(isinstance(v, str) for v in values):
-        return ["selected_values are strings."]
-    if f["filter_id"] == "current-country-of-residence":
-        unknown = [v for v in values if v not in COUNTRY_CHOICES]
-        if unknown:
-            return [f"{unknown} are not choices of current-country-of-residence."]
-    if f["filter_id"].startswith("participant_group_"):
+    if values is None:
+        return [f"{found['filter_id']} is a select filter: selected_values."]
+    if not values:
+        return ["selected_values: at least one choice."]
+    if found["filter_id"].startswith("participant_group_"):
         unknown = [v for v in values if v not in state.groups]
-        if unknown:
-            return [f"participant groups {unknown} do not exist."]
-    return []
+        return [f"participant groups {unknown} do not exist."] if unknown else []
+    unknown = [v for v in values if v not in found["choices"]]
+    return [f"{unknown} are not choices of {found['filter_id']}."] if unknown else []
+
+
+def _study_short(study: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: study.get(k)
+        for k in ("id", "name", "internal_name", "status", "total_available_places", "reward")
+    }
+
+
+def _page(rows: list[Any], query: dict[str, list[str]], path: str) -> dict[str, Any]:
+    """``page`` / ``page_size`` paging (get-submissions), with a ``next`` link."""
+    size = int((query.get("page_size") or ["20"])[0])
+    page = int((query.get("page") or ["1"])[0])
+    chunk = rows[(page - 1) * size : page * size]
+    more = page * size < len(rows)
+    return {
+        "results": chunk,
+        "_links": {"next": {"href": f"{path}?page={page + 1}" if more else None}},
+        "meta": {"count": len(rows)},
+    }
 
 
 def _route(
-    state: State, method: str, path: str, body: Any, query: dict[str, list[str]] | None = None
+    fake: FakeProlific,
+    operation_id: str,
+    args: tuple[str, ...],
+    body: Any,
+    query: dict[str, list[str]],
+    *,
+    has_body: bool,
 ) -> tuple[int, Any] | tuple[int, Any, dict[str, str]]:
-    raw = body
+    state = fake.state
     body = body if isinstance(body, dict) else {}
-    query = query or {}
+    arg = args[0] if args else ""
     study: dict[str, Any] | None
     sub: dict[str, Any] | None
     bulk: dict[str, Any] | None
     group: dict[str, Any] | None
-    if method in ("POST", "PATCH") and raw is not None and not isinstance(raw, dict):
-        return _error(400, "The request body must be a JSON object.")
-    # --- studies ---------------------------------------------------------------------------
-    if path == "/api/v1/studies/":
-        if method == "GET":
-            return 200, {"results": list(state.studies.values()), "_links": {"next": None}}
-        if method != "POST":
-            return _error(405, f"{method} not allowed.")
-        problems = _study_problems(state, body, partial=False)
+    hook: dict[str, Any] | None
+    rows: list[Any]
+    wrong: list[str]
+    # --- studies ---------------------------------------------------------------------
+    if operation_id == "get-studies":
+        return 200, {"results": [_study_short(s) for s in state.studies.values()]}
+    if operation_id == "create-study":
+        problems = _study_problems(state, body, {})
         if problems:
             return _error(400, problems)
         study = {
@@ -517,105 +585,94 @@ def _route(
             "id": _id(),
             "status": "UNPUBLISHED",
             "date_created": _now(),
-            "internal_name": body.get("internal_name", ""),
+            "internal_name": body.get("internal_name") or "",
             "places_taken": 0,
             "currency_code": "GBP",
             "is_test": False,
         }
         state.studies[study["id"]] = study
         return 201, study
-    m = re.fullmatch(r"/api/v1/studies/([^/]+)/test-study", path)
-    if m and method == "POST":
-        draft = state.studies.get(m.group(1))
-        if draft is None:
-            return _error(404, "Not found.")
-        if draft["status"] != "UNPUBLISHED":
-            return _error(400, "A test study is made from a draft (UNPUBLISHED) study.")
-        if not state.test_participants:
-            return _error(
-                400, "Create a test participant first (POST /api/v1/researchers/participants/)."
-            )
-        test = {**draft, "id": _id(), "status": "ACTIVE", "is_test": True, "date_created": _now()}
-        state.studies[test["id"]] = test
-        return 200, {
-            "study_id": test["id"],
-            "study_url": f"https://app.prolific.com/studies/{test['id']}",
-        }
-    m = re.fullmatch(r"/api/v1/studies/([^/]+)/(transition/|submissions/)?", path)
-    if m:
-        study = state.studies.get(m.group(1))
+    if operation_id in ("get-study", "update-study", "publish-study", "create-test-study"):
+        study = state.studies.get(arg)
         if study is None:
             return _error(404, "Not found.")
-        if m.group(2) == "transition/" and method == "POST":
-            action = body.get("action")
-            if action not in STUDY_ACTIONS:
-                return _error(
-                    400, {"action": [f"{action!r} is not one of {sorted(STUDY_ACTIONS)}."]}
-                )
-            new = STUDY_TRANSITIONS.get((study["status"], action))
+        if operation_id == "get-study":
+            return 200, study
+        if operation_id == "publish-study":
+            new = STUDY_TRANSITIONS.get((study["status"], body["action"]))
             if new is None:
-                return _error(400, f"cannot {action} a {study['status']} study")
+                return _error(400, f"Cannot {body['action']} a {study['status']} study.")
             study["status"] = new
             return 200, study
-        if m.group(2) == "submissions/" and method == "GET":
-            subs = [
-                {
-                    "id": s["id"],
-                    "participant_id": s["participant"],
-                    "status": s["status"],
-                    "started_at": s["started_at"],
-                    "completed_at": s["completed_at"],
-                    "study_code": s["entered_code"],
-                    "has_siblings": False,
-                }
-                for s in state.submissions.values()
-                if s["study_id"] == study["id"]
-            ]
+        if operation_id == "create-test-study":
+            if study["status"] != "UNPUBLISHED":
+                return _error(400, "A test study is made from a draft (UNPUBLISHED) study.")
+            if not state.test_participants:
+                return _error(400, "Create a test participant first (create-test-participant).")
+            test = {**study, "id": _id(), "status": "ACTIVE", "is_test": True}
+            state.studies[test["id"]] = test
             return 200, {
-                "results": subs,
-                "_links": {"next": {"href": None}},
-                "meta": {"count": len(subs)},
+                "study_id": test["id"],
+                "study_url": f"https://app.prolific.com/studies/{test['id']}",
             }
-        if m.group(2) is None and method == "GET":
-            return 200, study
-        if m.group(2) is None and method == "PATCH":
-            if study["status"] == "UNPUBLISHED":
-                problems = _study_problems(state, body, partial=True)
-                if problems:
-                    return _error(400, problems)
-            elif study["status"] in PUBLISHED:
-                others = sorted(set(body) - {"total_available_places", "internal_name"})
-                if others:
-                    return _error(
-                        400, {f: ["Cannot be changed once the study is published."] for f in others}
-                    )
-                places = body.get("total_available_places")
-                if places is not None and (
-                    not _is_int(places, low=1) or places < study["total_available_places"]
-                ):
-                    return _error(
-                        400, {"total_available_places": ["Places can only be increased."]}
-                    )
-            else:
-                return _error(400, f"A {study['status']} study cannot be updated.")
-            study.update(body)
-            return 200, study
-        return _error(405, f"{method} not allowed.")
-    # --- submissions ---------------------------------------------------------------------
-    if path == "/api/v1/submissions/bulk-approve/" and method == "POST":
-        by_ids = "submission_ids" in body
-        by_participants = "participant_ids" in body or "study_id" in body
-        if by_ids == by_participants:
-            return _error(400, "Send either submission_ids, or study_id with participant_ids.")
-        if by_ids:
-            ids = body["submission_ids"]
-            if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-                return _error(400, {"submission_ids": ["A non-empty list of ids."]})
-            found = [state.submissions.get(i) for i in ids]
+        # update-study
+        if study["status"] == "UNPUBLISHED":
+            problems = _study_problems(state, body, study)
+            if problems:
+                return _error(400, problems)
         else:
-            pids = body.get("participant_ids")
-            if not isinstance(pids, list) or not pids or body.get("study_id") not in state.studies:
-                return _error(400, {"participant_ids": ["study_id and a non-empty list."]})
+            others = sorted(set(body) - PUBLISHED_UPDATABLE)
+            if others:
+                return _error(400, {f: ["Cannot be changed once published."] for f in others})
+            places = body.get("total_available_places")
+            if places is not None and places < study["total_available_places"]:
+                return _error(400, {"total_available_places": ["Places can only be increased."]})
+            grows = places is not None and places > study["total_available_places"]
+            if grows and study["status"] in FINISHED:
+                study["status"] = "ACTIVE"  # growing a finished study reactivates it
+        study.update(body)
+        return 200, study
+    if operation_id == "get-study-submissions":
+        study = state.studies.get(arg)
+        if study is None:
+            return _error(404, "Not found.")
+        return 200, {
+            "results": [_short(s) for s in state.submissions.values() if s["study_id"] == arg]
+        }
+    # --- submissions -------------------------------------------------------------------
+    if operation_id == "get-submissions":
+        study_id = query["study"][0]
+        rows = [_short(s) for s in state.submissions.values() if s["study_id"] == study_id]
+        return 200, _page(rows, query, "/api/v1/submissions/")
+    if operation_id == "get-submission":
+        sub = state.submissions.get(arg)
+        return (200, _submission(sub)) if sub is not None else _error(404, "Not found.")
+    if operation_id == "transition-submission":
+        sub = state.submissions.get(arg)
+        if sub is None:
+            return _error(404, "Not found.")
+        action = body["action"]
+        if action == "REJECT":
+            problems = []
+            if len(body.get("message") or "") < REJECT_MESSAGE_MIN:
+                problems.append(f"message: required for REJECT, {REJECT_MESSAGE_MIN}+ characters.")
+            if "rejection_category" not in body:
+                problems.append("rejection_category: required for REJECT.")
+            if problems:
+                return _error(400, problems)
+        target = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
+        if target is None:
+            return _error(400, f"{action} needs completion codes this study does not have.")
+        if sub["status"] == target:
+            return 200, _submission(sub)
+        if sub["status"] != "AWAITING REVIEW":
+            return _error(400, f"Cannot {action} a {sub['status']} submission.")
+        sub["status"] = target
+        return 200, _submission(sub)
+    if operation_id == "bulk-approve-submissions":
+        if "submission_ids" in body:
+            found = [state.submissions.get(i) for i in body["submission_ids"]]
+        else:
             found = [
                 next(
                     (
@@ -625,24 +682,17 @@ def _route(
                     ),
                     None,
                 )
-                for p in pids
+                for p in body["participant_ids"]
             ]
-        if any(s is None for s in found):
+        if not found or any(s is None for s in found):
             return _error(400, "Some ids are not submissions of your studies.")
-        for sub in found:
-            if sub is not None and sub["status"] == "AWAITING REVIEW":
-                sub["status"] = "APPROVED"
+        _later(fake, "approve", [s["id"] for s in found if s is not None])
         return 200, "The request to bulk approve has been made successfully."
-    if path == "/api/v1/submissions/bonus-payments/" and method == "POST":
-        if not isinstance(body.get("study_id"), str) or not isinstance(
-            body.get("csv_bonuses"), str
-        ):
-            return _error(400, {"study_id": ["Required."], "csv_bonuses": ["Required."]})
-        study = state.studies.get(body["study_id"])
-        if study is None:
-            return _error(400, {"study_id": ["Unknown study."]})
-        rows = []
-        wrong = []
+    if operation_id == "create-bonus-payments":
+        study = state.studies.get(body.get("study_id") or "")
+        if study is None or not isinstance(body.get("csv_bonuses"), str):
+            return _error(400, {"study_id": ["A study of yours."], "csv_bonuses": ["Required."]})
+        rows, wrong = [], []
         for line in filter(None, body["csv_bonuses"].splitlines()):
             parts = line.split(",")
             if len(parts) != 2:
@@ -676,74 +726,25 @@ def _route(
             "total_amount": total + fees,
             "vat": 0,
         }
-    m = re.fullmatch(r"/api/v1/submissions/([^/]+)/(transition/)?", path)
-    if m:
-        sub = state.submissions.get(m.group(1))
-        if sub is None:
-            return _error(404, "Not found.")
-        if m.group(2) and method == "POST":
-            action = body.get("action")
-            if action not in SUBMISSION_ACTIONS:
-                return _error(400, {"action": [f"{action!r} is not a submission action."]})
-            if action == "REJECT":
-                problems = {}
-                if len(body.get("message") or "") < 100:
-                    problems["message"] = ["Required for REJECT, at least 100 characters."]
-                if body.get("rejection_category") not in REJECTION_CATEGORIES:
-                    problems["rejection_category"] = [
-                        f"{body.get('rejection_category')!r} is not a rejection category."
-                    ]
-                if problems:
-                    return _error(400, problems)
-            target = {"APPROVE": "APPROVED", "REJECT": "REJECTED"}.get(action)
-            if target is None:
-                return _error(400, f"{action} needs completion codes this study does not have.")
-            if sub["status"] == target:
-                return 200, _submission(sub)  # idempotent, as documented
-            if sub["status"] != "AWAITING REVIEW":
-                return _error(400, f"cannot {action} a {sub['status']} submission")
-            sub["status"] = target
-            return 200, _submission(sub)
-        if m.group(2) is None and method == "GET":
-            return 200, _submission(sub)
-        return _error(405, f"{method} not allowed.")
-    m = re.fullmatch(r"/api/v1/bulk-bonus-payments/([^/]+)/pay/", path)
-    if m and method == "POST":
-        bulk = state.bulk_bonuses.get(m.group(1))
+    if operation_id == "pay-bonus-payments":
+        bulk = state.bulk_bonuses.get(arg)
         if bulk is None:
             return _error(404, "Not found.")
         bulk["paid"] += 1  # not idempotent, as documented: every call pays
-        for sid, amount in bulk["rows"]:
-            state.submissions[sid]["bonus_payments"].append(amount)
+        _later(fake, "bonus", list(bulk["rows"]))
         return 202, f"Bulk bonus payment with ID {bulk['id']} is being processed asynchronously."
-    # --- messages --------------------------------------------------------------------------
-    if path == "/api/v1/messages/bulk/" and method == "POST":
-        problems = {}
-        ids = body.get("ids")
-        if not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids):
-            problems["ids"] = ["A non-empty list of participant ids."]
-        if not isinstance(body.get("body"), str) or not body["body"].strip():
-            problems["body"] = ["Required."]
-        if body.get("study_id") not in state.studies:
-            problems["study_id"] = ["A study of yours."]
-        if problems:
-            return _error(400, problems)
+    # --- messages, groups, test participants ---------------------------------------------
+    if operation_id == "bulk-message-participants":
+        if body["study_id"] not in state.studies or not body["ids"] or not body["body"].strip():
+            return _error(400, "ids, body and a study of yours are required.")
         state.messages.append(body)
         return 204, None
-    # --- participant groups --------------------------------------------------------------
-    if path == "/api/v1/participant-groups/":
-        if method == "GET":
-            scope = (query.get("workspace_id") or query.get("project_id") or [""])[0]
-            if not scope:
-                return _error(400, "workspace_id or project_id is required.")
-            return 200, {
-                "results": [g for g in state.groups.values() if g["workspace_id"] == scope],
-                "_links": {"next": None},
-            }
-        if not isinstance(body.get("name"), str) or not body["name"]:
-            return _error(400, {"name": ["Required."]})
-        if not body.get("workspace_id") and not body.get("project_id"):
-            return _error(400, {"workspace_id": ["workspace_id or project_id is required."]})
+    if operation_id == "get-participant-groups":
+        scope = (query.get("workspace_id") or query.get("project_id") or [""])[0]
+        return 200, {"results": [g for g in state.groups.values() if g["workspace_id"] == scope]}
+    if operation_id == "create-participant-group":
+        if not body.get("workspace_id") and not body.get("organisation_id"):
+            return _error(400, "Either a workspace or organisation ID must be specified.")
         group = {
             "id": _id(),
             "name": body["name"],
@@ -753,35 +754,32 @@ def _route(
         }
         state.groups[group["id"]] = group
         return 201, group
-    m = re.fullmatch(r"/api/v1/participant-groups/([^/]+)/participants/", path)
-    if m:
-        group = state.groups.get(m.group(1))
+    if operation_id in (
+        "get-participant-group-participants",
+        "add-to-participant-group",
+        "remove-from-participant-group",
+    ):
+        group = state.groups.get(arg)
         if group is None:
             return _error(404, "Not found.")
-        ids = body.get("participant_ids")
-        if method in ("POST", "DELETE") and (
-            not isinstance(ids, list) or not ids or not all(isinstance(i, str) for i in ids)
-        ):
-            return _error(400, {"participant_ids": ["A non-empty list of participant ids."]})
-        if method == "POST":
+        ids = body.get("participant_ids") or []
+        if operation_id == "add-to-participant-group":
             group["participant_ids"] += [i for i in ids if i not in group["participant_ids"]]
-        elif method == "DELETE":
+        elif operation_id == "remove-from-participant-group":
             group["participant_ids"] = [i for i in group["participant_ids"] if i not in ids]
         return 200, {"results": [{"participant_id": i} for i in group["participant_ids"]]}
-    # --- testing ----------------------------------------------------------------------------
-    if path == "/api/v1/researchers/participants/" and method == "POST":
-        email = body.get("email")
-        if not isinstance(email, str) or not re.fullmatch(r"[^@\s]+@[^@\s]+\.[^@\s]+", email):
-            return _error(400, {"email": ["Enter a valid email address."]})
-        if email in state.test_participants.values():
+    if operation_id == "create-test-participant-for-researcher":
+        if body["email"] in state.test_participants.values():
             return _error(400, {"email": ["A participant with this email exists."]})
         pid = _id()
-        state.test_participants[pid] = email
+        state.test_participants[pid] = body["email"]
         return 201, {"participant_id": pid}
-    # --- hooks ------------------------------------------------------------------------------
-    if path == "/api/v1/hooks/event-types/" and method == "GET":
+    if operation_id == "get-filters":
+        return 200, {"results": FILTER_CATALOGUE, "_links": {}, "meta": {}}
+    # --- hooks -------------------------------------------------------------------------------
+    if operation_id == "get-event-types":
         return 200, {"results": [{"event_type": e} for e in HOOK_EVENT_TYPES]}
-    if path == "/api/v1/hooks/secrets/" and method == "POST":
+    if operation_id == "create-secret":
         if not body.get("workspace_id"):
             return _error(400, {"workspace_id": ["Required."]})
         secret = {
@@ -791,25 +789,24 @@ def _route(
         }
         state.hook_secrets[body["workspace_id"]] = secret  # one active secret per workspace
         return 201, secret
-    if path == "/api/v1/hooks/subscriptions/":
-        if method == "GET":
-            scope = (query.get("workspace_id") or [""])[0]
-            if not scope:
-                return _error(400, "workspace_id is required.")
-            subscribed = [h for h in state.hooks.values() if h["workspace_id"] == scope]
-            return 200, {"results": subscribed, "_links": {"next": None}}
-        problems = {}
-        if not body.get("workspace_id"):
-            problems["workspace_id"] = ["Required."]
-        if body.get("event_type") not in HOOK_EVENT_TYPES:
-            problems["event_type"] = [f"{body.get('event_type')!r} is not an event type."]
-        target = body.get("target_url")
-        if (
-            not isinstance(target, str)
-            or not target.startswith("https://")
-            or re.match(r"https://(localhost|127\.)", target)
-        ):
-            problems["target_url"] = ["Must use https:// and be publicly accessible."]
+    if operation_id == "get-subscriptions":
+        scope = (query.get("workspace_id") or [""])[0]
+        enabled = (query.get("is_enabled") or ["true"])[0] == "true"  # enabled ones by default
+        listed = [
+            h
+            for h in state.hooks.values()
+            if (not scope or h["workspace_id"] == scope) and h["is_enabled"] == enabled
+        ]
+        return 200, {"results": listed}
+    if operation_id == "create-subscription":
+        target = body["target_url"]
+        problems = []
+        if body["event_type"] not in HOOK_EVENT_TYPES:
+            problems.append(f"event_type: {body['event_type']!r} is not an event type.")
+        if not target.startswith("https://") or re.match(r"https://(localhost|127\.)", target):
+            problems.append("target_url: must use https:// and be publicly accessible.")
+        if body["workspace_id"] not in state.hook_secrets:
+            problems.append("workspace_id: create the workspace's secret first (create-secret).")
         if problems:
             return _error(400, problems)
         hook = {
@@ -819,22 +816,42 @@ def _route(
             "target_url": target,
             "is_enabled": False,
         }
-        hook_secret = secrets.token_hex(16)
+        confirm = secrets.token_hex(16)
         state.hooks[hook["id"]] = hook
-        state.hook_confirm_secrets[hook["id"]] = hook_secret
-        return 201, hook, {"X-Hook-Secret": hook_secret}
-    m = re.fullmatch(r"/api/v1/hooks/subscriptions/([^/]+)/", path)
-    if m and method == "POST":
-        subscription = state.hooks.get(m.group(1))
-        if subscription is None:
+        state.hook_confirm_secrets[hook["id"]] = confirm
+        return 201, {"results": [hook]}, {"X-Hook-Secret": confirm}
+    if operation_id == "confirm-subscription":
+        hook = state.hooks.get(arg)
+        if hook is None:
             return _error(404, "Not found.")
-        if body.get("secret") != state.hook_confirm_secrets.get(subscription["id"]):
-            return _error(
-                400, {"secret": ["Does not match the X-Hook-Secret of the subscription."]}
-            )
-        subscription["is_enabled"] = True
-        return 200, subscription
-    return _error(404, f"no route {method} {path}")
+        if body["secret"] != state.hook_confirm_secrets.get(hook["id"]):
+            return _error(400, {"secret": ["Does not match the subscription's X-Hook-Secret."]})
+        hook["is_enabled"] = True
+        return 200, hook
+    if operation_id == "get-secrets":
+        active = state.hook_secrets.get(query["workspace_id"][0])
+        return 200, {"results": [active] if active else []}
+    if operation_id == "delete-subscription":
+        if state.hooks.pop(arg, None) is None:
+            return _error(404, "Not found.")
+        return 204, None
+    if operation_id == "get-subscription":
+        hook = state.hooks.get(arg)
+        return (200, hook) if hook is not None else _error(404, "Not found.")
+    return _error(501, f"The fake does not implement {operation_id}.")
+
+
+def _short(sub: dict[str, Any]) -> dict[str, Any]:
+    """A submission as get-study-submissions / get-submissions list it (SubmissionShort)."""
+    return {
+        "id": sub["id"],
+        "participant_id": sub["participant"],
+        "status": sub["status"],
+        "started_at": sub["started_at"],
+        "completed_at": sub["completed_at"],
+        "study_code": sub["entered_code"],
+        "has_siblings": False,
+    }
 
 
 def _submission(sub: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from campaigns.models import OperationState, ProviderCredential
+from campaigns.models import ProviderCredential
 from campaigns.platforms.credentials import (
     CredentialsUnreadable,
     campaign_credentials_for,
@@ -21,7 +21,7 @@ from campaigns.platforms.credentials import (
 from campaigns.platforms.prolific.studies import prolific_studies_sync
 from campaigns.platforms.publishing import stage_provider_publish
 from qaportal.errors import DomainError
-from tests.campaigns.platforms.conftest import make_campaign, run_operations
+from tests.campaigns.platforms.conftest import make_campaign
 from tests.campaigns.platforms.test_prolific_flow import publish, work
 from tests.factories import UserFactory
 
@@ -161,13 +161,11 @@ def test_operations_and_sync_act_with_the_campaigns_own_token(
 
 def test_without_own_credentials_the_environment_account_is_used(requester, own_account):
     other, stage = make_campaign(requester, provider="prolific", slug="creds-env")
-    op = stage_provider_publish(stage=stage)
-    assert op is not None
-    run_operations()
-    op.refresh_from_db()
-    # The environment's token is not the account's: Prolific answers 401, the operation
-    # fails with its reason and nothing is created.
-    assert op.state == OperationState.FAILED
+    # The environment's token is not the account's: Prolific answers 401 (to the filters
+    # catalogue the countries need), publishing is refused with its reason and nothing
+    # is created.
+    with pytest.raises(DomainError, match="401"):
+        stage_provider_publish(stage=stage)
     assert any(c.status == 401 for c in own_account.calls())
     assert not own_account.state.studies
     assert campaign_credentials_for(campaign_id=other.pk, provider="prolific") is None
@@ -178,10 +176,6 @@ def test_unreadable_credentials_fail_the_operation_with_a_reason(requester, own_
     settings.CREDENTIALS_KEYS = Fernet.generate_key().decode()
     campaign_credentials_set(campaign=campaign, actor=requester, values={"api_token": OWN_TOKEN})
     settings.CREDENTIALS_KEYS = Fernet.generate_key().decode()  # the key was lost
-    op = stage_provider_publish(stage=stage)
-    assert op is not None
-    run_operations()
-    op.refresh_from_db()
-    assert op.state == OperationState.FAILED
-    assert "cannot be decrypted" in op.last_error
+    with pytest.raises(DomainError, match="cannot be decrypted"):
+        stage_provider_publish(stage=stage)
     assert not own_account.calls()

@@ -98,9 +98,11 @@ def test_publish_creates_and_publishes_one_study(prolific_stage, fake):
         "FAILED_ATTENTION_CHECK",
         "OTHER",
     }
-    assert {"filter_id": "approval_rate", "selected_range": {"lower": 95, "upper": 100}} in study[
-        "filters"
-    ]
+    assert {
+        "filter_id": "approval_rate",
+        "selected_range": {"lower": "95", "upper": "100"},
+    } in study["filters"]
+    assert study["maximum_allowed_time"] >= 2 + 2 * 5 + 2 * 5**0.5  # Prolific's least
     assert set(HIT.objects.filter(stage=stage).values_list("status", flat=True)) == {
         HITStatus.PUBLISHED
     }
@@ -254,6 +256,55 @@ def test_bonus_crash_after_platform_paid_then_reconcile_pays_once(
     assert LedgerEntry.objects.get(key="bonus:crash").status == "paid"
 
 
+def test_bonus_throttled_to_the_end_of_retries_clears_pay_requested(
+    prolific_stage, fake, client, settings
+):
+    settings.PROLIFIC_MAX_RETRIES = 1
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    session, _ = work(client, fake, study_id, stage)
+    prolific_studies_sync()
+    assignment = Assignment.objects.get(provider_assignment_id=session["id"])
+    op = paid_bonus_pay(assignment=assignment, amount=Decimal("1.00"), reason="r", key="busy")
+    fake.inject("POST", r"/api/v1/bulk-bonus-payments/", "429", times=2, retry_after="0")
+    op = execute(op.pk)
+    assert op.state == OperationState.PENDING
+    assert op.result["pay_requested"] is False  # a 429 was surely not processed
+    assert fake.submission(session["id"])["bonus_payments"] == []
+    op = execute(op.pk)  # so the next attempt pays
+    assert op.state == OperationState.DONE, op.last_error
+    assert fake.submission(session["id"])["bonus_payments"] == [100]
+    assert [c.status for c in fake.calls("POST", r"/api/v1/bulk-bonus-payments/")] == [
+        429,
+        429,
+        202,
+    ]
+
+
+def test_a_bonus_is_confirmed_by_its_own_payment_not_an_earlier_equal_one(
+    prolific_stage, fake, client
+):
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    session, _ = work(client, fake, study_id, stage)
+    prolific_studies_sync()
+    assignment = Assignment.objects.get(provider_assignment_id=session["id"])
+    first = paid_bonus_pay(assignment=assignment, amount=Decimal("0.50"), reason="r", key="b1")
+    assert execute(first.pk).state == OperationState.DONE
+    fake.async_lag = 50  # the second bonus of the same amount takes its time
+    second = paid_bonus_pay(assignment=assignment, amount=Decimal("0.50"), reason="r", key="b2")
+    second = execute(second.pk)
+    assert second.state == OperationState.PENDING  # the earlier £0.50 is not this one
+    assert second.result["accepted"] == second.result["bulk_bonus_id"]
+    assert LedgerEntry.objects.get(key="bonus:b2").status == "committed"
+    fake.settle()
+    second = execute(second.pk)
+    assert second.state == OperationState.DONE
+    assert LedgerEntry.objects.get(key="bonus:b2").status == "paid"
+    assert fake.submission(session["id"])["bonus_payments"] == [50, 50]
+    assert len(fake.calls("POST", r"/api/v1/bulk-bonus-payments/")) == 2
+
+
 def test_bonus_pay_dropped_connection_is_never_repeated_blindly(prolific_stage, fake, client):
     _, stage = prolific_stage
     study_id, _ = publish(stage, fake)
@@ -369,13 +420,31 @@ def test_submission_event_syncs_its_study_only(
     # The event drove the sync: the session is confirmed without waiting for polling.
     assignment = Assignment.objects.get(provider_assignment_id=session["id"])
     assert assignment.review_details["identity"]["status"] == "confirmed"
+    # A session Prolific has and qaportal has not stored yet: its study, and only it.
+    unstored = fake.start_submission(study_id)
+    fake.state.studies["f" * 24] = {**fake.state.studies[study_id], "id": "f" * 24}
+    before = len(fake.state.calls)
+    hook = json.dumps(
+        {"event_type": "submission.status.change", "resource_id": unstored["id"]}
+    ).encode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/work/prolific/hooks/", hook, content_type="application/json", **_signed(hook)
+        )
+    assert response.json() == {"accepted": True, "study_id": None, "submission_id": unstored["id"]}
+    read = [(c.path, c.query.get("study")) for c in fake.state.calls[before:]]
+    assert read[0] == (f"/api/v1/submissions/{unstored['id']}/", None)
+    assert {q[0] for p, q in read[1:] if q} == {study_id}  # no other study was read
+    # A submission Prolific does not know: nothing synced (logged).
     unknown = json.dumps(
         {"event_type": "submission.status.change", "resource_id": "0" * 24}
     ).encode()
-    response = client.post(
-        "/work/prolific/hooks/", unknown, content_type="application/json", **_signed(unknown)
-    )
-    assert response.json() == {"accepted": True, "study_id": None}  # polling syncs all
+    before = len(fake.state.calls)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            "/work/prolific/hooks/", unknown, content_type="application/json", **_signed(unknown)
+        )
+    assert [c.path for c in fake.state.calls[before:]] == [f"/api/v1/submissions/{'0' * 24}/"]
 
 
 @pytest.mark.parametrize(

@@ -151,8 +151,9 @@ def test_later_batches_grow_the_stage_study_and_no_hit_is_in_two_studies(
     assert len(fake.state.studies) == 2  # writing's and linking's, nothing more
 
 
-def test_a_stopped_study_is_not_grown_a_new_one_is_made(
-    pipeline, fake, client, settings, django_capture_on_commit_callbacks
+@pytest.mark.parametrize("finished", ["AWAITING REVIEW", "COMPLETED"])
+def test_a_finished_study_is_grown_and_reactivated_not_replaced(
+    pipeline, fake, client, settings, django_capture_on_commit_callbacks, finished
 ):
     settings.PAID_HANDOFF_BATCH_PLACES = 1
     _campaign, writing, linking = pipeline
@@ -161,21 +162,22 @@ def test_a_stopped_study_is_not_grown_a_new_one_is_made(
     with django_capture_on_commit_callbacks(execute=True):
         run_operations()
     (first,) = _studies_of(linking)
-    # All places taken and reviewed: Prolific moved the study on by itself.
-    fake.state.studies[first]["status"] = "AWAITING REVIEW"
+    places = fake.state.studies[first]["total_available_places"]
+    # All places taken and reviewed (or stopped): the study has finished on Prolific.
+    fake.state.studies[first]["status"] = finished
     _work_and_approve(client, fake, study_id, writing, django_capture_on_commit_callbacks)
     with django_capture_on_commit_callbacks(execute=True):
         run_operations()
-    studies = _studies_of(linking)
-    assert len(studies) == 2
-    assert first in studies
+    assert _studies_of(linking) == {first}  # one study per stage
+    assert fake.state.studies[first]["status"] == "ACTIVE"  # more places reactivated it
+    assert fake.state.studies[first]["total_available_places"] > places
     last = ProviderOperation.objects.filter(
         kind=OperationKind.CREATE_STUDY, payload__stage_id=linking.pk
     ).latest("pk")
     assert last.result is not None
-    assert last.result["grow_refused"] == "AWAITING REVIEW"
-    assert last.result["created"]
-    assert not fake.calls("PATCH")
+    assert last.result["grown"]
+    assert last.result["status"] == "ACTIVE"
+    assert len(fake.calls("POST", r"/api/v1/studies/$")) == 2  # writing's and linking's
 
 
 def test_pause_reaches_a_study_whose_create_was_still_running(prolific_stage, fake):

@@ -20,6 +20,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.platforms.prolific import provider as prolific_provider
 from campaigns.platforms.prolific.studies import (
     campaign_provider_pause,
     campaign_provider_resume,
@@ -84,7 +85,7 @@ def test_pause_resume_stop_follow_the_campaign(prolific_stage, fake):
 
     stopped = campaign_provider_stop(campaign=campaign)
     _run(stopped)
-    assert fake.state.studies[study_id]["status"] == "AWAITING REVIEW"
+    assert fake.state.studies[study_id]["status"] == "COMPLETED"  # STOP, as the reference says
     # A stop is final: resuming afterwards asks for nothing new.
     assert campaign_provider_resume(campaign=campaign) == stopped
     assert _actions(fake) == ["PUBLISH", "PAUSE", "START", "PAUSE", "STOP"]
@@ -177,6 +178,78 @@ def test_bulk_approve_is_one_operation_with_the_single_ledger(prolific_stage, fa
     }
     assert paid_assignments_approve(assignments=[first, second], source="requester") == op
     assert ProviderOperation.objects.filter(kind=OperationKind.APPROVE).count() == 1
+
+
+def test_bulk_approval_is_confirmed_asynchronously_before_anything_is_paid(
+    prolific_stage, fake, client, monkeypatch
+):
+    """Prolific answers "the request has been made": the assignments are approved and the
+    ledger paid only once every submission reads APPROVED; chunks of at most 1,000 ids
+    (1 here), each sent once whatever the retries."""
+    monkeypatch.setattr(prolific_provider, "BULK_APPROVE_MAX", 1)
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    subs = _submitted(client, fake, study_id, stage, 2)
+    fake.async_lag = 50  # Prolific is slow today
+    op = paid_assignments_approve(assignments=subs, source="requester", reason="good")
+    assert op is not None
+    assert op.payload["study_ids"] == [study_id]
+    op = execute(op.pk)
+    assert op.state == OperationState.PENDING  # waiting, not failed, not done
+    assert "still approving 2 of 2" in op.last_error
+    bulk = fake.calls("POST", r"/api/v1/submissions/bulk-approve/")
+    assert [len(c.body["submission_ids"]) for c in bulk] == [1, 1]
+    for a in subs:
+        a.refresh_from_db()
+        assert a.status == AssignmentStatus.SUBMITTED
+    assert set(LedgerEntry.objects.values_list("status", flat=True)) == {"committed"}
+    fake.settle()  # Prolific has done it
+    op = execute(op.pk)
+    assert op.state == OperationState.DONE, op.last_error
+    assert len(fake.calls("POST", r"/api/v1/submissions/bulk-approve/")) == 2  # not again
+    for a in subs:
+        a.refresh_from_db()
+        assert a.status == AssignmentStatus.APPROVED
+    assert set(LedgerEntry.objects.values_list("status", flat=True)) == {"paid"}
+
+
+def test_waiting_for_prolific_spends_no_attempts_and_ends_keeping_the_money_committed(
+    prolific_stage, fake, client, settings
+):
+    settings.PROVIDER_OPERATION_MAX_ATTEMPTS = 2
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    subs = _submitted(client, fake, study_id, stage, 2)
+    fake.async_lag = 1000
+    op = paid_assignments_approve(assignments=subs, source="requester")
+    assert op is not None
+    for _ in range(5):  # more checks than attempts: waiting is not failing
+        op = execute(op.pk)
+        assert op.state == OperationState.PENDING
+    assert op.attempts == 0
+    settings.PROVIDER_OPERATION_MAX_WAIT_SECONDS = 0  # but not for ever
+    op = execute(op.pk)
+    assert op.state == OperationState.FAILED
+    assert "Gave up after waiting" in op.last_error
+    # The approvals were asked for: their fate is Prolific's, so the money stays committed.
+    assert set(LedgerEntry.objects.values_list("status", flat=True)) == {"committed"}
+
+
+def test_bulk_approval_of_a_submission_rejected_on_prolific_fails_for_a_person(
+    prolific_stage, fake, client
+):
+    _, stage = prolific_stage
+    study_id, _ = publish(stage, fake)
+    first, second = _submitted(client, fake, study_id, stage, 2)
+    fake.async_lag = 50
+    op = paid_assignments_approve(assignments=[first, second], source="requester")
+    assert op is not None
+    assert execute(op.pk).state == OperationState.PENDING
+    fake.state.submissions[second.provider_assignment_id]["status"] = "REJECTED"  # by hand
+    op = execute(op.pk)
+    assert op.state == OperationState.FAILED
+    assert "ended otherwise on Prolific (REJECTED)" in op.last_error
+    assert "paid" not in set(LedgerEntry.objects.values_list("status", flat=True))
 
 
 def test_bulk_approve_refuses_an_unconfirmed_identity_and_asks_nothing(
@@ -433,5 +506,5 @@ def test_campaign_state_changes_move_its_studies(prolific_stage, fake):
     assert fake.state.studies[study_id]["status"] == "ACTIVE"
     campaign_start(campaign=campaign, to_state="completed")
     run_operations()
-    assert fake.state.studies[study_id]["status"] == "AWAITING REVIEW"
+    assert fake.state.studies[study_id]["status"] == "COMPLETED"  # STOP, as the reference says
     assert _actions(fake) == ["PUBLISH", "PAUSE", "START", "STOP"]

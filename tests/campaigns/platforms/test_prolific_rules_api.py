@@ -100,7 +100,11 @@ def test_usd_recipe_is_converted_at_the_requesters_rate(token_client, fake, sett
     ).json()
     write = Campaign.objects.get(slug=other["slug"]).stages.order_by("position").first()
     assert write is not None
-    assert write.reward == Decimal("0.94")  # 1.25 x 0.75, half up
+    # 1.25 x 0.75 is 0.94 (half up), under £6 an hour for the estimated 10 minutes:
+    # raised to the minimum, and the stage says so.
+    assert write.reward == Decimal("1.00")
+    assert write.config["priced_in"]["rate"] == "0.75"
+    assert write.config["reward_raised"]["paper"] == "0.94"
     estimate = token_client.get(f"/api/v1/campaigns/{other['slug']}/cost-estimate/").json()
     assert estimate["conversions"]["Write questions"]["source"] == "setting"
     for bad in ("0", "-1", "abc"):
@@ -119,6 +123,8 @@ def test_campaign_page_shows_the_notes(client, requester, prolific_stage):
     client.force_login(requester)
     page = client.get(f"/campaigns/{campaign.slug}/").content.decode()
     assert "Requirements on Prolific" in page
+    assert "Countries on Prolific" in page
+    assert "<code>GB</code> United Kingdom" in page
     assert "12.00 GBP an hour" in page
     assert "service fee" in page
 

@@ -100,7 +100,13 @@ def test_load_recipe_command_creates_and_reports(requester):
     summary = json.loads(out.getvalue())
     assert summary["campaign"] == "gq"
     assert summary["stages"] == [
-        {"name": "Paraphrase canonical questions", "task_type": "paraphrase_canonical", "items": 4}
+        {
+            "name": "Paraphrase canonical questions",
+            "task_type": "paraphrase_canonical",
+            "items": 4,
+            "reward": "0.25",
+            "estimated_minutes": 2,
+        }
     ]
     assert (
         Decimal(summary["paper_cost"]["total"])
