@@ -19,7 +19,7 @@ from campaigns.work.invites import (
     local_grant_add,
     local_grant_remove,
 )
-from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.selectors.access import worker_has_stage_access
 from qaportal.errors import DomainError
 from tests.factories import CampaignFactory
 
