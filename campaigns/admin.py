@@ -46,7 +46,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
-from campaigns.tasktypes import UnknownTaskType, task_type_get
+from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
 
 
 class ViewOnlyMixin:
@@ -138,7 +138,7 @@ class StageAdminForm(forms.ModelForm):
             problems = task_type_get(self.instance.task_type).validate_config(
                 cleaned.get("config") or {}
             )
-        except UnknownTaskType as exc:
+        except UnknownTaskTypeError as exc:
             raise forms.ValidationError(str(exc)) from exc
         for problem in problems:
             self.add_error("config", str(problem))
@@ -186,7 +186,7 @@ class ItemAdminForm(forms.ModelForm):
         if stage is not None:
             try:
                 problems = task_type_get(stage.task_type).validate_item(data)
-            except UnknownTaskType as exc:
+            except UnknownTaskTypeError as exc:
                 raise forms.ValidationError(str(exc)) from exc
             if problems:
                 raise forms.ValidationError([str(p) for p in problems])

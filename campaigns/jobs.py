@@ -19,6 +19,7 @@ runs inside one transaction, so its progress must be visible from outside it.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import logging
@@ -39,9 +40,14 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
+from django.http import FileResponse, Http404
 from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.reverse import reverse
 
+from campaigns.design.access import campaign_can_manage
 from campaigns.design.items import items_upload
+from campaigns.design.selectors import campaign_list_visible
 from campaigns.exports import ExportFormat, export_format_get
 from campaigns.exports.common import Tally
 from campaigns.exports.services import export_reveal_check
@@ -410,3 +416,87 @@ def job_file_open(job: Job) -> IO[bytes]:
     """The finished export's file, from storage."""
     handle: IO[bytes] = default_storage.open(job.file_name, "rb")
     return handle
+
+
+def job_as_dict(job: Job, request: Request | Any) -> dict[str, Any]:
+    """The job as the API and the job page show it, with live progress when running."""
+    live = job_live(job)
+    rows_done = int(live.get("rows", job.rows_done))
+    phase = str(live.get("phase", "")) or (
+        "waiting for a worker" if job.status == JobStatus.QUEUED else ""
+    )
+    total = job.rows_total or 0
+    if job.status == JobStatus.DONE:
+        progress = 1.0
+    elif total:
+        # An upload checks every row, then stores every row: two halves.
+        if phase == "storing":
+            progress = 0.5 + rows_done / total / 2
+        elif phase == "checking":
+            progress = rows_done / total / 2
+        else:
+            progress = rows_done / total
+        progress = min(progress, 0.99)
+    else:
+        progress = 0.0
+    done = job.status == JobStatus.DONE and bool(job.file_name)
+    return {
+        "id": job.id,
+        "kind": job.kind,
+        "status": job.status,
+        "phase": phase,
+        "export_format": job.export_format,
+        "rows_done": rows_done,
+        "rows_total": job.rows_total,
+        "progress": round(progress, 4),
+        "row_count": job.row_count,
+        "byte_count": job.byte_count,
+        "checksum_sha256": job.checksum,
+        "result": job.result,
+        "error": job.error,
+        "errors": job.errors,
+        "attempt": job.attempt,
+        "created_at": job.created_at,
+        "finished_at": job.finished_at,
+        "url": reverse("api-job", kwargs={"job_id": job.id}, request=request),
+        "download_url": reverse("api-job-download", kwargs={"job_id": job.id}, request=request)
+        if done
+        else None,
+    }
+
+
+def job_or_404(*, user: Any, job_id: Any) -> Job:
+    """The job if ``user`` started it and may still see its campaign (or is staff); 404
+    otherwise. Checked at every look and download, not when the job started: a
+    collaborator removed from the campaign no longer gets her earlier exports, and a
+    file that reveals worker ids needs the user still to manage the campaign."""
+    jobs = Job.objects.select_related("campaign")
+    if not getattr(user, "is_staff", False):
+        jobs = jobs.filter(created_by_id=user.pk, campaign__in=campaign_list_visible(user=user))
+    job = jobs.filter(pk=job_id).first()
+    if job is None:
+        raise Http404("No job with this id.")
+    if (job.options or {}).get("reveal") and not campaign_can_manage(
+        campaign=job.campaign, user=user
+    ):
+        raise Http404("No job with this id.")
+    return job
+
+
+def job_download_response(job: Job) -> FileResponse:
+    """The finished file, with its row count and checksum in the headers."""
+    if job.status != JobStatus.DONE or not job.file_name:
+        raise Http404("This job has no file (yet).")
+    response = FileResponse(
+        job_file_open(job),
+        as_attachment=True,
+        filename=job.download_name,
+        content_type=job.content_type or "application/octet-stream",
+    )
+    response["Content-Length"] = str(job.byte_count)
+    response["X-Row-Count"] = str(job.row_count)
+    response["X-Checksum-SHA256"] = job.checksum
+    digest = base64.b64encode(bytes.fromhex(job.checksum)).decode()
+    response["Repr-Digest"] = f"sha-256=:{digest}:"
+    response["Access-Control-Expose-Headers"] = "X-Row-Count, X-Checksum-SHA256, Repr-Digest"
+    return response

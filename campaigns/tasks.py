@@ -55,7 +55,7 @@ def expire_assignments_task() -> int:
     return expired
 
 
-# --- Provider operations, Prolific sync (campaigns/platforms/operations.py, provider_sync.py)
+# --- Provider operations, Prolific sync (campaigns/platforms/operations.py, prolific/studies.py)
 
 
 @shared_task(name="campaigns.execute_operation", bind=True, acks_late=True)

@@ -6,6 +6,6 @@ class LinkingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from linking.hooks import subscribe
+        from linking.subscriptions import subscribe
 
         subscribe()

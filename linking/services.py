@@ -29,7 +29,7 @@ from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import answer_for_item
 from campaigns.tasktypes.entity_linking import EntityLinkingTaskType
 from campaigns.work.lifecycle import PlacesWanted, hits_add_assignments
-from campaigns.work.selectors import hits_items
+from campaigns.work.selectors.loading import hits_items
 from linking.agreement import (
     BONUS_RULE,
     BonusRule,

@@ -6,9 +6,6 @@ class ValidationConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from campaigns.design.stage_rules import stage_rule_checks_register
-        from validation.stage_checks import CHECKS
-        from validation.triggers import subscribe
+        from validation.subscriptions import subscribe
 
-        stage_rule_checks_register(CHECKS)
         subscribe()

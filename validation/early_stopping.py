@@ -19,9 +19,9 @@ from django.db.models import Q
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Item, ItemStatus, Stage
 from campaigns.work.lifecycle import hit_add_assignments
-from campaigns.work.selectors import hit_items
+from campaigns.work.selectors.loading import hit_items
 from validation.projections import entries_by_item, is_no_answer
-from validation.rules import ESCALATION_RULES, params_of
+from validation.rules.settings import ESCALATION_RULES, params_of
 
 logger = logging.getLogger(__name__)
 

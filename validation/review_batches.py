@@ -29,7 +29,9 @@ from django.utils import timezone
 from campaigns.design.platform import platform_for
 from campaigns.models import AssignmentStatus, Stage
 from campaigns.work.decisions import decisions_write_many
-from validation.rules import APPROVE, REJECT, Review, Submission, Verdict
+from validation.rules.facts import Submission, Verdict
+from validation.rules.settings import APPROVE, REJECT
+from validation.rules.verdicts import Review
 
 logger = logging.getLogger(__name__)
 

@@ -50,21 +50,9 @@ from qaportal.errors import DomainError
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
 from validation.review_batches import BatchWriter, ReviewSummary
-from validation.rules import (
-    APPROVE,
-    BONUS_RULES,
-    HOLD,
-    NONE,
-    REJECT,
-    RULES,
-    Review,
-    StageFacts,
-    Submission,
-    facts_build,
-    params_of,
-    review_prepared,
-    rules_prepare,
-)
+from validation.rules.facts import StageFacts, Submission, facts_build
+from validation.rules.settings import APPROVE, BONUS_RULES, HOLD, NONE, REJECT, RULES, params_of
+from validation.rules.verdicts import Review, review_prepared, rules_prepare
 from validation.selectors import stage_items_by_hit, stage_submissions
 
 logger = logging.getLogger(__name__)

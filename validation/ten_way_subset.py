@@ -2,7 +2,7 @@
 (``config.ten_way``: ``per_arm``, default 500 examples per protocol; ``annotators``, 10;
 ``gold_votes``, 4) that raises the validation HITs holding a random sample of each arm's
 examples to ten validators. The gold and human-performance split is ``validation.ten_way``'s; the
-estimate is ``validation.selectors_ten_way.stage_ten_way``.
+estimate is ``validation.selectors.ten_way.stage_ten_way``.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
-from validation.selectors_answers import stage_answer_agreement
+from validation.selectors.answers import stage_answer_agreement
 
 
 class AnswerAgreementOutput(serializers.Serializer):

@@ -20,7 +20,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
-from campaigns.exports import FORMATS, ExportFormat, export_format_get
+from campaigns.exports import FORMATS, ExportFormat, export_filename, export_format_get
 from campaigns.exports.mintaka import SPLITS, parse_ratios
 from campaigns.exports.services import export_stream_audited
 from campaigns.jobs import export_rows_estimate
@@ -99,12 +99,6 @@ class ExportQuerySerializer(serializers.Serializer):
             return parse_ratios(value)
         except ValueError as exc:
             raise serializers.ValidationError(str(exc)) from None
-
-
-def export_filename(*, campaign: Campaign, name: str, split: str) -> str:
-    """``<slug>-<format>[-<split>].<extension>``."""
-    tail = f"-{split}" if name == "mintaka" and split != "all" else ""
-    return f"{campaign.slug}-{name}{tail}.{export_format_get(name).extension}"
 
 
 class ExportTooLargeToStream(APIException):

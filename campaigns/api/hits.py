@@ -38,8 +38,8 @@ from campaigns.models import (
 )
 from campaigns.payments.bonus_keys import bonus_natural_key
 from campaigns.platforms.worker_actions import assignment_bonus_pay
-from campaigns.work.selectors_hits import hit_list_for_campaign, hit_list_visible
-from campaigns.work.selectors_review import assignment_list_visible, hit_items_by_hit
+from campaigns.work.selectors.hits import hit_list_for_campaign, hit_list_visible
+from campaigns.work.selectors.review import assignment_list_visible, hit_items_by_hit
 
 BAD_INPUT = OpenApiResponse(description="Invalid input; field names map to messages.")
 

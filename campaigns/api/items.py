@@ -14,11 +14,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
-from campaigns.api.jobs import JobSerializer, job_as_dict
+from campaigns.api.jobs import JobSerializer
 from campaigns.api.parsers import RAW_FILE_PARSERS, upload_limit_exceeded
 from campaigns.design.items import items_upload, items_upload_check
 from campaigns.design.selectors import item_list_visible
-from campaigns.jobs import job_upload_start
+from campaigns.jobs import job_as_dict, job_upload_start
 from campaigns.models import Item
 
 

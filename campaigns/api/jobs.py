@@ -11,9 +11,6 @@ A job is its creator's (or staff's): others get 404.
 
 from __future__ import annotations
 
-import base64
-from typing import Any
-
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
@@ -27,12 +24,9 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
-from campaigns.api.exports import ExportQuerySerializer, export_filename
-from campaigns.design.access import campaign_can_manage
-from campaigns.design.selectors import campaign_list_visible
-from campaigns.exports import FORMATS
-from campaigns.jobs import job_export_start, job_file_open, job_live
-from campaigns.models import Job, JobStatus
+from campaigns.api.exports import ExportQuerySerializer
+from campaigns.exports import FORMATS, export_filename
+from campaigns.jobs import job_as_dict, job_download_response, job_export_start, job_or_404
 
 
 class JobSerializer(serializers.Serializer):
@@ -62,90 +56,6 @@ class JobSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     url = serializers.CharField()
     download_url = serializers.CharField(allow_null=True)
-
-
-def job_as_dict(job: Job, request: Request | Any) -> dict[str, Any]:
-    """The job as the API and the job page show it, with live progress when running."""
-    live = job_live(job)
-    rows_done = int(live.get("rows", job.rows_done))
-    phase = str(live.get("phase", "")) or (
-        "waiting for a worker" if job.status == JobStatus.QUEUED else ""
-    )
-    total = job.rows_total or 0
-    if job.status == JobStatus.DONE:
-        progress = 1.0
-    elif total:
-        # An upload checks every row, then stores every row: two halves.
-        if phase == "storing":
-            progress = 0.5 + rows_done / total / 2
-        elif phase == "checking":
-            progress = rows_done / total / 2
-        else:
-            progress = rows_done / total
-        progress = min(progress, 0.99)
-    else:
-        progress = 0.0
-    done = job.status == JobStatus.DONE and bool(job.file_name)
-    return {
-        "id": job.id,
-        "kind": job.kind,
-        "status": job.status,
-        "phase": phase,
-        "export_format": job.export_format,
-        "rows_done": rows_done,
-        "rows_total": job.rows_total,
-        "progress": round(progress, 4),
-        "row_count": job.row_count,
-        "byte_count": job.byte_count,
-        "checksum_sha256": job.checksum,
-        "result": job.result,
-        "error": job.error,
-        "errors": job.errors,
-        "attempt": job.attempt,
-        "created_at": job.created_at,
-        "finished_at": job.finished_at,
-        "url": reverse("api-job", kwargs={"job_id": job.id}, request=request),
-        "download_url": reverse("api-job-download", kwargs={"job_id": job.id}, request=request)
-        if done
-        else None,
-    }
-
-
-def job_or_404(*, user: Any, job_id: Any) -> Job:
-    """The job if ``user`` started it and may still see its campaign (or is staff); 404
-    otherwise. Checked at every look and download, not when the job started: a
-    collaborator removed from the campaign no longer gets her earlier exports, and a
-    file that reveals worker ids needs the user still to manage the campaign."""
-    jobs = Job.objects.select_related("campaign")
-    if not getattr(user, "is_staff", False):
-        jobs = jobs.filter(created_by_id=user.pk, campaign__in=campaign_list_visible(user=user))
-    job = jobs.filter(pk=job_id).first()
-    if job is None:
-        raise Http404("No job with this id.")
-    if (job.options or {}).get("reveal") and not campaign_can_manage(
-        campaign=job.campaign, user=user
-    ):
-        raise Http404("No job with this id.")
-    return job
-
-
-def job_download_response(job: Job) -> FileResponse:
-    """The finished file, with its row count and checksum in the headers."""
-    if job.status != JobStatus.DONE or not job.file_name:
-        raise Http404("This job has no file (yet).")
-    response = FileResponse(
-        job_file_open(job),
-        as_attachment=True,
-        filename=job.download_name,
-        content_type=job.content_type or "application/octet-stream",
-    )
-    response["Content-Length"] = str(job.byte_count)
-    response["X-Row-Count"] = str(job.row_count)
-    response["X-Checksum-SHA256"] = job.checksum
-    digest = base64.b64encode(bytes.fromhex(job.checksum)).decode()
-    response["Repr-Digest"] = f"sha-256=:{digest}:"
-    response["Access-Control-Expose-Headers"] = "X-Row-Count, X-Checksum-SHA256, Repr-Digest"
-    return response
 
 
 class CampaignExportJobApi(APIView):
@@ -223,4 +133,4 @@ class JobDownloadApi(APIView):
         return job_download_response(job)
 
 
-__all__ = ["CampaignExportJobApi", "JobApi", "JobDownloadApi", "job_as_dict", "status"]
+__all__ = ["CampaignExportJobApi", "JobApi", "JobDownloadApi", "status"]

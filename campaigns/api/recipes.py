@@ -15,7 +15,7 @@ from campaigns.models import Provider
 from campaigns.recipes import RECIPES, Recipe
 from campaigns.recipes.base import PAPER, PILOT, StageSpec
 from campaigns.recipes.services import RecipeCost, recipe_cost
-from validation.rules import rules_approving
+from validation.rules.settings import rules_approving
 
 PROVIDER_PARAM = OpenApiParameter(
     "provider",

@@ -35,7 +35,7 @@ from campaigns.api.common import (
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.work.decisions import assignment_decide
-from campaigns.work.selectors_review import (
+from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
     assignment_list_visible,
     hit_items_by_hit,

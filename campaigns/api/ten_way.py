@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
-from validation.selectors_ten_way import stage_ten_way
+from validation.selectors.ten_way import stage_ten_way
 from validation.ten_way import TenWayEstimate
 from validation.ten_way_subset import ten_way_subset_select
 

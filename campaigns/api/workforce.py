@@ -41,8 +41,8 @@ from campaigns.work.invites import (
     local_grant_remove,
 )
 from campaigns.work.publishing import stage_publish
-from campaigns.work.selectors import WORKABLE_STATES, invite_list
-from campaigns.work.selectors_review import invite_list_visible, local_grant_list
+from campaigns.work.selectors.access import WORKABLE_STATES, invite_list
+from campaigns.work.selectors.review import invite_list_visible, local_grant_list
 from qaportal.errors import StateConflict
 
 DEFAULT_INVITE_LIFETIME = timedelta(days=7)

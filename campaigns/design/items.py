@@ -16,7 +16,7 @@ from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, ItemStatus, Stage
-from campaigns.tasktypes import TaskType, UnknownTaskType, task_type_get
+from campaigns.tasktypes import TaskType, UnknownTaskTypeError, task_type_get
 from qaportal.errors import DomainError, UploadRejected
 from qaportal.jsonsafe import clip_message
 
@@ -447,7 +447,7 @@ def items_upload(
     _check_state(stage.campaign)
     try:
         task_type = task_type_get(stage.task_type)
-    except UnknownTaskType as exc:
+    except UnknownTaskTypeError as exc:
         raise DomainError(str(exc), errors={"task_type": [str(exc)]}) from exc
 
     max_bytes: int = settings.ITEM_UPLOAD_MAX_BYTES

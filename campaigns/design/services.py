@@ -16,7 +16,7 @@ from campaigns.design.owners import check_stage_money_rules
 from campaigns.design.platform import platform_for
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
-from campaigns.tasktypes import UnknownTaskType, task_type_get
+from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
 from qaportal.errors import DomainError, IllegalTransition, StateConflict
 from qaportal.jsonsafe import unstorable_path
 
@@ -128,7 +128,7 @@ def _check_editable(campaign: Campaign) -> None:
 def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
     try:
         tt = task_type_get(task_type)
-    except UnknownTaskType as exc:
+    except UnknownTaskTypeError as exc:
         raise DomainError(str(exc), errors={"task_type": [str(exc)]}) from exc
     unstorable = unstorable_path(config)
     if unstorable is not None:

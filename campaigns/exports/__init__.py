@@ -27,6 +27,7 @@ from campaigns.exports.graphquestions import graphquestions_stream
 from campaigns.exports.hf import croissant_stream, hf_zip_stream
 from campaigns.exports.mintaka import mintaka_stream
 from campaigns.exports.provenance import csv_stream, jsonl_stream
+from campaigns.models import Campaign
 from campaigns.platforms.mturk.csv.selectors import mturk_csv_rows
 
 Stream = Callable[..., Iterator[Any]]
@@ -179,3 +180,9 @@ def export_write(*, campaign: Any, name: str, out: IO[str], **options: Any) -> i
     for text in fmt.stream(campaign=campaign, tally=tally, **options):
         out.write(text)
     return tally.rows
+
+
+def export_filename(*, campaign: Campaign, name: str, split: str) -> str:
+    """``<slug>-<format>[-<split>].<extension>``."""
+    tail = f"-{split}" if name == "mintaka" and split != "all" else ""
+    return f"{campaign.slug}-{name}{tail}.{export_format_get(name).extension}"

@@ -11,7 +11,7 @@ from typing import Any
 
 from campaigns.exports.common import Tally
 from validation.answer_agreement import TABLE_ROUGE
-from validation.selectors_answers import stage_answer_agreement, stage_has_answer_agreement
+from validation.selectors.answers import stage_answer_agreement, stage_has_answer_agreement
 
 HEADER = [
     "stage",

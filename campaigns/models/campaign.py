@@ -117,7 +117,7 @@ class Stage(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # The local workforce is paid no rewards through qaportal, so its workers see no
     # reward line unless the requester (who pays them some other way) chooses to. Last
-    # field, so the raw column lists of campaigns/work/selectors.py end with it.
+    # field, so the raw column lists of campaigns/work/selectors/loading.py end with it.
     show_reward_to_local_workers = models.BooleanField(default=False)
 
     class Meta:

@@ -26,7 +26,7 @@ from campaigns.models import (
     Stage,
 )
 from campaigns.platforms.operations import PUBLISH_KINDS
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 

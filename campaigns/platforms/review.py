@@ -8,7 +8,7 @@ its ledger entries ``committed`` in the same transaction (written by
 ``paid`` (or ``cancelled``) and records the decision on the assignment when the
 platform has done it (``assignment_decision_record``). Money is paid only to a
 worker the platform confirmed (``review_details["identity"]["status"] ==
-"confirmed"``, written by ``provider_sync``): a page submission with a forged or
+"confirmed"``, written by the platform's sync): a page submission with a forged or
 unconfirmed participant id is never paid.
 
 Locking: the assignment row (``select_for_update``) for approve / reject / bonus,

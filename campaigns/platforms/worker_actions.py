@@ -1,6 +1,6 @@
 """What a requester does to the workers of a campaign: message, block and unblock,
 grant and revoke qualifications, pay a bonus. One entry point per action for every
-provider: paid platforms through ``provider_workers`` / ``provider_review``, the local
+provider: paid platforms through ``platforms.workers`` / ``platforms.review``, the local
 workforce through the same provider operations (the local provider accepts them and
 moves no money; the ledger still records a local bonus).
 
@@ -95,7 +95,7 @@ def worker_qualification_set(
     """Grant (``granted``) or revoke a custom qualification of the campaign's owner.
 
     The type must belong to the campaign's owner. Idempotency as in
-    ``provider_workers.paid_qualification_grant`` / ``paid_qualification_revoke``;
+    ``platforms.workers.paid_qualification_grant`` / ``paid_qualification_revoke``;
     revoking what the worker never held returns None.
     """
     if qualification_type.owner_id != campaign.owner_id:
@@ -182,7 +182,7 @@ def assignment_bonus_pay(
 ) -> ProviderOperation:
     """Pay ``amount`` to the worker of ``assignment`` once per ``key``.
 
-    Paid providers: ``provider_review.paid_bonus_pay`` (identity confirmed, budget
+    Paid providers: ``platforms.review.paid_bonus_pay`` (identity confirmed, budget
     checked, bonus and fee committed). Local workforce: a ``bonus`` operation under
     key ``bonus:<key>`` with a committed ledger entry ``bonus:<key>`` (no fee), budget
     checked; the executor marks it paid. Whole cents, more than zero; a submitted or

@@ -41,7 +41,7 @@ from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
 from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
-from campaigns.work.selectors import assignment_items
+from campaigns.work.selectors.loading import assignment_items
 from qaportal import prepared
 from qaportal.errors import DomainError
 from qaportal.outbox import outbox_deferred

@@ -22,7 +22,7 @@ from campaigns.simulate.prolific import ProlificHooks, ProlificSimulation
 from campaigns.simulate.server import local_app
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import TaskType, task_type_get
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 
 # How simulated workers arrive (``Platform.worker_entry``), and the names the
 # command line also takes for them.

@@ -42,9 +42,6 @@ class UnknownTaskTypeError(LookupError):
     pass
 
 
-UnknownTaskType = UnknownTaskTypeError  # the name other modules already import
-
-
 def task_type_get(name: str) -> TaskType:
     try:
         return _REGISTRY[name]
@@ -90,7 +87,6 @@ __all__ = [
     "FieldError",
     "QuizScore",
     "TaskType",
-    "UnknownTaskType",
     "UnknownTaskTypeError",
     "score_quiz",
     "task_type_get",

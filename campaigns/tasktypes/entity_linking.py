@@ -89,7 +89,7 @@ def normalise_qid(text: str) -> str:
 
 
 # Replaces redirected Wikidata ids (merged items) in link entries by their targets.
-# Linking registers it at start-up (``linking.hooks.subscribe``): the task type may
+# Linking registers it at start-up (``linking.subscriptions.subscribe``): the task type may
 # not import linking, which sits above it.
 RedirectResolver = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
 _redirect_resolvers: list[RedirectResolver] = []

@@ -18,7 +18,9 @@ The code lives by idea: ``publishing`` (HITs made from pending items),
 ``allocation`` (accept), ``submission`` (submit, telemetry), ``lifecycle`` (return,
 expiry, more places), ``decisions`` (``assignment_decide``: the one decision entry
 point), ``handoff`` (accepted output into the next stage), ``invites`` (the local
-workforce's links and grants), ``events`` (what the room announces). Paid platforms
+workforce's links and grants), ``events`` (what the room announces), and its reads in
+``selectors`` (``access``: who may work on a stage; ``next_hit``: the next HIT for a
+worker; ``loading``: the worker pages' rows; ``hits``; ``review``). Paid platforms
 reuse publishing and submission; their decisions and payments are platform operations
 (``campaigns.platforms``).
 """

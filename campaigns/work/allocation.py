@@ -22,16 +22,13 @@ from campaigns.models import (
 )
 from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.tasktypes import TaskType, task_type_get
-from campaigns.work.selectors import (
+from campaigns.work.selectors.access import WORKABLE_STATES, WORKER_ACCESS_SQL, worker_access_params
+from campaigns.work.selectors.loading import model_from_row, worker_columns
+from campaigns.work.selectors.next_hit import (
     CURRENT_ASSIGNMENT_SQL,
-    WORKABLE_STATES,
-    WORKER_ACCESS_SQL,
     hits_conflicting,
     hits_open_ids,
-    model_from_row,
     stage_excludes_own_work,
-    worker_access_params,
-    worker_columns,
     worker_exclusive_keys,
 )
 from campaigns.workforce.requirements import stage_refusal

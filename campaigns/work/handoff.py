@@ -23,7 +23,8 @@ from campaigns.models import (
 )
 from campaigns.tasktypes import task_type_get
 from campaigns.work.publishing import stage_holds_handoff, stage_publish
-from campaigns.work.selectors import WORKABLE_STATES, hits_items
+from campaigns.work.selectors.access import WORKABLE_STATES
+from campaigns.work.selectors.loading import hits_items
 
 logger = logging.getLogger(__name__)
 

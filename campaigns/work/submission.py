@@ -24,7 +24,8 @@ from campaigns.tasktypes import FieldError, task_type_get
 from campaigns.work.decisions import assignment_approve
 from campaigns.work.events import answer_stored
 from campaigns.work.lifecycle import AssignmentClosedError, _places_free
-from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items
+from campaigns.work.selectors.access import RequestWorkers
+from campaigns.work.selectors.loading import assignment_load, hit_items
 from qaportal import prepared
 from qaportal.jsonsafe import unstorable_path
 

@@ -30,7 +30,7 @@ def qualification_type_create(
 ) -> QualificationType:
     """Create a custom qualification type of ``owner``; names are unique per owner.
 
-    Published on a platform only when first granted there (``provider_workers``).
+    Published on a platform only when first granted there (``platforms.workers``).
     """
     name = name.strip()
     if not name:

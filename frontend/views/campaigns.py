@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns.design.items import items_upload_check
+from campaigns.design.items import items_upload, items_upload_check
 from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
@@ -34,14 +34,13 @@ from campaigns.recipes.base import PAPER, PILOT
 from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.item_template import item_columns
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
 from frontend.views.common import (
     add_domain_errors,
     campaign_or_404,
     detail_url,
-    optional_service,
     request_user,
     stage_or_404,
 )
@@ -172,22 +171,18 @@ def _render_detail(
         stage.takes_articles = task_type_get(stage.task_type).takes_articles  # type: ignore[attr-defined]
         stage.upload_columns = item_columns(task_type_get(stage.task_type))  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
-    estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
-    if estimate_fn is not None:
-        try:
-            estimate = estimate_fn(campaign=campaign)
-        except DomainError as exc:
-            estimate_error = str(exc)
+    try:
+        estimate = campaign_cost_estimate(campaign=campaign)
+    except DomainError as exc:
+        estimate_error = str(exc)
     context = {
         "campaign": campaign,
         "stages": stages,
         "estimate": estimate,
-        "estimate_available": estimate_fn is not None,
         "estimate_error": estimate_error,
         "transitions": _transition_buttons(campaign),
         "editable": campaign.state in EDITABLE_STATES,
         "stage_form": stage_form or StageAddForm(),
-        "upload_available": optional_service("campaigns.design.items", "items_upload") is not None,
         "upload_stage": upload_stage,
         "upload_form": upload_form,
         "rejection": rejection,
@@ -308,10 +303,6 @@ def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
 def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     stage = stage_or_404(campaign, stage_id)
-    items_upload = optional_service("campaigns.design.items", "items_upload")
-    if items_upload is None:
-        messages.error(request, "Item upload is not available on this server yet.")
-        return redirect(detail_url(campaign, f"stage-{stage.pk}"))
     form = ItemUploadForm(request.POST, request.FILES)
     if form.is_valid() and form.cleaned_data["file"].size > settings.ITEM_UPLOAD_MAX_BYTES:
         # Refused before reading, so an oversized file never sits in memory whole.

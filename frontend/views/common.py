@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from django import forms
 from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404, HttpRequest
@@ -13,22 +10,6 @@ from django.urls import reverse
 from campaigns.design.selectors import campaign_get_visible
 from campaigns.models import Campaign, Stage
 from qaportal.errors import DomainError
-
-
-def optional_service(module: str, name: str) -> Any | None:
-    """``module.name``, or None while that module has not landed yet.
-
-    The cost and upload services are developed alongside these pages; the pages
-    must work before they exist. Only the module's own absence is tolerated: an
-    import error inside it is a bug and propagates.
-    """
-    try:
-        loaded = importlib.import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name != module:
-            raise
-        return None
-    return getattr(loaded, name)
 
 
 def request_user(request: HttpRequest) -> User:

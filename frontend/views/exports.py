@@ -12,8 +12,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from campaigns.api.exports import export_filename
-from campaigns.exports import FORMATS
+from campaigns.exports import FORMATS, export_filename
 from campaigns.exports.mintaka import SPLITS
 from campaigns.exports.services import export_stream_audited
 from campaigns.jobs import export_rows_estimate

@@ -12,11 +12,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns.api.exports import export_filename
-from campaigns.api.jobs import job_as_dict, job_download_response, job_or_404
-from campaigns.exports import FORMATS
+from campaigns.exports import FORMATS, export_filename
 from campaigns.exports.mintaka import SPLITS
-from campaigns.jobs import job_export_start
+from campaigns.jobs import job_as_dict, job_download_response, job_export_start, job_or_404
 from frontend.views.common import campaign_or_404
 
 

@@ -27,7 +27,7 @@ from campaigns.tasktypes import task_type_get
 from frontend.views.common import campaign_or_404, stage_or_404
 from linking.selectors import stage_entity_agreement
 from validation.selectors import AgreementPoint, stage_agreement_series, stage_quality
-from validation.selectors_answers import stage_answer_agreement
+from validation.selectors.answers import stage_answer_agreement
 
 
 def stage_quality_rows(

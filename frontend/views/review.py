@@ -34,7 +34,7 @@ from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
 from campaigns.work.decisions import assignment_decide
-from campaigns.work.selectors_review import (
+from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
     assignment_review_queue,
     hit_items_by_hit,
@@ -141,7 +141,7 @@ def _number_text(value: Any) -> str:
     return str(value)
 
 
-# The review rules and their numbers as a requester reads them (validation/rules.py).
+# The review rules and their numbers as a requester reads them (validation/rules/).
 RULE_WORDS = {
     "auto_approve": "Approve automatically",
     "gold_accuracy": "Gold accuracy",

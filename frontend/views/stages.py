@@ -28,7 +28,7 @@ from campaigns.tasktypes.item_template import (
     item_template_csv,
     item_template_jsonl,
 )
-from campaigns.work.selectors import stage_reward_shown
+from campaigns.work.selectors.access import stage_reward_shown
 from frontend.stage_forms import StageEditForm
 from frontend.views.common import add_domain_errors, campaign_or_404, detail_url, stage_or_404
 from frontend.worker.pages import task_template_name

@@ -29,8 +29,8 @@ from campaigns.work.invites import (
     local_grant_add,
     local_grant_remove,
 )
-from campaigns.work.selectors import invite_list
-from campaigns.work.selectors_review import local_grant_list
+from campaigns.work.selectors.access import invite_list
+from campaigns.work.selectors.review import local_grant_list
 from frontend.forms import CredentialsForm, GrantAddForm, InviteCreateForm
 from frontend.views.common import add_domain_errors, campaign_or_404, request_user, stage_or_404
 from qaportal.errors import DomainError

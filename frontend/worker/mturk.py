@@ -50,7 +50,8 @@ from campaigns.platforms.mturk.work import (
 )
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
 from campaigns.work.lifecycle import AssignmentClosedError
-from campaigns.work.selectors import RequestWorkers, assignment_is_current
+from campaigns.work.selectors.access import RequestWorkers
+from campaigns.work.selectors.next_hit import assignment_is_current
 from campaigns.work.submission import STORED_STATES, SubmitResult
 from frontend.worker.pages import render_assignment, submit_assignment, task_context
 from qaportal.middleware import policy_with

@@ -21,7 +21,8 @@ from django.utils import timezone
 from campaigns.models import HIT, Assignment, Stage
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.lifecycle import AssignmentClosedError
-from campaigns.work.selectors import RequestWorkers, hit_items
+from campaigns.work.selectors.access import RequestWorkers
+from campaigns.work.selectors.loading import hit_items
 from campaigns.work.submission import SubmitResult, assignment_submit_for_workers
 
 MISSING_TEMPLATE = "worker/_task_missing.html"

@@ -12,7 +12,8 @@ from django.views.decorators.http import require_GET
 
 from campaigns.models import Assignment, AssignmentStatus
 from campaigns.tasktypes import task_type_get
-from campaigns.work.selectors import RequestWorkers, assignment_load
+from campaigns.work.selectors.access import RequestWorkers
+from campaigns.work.selectors.loading import assignment_load
 from linking.selectors import SUGGESTION_LIMIT, suggestion_cache_key, suggestions_search
 from linking.wikidata import WikidataError
 

@@ -22,20 +22,21 @@ from campaigns.work.allocation import (
 )
 from campaigns.work.invites import InviteInvalidError, invite_check, invite_redeem
 from campaigns.work.lifecycle import AssignmentClosedError, assignment_return
-from campaigns.work.selectors import (
+from campaigns.work.selectors.access import (
     WORKABLE_STATES,
     RequestWorkers,
-    StageVisit,
-    assignment_get_for_workers,
-    assignment_is_current,
-    assignment_next_hit_id,
     request_workers_get,
     stage_entry_for_invite,
-    stage_load,
     stage_reward_shown,
+)
+from campaigns.work.selectors.loading import (
+    StageVisit,
+    assignment_get_for_workers,
+    stage_load,
     stage_visit,
     stage_worker,
 )
+from campaigns.work.selectors.next_hit import assignment_is_current, assignment_next_hit_id
 from campaigns.work.submission import STORED_STATES, SubmitResult
 from campaigns.workforce.quiz_outcomes import quiz_result, stage_quiz_gates
 from campaigns.workforce.requirements import stage_refusal

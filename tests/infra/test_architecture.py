@@ -69,9 +69,14 @@ def test_the_import_contracts_hold_and_a_wrong_import_breaks_them(tmp_path: Path
             shutil.copy(src, tmp_path / name)
     wrong = tmp_path / "campaigns" / "work" / "handoff.py"
     wrong.write_text(wrong.read_text() + "\nfrom campaigns.platforms import operations  # wrong\n")
+    # A selector inside a selectors package writing: the contract names it by pattern.
+    writing = tmp_path / "validation" / "selectors" / "ten_way.py"
+    writing.write_text(writing.read_text() + "\nfrom validation import services  # wrong\n")
     broken = _lint_imports(tmp_path)
     assert broken.returncode != 0
-    assert "campaigns.work.handoff -> campaigns.platforms" in broken.stdout.replace("\n", " ")
+    out = broken.stdout.replace("\n", " ")
+    assert "campaigns.work.handoff -> campaigns.platforms" in out
+    assert "validation.selectors.ten_way -> validation.services" in out
 
 
 def test_no_import_cycle_between_application_modules() -> None:

@@ -218,20 +218,20 @@ def test_a_seen_entity_is_prefilled_and_needs_one_annotator(linking_stage):
 def test_checks_drained_in_one_go_judge_each_hit_once(linking_stage, monkeypatch):
     """The crowd simulator's round: the checks its submissions set off wait for the end
     of the block and run as one batch, the repeat for a HIT left to its last message."""
-    from linking import hooks
+    from linking import subscriptions
     from qaportal.outbox import outbox_deferred
 
     other = dict(ITEM, external_id="topgun-2")
     stage = linking_stage(items=[ITEM, other])
     campaign = campaign_start(campaign=stage.campaign, to_state="live")
     batches: list[list[int]] = []
-    checks = hooks.hits_entity_agreement_check
+    checks = subscriptions.hits_entity_agreement_check
 
     def spy(*, hit_ids):
         batches.append(list(hit_ids))
         return checks(hit_ids=hit_ids)
 
-    monkeypatch.setattr(hooks, "hits_entity_agreement_check", spy)
+    monkeypatch.setattr(subscriptions, "hits_entity_agreement_check", spy)
     with outbox_deferred():
         for _ in range(4):  # two answers on each of the two HITs
             work_once(campaign, stage, [TOM, VAL])

@@ -11,8 +11,8 @@ from django.urls import reverse
 from campaigns.models import Assignment, Item
 from campaigns.platforms.publishing import campaign_start
 from campaigns.tasktypes import task_type_get
-from linking.hooks import on_answer_stored, on_stage_published
 from linking.models import WikidataCacheEntry
+from linking.subscriptions import on_answer_stored, on_stage_published
 from linking.tasks import prefetch_stage_task
 from linking.wikidata import reset_host_gates
 from tests.linking.conftest import accept, joined_client, link_form, work_once

@@ -25,10 +25,10 @@ from campaigns.models import (
 from campaigns.platforms.publishing import campaign_start
 from campaigns.simulate import simulate_crowd
 from campaigns.work.gold_mix import gold_mix_order
-from campaigns.work.selectors import hit_items
+from campaigns.work.selectors.loading import hit_items
 from tests.factories import UserFactory
 from validation.gold import gold_bonus_blocks
-from validation.rules import bonus_rules_validate, review_rules_validate
+from validation.rules.settings import bonus_rules_validate, review_rules_validate
 from validation.selectors import stage_quality, worker_gold_accuracy
 from validation.tasks import review_stage_task
 

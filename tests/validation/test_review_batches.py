@@ -11,7 +11,9 @@ import pytest
 from campaigns.models import Assignment, AssignmentStatus
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation.review_batches import ReviewSummary, _batch_apply, _batch_prepare
-from validation.rules import APPROVE, HOLD, Review, Submission, Verdict
+from validation.rules.facts import Submission, Verdict
+from validation.rules.settings import APPROVE, HOLD
+from validation.rules.verdicts import Review
 
 pytestmark = pytest.mark.django_db
 

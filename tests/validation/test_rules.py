@@ -14,29 +14,29 @@ from validation.gold import (
     gold_match_sentences,
 )
 from validation.projections import categorical_label, entry_texts
-from validation.rules import (
+from validation.rules.facts import ItemRef, Submission, Verdict, facts_build
+from validation.rules.settings import (
     APPROVE,
     HOLD,
     NONE,
     PASS,
     REJECT,
-    RULE_FUNCTIONS,
     SKIP,
     WORKER_LEVEL,
-    ItemRef,
-    Submission,
-    Verdict,
     bonus_rules_validate,
-    combine,
     escalation_rule_validate,
-    facts_build,
-    review,
-    review_prepared,
     review_rules_validate,
     rules_approving,
+)
+from validation.rules.verdicts import (
+    REVIEWING_RULES,
+    RULE_FUNCTIONS,
+    combine,
+    review,
+    review_prepared,
     rules_prepare,
 )
-from validation.triggers import REVIEWING_RULES, needs_review_after_submit
+from validation.subscriptions import needs_review_after_submit
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 

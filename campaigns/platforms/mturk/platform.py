@@ -18,7 +18,7 @@ from campaigns.platforms.mturk.follow import mturk_campaign_follow
 from campaigns.platforms.mturk.publish import mturk_stage_publish
 from campaigns.platforms.mturk.rules import MTurkRules
 from campaigns.platforms.platform import PaidPlatform
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 from qaportal.errors import DomainError
 
 

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, Provider, Worker
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 
 logger = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from campaigns.platforms.prolific.studies import (
     campaign_studies_follow,
     prolific_stage_publish,
 )
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 
 
 class ProlificPlatform(PaidPlatform):

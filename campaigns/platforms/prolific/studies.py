@@ -70,7 +70,7 @@ from campaigns.work.allocation import (
     hit_take_allowed,
 )
 from campaigns.work.publishing import stage_publish
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 

@@ -1,5 +1,5 @@
 """Bonuses, messages and earnings on a paid provider (Prolific): the API goes through
-``provider_review`` / ``provider_workers``; nothing is sent here (the operations stay
+``platforms.review`` / ``platforms.workers``; nothing is sent here (the operations stay
 pending: carrying them out is the provider tests' business)."""
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ from campaigns.platforms.workers import paid_qualification_grant
 from tests.campaigns.platforms.conftest import execute, make_campaign, run_operations
 from tests.campaigns.platforms.mturk_helpers import page_submit
 from tests.campaigns.platforms.test_prolific_flow import publish, work
-from validation.rules import BONUS_RULES, GoldTally, StageFacts, params_of
+from validation.rules.facts import GoldTally, StageFacts
+from validation.rules.settings import BONUS_RULES, params_of
 from validation.services import gold_actions_apply
 
 GOLD_BONUS = {"rule": "gold_bonus", "amount": "0.25", "block": 4, "correct": 3}

@@ -13,7 +13,7 @@ from campaigns.models import CampaignState, QualificationGrant
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import recipe_apply
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.selectors.access import worker_has_stage_access
 from campaigns.workforce.qualification_types import quiz_qualification_type
 from campaigns.workforce.requirements import worker_qualified
 

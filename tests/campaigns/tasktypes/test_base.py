@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.tasktypes import (
-    UnknownTaskType,
+    UnknownTaskTypeError,
     task_type_get,
     task_type_name_of,
     task_type_names,
@@ -51,7 +51,7 @@ def test_registry_lists_every_task_type():
 
 
 def test_unknown_task_type_names_the_known_ones():
-    with pytest.raises(UnknownTaskType, match="question_writing"):
+    with pytest.raises(UnknownTaskTypeError, match="question_writing"):
         task_type_get("nope")
 
 

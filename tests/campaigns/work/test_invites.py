@@ -24,7 +24,7 @@ from campaigns.work.invites import (
     local_grant_remove,
 )
 from campaigns.work.publishing import stage_publish
-from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.selectors.access import worker_has_stage_access
 from campaigns.work.submission import assignment_submit
 from qaportal.errors import DomainError
 from tests.factories import CampaignFactory

@@ -8,7 +8,8 @@ from django.forms.models import model_to_dict
 from campaigns.models import Assignment
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.publishing import stage_publish
-from campaigns.work.selectors import RequestWorkers, assignment_load, hit_items, stage_load
+from campaigns.work.selectors.access import RequestWorkers
+from campaigns.work.selectors.loading import assignment_load, hit_items, stage_load
 from tests.campaigns.work.conftest import add_items
 
 pytestmark = pytest.mark.django_db

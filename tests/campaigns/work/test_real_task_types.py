@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 
 from campaigns.models import Assignment, AssignmentStatus, Item, ItemSource
-from campaigns.tasktypes import UnknownTaskType, task_type_get
+from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
 from campaigns.work.invites import invite_create, invite_token
 from campaigns.work.publishing import stage_publish
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db
 def test_question_writing_page_round_trip(make_stage):
     try:
         task_type = task_type_get("question_writing")
-    except UnknownTaskType:
+    except UnknownTaskTypeError:
         pytest.skip("question_writing is not registered")
     if not task_type.template_name:
         pytest.skip("question_writing has no template yet")

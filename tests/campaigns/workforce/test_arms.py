@@ -16,7 +16,7 @@ from campaigns.models import CampaignWorker, Item, ItemSource
 from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.selectors import stage_entry_for_invite
+from campaigns.work.selectors.access import stage_entry_for_invite
 from campaigns.workforce.arms import campaign_worker_join
 from campaigns.workforce.selectors import arm_for_position, campaign_arms
 from qaportal.errors import DomainError

@@ -21,7 +21,7 @@ from campaigns.models import (
 from campaigns.platforms.publishing import campaign_start
 from campaigns.work.allocation import WorkerNotAllowedError, assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
-from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.selectors.access import worker_has_stage_access
 from campaigns.work.submission import assignment_submit
 from campaigns.workforce.qualification_types import quiz_qualification_type
 from tests.campaigns.tasktypes.test_quiz_survey import WHYQA

@@ -23,7 +23,7 @@ from campaigns.models import (
     ProviderOperation,
     QualificationGrant,
 )
-from campaigns.work.selectors import worker_has_stage_access
+from campaigns.work.selectors.access import worker_has_stage_access
 from campaigns.workforce.qualification_types import round_qualification_type
 from campaigns.workforce.rounds import round_close, round_outcomes
 from tests.factories import WorkerFactory

@@ -25,14 +25,8 @@ from validation.aggregation import MajorityVote, majority_vote
 from validation.agreement import krippendorff_alpha, percent_agreement
 from validation.labels import LabelTable
 from validation.projections import categorical_label, entries_by_item
-from validation.rules import (
-    RULES,
-    GoldTally,
-    ItemRef,
-    Submission,
-    facts_build,
-    params_of,
-)
+from validation.rules.facts import GoldTally, ItemRef, Submission, facts_build
+from validation.rules.settings import RULES, params_of
 from validation.ten_way import ten_way_gold_labels, ten_way_settings
 
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -389,7 +383,7 @@ def _ten_way_gold_triples(
 ) -> list[tuple[int, int, Hashable]]:
     """With ``config.ten_way`` (Nangia et al. §5): an item of the 10-way subset votes its
     gold with the sampled ``gold_votes`` validators only (the rest are held out for the
-    human-performance estimate, ``validation.selectors_ten_way``)."""
+    human-performance estimate, ``validation.selectors.ten_way``)."""
     settings = ten_way_settings(stage.config)
     if settings is None:
         return triples

@@ -1,0 +1,367 @@
+"""Loading for the worker pages: the assignment with its HIT, stage and campaign, the
+stage with its campaign, the stage page's visit, a HIT's items.
+
+The few reads every worker cycle runs are hand-written SQL: the ORM spent more CPU
+building them than PostgreSQL spent running them (bench/README.md). Their rows become
+model instances through the fields' own converters (``model_from_row``), and a model
+that gains a field makes them fail loudly until its column is added to the statement.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Model
+from django.utils import timezone
+
+from campaigns.design.platform import platform_for
+from campaigns.models import (
+    HIT,
+    Assignment,
+    AssignmentStatus,
+    Campaign,
+    HITItem,
+    Stage,
+    Worker,
+)
+from campaigns.work.selectors.access import (
+    _QUALIFIED_SQL,
+    WORKABLE_STATES,
+    WORKER_ACCESS_SQL,
+    RequestWorkers,
+    required_qualification_ids,
+    worker_access_params,
+)
+from campaigns.work.selectors.next_hit import (
+    _NEXT_HIT_SQL,
+    CURRENT_ASSIGNMENT_SQL,
+    NEXT_HIT_PREFETCHED,
+    _hit_next_available_pk,
+    _next_hit_params,
+    _next_hit_simple,
+)
+from qaportal import prepared
+
+# Run twice per worker cycle (page, submit): in SQL, which the ORM takes longer to
+# build than the database to run. The backends hand JSON columns over as text (as
+# Django configures them); ``Item.data`` has no custom decoder.
+_HIT_ITEMS_SQL = """
+SELECT hi.item_id, i.external_id, i.data
+FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE hi.hit_id = %s ORDER BY hi.position
+"""
+
+# The attribute of a HIT instance holding its items as ``assignment_load`` read them
+# (JSON text: ``[[item id, external id, data], ...]``).
+ITEMS_PREFETCHED = "_items_prefetched"
+
+
+def hit_items(*, hit: HIT) -> list[dict[str, Any]]:
+    """The HIT's items in order, as task types see them: ``{"id", "external_id", "data"}``.
+
+    No query when ``assignment_load`` read them with the HIT (fresh objects each call,
+    as from a query)."""
+    prefetched = getattr(hit, ITEMS_PREFETCHED, None)
+    if prefetched is not None:
+        return [
+            {"id": item_id, "external_id": external_id, "data": data}
+            for item_id, external_id, data in json.loads(prefetched)
+        ]
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, _HIT_ITEMS_SQL, [hit.pk])
+        return _items_from_rows(cursor.fetchall())
+
+
+def _items_from_rows(rows: Sequence[tuple[int, str, Any]]) -> list[dict[str, Any]]:
+    """``(id, external id, data)`` rows as task types see items (JSON columns come as
+    text from the backends, as Django configures them)."""
+    return [
+        {
+            "id": item_id,
+            "external_id": external_id,
+            "data": json.loads(data) if isinstance(data, str | bytes) else data,
+        }
+        for item_id, external_id, data in rows
+    ]
+
+
+_ASSIGNMENT_ITEMS_SQL = """
+SELECT i.id, i.external_id, i.data FROM campaigns_assignment a
+INNER JOIN campaigns_hititem hi ON hi.hit_id = a.hit_id
+INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE a.id = %s ORDER BY hi.position
+"""
+
+
+def assignment_items(*, assignment_id: int) -> list[dict[str, Any]]:
+    """The items of the assignment's HIT in order (``hit_items``), in one statement."""
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, _ASSIGNMENT_ITEMS_SQL, [assignment_id])
+        return _items_from_rows(cursor.fetchall())
+
+
+def stage_worker(
+    *, stage: Stage, workers: RequestWorkers, qualifications: bool = True
+) -> Worker | None:
+    """The first of ``workers`` (session order, then the account's) with access to
+    ``stage``, or None; one query, none when the request speaks for nobody.
+    ``qualifications=False``: the first let in by invitation or grant alone."""
+    visit = stage_visit(stage=stage, workers=workers, qualifications=qualifications)
+    return visit.worker if visit is not None else None
+
+
+@dataclass(frozen=True)
+class StageVisit:
+    """The stage page's reads about the request's worker, from one statement."""
+
+    worker: Worker
+    # Their accepted, unexpired assignment in the stage (``assignment_current``).
+    current_id: int | None
+    # The HIT ``hit_next_available`` gives them (read only when the stage is workable).
+    next_hit_id: int | None
+
+
+def worker_columns() -> str:
+    """The ``Worker``'s columns as ``model_from_row`` reads them, on the alias ``w``."""
+    return ", ".join(f"w.{f.column}" for f in Worker._meta.concrete_fields)
+
+
+def stage_visit(
+    *,
+    stage: Stage,
+    workers: RequestWorkers,
+    qualifications: bool = True,
+    now: datetime | None = None,
+) -> StageVisit | None:
+    """``stage_worker`` with, in the same statement, that worker's current assignment
+    in ``stage`` and the next HIT they would get (``hit_next_available``); None when
+    none of ``workers`` may see the stage. One query (two for a stage whose next HIT
+    depends on exclusive keys or on who wrote its items), none when the request
+    speaks for nobody."""
+    if not workers or not platform_for(stage.campaign).hosts_workforce:
+        return None
+    now = now or timezone.now()
+    who, who_params = [], []
+    if workers.worker_ids:
+        who.append(f"w.id IN ({', '.join(['%s'] * len(workers.worker_ids))})")
+        who_params += list(workers.worker_ids)
+    if workers.user_id is not None:
+        who.append("w.user_id = %s")
+        who_params.append(workers.user_id)
+    workable = stage.campaign.state in WORKABLE_STATES
+    simple = workable and _next_hit_simple(stage)
+    next_hit = f"({_NEXT_HIT_SQL.format(stage='%s', worker='w.id')})" if simple else "NULL"
+    required = required_qualification_ids(stage=stage) if qualifications else []
+    columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, {next_hit}"
+    where = f"({' OR '.join(who)}) AND {WORKER_ACCESS_SQL}" + _QUALIFIED_SQL * len(required)
+    sql = f"SELECT {columns} FROM campaigns_worker w WHERE {where}"  # noqa: S608 - no input
+    params: list[Any] = [
+        stage.pk,
+        AssignmentStatus.ACCEPTED,
+        connection.ops.adapt_datetimefield_value(now),
+        *(_next_hit_params(stage, now) if simple else []),
+        *who_params,
+        *worker_access_params(stage),
+        *required,
+    ]
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, sql, params)
+        rows = cursor.fetchall()
+    if not rows:
+        return None
+    order = {pk: n for n, pk in enumerate(workers.worker_ids)}
+    split = len(Worker._meta.concrete_fields)
+    row = min(rows, key=lambda r: order.get(r[0], len(order)))
+    worker = model_from_row(Worker, row[:split])
+    current_id, next_hit_id = row[split], row[split + 1]
+    if workable and not simple:
+        next_hit_id = _hit_next_available_pk(stage=stage, worker=worker)
+    return StageVisit(worker=worker, current_id=current_id, next_hit_id=next_hit_id)
+
+
+# The assignment with its HIT, stage and campaign, as the work page and the submission
+# load it on every cycle. Hand-written: the ORM took 1 ms of CPU to build this join
+# each time. Columns in each model's field order (``model_from_row`` checks the counts);
+# then the holder's user id and provider, for the ownership check.
+_ASSIGNMENT_FULL_SQL = """
+SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.status,
+  a.answers, a.accepted_at, a.deadline, a.submitted_at, a.work_seconds, a.telemetry,
+  a.decided_at, a.decided_by_id, a.decision_source, a.decision_reason, a.feedback,
+  a.review_details,
+  h.id, h.stage_id, h.provider, h.provider_hit_id, h.provider_group_id,
+  h.max_assignments, h.places_left, h.reward, h.status, h.created_at, h.published_at,
+  h.expires_at,
+  s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
+  s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
+  s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
+  c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.bonus_max,
+  c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
+  w.user_id, w.provider{items}
+FROM campaigns_assignment a
+INNER JOIN campaigns_hit h ON h.id = a.hit_id
+INNER JOIN campaigns_stage s ON s.id = h.stage_id
+INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
+INNER JOIN campaigns_worker w ON w.id = a.worker_id
+WHERE a.id = %s
+"""
+
+# PostgreSQL: the HIT's items too, for ``hit_items`` (the page and the submission read
+# them right after): one query fewer on each.
+_ITEMS_COLUMN = """,
+  (SELECT json_agg(json_build_array(hi.item_id, i.external_id, i.data) ORDER BY hi.position)
+   FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
+   WHERE hi.hit_id = a.hit_id)::text"""
+
+# The thank-you page: the HIT its worker would get next in the stage (``_NEXT_HIT_SQL``,
+# the simple case), read with the assignment.
+_NEXT_HIT_COLUMN = f",\n  ({_NEXT_HIT_SQL.format(stage='h.stage_id', worker='a.worker_id')})"
+
+_FULL_MODELS: tuple[type[Model], ...] = (Assignment, HIT, Stage, Campaign)
+
+
+@functools.cache
+def _field_converters(
+    model: type[Model], vendor: str
+) -> tuple[list[str], list[tuple[int, Any, list[Any]]]]:
+    """The concrete fields' attribute names, and (index, column expression, converters)
+    of those the ORM converts when it reads them (most fields have no converter)."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    attnames, converted = [], []
+    for n, f in enumerate(model._meta.concrete_fields):
+        attnames.append(f.attname)
+        col = f.get_col(model._meta.db_table)
+        converters = conn.ops.get_db_converters(col) + f.get_db_converters(conn)
+        if converters:
+            converted.append((n, col, converters))
+    return attnames, converted
+
+
+def model_from_row(model: type[Model], values: Sequence[Any]) -> Any:
+    """A ``model`` instance from its concrete fields' column values, in field order,
+    converted as the ORM converts them."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    attnames, converted = _field_converters(model, conn.vendor)
+    if len(values) != len(attnames):
+        raise ValueError(f"{model.__name__}: {len(values)} columns for {len(attnames)} fields")
+    row = list(values)
+    for n, col, converters in converted:
+        value = row[n]
+        for convert in converters:
+            value = convert(value, col, conn)
+        row[n] = value
+    return model.from_db(conn.alias, attnames, row)
+
+
+_STAGE_FULL_SQL = """
+SELECT s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
+  s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
+  s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
+  c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
+  c.bonus_max,
+  c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at
+FROM campaigns_stage s INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
+WHERE s.id = %s
+"""
+
+
+def stage_load(*, stage_id: int) -> Stage:
+    """The stage with its campaign (one query, as ``assignment_load``); ``Stage.DoesNotExist``."""
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, _STAGE_FULL_SQL, [stage_id])
+        row = cursor.fetchone()
+    if row is None:
+        raise Stage.DoesNotExist("No such stage.")
+    split = len(Stage._meta.concrete_fields)
+    stage = model_from_row(Stage, row[:split])
+    stage.campaign = model_from_row(Campaign, row[split:])
+    return stage
+
+
+def assignment_load(
+    *,
+    assignment_id: int,
+    workers: RequestWorkers,
+    lock: bool = False,
+    items: bool = True,
+    next_hit: bool = False,
+) -> Assignment:
+    """The assignment with its HIT, stage and campaign if one of ``workers`` holds it;
+    ``Assignment.DoesNotExist`` otherwise. One query (on PostgreSQL with the HIT's
+    items, which ``hit_items`` then reads without one, unless ``items`` is off: a page
+    that shows none; with ``next_hit``, the HIT its worker would get next in the stage,
+    which ``assignment_next_hit_id`` then reads without one); ``lock``: ``FOR UPDATE``
+    of the assignment row (inside a transaction)."""
+    suffix = " FOR UPDATE OF a" if lock and connection.features.has_select_for_update_of else ""
+    with_items = items and connection.vendor == "postgresql"
+    columns = (_ITEMS_COLUMN if with_items else "") + (_NEXT_HIT_COLUMN if next_hit else "")
+    sql = _ASSIGNMENT_FULL_SQL.format(items=columns)
+    params = [*(_next_hit_params(None, timezone.now()) if next_hit else []), assignment_id]
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, sql + suffix, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise Assignment.DoesNotExist("No such assignment.")
+    parts, start = [], 0
+    for model in _FULL_MODELS:
+        end = start + len(model._meta.concrete_fields)
+        parts.append(model_from_row(model, row[start:end]))
+        start = end
+    user_id, provider = row[start : start + 2]
+    assignment, hit, stage, campaign = parts
+    extra = start + 2
+    if with_items:
+        setattr(hit, ITEMS_PREFETCHED, row[extra] or "[]")
+        extra += 1
+    if next_hit:
+        setattr(assignment, NEXT_HIT_PREFETCHED, row[extra])
+    owned = assignment.worker_id in workers.worker_ids or (
+        workers.user_id is not None
+        and user_id == workers.user_id
+        and platform_for(provider).hosts_workforce
+    )
+    if not owned:
+        raise Assignment.DoesNotExist("No such assignment.")
+    stage.campaign = campaign
+    hit.stage = stage
+    assignment.hit = hit
+    return assignment
+
+
+def assignment_get_for_workers(
+    *,
+    assignment_id: int,
+    workers: RequestWorkers | Collection[Worker],
+    items: bool = True,
+    next_hit: bool = False,
+) -> Assignment:
+    """The assignment (with its HIT, stage and campaign) if one of ``workers`` holds it;
+    ``Assignment.DoesNotExist`` otherwise. One query (``items``, ``next_hit``: as
+    ``assignment_load``)."""
+    if not isinstance(workers, RequestWorkers):
+        workers = RequestWorkers(worker_ids=tuple(w.pk for w in workers))
+    return assignment_load(
+        assignment_id=assignment_id, workers=workers, items=items, next_hit=next_hit
+    )
+
+
+def hits_items(*, hit_ids: Collection[int]) -> dict[int, list[dict[str, Any]]]:
+    """``hit_items`` of many HITs in one query: HIT id -> its items in order (every
+    id of ``hit_ids`` is a key)."""
+    found: dict[int, list[dict[str, Any]]] = {hit_id: [] for hit_id in hit_ids}
+    rows = (
+        HITItem.objects.filter(hit_id__in=found)
+        .order_by("hit_id", "position")
+        .values_list("hit_id", "item_id", "item__external_id", "item__data")
+    )
+    for hit_id, item_id, external_id, data in rows:
+        found[hit_id].append({"id": item_id, "external_id": external_id, "data": data})
+    return found
