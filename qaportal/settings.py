@@ -206,13 +206,9 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
-    "campaigns-prolific-sync": {
-        "task": "campaigns.prolific_sync",
-        "schedule": 300.0,
-        "options": {"expires": 290},
-    },
-    "campaigns-mturk-sync": {
-        "task": "campaigns.mturk_sync",
+    # Every registered platform's sync (Platform.sync), one after the other.
+    "campaigns-platform-sync": {
+        "task": "campaigns.platform_sync",
         "schedule": 300.0,
         "options": {"expires": 290},
     },

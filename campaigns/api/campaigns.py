@@ -20,6 +20,7 @@ from campaigns.api.common import (
 from campaigns.design.access import campaign_delete, campaign_update
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign, CampaignState, Provider
+from campaigns.models.choices import provider_choices
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes import recipe_names
@@ -91,7 +92,7 @@ class CampaignListCreateApi(generics.ListAPIView):
         description = serializers.CharField(
             allow_blank=True, default="", max_length=DESCRIPTION_MAX_LENGTH
         )
-        provider = serializers.ChoiceField(choices=Provider.choices, default=Provider.LOCAL)
+        provider = serializers.ChoiceField(choices=provider_choices(), default=Provider.LOCAL)
         sandbox = serializers.BooleanField(default=True)
         budget_cap = serializers.DecimalField(
             max_digits=12, decimal_places=2, min_value=0, required=False, allow_null=True

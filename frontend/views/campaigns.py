@@ -191,7 +191,7 @@ def _render_detail(
         "upload_form": upload_form,
         "rejection": rejection,
         "is_local": platform_for(campaign).hosts_workforce,
-        "moves_money": platform_for(campaign.provider).pays_workers,
+        "moves_money": platform_for(campaign.provider).moves_money,
         "flow": campaign_pipeline_flow(campaign=campaign, progress=progress),
         # A long pipeline (Nangia's 19 stages) shows its stage cards folded.
         "stages_open": len(stages) <= STAGES_SHOWN_OPEN,

@@ -34,6 +34,7 @@ from campaigns.design.platform import platform_for
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
+from campaigns.platforms.worker_pages import task_context_readonly
 from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors_review import (
     assignment_list_for_campaign,
@@ -46,7 +47,6 @@ from campaigns.work.submission import DECIDED_STATES
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
 from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
 from frontend.views.link_review import link_review_rows
-from frontend.worker.pages import task_context_readonly
 from qaportal.errors import DomainError
 from qaportal.outbox import task_after_commit
 from validation.services import assignment_override
@@ -291,7 +291,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
                 "overrides": _overrides(a.review_details),
             }
         )
-    can_decide = not platform_for(campaign).pays_workers
+    can_decide = platform_for(campaign).decides_at_once
     context = {
         "campaign": campaign,
         "stages": stages,
@@ -307,7 +307,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         "rows": rows,
         "can_decide": can_decide,
         # The local workforce is paid no rewards through qaportal: no money shown.
-        "moves_money": platform_for(campaign).pays_workers,
+        "moves_money": platform_for(campaign).moves_money,
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }

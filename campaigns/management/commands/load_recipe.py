@@ -17,6 +17,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from campaigns.design.platform import platform_names
 from campaigns.design.services import campaign_create
 from campaigns.models import Campaign, Provider
 from campaigns.recipes import recipe_get, recipe_names
@@ -33,7 +34,7 @@ class Command(BaseCommand):
         parser.add_argument("--campaign", required=True, help="Slug of the campaign.")
         parser.add_argument("--owner", help="Username owning a campaign created here.")
         parser.add_argument(
-            "--provider", choices=Provider.values, help="For a new campaign (default local)."
+            "--provider", choices=platform_names(), help="For a new campaign (default local)."
         )
         parser.add_argument(
             "--no-sample", action="store_true", help="Make the stages without sample items."

@@ -7,7 +7,7 @@ Uses ``PROLIFIC_API_TOKEN`` and ``PROLIFIC_WORKSPACE_ID``; the target is
 ``SITE_URL/work/prolific/hooks/`` (https, reachable by Prolific) unless ``--target-url``.
 With ``--new-secret`` the secret is printed once: put it in ``PROLIFIC_WEBHOOK_SECRET``
 (the workspace has one active secret; the old one stops verifying). Polling stays on
-either way (``campaigns.prolific_sync`` on beat).
+either way (``campaigns.platform_sync`` on beat).
 """
 
 from __future__ import annotations

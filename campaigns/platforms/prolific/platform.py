@@ -11,9 +11,11 @@ from django.conf import settings
 from campaigns.design.platform import FeeModel
 from campaigns.design.platform_rules import PlatformRules
 from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOperation, Stage
-from campaigns.platforms.fees import ProlificFees
+from campaigns.platforms.base import Provider
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.credentials import CREDENTIAL_FIELDS
+from campaigns.platforms.prolific.fees import ProlificFees
 from campaigns.platforms.prolific.rules import ProlificRules
 from campaigns.platforms.prolific.studies import (
     campaign_provider_pause,
@@ -21,13 +23,27 @@ from campaigns.platforms.prolific.studies import (
     campaign_provider_stop,
     campaign_studies_follow,
     prolific_stage_publish,
+    prolific_studies_sync,
 )
 from campaigns.work.selectors import WORKABLE_STATES
 
 
 class ProlificPlatform(PaidPlatform):
     name = "prolific"
+    label = "Prolific"
     worker_entry = "study_url"
+    credential_fields = CREDENTIAL_FIELDS
+    urls_module = "campaigns.platforms.prolific.urls"
+    url_prefix = "work/prolific/"
+
+    def provider_class(self) -> type[Provider]:
+        from campaigns.platforms.prolific.provider import ProlificProvider
+
+        return ProlificProvider
+
+    def sync(self, *, scope: str | None = None) -> int:
+        """Study ``scope``'s submissions (every published study's if None); rows changed."""
+        return prolific_studies_sync(study_id=scope)
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))

@@ -43,11 +43,11 @@ from campaigns.platforms.prolific.studies import (
     prolific_study_of_submission,
     prolific_study_stage,
 )
+from campaigns.platforms.worker_pages import render_assignment, submit_assignment
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
 from campaigns.work.lifecycle import AssignmentClosedError
 from campaigns.work.selectors import RequestWorkers, assignment_is_current
 from campaigns.work.submission import STORED_STATES, SubmitResult
-from frontend.worker.pages import render_assignment, submit_assignment
 from qaportal.jsonsafe import json_depth_exceeds
 from qaportal.outbox import task_after_commit
 
@@ -227,5 +227,5 @@ def hooks(request: HttpRequest) -> HttpResponse:
             )
         if isinstance(candidate, str) and _ID.match(candidate):
             study_id = candidate
-    task_after_commit("campaigns.prolific_sync", study_id)
+    task_after_commit("campaigns.platform_sync", "prolific", study_id)
     return JsonResponse({"accepted": True, "study_id": study_id})
