@@ -8,7 +8,6 @@ from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.test import Client
 
 from campaigns.design.platform import (
     platform_for,
@@ -16,15 +15,11 @@ from campaigns.design.platform import (
     platform_register,
     platform_unregister,
 )
-from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     HIT,
-    Assignment,
     AssignmentStatus,
     CampaignState,
     HITStatus,
-    Item,
-    ItemSource,
     LedgerEntry,
     LedgerKind,
     LedgerStatus,
@@ -41,52 +36,17 @@ from campaigns.work.decisions import assignment_approve, assignment_reject
 from campaigns.work.lifecycle import hit_add_assignments
 from qaportal.errors import DomainError
 from qaportal.models import OutboxMessage
-from tests.campaigns.platforms.conftest import FORM, run_operations
-from tests.campaigns.platforms.toy_platform.conftest import WEBHOOK_SECRET
+from tests.campaigns.platforms.conftest import run_operations
+from tests.campaigns.platforms.toy_platform.conftest import (
+    WEBHOOK_SECRET,
+    toy_campaign,
+    work_through_toy_crowd,
+)
 from tests.campaigns.platforms.toy_platform.platform import ToyPlatform
 from tests.campaigns.platforms.toy_platform.provider import ToyProvider
 from tests.campaigns.platforms.toy_platform.service import API_KEY
 
 pytestmark = pytest.mark.django_db
-
-
-def toy_campaign(owner, *, items: int = 2):
-    campaign = campaign_create(owner=owner, name="On Toy Crowd", slug="toy-qa", provider="toy")
-    stage = stage_add(
-        campaign=campaign,
-        name="Write questions",
-        task_type="question_writing",
-        config={"questions_per_hit": 1, "estimated_minutes": 5},
-    )
-    stage.reward = Decimal("1.00")
-    stage.assignments_per_hit = 2
-    stage.save(update_fields=["reward", "assignments_per_hit"])
-    for n in range(items):
-        Item.objects.create(
-            stage=stage,
-            external_id=f"cell-{n}",
-            data={"topic": f"topic {n}", "complexity_type": "comparative"},
-            source=ItemSource.UPLOADED,
-        )
-    return campaign, stage
-
-
-def work_through_toy_crowd(crowd, hit: HIT, worker_id: str) -> Assignment:
-    """A Toy Crowd worker takes a place, works on qaportal's page, and submits."""
-    toy_assignment = crowd.accept(hit_id=hit.provider_hit_id, worker_id=worker_id)
-    browser = Client()
-    entry = browser.get(
-        "/work/toy/",
-        {"hitId": hit.provider_hit_id, "assignmentId": toy_assignment, "workerId": worker_id},
-    )
-    assert entry.status_code == 302, entry.content
-    page = browser.get(entry["Location"])
-    assert page.status_code == 200
-    done = browser.post(entry["Location"], FORM)
-    assert done.status_code == 302, done.content
-    assert done["Location"] == "https://toy-crowd.example/done"
-    crowd.submit(assignment_id=toy_assignment)
-    return Assignment.objects.get(provider="toy", provider_assignment_id=toy_assignment)
 
 
 def test_toy_crowd_is_a_registered_platform_with_its_own_pieces(toy):
