@@ -14,11 +14,15 @@ idempotency rules are the implementations' (see ``campaigns.platforms``).
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from campaigns.design.platform_rules import PlatformRules
 from campaigns.models.choices import provider_choice_register, provider_choice_unregister
@@ -54,6 +58,45 @@ class CredentialField:
     help: str
 
 
+def _flag(value: str) -> bool:
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {value!r}")
+
+
+def _names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@dataclass(frozen=True)
+class SettingKey:
+    """A setting a platform reads (``settings_keys``): taken from the environment variable
+    of the same name, parsed by ``kind`` ("str", "int", "float", "bool", "list": comma-
+    separated), else ``default``; a value Django's settings already have wins (tests)."""
+
+    name: str
+    default: Any
+    kind: str = "str"
+
+    def read(self, environ: Mapping[str, str]) -> Any:
+        raw = environ.get(self.name)
+        if raw is None or (raw == "" and self.kind in ("bool", "list")):
+            return self.default
+        parse: dict[str, Callable[[str], Any]] = {
+            "str": str,
+            "int": int,
+            "float": float,
+            "bool": _flag,
+            "list": _names,
+        }
+        try:
+            return parse[self.kind](raw)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{self.name}: {exc}") from exc
+
+
 class Platform(ABC):
     """One crowd platform, as the rest of qaportal sees it."""
 
@@ -85,6 +128,9 @@ class Platform(ABC):
     #: What a campaign's owner may store instead of the environment's account
     #: (``campaigns.platforms.credentials``); none: the platform takes no credentials.
     credential_fields: tuple[CredentialField, ...] = ()
+    #: The settings the platform reads, with their defaults (``SettingKey``): put into
+    #: Django's settings when the platform is registered, from the environment.
+    settings_keys: tuple[SettingKey, ...] = ()
     #: The worker entry and webhook URLs (a ``urls`` module's dotted path, with its
     #: ``app_name``), mounted at ``url_prefix`` by ``qaportal.urls``; none: no pages.
     urls_module: str = ""
@@ -189,6 +235,9 @@ def platform_register(platform: Platform) -> None:
     ``Provider`` choice of the models."""
     _PLATFORMS[platform.name] = platform
     provider_choice_register(name=platform.name, label=platform.label or platform.name)
+    for key in platform.settings_keys:
+        if not hasattr(settings, key.name):
+            setattr(settings, key.name, key.read(os.environ))
 
 
 def platform_unregister(name: str) -> None:
@@ -225,6 +274,7 @@ __all__ = [
     "CredentialField",
     "FeeModel",
     "Platform",
+    "SettingKey",
     "platform_for",
     "platform_names",
     "platform_register",

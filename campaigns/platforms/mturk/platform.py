@@ -14,6 +14,7 @@ from campaigns.design.platform_rules import PlatformRules
 from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.platforms import requires_masters
 from campaigns.platforms.base import Provider
+from campaigns.platforms.mturk.conf import SETTINGS_KEYS
 from campaigns.platforms.mturk.credentials import CREDENTIAL_FIELDS
 from campaigns.platforms.mturk.fees import MTurkFees
 from campaigns.platforms.mturk.follow import mturk_campaign_follow
@@ -31,6 +32,7 @@ class MTurkPlatform(PaidPlatform):
     worker_entry = "external_question"
     has_sandbox = True
     credential_fields = CREDENTIAL_FIELDS
+    settings_keys = SETTINGS_KEYS
     # The MTurk provider builds its ExternalQuestion URLs to this path: keep it.
     urls_module = "campaigns.platforms.mturk.urls"
     url_prefix = "w/mturk/"

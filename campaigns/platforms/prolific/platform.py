@@ -14,6 +14,7 @@ from campaigns.models import Campaign, CampaignState, OperationKind, ProviderOpe
 from campaigns.platforms.base import Provider
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.conf import SETTINGS_KEYS
 from campaigns.platforms.prolific.credentials import CREDENTIAL_FIELDS
 from campaigns.platforms.prolific.fees import ProlificFees
 from campaigns.platforms.prolific.rules import ProlificRules
@@ -33,6 +34,7 @@ class ProlificPlatform(PaidPlatform):
     label = "Prolific"
     worker_entry = "study_url"
     credential_fields = CREDENTIAL_FIELDS
+    settings_keys = SETTINGS_KEYS
     urls_module = "campaigns.platforms.prolific.urls"
     url_prefix = "work/prolific/"
 
