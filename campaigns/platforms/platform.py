@@ -89,8 +89,8 @@ class PaidPlatform(CrowdPlatform):
             raise PermanentProviderError(str(exc)) from exc
         provider_class = self.provider_class()
         if own is not None:
-            return provider_class.from_credentials(**own)  # type: ignore[attr-defined,no-any-return]
-        return provider_class.from_settings()  # type: ignore[attr-defined,no-any-return]
+            return provider_class.from_credentials(**own)  # type: ignore[attr-defined]
+        return provider_class.from_settings()  # type: ignore[attr-defined]
 
     def hits_publish_due(self, *, stage: Stage, force: bool) -> None:
         paid_handoff_publish(stage=stage, force=force)
