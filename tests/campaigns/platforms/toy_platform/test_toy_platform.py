@@ -93,10 +93,7 @@ def test_a_stage_runs_on_toy_crowd_from_publish_to_message(toy, requester):
         assignment=second,
         decided_by=requester,
         source="requester",
-        reason="Off topic",
-        # Every paid platform is held to Prolific's 100 characters (platforms.review).
-        feedback="The questions were about another topic than the one given; please read "
-        "the topic before writing, and ask if it is unclear.",
+        reason="Off topic",  # Toy Crowd takes a short message (its rules set no minimum)
     )
     first.refresh_from_db()
     assert first.status == AssignmentStatus.SUBMITTED  # until Toy Crowd has done it
