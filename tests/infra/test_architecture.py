@@ -84,9 +84,13 @@ PROVIDER_COMPARISON = re.compile(
 )
 
 
+def _templates() -> list[Path]:
+    return [p for app in APPS for p in sorted((ROOT / app).rglob("templates/**/*.html"))]
+
+
 def test_no_provider_name_is_compared_outside_the_platforms() -> None:
     found = []
-    for path in _sources(outside=("campaigns/platforms/",)):
+    for path in [*_sources(outside=("campaigns/platforms/",)), *_templates()]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
             if PROVIDER_COMPARISON.search(code):
