@@ -15,7 +15,7 @@ A kill run: a real ``celery worker`` (prefork, concurrency 2) executes the batch
 the fake MTurk answering ``--latency`` late after each effect; when a share of the batch
 drawn from a seeded RNG (uniform 10-90 %, plus up to 50 ms) is done, the worker's whole
 process group gets SIGKILL. A fresh worker starts, and beat is played (the
-``campaigns.reconcile_operations`` task every second, ``campaigns.mturk_sync`` too for
+``campaigns.reconcile_operations`` task every second, ``campaigns.platform_sync`` (MTurk) too for
 a sync batch) with the stale period at ``--stale-seconds`` until nothing is pending or
 running. A Redis run does the same but kills and restarts the redis-server instead
 (everything queued is lost; the worker stays).

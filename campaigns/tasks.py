@@ -8,7 +8,12 @@ docstring which errors it retries. Callers enqueue after commit
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from celery import shared_task
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(name="qaportal.ping")
@@ -55,7 +60,7 @@ def expire_assignments_task() -> int:
     return expired
 
 
-# --- Provider operations, Prolific sync (campaigns/platforms/operations.py, prolific/studies.py)
+# --- Provider operations and platform syncs (campaigns/platforms/operations.py, Platform.sync)
 
 
 @shared_task(name="campaigns.execute_operation", bind=True, acks_late=True)
@@ -94,43 +99,42 @@ def reconcile_operations_task() -> dict[str, int]:
     return operations_reconcile()
 
 
-@shared_task(name="campaigns.prolific_sync", acks_late=True)
-def prolific_sync_task(study_id: str | None = None, submission_id: str | None = None) -> int:
-    """Sync the submissions of Prolific study ``study_id``; with ``submission_id`` only
-    (a hook for a session qaportal has not stored yet), that submission's study; all
-    open studies when neither is given.
+@shared_task(name="campaigns.platform_sync", acks_late=True)
+def platform_sync_task(name: str | None = None, scope: str | None = None) -> dict[str, Any]:
+    """Sync platform ``name`` (``Platform.sync``, ``scope`` in its terms: a study, a
+    campaign id), or every registered platform if None; what each did, by name.
 
     Idempotent (a sync writes what the platform says). Retries nothing: transient
-    errors are logged and the next beat tick or webhook syncs again.
+    errors are logged and the next beat tick or webhook syncs again. A platform whose
+    sync fails does not keep the others from theirs; the first failure is raised last.
     """
-    from campaigns.platforms.prolific.studies import (
-        prolific_studies_sync,
-        prolific_submission_study_sync,
-    )
+    from campaigns.design.platform import platform_for, platforms_registered
 
-    if study_id is None and submission_id:
-        return prolific_submission_study_sync(submission_id=submission_id)
-    return prolific_studies_sync(study_id=study_id)
+    platforms = platforms_registered() if name is None else [platform_for(name)]
+    done: dict[str, Any] = {}
+    failed: Exception | None = None
+    for platform in platforms:
+        try:
+            done[platform.name] = platform.sync(scope=scope)
+        except Exception as exc:  # the others still sync; this one is raised below
+            logger.exception("sync of platform %s failed", platform.name)
+            failed = failed or exc
+    if failed is not None:
+        raise failed
+    return done
 
 
-@shared_task(name="campaigns.mturk_sync", acks_late=True)
-def mturk_sync_task(campaign_id: int | None = None) -> dict[str, int]:
-    """Sync MTurk assignments of campaign ``campaign_id`` (every MTurk campaign if None).
-
-    Idempotent and resumable (per-HIT cursors). Retries nothing: transient errors are
-    counted and logged, and the next beat tick syncs again. Returns the counts.
-    """
-    from campaigns.platforms.mturk.sync import mturk_hits_sync
-
-    stats = mturk_hits_sync(campaign_id=campaign_id)
-    return {
-        "hits": stats.hits,
-        "assignments": stats.assignments,
-        "changed": stats.changed,
-        "flagged": stats.flagged,
-        "unmatched": stats.unmatched,
-        "errors": stats.errors,
-    }
+# The name of Prolific's sync before there was one for every platform: outbox rows
+# written after a webhook before the change may still carry it. (MTurk's sync was only
+# ever sent by beat, with an expiry: its old name is gone.)
+@shared_task(name="campaigns.prolific_sync", acks_late=True)
+def prolific_sync_task(
+    study_id: str | None = None, submission_id: str | None = None
+) -> dict[str, Any]:
+    """``campaigns.platform_sync("prolific", …)``, under its former name: study
+    ``study_id``, or the study of submission ``submission_id``."""
+    scope = f"submission:{submission_id}" if study_id is None and submission_id else study_id
+    return platform_sync_task("prolific", scope)
 
 
 @shared_task(name="campaigns.purge_idempotency_records", acks_late=True)

@@ -8,7 +8,9 @@ from typing import Any
 from django import forms
 from django.forms.fields import InvalidJSONInput
 
+from campaigns.design.platform import platform_for
 from campaigns.models import Provider
+from campaigns.models.choices import provider_choices
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.tasktypes import task_type_get, task_type_names
@@ -32,7 +34,7 @@ class MoneyFormField(forms.DecimalField):
 
 class CampaignCreateForm(forms.Form):
     name = forms.CharField(max_length=200)
-    provider = forms.ChoiceField(choices=Provider.choices, initial=Provider.LOCAL)
+    provider = forms.ChoiceField(choices=provider_choices, initial=Provider.LOCAL)
     sandbox = forms.BooleanField(
         required=False,
         initial=True,
@@ -224,10 +226,8 @@ class CredentialsForm(forms.Form):
     """A campaign's own platform credentials: the fields of its provider, never re-shown."""
 
     def __init__(self, *args: Any, provider: str, **kwargs: Any) -> None:
-        from campaigns.platforms.credentials import CREDENTIAL_FIELDS
-
         super().__init__(*args, **kwargs)
-        for spec in CREDENTIAL_FIELDS.get(provider, ()):
+        for spec in platform_for(provider).credential_fields:
             self.fields[spec.name] = forms.CharField(
                 label=spec.help,
                 required=spec.required,

@@ -186,7 +186,7 @@ class StageEditForm(forms.Form):
         kwargs["initial"] = initial
         kwargs["label_suffix"] = ""
         super().__init__(*args, **kwargs)
-        if platform_for(stage.campaign).pays_workers:
+        if platform_for(stage.campaign).moves_money:
             del self.fields["show_reward_to_local_workers"]  # platforms show the reward
         next_field = self.fields["next_stage"]
         assert isinstance(next_field, forms.ChoiceField)

@@ -211,13 +211,9 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 60.0,
         "options": {"expires": 55},
     },
-    "campaigns-prolific-sync": {
-        "task": "campaigns.prolific_sync",
-        "schedule": 300.0,
-        "options": {"expires": 290},
-    },
-    "campaigns-mturk-sync": {
-        "task": "campaigns.mturk_sync",
+    # Every registered platform's sync (Platform.sync), one after the other.
+    "campaigns-platform-sync": {
+        "task": "campaigns.platform_sync",
         "schedule": 300.0,
         "options": {"expires": 290},
     },
@@ -393,9 +389,6 @@ BONUS_MAX_DEFAULT = os.environ.get("BONUS_MAX_DEFAULT", "100.00")
 JOB_STALE_SECONDS = int(os.environ.get("JOB_STALE_SECONDS", "60"))
 JOB_REDISPATCH_SECONDS = int(os.environ.get("JOB_REDISPATCH_SECONDS", "60"))
 JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
-# Origins besides MTurk's own that an ExternalQuestion page may post its assignment back
-# to (turkSubmitTo) and be framed by: for tests against a local fake of MTurk.
-MTURK_SUBMIT_HOSTS_EXTRA = env_list("MTURK_SUBMIT_HOSTS_EXTRA")
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
@@ -408,38 +401,9 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 # --- Crowd platforms (campaigns/platforms/) ---------------------------------------
-# Prolific's service fee as a fraction of participant payments; depends on the account.
-PROLIFIC_FEE_RATE = os.environ.get("PROLIFIC_FEE_RATE", "0.333")
-# Secrets: never logged.
-PROLIFIC_API_TOKEN = os.environ.get("PROLIFIC_API_TOKEN", "")
-PROLIFIC_WEBHOOK_SECRET = os.environ.get("PROLIFIC_WEBHOOK_SECRET", "")
-PROLIFIC_API_URL = os.environ.get("PROLIFIC_API_URL", "https://api.prolific.com")
-PROLIFIC_WORKSPACE_ID = os.environ.get("PROLIFIC_WORKSPACE_ID", "")
-PROLIFIC_WEBHOOK_TOLERANCE = int(os.environ.get("PROLIFIC_WEBHOOK_TOLERANCE", "300"))
-PROLIFIC_TIMEOUT = float(os.environ.get("PROLIFIC_TIMEOUT", "20"))
-PROLIFIC_MAX_RETRIES = int(os.environ.get("PROLIFIC_MAX_RETRIES", "4"))
-PROLIFIC_BACKOFF_BASE = float(os.environ.get("PROLIFIC_BACKOFF_BASE", "1"))
-PROLIFIC_BACKOFF_MAX = float(os.environ.get("PROLIFIC_BACKOFF_MAX", "30"))
-# Seconds between checks of what Prolific does after answering (bulk approval, bonuses).
-PROLIFIC_CONFIRM_AFTER = float(os.environ.get("PROLIFIC_CONFIRM_AFTER", "30"))
-# How long the filters catalogue (GET /api/v1/filters/: the countries' choice ids) is kept.
-PROLIFIC_FILTERS_CACHE_SECONDS = int(os.environ.get("PROLIFIC_FILTERS_CACHE_SECONDS", "86400"))
-# Mechanical Turk (boto3). Secrets: never logged. Sandbox unless MTURK_SANDBOX is off.
-MTURK_ACCESS_KEY_ID = os.environ.get("MTURK_ACCESS_KEY_ID", "")
-MTURK_SECRET_ACCESS_KEY = os.environ.get("MTURK_SECRET_ACCESS_KEY", "")
-MTURK_SANDBOX = env_bool("MTURK_SANDBOX", True)
-MTURK_ENDPOINT_URL = os.environ.get("MTURK_ENDPOINT_URL", "")  # empty: MTurk's own endpoint
-MTURK_MAX_ATTEMPTS = int(
-    os.environ.get("MTURK_MAX_ATTEMPTS", "3")
-)  # botocore attempts, first included
-MTURK_RETRY_MODE = os.environ.get("MTURK_RETRY_MODE", "adaptive")  # or "standard"
-MTURK_RETRIES = int(os.environ.get("MTURK_RETRIES", "4"))
-MTURK_BACKOFF_BASE = float(os.environ.get("MTURK_BACKOFF_BASE", "1"))
-MTURK_TIMEOUT = float(os.environ.get("MTURK_TIMEOUT", "20"))
-MTURK_CONNECT_TIMEOUT = float(os.environ.get("MTURK_CONNECT_TIMEOUT", "5"))
-MTURK_FRAME_HEIGHT = int(os.environ.get("MTURK_FRAME_HEIGHT", "0"))
-MTURK_AUTO_APPROVAL_DAYS = int(os.environ.get("MTURK_AUTO_APPROVAL_DAYS", "3"))
-MTURK_SYNC_THREADS = int(os.environ.get("MTURK_SYNC_THREADS", "4"))  # HITs read at once
+# Each platform's own keys (PROLIFIC_*, MTURK_* …) are declared in its folder
+# (campaigns/platforms/<name>/conf.py) and read from the environment when it is
+# registered (campaigns.design.platform.platform_register).
 # A campaign's own platform credentials are stored encrypted with these Fernet keys
 # (comma-separated; the first encrypts, all decrypt). Empty: one derived from SECRET_KEY.
 CREDENTIALS_KEYS = os.environ.get("CREDENTIALS_KEYS", "")

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from campaigns.design.platform import platforms_registered
 from frontend.views.auth import AdminLoginView, LoginView, PasswordChangeView
 from qaportal.health import healthz
 
@@ -30,8 +31,12 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
-    path("w/mturk/", include("frontend.worker.mturk_urls")),
-    path("work/prolific/", include("frontend.worker.prolific_urls")),
+    # Each registered platform's worker entry and webhooks, in its own folder.
+    *(
+        path(platform.url_prefix, include(platform.urls_module))
+        for platform in platforms_registered()
+        if platform.urls_module
+    ),
     path("work/", include("frontend.worker.urls")),
     path("", include("frontend.urls")),
 ]

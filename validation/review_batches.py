@@ -203,7 +203,7 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     width = 0
     for sub, result in reviews:
         if sub.provider not in pays:
-            pays[sub.provider] = platform_for(sub.provider).pays_workers
+            pays[sub.provider] = not platform_for(sub.provider).decides_at_once
         applies = result.decision in (APPROVE, REJECT) and not pays[sub.provider]
         status = ""
         if applies:

@@ -210,7 +210,7 @@ def _apply_one(*, assignment_id: int, result: Review) -> None:
         row = Assignment.objects.select_for_update().get(pk=assignment_id)
         if row.status != AssignmentStatus.SUBMITTED:
             return
-        applies = not platform_for(row).pays_workers and result.decision in (APPROVE, REJECT)
+        applies = platform_for(row).decides_at_once and result.decision in (APPROVE, REJECT)
         details = _details(row.review_details, result, applied=applies, now=now)
         if applies and result.decision == APPROVE:
             row = assignment_approve(assignment=row, source=result.source, reason=result.reason)
@@ -252,7 +252,7 @@ def assignment_override(
     now = timezone.now()
     with transaction.atomic():
         row = Assignment.objects.select_for_update().get(pk=assignment.pk)
-        if platform_for(row).pays_workers:
+        if not platform_for(row).decides_at_once:
             raise DomainError(
                 "Assignments on paid providers are decided through their provider.",
                 errors={"provider": [row.provider]},

@@ -22,6 +22,7 @@ from campaigns.design.access import campaign_delete, campaign_update
 from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign, CampaignState, Provider
+from campaigns.models.choices import provider_choices
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes import recipe_names
@@ -84,7 +85,7 @@ class CampaignOutputSerializer(serializers.ModelSerializer):
 
     def get_real_money(self, campaign: Campaign) -> bool:
         platform = platform_for(campaign.provider)
-        return platform.pays_workers and not (campaign.sandbox and platform.has_sandbox)
+        return platform.moves_money and not (campaign.sandbox and platform.has_sandbox)
 
     def get_test_participants(self, campaign: Campaign) -> bool:
         return bool(platform_for(campaign.provider).rules().test_participants)
@@ -110,7 +111,7 @@ class CampaignListCreateApi(generics.ListAPIView):
         description = serializers.CharField(
             allow_blank=True, default="", max_length=DESCRIPTION_MAX_LENGTH
         )
-        provider = serializers.ChoiceField(choices=Provider.choices, default=Provider.LOCAL)
+        provider = serializers.ChoiceField(choices=provider_choices(), default=Provider.LOCAL)
         sandbox = serializers.BooleanField(
             default=True,
             help_text="Use the platform's sandbox where it has one (MTurk's). Prolific has "

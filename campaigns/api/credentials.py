@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
+from campaigns.design.platform import platforms_registered
 from campaigns.platforms.credentials import (
     campaign_credentials_delete,
     campaign_credentials_set,
@@ -36,6 +37,18 @@ CredentialsOutput = inline_serializer(
 )
 
 
+def _credential_fields() -> dict[str, serializers.Field]:
+    """Every registered platform's credential fields (``Platform.credential_fields``),
+    each documented with the platform's short name: a campaign sends its own platform's."""
+    return {
+        spec.name: serializers.CharField(
+            required=False, help_text=platform.short_label or platform.label
+        )
+        for platform in platforms_registered()
+        for spec in platform.credential_fields
+    }
+
+
 class CampaignCredentialsApi(APIView):
     """The campaign's own platform credentials, used instead of the environment's."""
 
@@ -47,12 +60,7 @@ class CampaignCredentialsApi(APIView):
     @extend_schema(
         request=inline_serializer(
             name="CredentialsInput",
-            fields={
-                "api_token": serializers.CharField(required=False, help_text="Prolific"),
-                "workspace_id": serializers.CharField(required=False, help_text="Prolific"),
-                "access_key_id": serializers.CharField(required=False, help_text="MTurk"),
-                "secret_access_key": serializers.CharField(required=False, help_text="MTurk"),
-            },
+            fields=_credential_fields(),
         ),
         responses={200: CredentialsOutput, 400: BAD_INPUT, 403: OWNER_ONLY, 404: NOT_VISIBLE},
     )

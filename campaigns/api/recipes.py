@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from campaigns.design.platform import platform_names
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES, Recipe
 from campaigns.recipes.base import PAPER, PILOT, StageSpec
@@ -20,7 +21,7 @@ from validation.rules.settings import rules_approving
 PROVIDER_PARAM = OpenApiParameter(
     "provider",
     str,
-    enum=Provider.values,
+    enum=platform_names(),
     description="Whose fees the paper-scale cost uses (default mturk, as the papers ran).",
 )
 
@@ -114,8 +115,8 @@ def recipe_out(recipe: Recipe, *, provider: str) -> dict[str, Any]:
 
 def _provider(request: Request) -> str:
     provider = request.query_params.get("provider", Provider.MTURK)
-    if provider not in Provider.values:
-        raise serializers.ValidationError({"provider": [f"One of {', '.join(Provider.values)}."]})
+    if provider not in platform_names():
+        raise serializers.ValidationError({"provider": [f"One of {', '.join(platform_names())}."]})
     return provider
 
 

@@ -14,13 +14,18 @@ idempotency rules are the implementations' (see ``campaigns.platforms``).
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
 from campaigns.design.platform_rules import PlatformRules
+from campaigns.models.choices import provider_choice_register, provider_choice_unregister
 
 if TYPE_CHECKING:  # models only for annotations: the models layer is below this module
     from django.contrib.auth.models import AbstractBaseUser
@@ -54,14 +59,75 @@ class BonusWanted:
     reason: str
 
 
+@dataclass(frozen=True)
+class CredentialField:
+    """One credential a campaign's owner may store for a platform (``credential_fields``):
+    ``name`` is a keyword argument of the platform's ``provider`` ``from_credentials``."""
+
+    name: str
+    required: bool
+    pattern: str
+    help: str
+
+
+def _flag(value: str) -> bool:
+    if value.lower() in {"1", "true", "yes", "on"}:
+        return True
+    if value.lower() in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {value!r}")
+
+
+def _names(value: str) -> list[str]:
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+@dataclass(frozen=True)
+class SettingKey:
+    """A setting a platform reads (``settings_keys``): taken from the environment variable
+    of the same name, parsed by ``kind`` ("str", "int", "float", "bool", "list": comma-
+    separated), else ``default``; a value Django's settings already have wins (tests)."""
+
+    name: str
+    default: Any
+    kind: str = "str"
+
+    def read(self, environ: Mapping[str, str]) -> Any:
+        raw = environ.get(self.name)
+        if raw is None or (raw == "" and self.kind in ("bool", "list")):
+            return self.default
+        parse: dict[str, Callable[[str], Any]] = {
+            "str": str,
+            "int": int,
+            "float": float,
+            "bool": _flag,
+            "list": _names,
+        }
+        try:
+            return parse[self.kind](raw)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{self.name}: {exc}") from exc
+
+
 class Platform(ABC):
     """One crowd platform, as the rest of qaportal sees it."""
 
     #: The ``Provider`` value campaigns, HITs, workers and operations carry.
     name: str = ""
-    #: Money moves on this platform: rewards, fees and bonuses go through the ledger,
-    #: and HITs, decisions and payments are platform operations carried out later.
-    pays_workers: bool = True
+    #: A human-readable name (the ``Provider`` choice's label), and a shorter one if any.
+    label: str = ""
+    short_label: str = ""
+    #: Rewards, fees and bonuses are real money paid to workers: going live commits it
+    #: (the pages confirm the cost first), costs and budgets are shown, workers see
+    #: their reward. False: the ledger still plans amounts, but nothing is paid.
+    moves_money: bool = True
+    #: ``decision_request`` records the decision at once, in qaportal, so the review
+    #: pages and the review rules may decide; False: the platform carries decisions out
+    #: later (they are recorded when it has), and rules' verdicts stay advice.
+    decides_at_once: bool = False
+    #: HITs are open to workers as soon as they are made; False: they wait for the
+    #: platform (``stage_publish``, ``hits_publish_due``).
+    hits_open_when_made: bool = False
     #: Workers reach the work through qaportal's own invites, grants and logins
     #: (rather than arriving from the platform with an id to verify).
     hosts_workforce: bool = False
@@ -71,6 +137,31 @@ class Platform(ABC):
     worker_entry: str = "invite"
     #: A sandbox where no real money moves (MTurk's); Prolific's studies always pay.
     has_sandbox: bool = False
+    #: What a campaign's owner may store instead of the environment's account
+    #: (``campaigns.platforms.credentials``); none: the platform takes no credentials.
+    credential_fields: tuple[CredentialField, ...] = ()
+    #: The settings the platform reads, with their defaults (``SettingKey``): put into
+    #: Django's settings when the platform is registered, from the environment.
+    settings_keys: tuple[SettingKey, ...] = ()
+    #: The worker entry and webhook URLs (a ``urls`` module's dotted path, with its
+    #: ``app_name``), mounted at ``url_prefix`` by ``qaportal.urls``; none: no pages.
+    urls_module: str = ""
+    url_prefix: str = ""
+
+    # --- carrying out operations, keeping up with the platform -----------------------------
+    @abstractmethod
+    def provider(self, *, campaign_id: int | None = None) -> Any:
+        """The executor of the platform's operations (``campaigns.platforms.base.Provider``),
+        acting for campaign ``campaign_id``: with its owner's stored credentials, else the
+        environment's."""
+
+    def sync(self, *, scope: str | None = None) -> Any:
+        """Bring qaportal up to date with what happened on the platform (submissions,
+        returns, the platform's decisions); what was done, JSON-safe. ``scope``: what to
+        sync, in the platform's terms (a study, a campaign id), None for everything open.
+        Idempotent. Run by beat and after webhooks (``campaigns.platform_sync``); a
+        platform with nothing to sync keeps this default."""
+        return None
 
     # --- the platform's rules and money --------------------------------------------------
     def rules(self) -> PlatformRules:
@@ -103,8 +194,11 @@ class Platform(ABC):
         """Make the platform follow the campaign's new state (pause, resume, stop)."""
 
     @abstractmethod
-    def places_add(self, *, hit: HIT, count: int, reason: str, key: str) -> None:
-        """Ask the platform for ``count`` more places on published ``hit`` (once per ``key``)."""
+    def places_add(self, *, hits: Mapping[int, HIT], wanted: Sequence[Any]) -> None:
+        """More places on published HITs: each of ``wanted`` (``work.lifecycle.PlacesWanted``:
+        ``hit_id``, ``count``, ``reason``, ``key``) once per ``key``. ``hits``: those HITs,
+        locked by the caller (``FOR UPDATE``) with their stages, updated in place when
+        their places open now (``hits_open_when_made``)."""
 
     # --- decisions, money to workers, messages, qualifications ---------------------------
     @abstractmethod
@@ -117,8 +211,9 @@ class Platform(ABC):
         source: str,
         reason: str,
         feedback: str,
-    ) -> None:
-        """Ask the platform to approve (and pay) or reject ``assignment``, once."""
+    ) -> Assignment:
+        """Approve (and pay) or reject ``assignment``, once: at once
+        (``decides_at_once``) or asked of the platform; the assignment as it now stands."""
 
     @abstractmethod
     def bonus_pay(self, *, assignment: Assignment, amount: Decimal, reason: str, key: str) -> Any:
@@ -167,8 +262,19 @@ _PLATFORMS: dict[str, Platform] = {}
 
 
 def platform_register(platform: Platform) -> None:
-    """Make ``platform`` the one answering for ``platform.name`` (at start-up)."""
+    """Make ``platform`` the one answering for ``platform.name`` (at start-up), and a
+    ``Provider`` choice of the models."""
     _PLATFORMS[platform.name] = platform
+    provider_choice_register(name=platform.name, label=platform.label or platform.name)
+    for key in platform.settings_keys:
+        if not hasattr(settings, key.name):
+            setattr(settings, key.name, key.read(os.environ))
+
+
+def platform_unregister(name: str) -> None:
+    """Forget the platform called ``name`` (a test's own platform, when it is done)."""
+    _PLATFORMS.pop(name, None)
+    provider_choice_unregister(name=name)
 
 
 def platform_for(what: Campaign | Stage | HIT | Assignment | Worker | str) -> Platform:
@@ -185,20 +291,25 @@ def platform_for(what: Campaign | Stage | HIT | Assignment | Worker | str) -> Pl
         raise ValueError(f"Unknown provider {name!r}") from None
 
 
-def platform_names(*, pays_workers: bool | None = None) -> list[str]:
-    """The registered platforms' names, optionally only those that pay (or not)."""
-    return [
-        p.name
-        for p in _PLATFORMS.values()
-        if pays_workers is None or p.pays_workers == pays_workers
-    ]
+def platforms_registered() -> list[Platform]:
+    """Every registered platform, in the order they were registered."""
+    return list(_PLATFORMS.values())
+
+
+def platform_names() -> list[str]:
+    """The registered platforms' names, in alphabetical order."""
+    return sorted(_PLATFORMS)
 
 
 __all__ = [
     "BonusWanted",
+    "CredentialField",
     "FeeModel",
     "Platform",
+    "SettingKey",
     "platform_for",
     "platform_names",
     "platform_register",
+    "platform_unregister",
+    "platforms_registered",
 ]

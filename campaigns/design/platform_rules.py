@@ -92,6 +92,8 @@ class PlatformRules:
     currency = "USD"
     # A platform that pays through its own account needs a reward on every task.
     requires_reward = False
+    # The shortest message a rejected worker may be sent (characters).
+    rejection_message_min = 0
     # The platform offers test participants and test publications (a pilot at no cost).
     test_participants = False
     # The requirement kinds the platform enforces on its own workers (what it knows of

@@ -13,7 +13,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from campaigns.design.owners import check_stage_money_rules
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import platform_for, platform_names
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
 from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
@@ -86,9 +86,9 @@ def campaign_create(
     A name the owner already uses is refused (``errors={"name": ["taken"]}``), with a
     free name suggested in the message, rather than made unique behind their back.
     """
-    if provider not in Provider.values:
+    if provider not in platform_names():
         raise DomainError(
-            f"Unknown provider {provider!r}; choose one of {', '.join(Provider.values)}.",
+            f"Unknown provider {provider!r}; choose one of {', '.join(platform_names())}.",
             errors={"provider": ["unknown provider"]},
         )
     if budget_cap is not None and budget_cap < 0:

@@ -10,7 +10,13 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
-from campaigns.models.choices import CampaignState, ItemSource, ItemStatus, Provider
+from campaigns.models.choices import (
+    CampaignState,
+    ItemSource,
+    ItemStatus,
+    Provider,
+    provider_choices,
+)
 
 
 class Campaign(models.Model):
@@ -28,7 +34,7 @@ class Campaign(models.Model):
     collaborators = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="shared_campaigns"
     )
-    provider = models.CharField(max_length=16, choices=Provider.choices, default=Provider.LOCAL)
+    provider = models.CharField(max_length=16, choices=provider_choices, default=Provider.LOCAL)
     sandbox = models.BooleanField(
         default=True, help_text="Use the provider's sandbox (no real money) where it has one."
     )
@@ -61,9 +67,6 @@ class Campaign(models.Model):
             models.CheckConstraint(
                 condition=Q(budget_cap__isnull=True) | Q(budget_cap__gte=0),
                 name="campaign_budget_cap_non_negative",
-            ),
-            models.CheckConstraint(
-                condition=Q(provider__in=Provider.values), name="campaign_provider_known"
             ),
             models.CheckConstraint(
                 condition=Q(state__in=CampaignState.values), name="campaign_state_known"

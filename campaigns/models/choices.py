@@ -4,9 +4,33 @@ from django.db import models
 
 
 class Provider(models.TextChoices):
+    """The built-in platforms' names, for the code that means one of them. Which
+    providers a row may name is the registry's (``provider_choices``), not this list."""
+
     LOCAL = "local", "Local workforce"
     MTURK = "mturk", "Amazon Mechanical Turk"
     PROLIFIC = "prolific", "Prolific"
+
+
+# The registered platforms (``campaigns.design.platform.platform_register`` fills it at
+# start-up): the models' ``provider`` fields take their choices from here, through a
+# callable, so a new platform needs no migration.
+_PROVIDER_CHOICES: dict[str, str] = {}
+
+
+def provider_choice_register(*, name: str, label: str) -> None:
+    """Make ``name`` a provider the models accept (called by ``platform_register``)."""
+    _PROVIDER_CHOICES[name] = label
+
+
+def provider_choice_unregister(*, name: str) -> None:
+    """Forget provider ``name`` (``platform_unregister``)."""
+    _PROVIDER_CHOICES.pop(name, None)
+
+
+def provider_choices() -> list[tuple[str, str]]:
+    """The ``provider`` fields' choices: the registered platforms, (name, label), by name."""
+    return sorted(_PROVIDER_CHOICES.items())
 
 
 class CampaignState(models.TextChoices):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from campaigns.models.choices import Provider
+from campaigns.models.choices import provider_choices
 
 
 class ProviderCredential(models.Model):
@@ -19,7 +19,7 @@ class ProviderCredential(models.Model):
     campaign = models.ForeignKey(
         "campaigns.Campaign", on_delete=models.CASCADE, related_name="credentials"
     )
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     ciphertext = models.TextField()
     hints = models.JSONField(default=dict)
     updated_by = models.ForeignKey(

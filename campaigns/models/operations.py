@@ -8,7 +8,7 @@ from django.db.models import Q
 from campaigns.models.choices import (
     OperationKind,
     OperationState,
-    Provider,
+    provider_choices,
 )
 
 
@@ -20,7 +20,7 @@ class ProviderOperation(models.Model):
     asked for only once.
     """
 
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     kind = models.CharField(max_length=32, choices=OperationKind.choices)
     campaign = models.ForeignKey(
         "campaigns.Campaign",
@@ -67,7 +67,7 @@ class ProviderSyncCursor(models.Model):
     end), what it saw, and when. Written by the sync in bulk, one row per scope.
     """
 
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     scope = models.CharField(max_length=200)
     state = models.JSONField(default=dict, blank=True)
     updated_at = models.DateTimeField(auto_now=True)

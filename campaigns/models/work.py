@@ -12,7 +12,7 @@ from campaigns.models.choices import (
     ASSIGNMENT_HOLDING_STATES,
     AssignmentStatus,
     HITStatus,
-    Provider,
+    provider_choices,
 )
 
 
@@ -20,7 +20,7 @@ class HIT(models.Model):
     """A published unit of work holding one or more items."""
 
     stage = models.ForeignKey("campaigns.Stage", on_delete=models.CASCADE, related_name="hits")
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     provider_hit_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     provider_group_id = models.CharField(max_length=100, blank=True)
     items = models.ManyToManyField("campaigns.Item", through="HITItem", related_name="hits")
@@ -98,7 +98,7 @@ class Assignment(models.Model):
     worker = models.ForeignKey(
         "campaigns.Worker", on_delete=models.PROTECT, related_name="assignments", db_index=False
     )
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     provider_assignment_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     status = models.CharField(
         max_length=16, choices=AssignmentStatus.choices, default=AssignmentStatus.ACCEPTED

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from campaigns.models.choices import Provider, QualificationKind
+from campaigns.models.choices import QualificationKind, provider_choices
 
 
 def worker_pseudonym(*, provider: str, external_id: str) -> str:
@@ -25,7 +25,7 @@ def worker_pseudonym(*, provider: str, external_id: str) -> str:
 
 
 class Worker(models.Model):
-    provider = models.CharField(max_length=16, choices=Provider.choices)
+    provider = models.CharField(max_length=16, choices=provider_choices)
     external_id = models.CharField(max_length=200)
     pseudonym = models.CharField(max_length=40, unique=True, editable=False)
     user = models.OneToOneField(
@@ -116,7 +116,7 @@ class QualificationType(models.Model):
         blank=True,
         help_text="Answer key and scoring rule, retake policy, thresholds.",
     )
-    provider = models.CharField(max_length=16, choices=Provider.choices, blank=True)
+    provider = models.CharField(max_length=16, choices=provider_choices, blank=True)
     provider_qualification_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001 - NULL until published; unique only when set
     created_at = models.DateTimeField(auto_now_add=True)
 

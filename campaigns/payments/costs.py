@@ -281,7 +281,7 @@ def transition_commits_money(*, campaign: Campaign, to_state: str) -> bool:
     """Whether moving ``campaign`` to ``to_state`` publishes paid work on a platform that
     moves money (starting a pilot, going live, resuming): the pages ask for a
     confirmation stating places, rewards, fees and the total first. Reads only."""
-    return platform_for(campaign.provider).pays_workers and to_state in (
+    return platform_for(campaign.provider).moves_money and to_state in (
         CampaignState.PILOT,
         CampaignState.LIVE,
     )

@@ -1,15 +1,13 @@
-"""Pick a provider's pieces by name. Paid providers' API clients load lazily."""
+"""A platform's pieces by name, through the registry (``platform_for``): its provider,
+fee model and currency. Paid providers' API clients load lazily (``Platform.provider``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from django.core.exceptions import ImproperlyConfigured
-
 from campaigns.design.platform import FeeModel, platform_for
-from campaigns.platforms.base import PermanentProviderError, Provider
-from campaigns.platforms.local.provider import LocalProvider
+from campaigns.platforms.base import Provider
 
 
 # Requirement kinds each platform checks itself (MTurk's system qualifications,
@@ -33,32 +31,7 @@ def currency_for(provider: str) -> str:
 
 
 def provider_for(name: str, *, campaign_id: int | None = None) -> Provider:
-    """The provider called ``name``, acting for campaign ``campaign_id``.
-
-    A campaign whose owner stored its own platform credentials
-    (``campaigns.platforms.credentials``) gets a provider with those; otherwise the
-    provider is configured from settings. Paid providers are imported here, on first
-    use, so that importing the campaigns app never loads an API client (and a
-    deployment without ``requests`` or ``boto3`` still runs the local workforce).
-    """
-    if name == "local":
-        return LocalProvider()
-    from campaigns.platforms.credentials import campaign_credentials_for
-
-    try:
-        own = campaign_credentials_for(campaign_id=campaign_id, provider=name)
-    except ImproperlyConfigured as exc:  # unreadable stored credentials: say so, act with none
-        raise PermanentProviderError(str(exc)) from exc
-    if name == "prolific":
-        from campaigns.platforms.prolific.provider import ProlificProvider
-
-        if own is not None:
-            return ProlificProvider.from_credentials(**own)
-        return ProlificProvider.from_settings()
-    if name == "mturk":
-        from campaigns.platforms.mturk.provider import MTurkProvider
-
-        if own is not None:
-            return MTurkProvider.from_credentials(**own)
-        return MTurkProvider.from_settings()
-    raise ValueError(f"Unknown provider {name!r}")
+    """The provider of platform ``name``, acting for campaign ``campaign_id``
+    (``Platform.provider``: the owner's stored credentials, else the environment's)."""
+    provider: Provider = platform_for(name).provider(campaign_id=campaign_id)
+    return provider

@@ -3,7 +3,8 @@
 A campaign normally uses the platform account configured in the environment
 (``PROLIFIC_API_TOKEN``, ``MTURK_ACCESS_KEY_ID`` …). Its owner can store other
 credentials for it (a lab's own Prolific workspace, a grant's MTurk account);
-the providers then act with those (``campaigns.platforms.provider_for``).
+the providers then act with those (``Platform.provider``). Which fields a platform
+takes is its own (``Platform.credential_fields``, in its folder).
 
 Encryption: Fernet (AES-128-CBC + HMAC-SHA256) from ``cryptography``, under the
 keys of ``CREDENTIALS_KEYS`` (comma-separated; the first encrypts, every one
@@ -17,7 +18,6 @@ from __future__ import annotations
 import base64
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -30,32 +30,17 @@ from django.core.exceptions import ImproperlyConfigured, PermissionDenied
 from django.db import transaction
 
 from campaigns.design.access import campaign_can_manage
-from campaigns.models import Campaign, Provider, ProviderCredential
+from campaigns.design.platform import CredentialField, platform_for
+from campaigns.models import Campaign, ProviderCredential
 from qaportal.errors import DomainError
 
 
-@dataclass(frozen=True)
-class CredentialField:
-    name: str
-    required: bool
-    pattern: str
-    help: str
-
-
-_PRINTABLE = r"^[\x21-\x7e]{%d,%d}$"
-
-# What each platform needs; the names are the keyword arguments of the providers'
-# ``from_credentials``.
-CREDENTIAL_FIELDS: dict[str, tuple[CredentialField, ...]] = {
-    Provider.PROLIFIC: (
-        CredentialField("api_token", True, _PRINTABLE % (20, 400), "Prolific API token"),
-        CredentialField("workspace_id", False, r"^[0-9a-f]{24}$", "Prolific workspace id"),
-    ),
-    Provider.MTURK: (
-        CredentialField("access_key_id", True, r"^[A-Z0-9]{16,128}$", "AWS access key id"),
-        CredentialField("secret_access_key", True, _PRINTABLE % (16, 128), "AWS secret access key"),
-    ),
-}
+def _fields(provider: str) -> tuple[CredentialField, ...]:
+    """What ``provider`` takes (``Platform.credential_fields``, in the platform's folder)."""
+    try:
+        return platform_for(provider).credential_fields
+    except ValueError:  # not a registered platform
+        return ()
 
 
 class CredentialsUnreadable(ImproperlyConfigured):
@@ -106,8 +91,8 @@ def credentials_validate(*, provider: str, values: dict[str, Any]) -> dict[str, 
 
     The messages never repeat a value: they may be shown and logged.
     """
-    fields = CREDENTIAL_FIELDS.get(provider)
-    if fields is None:
+    fields = _fields(provider)
+    if not fields:
         raise DomainError(
             f"The {provider!r} provider takes no credentials.", errors={"provider": ["none"]}
         )
@@ -173,7 +158,7 @@ def campaign_credentials_delete(
 def campaign_credentials_for(*, campaign_id: int | None, provider: str) -> dict[str, str] | None:
     """The clear credentials a campaign has stored for ``provider``, or None.
 
-    Only ``campaigns.platforms.provider_for`` should call this: the result goes
+    Only ``Platform.provider`` should call this: the result goes
     straight into a platform client and nowhere else.
     """
     if campaign_id is None:
@@ -192,7 +177,7 @@ def campaign_credentials_summary(*, campaign: Campaign) -> dict[str, Any]:
         campaign=campaign, provider=campaign.provider
     ).select_related("updated_by")
     credential = own.first()
-    fields = [f.name for f in CREDENTIAL_FIELDS.get(campaign.provider, ())]
+    fields = [f.name for f in _fields(campaign.provider)]
     return {
         "provider": campaign.provider,
         "configured": credential is not None,

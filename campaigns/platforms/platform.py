@@ -13,6 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ImproperlyConfigured
 
 from campaigns.design.platform import BonusWanted, FeeModel, Platform
 from campaigns.models import (
@@ -24,6 +25,7 @@ from campaigns.models import (
     Stage,
     Worker,
 )
+from campaigns.platforms.base import PermanentProviderError, Provider
 from campaigns.platforms.bulk import (
     qualifications_revoke_here,
     qualifications_revoke_paid,
@@ -90,11 +92,33 @@ class CrowdPlatform(Platform):
 class PaidPlatform(CrowdPlatform):
     """A platform where HITs, decisions and payments are operations carried out later."""
 
-    pays_workers = True
+    moves_money = True
+    decides_at_once = False
+    hits_open_when_made = False
     hosts_workforce = False
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         raise NotImplementedError
+
+    def provider_class(self) -> type[Provider]:
+        """The platform's ``Provider``, imported on first use (in the platform's module), so
+        that importing the campaigns app never loads an API client (and a deployment
+        without ``requests`` or ``boto3`` still runs the local workforce)."""
+        raise NotImplementedError
+
+    def provider(self, *, campaign_id: int | None = None) -> Provider:
+        """A provider with the campaign's own stored credentials
+        (``campaigns.platforms.credentials``), else configured from settings."""
+        from campaigns.platforms.credentials import campaign_credentials_for
+
+        try:
+            own = campaign_credentials_for(campaign_id=campaign_id, provider=self.name)
+        except ImproperlyConfigured as exc:  # unreadable stored credentials: say so, act with none
+            raise PermanentProviderError(str(exc)) from exc
+        provider_class = self.provider_class()
+        if own is not None:
+            return provider_class.from_credentials(**own)  # type: ignore[attr-defined]
+        return provider_class.from_settings()  # type: ignore[attr-defined]
 
     def hits_publish_due(self, *, stage: Stage, force: bool) -> None:
         paid_handoff_publish(stage=stage, force=force)
@@ -115,19 +139,22 @@ class PaidPlatform(CrowdPlatform):
             campaign=campaign, qualification_type_id=qualification_type_id, worker_ids=worker_ids
         )
 
-    def places_add(self, *, hit: HIT, count: int, reason: str, key: str) -> None:
-        operation_request(
-            provider=self.name,
-            kind=OperationKind.ADD_ASSIGNMENTS,
-            key=key,
-            payload={
-                "hit_id": hit.pk,
-                "count": count,
-                "reason": reason,
-                "study_id": hit.provider_group_id,
-            },
-            campaign=hit.stage.campaign,
-        )
+    def places_add(self, *, hits: Mapping[int, HIT], wanted: Sequence[Any]) -> None:
+        """Each request an ``add_assignments`` operation: the places open when it is done."""
+        for request in wanted:
+            hit = hits[request.hit_id]
+            operation_request(
+                provider=self.name,
+                kind=OperationKind.ADD_ASSIGNMENTS,
+                key=request.key,
+                payload={
+                    "hit_id": hit.pk,
+                    "count": request.count,
+                    "reason": request.reason,
+                    "study_id": hit.provider_group_id,
+                },
+                campaign=hit.stage.campaign,
+            )
 
     def decision_request(
         self,
@@ -138,7 +165,7 @@ class PaidPlatform(CrowdPlatform):
         source: str,
         reason: str,
         feedback: str,
-    ) -> None:
+    ) -> Assignment:
         if approve:
             paid_assignment_approve(
                 assignment=assignment, decided_by=decided_by, source=source, reason=reason
@@ -151,3 +178,5 @@ class PaidPlatform(CrowdPlatform):
                 reason=reason,
                 feedback=feedback,
             )
+        assignment.refresh_from_db()
+        return assignment

@@ -122,7 +122,7 @@ def stage_provider_publish(
     """Publish the stage's pending items on its paid platform (``Platform.stage_publish``:
     a Prolific study, MTurk HITs); the operation asked for, None if nothing is pending."""
     platform = platform_for(stage.campaign)
-    if not platform.pays_workers:
+    if platform.hits_open_when_made:
         raise DomainError("stage_provider_publish handles campaigns on paid platforms.")
     return platform.stage_publish(stage=stage, allow_partial=allow_partial, test=test)
 
@@ -164,7 +164,7 @@ def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperat
     (``handoff_flush``). Idempotent through ``stage_provider_publish``'s key.
     """
     campaign = stage.campaign
-    if not platform_for(campaign).pays_workers or campaign.state not in WORKABLE_STATES:
+    if platform_for(campaign).hits_open_when_made or campaign.state not in WORKABLE_STATES:
         return None
     waiting = HIT.objects.filter(
         stage=stage, status=HITStatus.PENDING, provider_hit_id__isnull=True

@@ -1,7 +1,8 @@
 """The platforms qaportal knows: one line each. Called once, from ``CampaignsConfig.ready()``.
 
 Adding a platform: its folder under ``campaigns/platforms/`` (a ``Provider`` for
-operations, a ``Platform`` for the rest) and one line here.
+operations, a ``Platform`` for the rest: fees, credentials, sync, worker pages and
+webhooks) and one line here.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from campaigns.design.platform import platform_for
 from campaigns.models import (
     HIT,
     Assignment,
@@ -51,8 +52,6 @@ from campaigns.platforms.operations import operation_request
 from campaigns.tasktypes import task_type_get
 from campaigns.work.decisions import decision_write
 from qaportal.errors import DomainError
-
-REJECTION_MESSAGE_MIN = 100
 
 
 class IdentityUnconfirmedError(DomainError):
@@ -294,16 +293,18 @@ def paid_assignment_reject(
 ) -> ProviderOperation:
     """Ask the platform to reject a submitted assignment, once (key ``reject:assignment:<id>``).
 
-    ``feedback`` (or ``reason``) is the message the worker gets; Prolific needs at
-    least 100 characters and one of its rejection categories.
+    ``feedback`` (or ``reason``) is the message the worker gets, at least as long as
+    the platform demands (``PlatformRules.rejection_message_min``: Prolific's 100
+    characters); Prolific also needs one of its rejection categories.
     """
     message = (feedback or reason).strip()
     if not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    if len(message) < REJECTION_MESSAGE_MIN:
+    minimum = platform_for(assignment).rules().rejection_message_min
+    if len(message) < minimum:
         raise DomainError(
-            f"The message to the worker needs at least {REJECTION_MESSAGE_MIN} characters.",
-            errors={"feedback": [f"min {REJECTION_MESSAGE_MIN} characters"]},
+            f"The message to the worker needs at least {minimum} characters.",
+            errors={"feedback": [f"min {minimum} characters"]},
         )
     with transaction.atomic():
         locked = _paid_assignment(assignment.pk)

@@ -47,10 +47,11 @@ DECIDED = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 def _check_local_review(assignment: Assignment) -> None:
-    if platform_for(assignment).pays_workers:
+    if not platform_for(assignment).decides_at_once:
         raise DomainError(
             f"Assignments on {assignment.provider!r} are reviewed through their provider, "
-            "which pays the worker; this service decides local assignments only.",
+            "which pays the worker; this service decides at once only where the platform "
+            "does (the local workforce).",
             errors={"provider": [assignment.provider]},
         )
 
@@ -161,26 +162,37 @@ def assignment_decide(
 
     ``source`` says what decided ("requester", "rule:auto_approve", …); a rejection
     needs a ``reason``, and ``feedback`` is what the worker hears. Idempotent:
-    deciding twice changes nothing and hands off once. Local workforce: the decision
-    is recorded at once and ``assignment_decided`` announced (the hand-off runs after
-    commit, through the outbox). Paid platforms: ``Platform.decision_request`` asks
-    for the approval (and payment) or rejection as a platform operation.
+    deciding twice changes nothing and hands off once. The campaign's platform
+    carries it out (``Platform.decision_request``): the local workforce records it at
+    once (``assignment_decision_take``) and announces ``assignment_decided`` (the
+    hand-off runs after commit, through the outbox); a paid platform asks for the
+    approval (and payment) or rejection as a platform operation.
     Locking: the assignment row.
     """
     if not approve and not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    platform = platform_for(assignment)
-    if platform.pays_workers:
-        platform.decision_request(
-            assignment=assignment,
-            approve=approve,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-            feedback=feedback,
-        )
-        assignment.refresh_from_db()
-        return assignment
+    return platform_for(assignment).decision_request(
+        assignment=assignment,
+        approve=approve,
+        decided_by=decided_by,
+        source=source,
+        reason=reason,
+        feedback=feedback,
+    )
+
+
+def assignment_decision_take(
+    *,
+    assignment: Assignment,
+    approve: bool,
+    decided_by: AbstractBaseUser | None,
+    source: str,
+    reason: str,
+    feedback: str,
+) -> Assignment:
+    """Record a decision at once: ``Platform.decision_request`` of a platform that
+    ``decides_at_once`` (the local workforce). Idempotent; the assignment as it now
+    stands. Locking: the assignment row."""
     with transaction.atomic():
         decided, _ = _decide(
             assignment=assignment,

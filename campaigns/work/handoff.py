@@ -10,7 +10,7 @@ from collections import Counter
 
 from django.db import transaction
 
-from campaigns.design.platform import platform_for, platform_names
+from campaigns.design.platform import platform_for, platforms_registered
 from campaigns.models import (
     HIT,
     Assignment,
@@ -245,7 +245,9 @@ def _paid_handoff_flush() -> None:
     (a full batch, waited long enough, or a drained source stage)."""
     waiting = Stage.objects.filter(
         campaign__state__in=WORKABLE_STATES,
-        campaign__provider__in=platform_names(pays_workers=True),
+        campaign__provider__in=[
+            p.name for p in platforms_registered() if not p.hits_open_when_made
+        ],
         hits__status=HITStatus.PENDING,
         hits__provider_hit_id__isnull=True,
     )

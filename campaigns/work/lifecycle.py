@@ -128,23 +128,17 @@ def hits_add_assignments(
         missing = set(hit_ids) - set(locked)
         if missing:
             raise HIT.DoesNotExist(f"No HIT {min(missing)}.")
-        local: list[PlacesWanted] = []
+        by_platform: dict[str, list[PlacesWanted]] = {}
         for request in wanted:
-            hit = locked[request.hit_id]
-            platform = platform_for(hit)
-            if platform.pays_workers:
-                platform.places_add(
-                    hit=hit, count=request.count, reason=request.reason, key=request.key
-                )
-            else:
-                local.append(request)
-        if local:
-            _places_open(locked=locked, wanted=local)
+            by_platform.setdefault(locked[request.hit_id].provider, []).append(request)
+        for provider, requests in by_platform.items():
+            platform_for(provider).places_add(hits=locked, wanted=requests)
     return locked
 
 
-def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
-    """The local workforce's places: each new key's operation written done and its places
+def places_open(*, locked: Mapping[int, HIT], wanted: Sequence[PlacesWanted]) -> None:
+    """Places opened at once: ``Platform.places_add`` of a platform whose HITs are open
+    when made (the local workforce). Each new key's operation written done and its places
     opened; a key already written adds nothing (asked twice, or twice in ``wanted``).
     The HITs are locked, so their new maxima are known before the operations are written.
     A key another transaction wrote meanwhile (one not tied to these HITs' locks) makes
@@ -196,7 +190,7 @@ def _places_open(*, locked: dict[int, HIT], wanted: list[PlacesWanted]) -> None:
 
 
 def _keys_not_written(
-    *, locked: dict[int, HIT], wanted: list[PlacesWanted]
+    *, locked: Mapping[int, HIT], wanted: Sequence[PlacesWanted]
 ) -> dict[tuple[str, str], PlacesWanted]:
     """The requests of ``wanted`` whose (provider, key) has no operation yet, the first of
     each key."""

@@ -92,7 +92,7 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
         if not groups:
             return 0
         now = timezone.now()
-        local = not platform_for(campaign).pays_workers
+        open_now = platform_for(campaign).hits_open_when_made
         hits = HIT.objects.bulk_create(
             [
                 HIT(
@@ -101,8 +101,8 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
                     max_assignments=stage.assignments_per_hit,
                     places_left=stage.assignments_per_hit,
                     reward=stage.reward,
-                    status=HITStatus.PUBLISHED if local else HITStatus.PENDING,
-                    published_at=now if local else None,
+                    status=HITStatus.PUBLISHED if open_now else HITStatus.PENDING,
+                    published_at=now if open_now else None,
                     expires_at=now + stage.lifetime,
                 )
                 for _ in groups
@@ -110,9 +110,11 @@ def stage_publish(*, stage: Stage, allow_partial: bool = True) -> int:
             batch_size=_PUBLISH_BATCH,
         )
         hit_ids = [hit.pk for hit in hits]
-        if local:
+        if open_now:  # their own ids: "<provider>-<HIT id>"
             HIT.objects.filter(pk__in=hit_ids).update(
-                provider_hit_id=Concat(Value("local-"), Cast("id", output_field=CharField()))
+                provider_hit_id=Concat(
+                    Value(f"{campaign.provider}-"), Cast("id", output_field=CharField())
+                )
             )
         HITItem.objects.bulk_create(
             (

@@ -239,7 +239,7 @@ def _submission_store(
             # Quizzes are scored now (in this transaction); review rules and entity
             # agreement are queued through the outbox, after commit.
             answer_stored.announce(assignment=assignment, stage=stage, task_type=task_type)
-            if stage_auto_approves(stage) and not platform_for(assignment).pays_workers:
+            if stage_auto_approves(stage) and platform_for(assignment).decides_at_once:
                 assignment = assignment_approve(
                     assignment=assignment, source="rule:auto_approve", reason="auto_approve rule"
                 )

@@ -47,7 +47,7 @@ def money_mode(campaign: Any) -> str:
     "real money; test participants for pilots" (a platform without a sandbox that
     offers test participants, Prolific), "real money", or "" (the local workforce)."""
     platform = platform_for(campaign.provider)
-    if not platform.pays_workers:
+    if not platform.moves_money:
         return ""
     if platform.has_sandbox:
         return "sandbox" if campaign.sandbox else "real money"

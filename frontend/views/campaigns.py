@@ -17,7 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.items import items_upload, items_upload_check
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import platform_for, platforms_registered
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
@@ -116,6 +116,8 @@ def _render_list(
         "campaigns": page.object_list,
         "form": form,
         "recipe_costs": _recipe_costs(),
+        # A sandbox flag means something where money moves.
+        "money_providers": [p.name for p in platforms_registered() if p.moves_money],
     }
     return render(request, "frontend/campaign_list.html", context, status=status)
 
@@ -187,7 +189,7 @@ def _render_detail(
         "upload_form": upload_form,
         "rejection": rejection,
         "is_local": platform_for(campaign).hosts_workforce,
-        "moves_money": platform_for(campaign.provider).pays_workers,
+        "moves_money": platform_for(campaign.provider).moves_money,
         "flow": campaign_pipeline_flow(campaign=campaign, progress=progress),
         # A long pipeline (Nangia's 19 stages) shows its stage cards folded.
         "stages_open": len(stages) <= STAGES_SHOWN_OPEN,

@@ -67,7 +67,7 @@ def campaign_activity_chart_view(request: HttpRequest, slug: str) -> HttpRespons
 def campaign_spend_chart_view(request: HttpRequest, slug: str) -> HttpResponse:
     """Money paid or committed over time (cumulative), against the budget cap."""
     campaign = campaign_or_404(request, slug)
-    if not platform_for(campaign.provider).pays_workers:
+    if not platform_for(campaign.provider).moves_money:
         raise Http404("The local workforce moves no money to chart.")
     series = campaign_spend_series(campaign=campaign)
     chart = _chart(

@@ -64,7 +64,7 @@ def campaign_costs_view(request: HttpRequest, slug: str) -> HttpResponse:
             "costs": costs,
             "kinds": kinds,
             "stages": stages,
-            "moves_money": platform_for(campaign.provider).pays_workers,
+            "moves_money": platform_for(campaign.provider).moves_money,
         },
     )
 

@@ -33,6 +33,7 @@ from campaigns.design.platform import platform_for
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
+from campaigns.platforms.worker_pages import task_context_readonly
 from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
@@ -45,7 +46,6 @@ from campaigns.work.submission import DECIDED_STATES
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
 from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
 from frontend.views.link_review import link_review_rows
-from frontend.worker.pages import task_context_readonly
 from qaportal.errors import DomainError
 from qaportal.money import MoneyFormatError, money_parse
 from qaportal.outbox import task_after_commit
@@ -298,7 +298,7 @@ def _review_page(
                 "overrides": _overrides(a.review_details),
             }
         )
-    can_decide = not platform_for(campaign).pays_workers
+    can_decide = platform_for(campaign).decides_at_once
     context = {
         "campaign": campaign,
         "stages": stages,
@@ -314,7 +314,7 @@ def _review_page(
         "rows": rows,
         "can_decide": can_decide,
         # The local workforce is paid no rewards through qaportal: no money shown.
-        "moves_money": platform_for(campaign).pays_workers,
+        "moves_money": platform_for(campaign).moves_money,
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }

@@ -22,6 +22,7 @@ from campaigns.design.services import (
 )
 from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.payments.costs import stage_cost_estimate
+from campaigns.platforms.worker_pages import task_template_name
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.item_template import (
     item_columns,
@@ -31,7 +32,6 @@ from campaigns.tasktypes.item_template import (
 from campaigns.work.selectors.access import stage_reward_shown
 from frontend.stage_forms import StageEditForm
 from frontend.views.common import add_domain_errors, campaign_or_404, detail_url, stage_or_404
-from frontend.worker.pages import task_template_name
 from qaportal.errors import DomainError
 from qaportal.middleware import policy_with
 
@@ -92,7 +92,7 @@ def _render_edit(
         "can_clone": campaign.state in EDITABLE_STATES,
         "anything_editable": bool(stage_fields_editable(campaign=campaign)),
         "cost": cost,
-        "moves_money": platform_for(campaign.provider).pays_workers,
+        "moves_money": platform_for(campaign.provider).moves_money,
         "published_hits": stage.hits.exclude(status="pending").count(),
         "task_type": task_type_get(stage.task_type),
     }

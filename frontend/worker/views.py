@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import HIT, Assignment, InviteRedemption, Stage, Worker
+from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNoAccessError,
@@ -40,7 +41,6 @@ from campaigns.work.selectors.next_hit import assignment_is_current, assignment_
 from campaigns.work.submission import STORED_STATES, SubmitResult
 from campaigns.workforce.quiz_outcomes import quiz_result, stage_quiz_gates
 from campaigns.workforce.requirements import stage_refusal
-from frontend.worker.pages import render_assignment, submit_assignment, task_context
 from qaportal.errors import DomainError
 
 SESSION_WORKERS = "worker_ids"

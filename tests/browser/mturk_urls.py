@@ -49,6 +49,6 @@ _has_mturk = any(getattr(p, "namespace", None) == "worker-mturk" for p in site_u
 urlpatterns = [
     path("fake-mturk/", host),
     path("mturk/externalSubmit", external_submit),
-    *([] if _has_mturk else [path("w/mturk/", include("frontend.worker.mturk_urls"))]),
+    *([] if _has_mturk else [path("w/mturk/", include("campaigns.platforms.mturk.urls"))]),
     *site_urlpatterns,
 ]

@@ -3,8 +3,9 @@
 - imports go one way (import-linter's contracts in ``.importlinter``), and a wrong
   import makes ``lint-imports`` fail;
 - no import cycle between application modules (``tools/import_cycles.py``);
-- no provider name compared outside ``campaigns/platforms/``, no task-type name
-  compared outside ``campaigns/tasktypes/``;
+- no provider name compared outside ``campaigns/platforms/``, and nothing there asks
+  which kind of platform it has (``pays_workers``); no task-type name compared outside
+  ``campaigns/tasktypes/``;
 - no import of an application module inside a function, but in Celery task modules,
   management commands, ``AppConfig.ready()`` and the lazily loaded API clients;
 - no ledger row written outside ``campaigns/payments/``.
@@ -90,12 +91,29 @@ PROVIDER_COMPARISON = re.compile(
 )
 
 
+def _templates() -> list[Path]:
+    return [p for app in APPS for p in sorted((ROOT / app).rglob("templates/**/*.html"))]
+
+
 def test_no_provider_name_is_compared_outside_the_platforms() -> None:
     found = []
-    for path in _sources(outside=("campaigns/platforms/",)):
+    for path in [*_sources(outside=("campaigns/platforms/",)), *_templates()]:
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
             if PROVIDER_COMPARISON.search(code):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == [], "\n".join(found)
+
+
+# Asking which kind of platform a campaign runs on, instead of what it does.
+PLATFORM_KIND = re.compile(r"\bpays_workers\b")
+
+
+def test_nothing_asks_which_kind_of_platform_outside_the_platforms() -> None:
+    found = []
+    for path in _sources(outside=("campaigns/platforms/",)):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if PLATFORM_KIND.search(line.split("#", 1)[0]):
                 found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert found == [], "\n".join(found)
 
@@ -179,10 +197,10 @@ def test_the_task_type_check_lets_lookups_by_attribute_pass(line: str) -> None:
 LAZY_ALLOWED = {
     # the paid platforms' API clients (requests, boto3) and stored credentials
     # (cryptography) load on first use, so the local workforce never loads them
-    ("campaigns/platforms/__init__.py", "campaigns.platforms.credentials"),
-    ("campaigns/platforms/__init__.py", "campaigns.platforms.prolific.provider"),
-    ("campaigns/platforms/__init__.py", "campaigns.platforms.mturk.provider"),
-    ("frontend/forms.py", "campaigns.platforms.credentials"),
+    ("campaigns/platforms/platform.py", "campaigns.platforms.credentials"),
+    ("campaigns/platforms/prolific/platform.py", "campaigns.platforms.prolific.provider"),
+    ("campaigns/platforms/mturk/platform.py", "campaigns.platforms.mturk.provider"),
+    ("campaigns/platforms/mturk/platform.py", "campaigns.platforms.mturk.sync"),
     # the Celery app reads Django's settings: loaded when a task is first sent
     ("qaportal/health.py", "qaportal.celery"),
     ("qaportal/outbox.py", "qaportal.celery"),

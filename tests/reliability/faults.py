@@ -12,7 +12,7 @@ record of effects survives the worker; this module
 2. starts a real ``celery worker`` in a process group of its own, and kills that
    group with SIGKILL when a chosen share of the batch is done;
 3. starts a fresh worker and plays beat (``campaigns.reconcile_operations``, and
-   ``campaigns.mturk_sync`` for a sync batch) until nothing is pending or running;
+   ``campaigns.platform_sync`` of MTurk for a sync batch) until nothing is pending or running;
 4. checks the outcome against the fake's own record: each effect exactly once,
    nothing lost, failed operations with a reason, ledger rows neither doubled nor left
    committed.
@@ -268,12 +268,12 @@ def batch_prepare(*, kind: str, fake: Any, tag: str, units: int) -> Batch:
 
 def batch_request(batch: Batch) -> None:
     """Ask for the batch: its operations are queued for the worker on commit (a sync
-    batch queues ``campaigns.mturk_sync``, whose approvals become the operations)."""
+    batch queues ``campaigns.platform_sync`` of MTurk, whose approvals become the operations)."""
     from campaigns.models import HIT, Assignment, Stage
     from campaigns.platforms.publishing import stage_provider_publish
     from campaigns.platforms.review import paid_assignment_approve
     from campaigns.platforms.worker_actions import assignment_bonus_pay
-    from campaigns.tasks import mturk_sync_task
+    from campaigns.tasks import platform_sync_task
 
     batch.requested_at = time.monotonic()
     if batch.kind == "publish":
@@ -287,7 +287,7 @@ def batch_request(batch: Batch) -> None:
         return
     if batch.kind == "sync":
         for cid in batch.campaign_ids:
-            mturk_sync_task.delay(cid)
+            platform_sync_task.delay("mturk", str(cid))
         return
     for assignment in Assignment.objects.filter(pk__in=batch.assignment_ids).order_by("pk"):
         if batch.kind == "approve":
@@ -404,13 +404,13 @@ def _expected_done(batch: Batch) -> int:
 
 def beat_for(batch: Batch) -> Callable[[], None]:
     """What Celery beat would do for this batch: reconcile (and sync MTurk)."""
-    from campaigns.tasks import mturk_sync_task, reconcile_operations_task
+    from campaigns.tasks import platform_sync_task, reconcile_operations_task
 
     def beat() -> None:
         reconcile_operations_task()
         if batch.kind == "sync":
             for cid in batch.campaign_ids:
-                mturk_sync_task.delay(cid)
+                platform_sync_task.delay("mturk", str(cid))
 
     return beat
 

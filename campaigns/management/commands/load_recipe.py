@@ -20,6 +20,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
+from campaigns.design.platform import platform_names
 from campaigns.design.services import campaign_create
 from campaigns.models import Campaign, Provider
 from campaigns.recipes import recipe_get, recipe_names
@@ -41,7 +42,7 @@ class Command(BaseCommand):
             "owner, so a second campaign of one recipe needs its own).",
         )
         parser.add_argument(
-            "--provider", choices=Provider.values, help="For a new campaign (default local)."
+            "--provider", choices=platform_names(), help="For a new campaign (default local)."
         )
         parser.add_argument(
             "--no-sample", action="store_true", help="Make the stages without sample items."

@@ -9,7 +9,7 @@ With ``--new-secret``, or when the workspace has no secret yet, the secret is cr
 and printed once: put it in ``PROLIFIC_WEBHOOK_SECRET`` (the workspace has one active
 secret; a new one stops the old one verifying). An unconfirmed subscription left by an
 earlier run is replaced, never doubled. Polling stays on
-either way (``campaigns.prolific_sync`` on beat).
+either way (``campaigns.platform_sync`` on beat).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -10,21 +10,29 @@ from django.contrib.auth.models import AbstractBaseUser
 from campaigns.design.platform import FeeModel
 from campaigns.models import HIT, Assignment, Campaign, Stage
 from campaigns.platforms.base import NoFees
+from campaigns.platforms.local.provider import LocalProvider
 from campaigns.platforms.platform import CrowdPlatform
+from campaigns.work.decisions import assignment_decision_take
+from campaigns.work.lifecycle import places_open
 from campaigns.work.publishing import stage_publish
 
 
 class LocalPlatform(CrowdPlatform):
     """The local workforce: qaportal's own invites and logins; nothing is paid.
 
-    HITs open as soon as they are made and decisions take effect at once, in
-    ``campaigns.work`` (which asks ``pays_workers`` first), so the calls below
-    that only paid platforms need are never made for a local campaign.
+    HITs open as soon as they are made, extra places open at once, and decisions
+    take effect at once (``campaigns.work`` records them).
     """
 
     name = "local"
-    pays_workers = False
+    label = "Local workforce"
+    moves_money = False
+    decides_at_once = True
+    hits_open_when_made = True
     hosts_workforce = True
+
+    def provider(self, *, campaign_id: int | None = None) -> LocalProvider:
+        return LocalProvider()
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return NoFees()
@@ -38,8 +46,9 @@ class LocalPlatform(CrowdPlatform):
     def campaign_follow(self, *, campaign: Campaign, previous: str, to_state: str) -> None:
         """No platform to tell: the worker pages read the campaign's state."""
 
-    def places_add(self, *, hit: HIT, count: int, reason: str, key: str) -> None:
-        raise NotImplementedError("local places open in campaigns.work.lifecycle")
+    def places_add(self, *, hits: Mapping[int, HIT], wanted: Sequence[Any]) -> None:
+        """The places open at once, each key's operation written done (``places_open``)."""
+        places_open(locked=hits, wanted=wanted)
 
     def decision_request(
         self,
@@ -50,5 +59,13 @@ class LocalPlatform(CrowdPlatform):
         source: str,
         reason: str,
         feedback: str,
-    ) -> None:
-        raise NotImplementedError("local decisions are taken in campaigns.work.decisions")
+    ) -> Assignment:
+        """Recorded at once (``assignment_decision_take``)."""
+        return assignment_decision_take(
+            assignment=assignment,
+            approve=approve,
+            decided_by=decided_by,
+            source=source,
+            reason=reason,
+            feedback=feedback,
+        )

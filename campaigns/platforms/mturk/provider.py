@@ -31,7 +31,6 @@ from campaigns.platforms.base import (
     SubmissionRecord,
     TransientProviderError,
 )
-from campaigns.platforms.fees import MTurkFees
 from campaigns.platforms.mturk.checks import (
     ANNOTATION_PREFIX,
     annotation,
@@ -41,6 +40,7 @@ from campaigns.platforms.mturk.checks import (
     request_token,
 )
 from campaigns.platforms.mturk.client import AlreadyProcessedError, MTurkClient
+from campaigns.platforms.mturk.fees import MTurkFees
 from campaigns.platforms.mturk.review import ReviewMixin
 from campaigns.platforms.mturk.workers import WorkersMixin
 from campaigns.platforms.mturk.xml import MASTERS, answers_parse

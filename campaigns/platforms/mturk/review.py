@@ -14,7 +14,6 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from campaigns.platforms.base import OperationCall, PermanentProviderError
-from campaigns.platforms.fees import MTurkFees
 from campaigns.platforms.mturk.checks import (
     FEEDBACK_MAX,
     REASON_MAX,
@@ -25,6 +24,7 @@ from campaigns.platforms.mturk.checks import (
     request_token,
 )
 from campaigns.platforms.mturk.client import AlreadyProcessedError
+from campaigns.platforms.mturk.fees import MTurkFees
 
 if TYPE_CHECKING:
     from campaigns.platforms.mturk.client import MTurkClient

@@ -18,9 +18,12 @@ from campaigns.models import (
     QualificationType,
     Stage,
 )
-from campaigns.platforms.fees import ProlificFees
+from campaigns.platforms.base import Provider
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.platform import PaidPlatform
+from campaigns.platforms.prolific.conf import SETTINGS_KEYS
+from campaigns.platforms.prolific.credentials import CREDENTIAL_FIELDS
+from campaigns.platforms.prolific.fees import ProlificFees
 from campaigns.platforms.prolific.filters import filter_catalogue_cached
 from campaigns.platforms.prolific.rules import ProlificRules
 from campaigns.platforms.prolific.studies import (
@@ -29,13 +32,36 @@ from campaigns.platforms.prolific.studies import (
     campaign_provider_stop,
     campaign_studies_follow,
     prolific_stage_publish,
+    prolific_studies_sync,
+    prolific_submission_study_sync,
 )
 from campaigns.work.selectors.access import WORKABLE_STATES
+
+# A sync scope naming a submission (a hook for a session not stored yet), not a study.
+SUBMISSION_SCOPE = "submission:"
 
 
 class ProlificPlatform(PaidPlatform):
     name = "prolific"
+    label = "Prolific"
     worker_entry = "study_url"
+    credential_fields = CREDENTIAL_FIELDS
+    settings_keys = SETTINGS_KEYS
+    urls_module = "campaigns.platforms.prolific.urls"
+    url_prefix = "work/prolific/"
+
+    def provider_class(self) -> type[Provider]:
+        from campaigns.platforms.prolific.provider import ProlificProvider
+
+        return ProlificProvider
+
+    def sync(self, *, scope: str | None = None) -> int:
+        """Study ``scope``'s submissions (every published study's if None), or with
+        ``submission:<id>`` (a hook for a session not stored yet) that submission's
+        study; rows changed."""
+        if scope and scope.startswith(SUBMISSION_SCOPE):
+            return prolific_submission_study_sync(submission_id=scope[len(SUBMISSION_SCOPE) :])
+        return prolific_studies_sync(study_id=scope)
 
     def fee_model(self, *, requirements: Iterable[Mapping[str, Any]] | None = None) -> FeeModel:
         return ProlificFees(Decimal(getattr(settings, "PROLIFIC_FEE_RATE", "0.333")))

@@ -26,8 +26,8 @@ from campaigns.platforms.base import (
     SubmissionRecord,
     TransientProviderError,
 )
-from campaigns.platforms.fees import ProlificFees
 from campaigns.platforms.prolific.client import DEFAULT_API_URL, ProlificClient
+from campaigns.platforms.prolific.fees import ProlificFees
 from campaigns.platforms.prolific.filters import filter_catalogue
 from campaigns.platforms.prolific.rules import FILTER_GROUP_ALLOW, ProlificRules
 

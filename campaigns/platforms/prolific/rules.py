@@ -88,6 +88,7 @@ class ProlificRules(PlatformRules):
 
     name = "prolific"
     requires_reward = True  # a study's reward is 1 minor unit or more
+    rejection_message_min = 100  # Prolific refuses shorter rejection messages
     test_participants = True  # POST /api/v1/researchers/participants/, …/test-study
     checked_kinds = frozenset({"approval_rate", "approved_count", "locale", "country"})
 

@@ -160,4 +160,4 @@ def stage_reward_shown(*, stage: Stage) -> bool:
     in-house team some other way) chose to show it: ``show_reward_to_local_workers``."""
     if stage.reward <= 0:
         return False
-    return platform_for(stage.campaign).pays_workers or stage.show_reward_to_local_workers
+    return platform_for(stage.campaign).moves_money or stage.show_reward_to_local_workers

@@ -1,4 +1,5 @@
-"""The provider contract: every provider passes the same checks (local, Prolific, MTurk).
+"""The provider contract: every registered platform passes the same checks (local,
+Prolific, MTurk here; a platform's own tests may import these with their ``env``).
 
 Each check requests an operation, executes it (twice, as a redelivered task
 would), and looks at the effect in the database and on the platform: done once,
@@ -12,6 +13,7 @@ from decimal import Decimal
 
 import pytest
 
+from campaigns.design.platform import platform_names
 from campaigns.models import (
     HIT,
     Assignment,
@@ -40,19 +42,40 @@ pytestmark = pytest.mark.django_db
 
 
 class Env:
-    """One provider under contract: a published stage and a way to get a submission."""
+    """One platform under contract: a published stage and a way to get a submission.
 
-    def __init__(self, name: str, requester, fake, client, mturk=None) -> None:
-        self.name = name
-        self.fake = mturk if name == "mturk" else fake
+    A platform's tests bring their own ``Env`` (and ``env`` fixture) and import these
+    tests (``toy_platform/test_contract.py``); the built-in ones are in ``ENVS``."""
+
+    name = ""
+
+    def __init__(self, requester, client, *, fake=None, mturk=None) -> None:
         self.client = client
-        self.campaign, self.stage = make_campaign(requester, provider=name, slug=f"contract-{name}")
+        self.campaign, self.stage = make_campaign(
+            requester, provider=self.name, slug=f"contract-{self.name}"
+        )
 
     def publish(self) -> ProviderOperation:
-        if self.name in ("prolific", "mturk"):
-            op = stage_provider_publish(stage=self.stage)
-            assert op is not None
-            return op
+        op = stage_provider_publish(stage=self.stage)
+        assert op is not None
+        return op
+
+    def submitted(self) -> Assignment:
+        raise NotImplementedError
+
+    def calls(self, kind: str) -> int:
+        """Calls the platform got to carry out operations of ``kind`` (an OperationKind)."""
+        raise NotImplementedError
+
+    def publish_calls(self, *, hits: int) -> int:
+        """The calls publishing ``hits`` HITs takes on the platform."""
+        raise NotImplementedError
+
+
+class LocalEnv(Env):
+    name = "local"
+
+    def publish(self) -> ProviderOperation:
         from campaigns.work.publishing import stage_publish
 
         stage_publish(stage=self.stage)  # local HITs publish at once; the operation is a no-op
@@ -66,28 +89,37 @@ class Env:
         )
         return op
 
-    def platform_calls(self, method: str, path: str, mturk: str = "") -> int:
-        """Calls the platform got: Prolific by method and path, MTurk by operation."""
-        if self.name == "mturk":
-            return self.fake.state.calls[mturk]
-        return len(self.fake.calls(method, path)) if self.name == "prolific" else 0
+    def submitted(self) -> Assignment:
+        execute(self.publish().pk)
+        invite = invite_create(
+            campaign=self.campaign, created_by=self.campaign.owner, expires_in=timedelta(days=1)
+        )
+        _, worker = invite_redeem(token=invite_token(invite=invite))
+        assignment = assignment_accept(stage=self.stage, worker=worker)
+        assignment_submit(assignment_id=assignment.pk, worker=worker, form=FORM, telemetry={})
+        return Assignment.objects.get(pk=assignment.pk)
+
+    def calls(self, kind: str) -> int:
+        return 0  # no platform to call
+
+    def publish_calls(self, *, hits: int) -> int:
+        return 0
+
+
+class ProlificEnv(Env):
+    name = "prolific"
+    PATHS = {
+        OperationKind.CREATE_HIT: ("POST", r"/api/v1/studies/$"),
+        OperationKind.APPROVE: ("POST", r"/api/v1/submissions/.*/transition/"),
+        OperationKind.BONUS: ("POST", r"/api/v1/bulk-bonus-payments/"),
+    }
+
+    def __init__(self, requester, client, *, fake=None, mturk=None) -> None:
+        super().__init__(requester, client)
+        self.fake = fake
 
     def submitted(self) -> Assignment:
-        op = self.publish()
-        execute(op.pk)
-        if self.name == "local":
-            invite = invite_create(
-                campaign=self.campaign, created_by=self.campaign.owner, expires_in=timedelta(days=1)
-            )
-            _, worker = invite_redeem(token=invite_token(invite=invite))
-            assignment = assignment_accept(stage=self.stage, worker=worker)
-            assignment_submit(assignment_id=assignment.pk, worker=worker, form=FORM, telemetry={})
-            return Assignment.objects.get(pk=assignment.pk)
-        if self.name == "mturk":
-            hit = HIT.objects.filter(stage=self.stage).earliest("pk")
-            assignment = page_submit(self.fake, hit, "AWORKERCONTRACT1")
-            mturk_hits_sync()
-            return Assignment.objects.get(pk=assignment.pk)
+        execute(self.publish().pk)
         study_id = HIT.objects.filter(stage=self.stage).earliest("pk").provider_group_id
         session = self.fake.start_submission(study_id)
         response = self.client.get(
@@ -103,10 +135,49 @@ class Env:
         prolific_studies_sync()
         return Assignment.objects.get(provider_assignment_id=session["id"])
 
+    def calls(self, kind: str) -> int:
+        return len(self.fake.calls(*self.PATHS[kind]))
 
-@pytest.fixture(params=["local", "prolific", "mturk"])
+    def publish_calls(self, *, hits: int) -> int:
+        return 1  # one study for the stage's HITs
+
+
+class MTurkEnv(Env):
+    name = "mturk"
+    OPERATIONS = {
+        OperationKind.CREATE_HIT: "CreateHITWithHITType",
+        OperationKind.APPROVE: "ApproveAssignment",
+        OperationKind.BONUS: "SendBonus",
+    }
+
+    def __init__(self, requester, client, *, fake=None, mturk=None) -> None:
+        super().__init__(requester, client)
+        self.fake = mturk
+
+    def submitted(self) -> Assignment:
+        execute(self.publish().pk)
+        hit = HIT.objects.filter(stage=self.stage).earliest("pk")
+        assignment = page_submit(self.fake, hit, "AWORKERCONTRACT1")
+        mturk_hits_sync()
+        return Assignment.objects.get(pk=assignment.pk)
+
+    def calls(self, kind: str) -> int:
+        return self.fake.state.calls[self.OPERATIONS[kind]]
+
+    def publish_calls(self, *, hits: int) -> int:
+        return hits  # one MTurk HIT each
+
+
+ENVS: dict[str, type[Env]] = {env.name: env for env in (LocalEnv, ProlificEnv, MTurkEnv)}
+
+
+@pytest.fixture(params=platform_names())
 def env(request, requester, fake, mturk, client) -> Env:
-    return Env(request.param, requester, fake, client, mturk)
+    return ENVS[request.param](requester, client, fake=fake, mturk=mturk)
+
+
+def test_every_registered_platform_is_under_contract():
+    assert set(platform_names()) <= set(ENVS)
 
 
 def test_publish_is_done_once(env):
@@ -118,9 +189,7 @@ def test_publish_is_done_once(env):
     hits = HIT.objects.filter(stage=env.stage)
     assert {h.status for h in hits} == {HITStatus.PUBLISHED}
     assert all(h.provider_hit_id for h in hits)
-    assert env.platform_calls("POST", r"/api/v1/studies/$", "CreateHITWithHITType") == (
-        {"prolific": 1, "mturk": hits.count()}.get(env.name, 0)
-    )
+    assert env.calls(OperationKind.CREATE_HIT) == env.publish_calls(hits=hits.count())
     if env.name == "mturk":
         assert len(env.fake.state.hits) == hits.count()
 
@@ -163,9 +232,7 @@ def test_approve_decides_once_and_pays_once(env):
     assert assignment.status == AssignmentStatus.APPROVED
     assert assignment.worker.approved_count == 1
     assert LedgerEntry.objects.get(operation=op).status == LedgerStatus.PAID
-    assert env.platform_calls(
-        "POST", r"/api/v1/submissions/.*/transition/", "ApproveAssignment"
-    ) == (0 if env.name == "local" else 1)
+    assert env.calls(OperationKind.APPROVE) == (0 if isinstance(env, LocalEnv) else 1)
     if env.name == "mturk":
         assert env.fake.state.approvals[assignment.provider_assignment_id] == 1
 
@@ -197,11 +264,10 @@ def test_bonus_is_paid_once(env):
     for _ in range(2):
         assert execute(op.pk).state == OperationState.DONE
     assert LedgerEntry.objects.get(key="bonus:contract").status == LedgerStatus.PAID
+    assert env.calls(OperationKind.BONUS) == (0 if isinstance(env, LocalEnv) else 1)
     if env.name == "prolific":
-        assert env.platform_calls("POST", r"/api/v1/bulk-bonus-payments/") == 1
         assert env.fake.submission(assignment.provider_assignment_id)["bonus_payments"] == [75]
     if env.name == "mturk":
-        assert env.platform_calls("", "", "SendBonus") == 1
         assert [b["BonusAmount"] for b in env.fake.state.bonuses] == ["0.75"]
 
 

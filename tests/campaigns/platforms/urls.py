@@ -5,6 +5,6 @@ from django.urls import include, path
 from qaportal.urls import urlpatterns as site_urlpatterns
 
 urlpatterns = [
-    path("work/prolific/", include("frontend.worker.prolific_urls")),
+    path("work/prolific/", include("campaigns.platforms.prolific.urls")),
     *site_urlpatterns,
 ]

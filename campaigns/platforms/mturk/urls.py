@@ -1,11 +1,12 @@
-"""MTurk's ExternalQuestion entry, mounted at /w/mturk/ (namespace "worker-mturk").
+"""MTurk's ExternalQuestion entry, mounted by ``qaportal.urls`` at ``MTurkPlatform.url_prefix``
+(/w/mturk/, namespace "worker-mturk").
 
 The MTurk provider builds its ExternalQuestion URLs to this path: keep it.
 """
 
 from django.urls import path
 
-from frontend.worker import mturk
+from campaigns.platforms.mturk import views as mturk
 
 app_name = "worker-mturk"
 

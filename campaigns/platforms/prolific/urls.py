@@ -1,9 +1,9 @@
-"""Prolific's worker entry and webhooks; the lead mounts them at /work/prolific/
-(namespace "worker-prolific")."""
+"""Prolific's worker entry and webhooks, mounted by ``qaportal.urls`` at
+``ProlificPlatform.url_prefix`` (/work/prolific/, namespace "worker-prolific")."""
 
 from django.urls import path
 
-from frontend.worker import prolific
+from campaigns.platforms.prolific import views as prolific
 
 app_name = "worker-prolific"
 

@@ -1,4 +1,4 @@
-"""Fee models of the paid platforms (kept apart from their API clients)."""
+"""Mechanical Turk's fee model (kept apart from its API client)."""
 
 from __future__ import annotations
 
@@ -49,26 +49,3 @@ class MTurkFees(FeeModel):
         if amount <= 0:
             return Decimal("0.00")
         return max(to_cents(amount * rate), CENT)
-
-
-class ProlificFees(FeeModel):
-    """Prolific's service fee: a rate on participant payments (rewards and bonuses).
-
-    The rate depends on the account (and VAT); set ``PROLIFIC_FEE_RATE``.
-    """
-
-    def __init__(self, rate: Decimal) -> None:
-        self.rate = rate
-
-    def description(self) -> str:
-        percent = (self.rate * 100).quantize(Decimal("0.1"))
-        return (
-            f"Prolific's service fee: {percent} % of rewards and bonuses "
-            "(PROLIFIC_FEE_RATE; your account's rate and VAT may differ)."
-        )
-
-    def assignment_fee(self, *, reward: Decimal, max_assignments: int) -> Decimal:
-        return to_cents(reward * self.rate)
-
-    def bonus_fee(self, *, amount: Decimal) -> Decimal:
-        return to_cents(amount * self.rate)

@@ -48,12 +48,12 @@ from campaigns.platforms.mturk.work import (
     mturk_hit_get,
     short_id,
 )
+from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
 from campaigns.work.lifecycle import AssignmentClosedError
 from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.next_hit import assignment_is_current
 from campaigns.work.submission import STORED_STATES, SubmitResult
-from frontend.worker.pages import render_assignment, submit_assignment, task_context
 from qaportal.middleware import policy_with
 
 logger = logging.getLogger(__name__)

@@ -43,12 +43,12 @@ from campaigns.platforms.prolific.studies import (
     prolific_study_of_submission,
     prolific_study_stage,
 )
+from campaigns.platforms.worker_pages import render_assignment, submit_assignment
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
 from campaigns.work.lifecycle import AssignmentClosedError
 from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.next_hit import assignment_is_current
 from campaigns.work.submission import STORED_STATES, SubmitResult
-from frontend.worker.pages import render_assignment, submit_assignment
 from qaportal.jsonsafe import json_depth_exceeds
 from qaportal.outbox import task_after_commit
 
@@ -230,7 +230,7 @@ def hooks(request: HttpRequest) -> HttpResponse:
             study_id = candidate
         elif kind.startswith("submission.") and isinstance(resource, str) and _ID.match(resource):
             # A session not stored yet: the task asks Prolific for its study, syncs that one.
-            task_after_commit("campaigns.prolific_sync", None, resource)
+            task_after_commit("campaigns.platform_sync", "prolific", f"submission:{resource}")
             return JsonResponse({"accepted": True, "study_id": None, "submission_id": resource})
-    task_after_commit("campaigns.prolific_sync", study_id)
+    task_after_commit("campaigns.platform_sync", "prolific", study_id)
     return JsonResponse({"accepted": True, "study_id": study_id})
