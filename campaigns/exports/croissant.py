@@ -54,7 +54,8 @@ def _compensation(facts: CampaignFacts) -> str:
         + f". Wage floor {money(costs.wage_floor, facts.currency)}/h. Spent "
         f"{money(costs.spent, facts.currency)}, committed "
         f"{money(costs.committed, facts.currency)}; cost per accepted example "
-        f"{money(costs.cost_per_accepted_example, facts.currency)}."
+        f"{money(facts.cost_per_accepted_example, facts.currency)} "
+        f"({facts.accepted_examples:,} accepted examples)."
     )
 
 

@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from campaigns.exports.common import keyset_sql_pages
-from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_ids
+from django.db import connection
+
+from campaigns.exports.common import first_items, keyset_sql_pages
+from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_id_index
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -68,10 +70,11 @@ class DatasetShape:
     description: str
     # () -> the datasets.Features of a row (imports datasets when called)
     features: Callable[[], Any]
-    # (campaign, reveal) -> example ids in row order (for the split)
-    ids: Callable[[Campaign], list[Any]]
-    # (campaign, reveal) -> (id, row) pairs, rows already encoded for Arrow
-    rows: Callable[[Campaign, bool], Iterator[tuple[Any, dict[str, Any]]]]
+    # campaign -> (example ids in row order (for the split), what ``rows`` needs of
+    # that reading: Mintaka's renamed repeated pairs)
+    ids: Callable[[Campaign], tuple[list[Any], Any]]
+    # (campaign, reveal, ids' second value) -> (id, row) pairs, rows encoded for Arrow
+    rows: Callable[[Campaign, bool, Any], Iterator[tuple[Any, dict[str, Any]]]]
 
 
 # --- Mintaka ------------------------------------------------------------------------
@@ -94,17 +97,20 @@ def mintaka_features() -> Any:
     )
 
 
-def _mintaka_ids(campaign: Campaign) -> list[Any]:
-    return list(pair_ids(campaign))
+def _mintaka_ids(campaign: Campaign) -> tuple[list[Any], Any]:
+    index = pair_id_index(campaign)
+    return index.ids, index.renamed
 
 
 # ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, one encoder for all.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _mintaka_rows(
+    campaign: Campaign, reveal: bool, renamed: Any
+) -> Iterator[tuple[Any, dict[str, Any]]]:
     # Mintaka's rows name no worker: ``reveal`` changes nothing here.
-    for example in mintaka_examples(campaign=campaign):
+    for example in mintaka_examples(campaign=campaign, renamed=renamed):
         given = example.get("translations")
         translations = (
             (
@@ -158,16 +164,18 @@ def examples_features() -> Any:
     )
 
 
-def _examples_ids(campaign: Campaign) -> list[Any]:
+def _examples_ids(campaign: Campaign) -> tuple[list[Any], Any]:
     queryset = Assignment.objects.filter(
         hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED
     ).order_by("pk")
-    return list(queryset.values_list("pk", flat=True).iterator(chunk_size=20000))
+    return list(queryset.values_list("pk", flat=True).iterator(chunk_size=20000)), None
 
 
 # One page of accepted examples, keyset-paged by assignment id: JSON columns come as
 # the database's JSON text (no decoding and re-encoding in Python), the item is the
-# HIT's first. Plain SQL: the ORM's per-row conversions cost more than the export.
+# HIT's first. Plain SQL on PostgreSQL: the ORM's per-row conversions cost more than
+# the export; ``_portable_examples_pages`` reads the same rows through the ORM on any
+# database (the embedded SQLite default), JSON encoded in Python.
 EXAMPLES_PAGE_SQL = """
 SELECT a.id, s.name, s.task_type, w.pseudonym, w.external_id, a.answers::text,
        a.submitted_at, a.decided_at, a.decision_source, it.external_id, it.data::text,
@@ -188,7 +196,7 @@ LIMIT %s
 EXAMPLES_PAGE = 10_000
 
 
-def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _pg_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
     sql = EXAMPLES_PAGE_SQL.format(
         assignment=Assignment._meta.db_table,
         hit=HIT._meta.db_table,
@@ -198,7 +206,61 @@ def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict
         item=Item._meta.db_table,
     )
     params = [campaign.pk, AssignmentStatus.APPROVED]
-    for page in keyset_sql_pages(sql, params, chunk=EXAMPLES_PAGE):
+    yield from keyset_sql_pages(sql, params, chunk=EXAMPLES_PAGE)
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
+    """``EXAMPLES_PAGE_SQL``'s rows through the ORM, on any database."""
+    last = 0
+    while True:
+        page = list(
+            Assignment.objects.filter(
+                hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED, pk__gt=last
+            )
+            .order_by("pk")
+            .values_list(
+                "pk",
+                "hit__stage__name",
+                "hit__stage__task_type",
+                "worker__pseudonym",
+                "worker__external_id",
+                "answers",
+                "submitted_at",
+                "decided_at",
+                "decision_source",
+                "hit_id",
+            )[:EXAMPLES_PAGE]
+        )
+        if not page:
+            return
+        firsts = first_items(
+            sorted({r[9] for r in page}),
+            "item__external_id",
+            "item__data",
+            "item__source_assignment_id",
+        )
+        none = (None, None, None)
+        yield [
+            (*r[:5], _json_text(r[5]), *r[6:9], item[0], _json_text(item[1]), item[2])
+            for r in page
+            for item in [firsts.get(r[9], none)]
+        ]
+        last = page[-1][0]
+
+
+def _examples_rows(
+    campaign: Campaign, reveal: bool, _: Any
+) -> Iterator[tuple[Any, dict[str, Any]]]:
+    pages = (
+        _pg_examples_pages(campaign)
+        if connection.vendor == "postgresql"
+        else _portable_examples_pages(campaign)
+    )
+    for page in pages:
         lineages = _lineages({r[0]: r[11] for r in page if r[11] is not None}, reveal)
         for r in page:
             yield (
@@ -255,8 +317,10 @@ def dataset_rows(
     """``(split, row)`` for every row of the campaign's dataset, in id order, read a
     chunk at a time."""
     shape = shape or dataset_shape(campaign=campaign)
-    membership = split_membership(shape.ids(campaign), ratios=ratios, seed=seed)
-    for key, row in shape.rows(campaign, reveal):
+    ids, context = shape.ids(campaign)
+    membership = split_membership(ids, ratios=ratios, seed=seed)
+    del ids
+    for key, row in shape.rows(campaign, reveal, context):
         split = membership.get(key)
         if split in SPLITS:  # a row approved after the ids were read waits for the next export
             yield split, row
