@@ -13,15 +13,18 @@ Two shapes:
   data and answers as JSON text straight from the database.
 
 Rows are read a chunk at a time (keyset pages) and each is put in ``train``, ``dev`` or
-``test`` by a seeded shuffle of the example ids cut at the ratios: the same seed and
-data give the same split, with exact sizes. ``datasets`` and ``pyarrow`` are imported
+``test`` by a seeded shuffle of the examples' positions cut at the ratios
+(``campaigns.exports.mintaka.split_codes``): the same seed and data give the same
+split, with exact sizes. The first pass keeps only each row's integer key in an array
+and a byte for its split (some 9 bytes a row, not a dict of ids), and the rows are
+matched to them in key order (``in_splits``). ``datasets`` and ``pyarrow`` are imported
 only when features are built, never when this module is.
 """
 
 from __future__ import annotations
 
 import json
-import random
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -30,7 +33,7 @@ from typing import Any
 from django.db import connection
 
 from campaigns.exports.common import first_items, keyset_sql_pages
-from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_id_index
+from campaigns.exports.mintaka import in_splits, keyed_examples, pair_id_index, split_codes
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -49,19 +52,6 @@ MINTAKA_LANGUAGES = ("ar", "de", "ja", "hi", "pt", "es", "it", "fr")
 NO_TRANSLATIONS = dict.fromkeys(MINTAKA_LANGUAGES)  # shared by the rows: only read
 
 
-def split_membership(ids: Sequence[Any], *, ratios: Sequence[Decimal], seed: int) -> dict[Any, str]:
-    """Id -> split: ``ids`` shuffled with ``seed``, cut at ``ratios`` (train and dev
-    rounded down, test takes the rest), as ``campaigns.exports.mintaka.split_of``."""
-    order = list(range(len(ids)))
-    random.Random(seed).shuffle(order)
-    n_train = int(len(ids) * ratios[0])
-    n_dev = int(len(ids) * ratios[1])
-    out = {}
-    for rank, index in enumerate(order):
-        out[ids[index]] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
-    return out
-
-
 @dataclass(frozen=True)
 class DatasetShape:
     """One way of turning a campaign into dataset rows."""
@@ -70,11 +60,12 @@ class DatasetShape:
     description: str
     # () -> the datasets.Features of a row (imports datasets when called)
     features: Callable[[], Any]
-    # campaign -> (example ids in row order (for the split), what ``rows`` needs of
-    # that reading: Mintaka's renamed repeated pairs)
-    ids: Callable[[Campaign], tuple[list[Any], Any]]
-    # (campaign, reveal, ids' second value) -> (id, row) pairs, rows encoded for Arrow
-    rows: Callable[[Campaign, bool, Any], Iterator[tuple[Any, dict[str, Any]]]]
+    # campaign -> (the rows' keys, ascending, in an array (for the split), and what
+    # ``rows`` needs of that reading: Mintaka's repeated pairs)
+    ids: Callable[[Campaign], tuple[array[int], Any]]
+    # (campaign, reveal, ids' second value) -> (key, row) pairs by ascending key, rows
+    # encoded for Arrow
+    rows: Callable[[Campaign, bool, Any], Iterator[tuple[int, dict[str, Any]]]]
 
 
 # --- Mintaka ------------------------------------------------------------------------
@@ -97,9 +88,9 @@ def mintaka_features() -> Any:
     )
 
 
-def _mintaka_ids(campaign: Campaign) -> tuple[list[Any], Any]:
+def _mintaka_ids(campaign: Campaign) -> tuple[array[int], Any]:
     index = pair_id_index(campaign)
-    return index.ids, index.renamed
+    return index.keys, index.repeats
 
 
 # ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, one encoder for all.
@@ -107,10 +98,10 @@ _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def _mintaka_rows(
-    campaign: Campaign, reveal: bool, renamed: Any
-) -> Iterator[tuple[Any, dict[str, Any]]]:
+    campaign: Campaign, reveal: bool, repeats: Any
+) -> Iterator[tuple[int, dict[str, Any]]]:
     # Mintaka's rows name no worker: ``reveal`` changes nothing here.
-    for example in mintaka_examples(campaign=campaign, renamed=renamed):
+    for key, example in keyed_examples(campaign=campaign, repeats=repeats):
         given = example.get("translations")
         translations = (
             (
@@ -125,7 +116,7 @@ def _mintaka_rows(
             else None
         )
         yield (
-            example["id"],
+            key,
             {
                 "id": example["id"],
                 "question": example["question"],
@@ -164,11 +155,11 @@ def examples_features() -> Any:
     )
 
 
-def _examples_ids(campaign: Campaign) -> tuple[list[Any], Any]:
+def _examples_ids(campaign: Campaign) -> tuple[array[int], Any]:
     queryset = Assignment.objects.filter(
         hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED
     ).order_by("pk")
-    return list(queryset.values_list("pk", flat=True).iterator(chunk_size=20000)), None
+    return array("q", queryset.values_list("pk", flat=True).iterator(chunk_size=20000)), None
 
 
 # One page of accepted examples, keyset-paged by assignment id: JSON columns come as
@@ -254,7 +245,7 @@ def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...
 
 def _examples_rows(
     campaign: Campaign, reveal: bool, _: Any
-) -> Iterator[tuple[Any, dict[str, Any]]]:
+) -> Iterator[tuple[int, dict[str, Any]]]:
     pages = (
         _pg_examples_pages(campaign)
         if connection.vendor == "postgresql"
@@ -317,10 +308,7 @@ def dataset_rows(
     """``(split, row)`` for every row of the campaign's dataset, in id order, read a
     chunk at a time."""
     shape = shape or dataset_shape(campaign=campaign)
-    ids, context = shape.ids(campaign)
-    membership = split_membership(ids, ratios=ratios, seed=seed)
-    del ids
-    for key, row in shape.rows(campaign, reveal, context):
-        split = membership.get(key)
-        if split in SPLITS:  # a row approved after the ids were read waits for the next export
-            yield split, row
+    keys, context = shape.ids(campaign)
+    codes = split_codes(len(keys), ratios=ratios, seed=seed)
+    # A row approved after the keys were read waits for the next export.
+    yield from in_splits(keys, codes, shape.rows(campaign, reveal, context))

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import random
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from hashlib import blake2b
 from json.encoder import encode_basestring as _json_string  # as json.dumps(ensure_ascii=False)
 from typing import Any
 
@@ -218,43 +220,81 @@ def duplicate_suffix(base: str, n: int) -> str:
     return f"{base}~{n}"
 
 
+# A pair's key: its writing assignment's id and its position in the answer, as one
+# integer ordered as the export reads the pairs (by assignment, then position).
+KEY_SHIFT = 16
+
+
+def pair_key(assignment_id: int, position: int) -> int:
+    return (assignment_id << KEY_SHIFT) | position
+
+
+def _digest(source: str, position: int, question: str, answer: str) -> int:
+    """64 bits of what makes a pair's id (its cell, position, question and answer): two
+    pairs with one id have one digest; two different ids share one with odds of about
+    n^2 / 2^65 (a millionth at 4 million pairs)."""
+    text = f"{source}\x1f{position}\x1f{question}\x1f{answer}"
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
+
+
 @dataclass(frozen=True)
-class PairIds:
-    """The examples' ids in the export's order, unique: ``ids``; ``renamed`` maps
-    (assignment id, pair position) of a repeated pair to its suffixed id
-    (``duplicate_suffix``)."""
+class PairIndex:
+    """The pairs in the export's order, compactly: ``keys`` (``pair_key``, ascending),
+    and ``repeats``: the key of each pair whose id an earlier pair already has, with
+    its number (2, 3, ...; its id gets ``duplicate_suffix``). Eight bytes a pair."""
 
-    ids: list[str]
-    renamed: dict[tuple[int, int], str]
+    keys: array[int]
+    repeats: dict[int, int]
 
 
-def pair_id_index(campaign: Campaign) -> PairIds:
-    """Every approved QA pair's id, in ``_pairs``' order, repeated pair ids suffixed."""
-    ids: list[str] = []
-    seen: dict[str, int] = {}
-    renamed: dict[tuple[int, int], str] = {}
+def _repeats(keys: array[int], digests: array[int]) -> dict[int, int]:
+    """Key -> n of every pair that repeats an earlier pair's id (the n-th of them)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not digests:
+        return {}
+    values = pa.Array.from_buffers(pa.int64(), len(digests), [None, pa.py_buffer(digests)])
+    counts = pc.value_counts(values)
+    more = pc.greater(counts.field("counts"), 1)
+    repeated = set(counts.field("values").filter(more).to_pylist())
+    if not repeated:
+        return {}
+    seen: dict[int, int] = {}
+    out: dict[int, int] = {}
+    for key, digest in zip(keys, digests, strict=True):
+        if digest in repeated:
+            seen[digest] = n = seen.get(digest, 0) + 1
+            if n > 1:
+                out[key] = n
+    return out
+
+
+def pair_id_index(campaign: Campaign) -> PairIndex:
+    """Every approved QA pair's key in ``_pairs``' order and the repeated ones."""
+    keys: array[int] = array("q")
+    digests: array[int] = array("q")
     for page in _pages(campaign):
         for pk, answers, external_id, *_cell in page:
             source = str(external_id)
             for i, question, answer, _ in _questions(answers):
-                base = _pair_id(source, i + 1, question, answer)
-                n = seen.get(base, 0) + 1
-                seen[base] = n
-                if n > 1:
-                    renamed[(pk, i)] = base = duplicate_suffix(base, n)
-                ids.append(base)
-    return PairIds(ids, renamed)
+                keys.append(pair_key(pk, i))
+                digests.append(_digest(source, i, question, answer))
+    return PairIndex(keys, _repeats(keys, digests))
+
+
+def _example_id(base: str, key: int, repeats: dict[int, int]) -> str:
+    n = repeats.get(key)
+    return base if n is None else duplicate_suffix(base, n)
 
 
 def pair_ids(campaign: Campaign) -> list[str]:
-    """The ids of the approved QA pairs in ``_pairs``' order, without the rest of them
-    (the split is drawn over all ids before the first row is written)."""
-    return pair_id_index(campaign).ids
+    """The example ids of the approved QA pairs in ``_pairs``' order (unique)."""
+    repeats = pair_id_index(campaign).repeats
+    return [p["id"] for chunk in _pairs(campaign, repeats) for p in chunk]
 
 
-def _pairs(
-    campaign: Campaign, renamed: dict[tuple[int, int], str]
-) -> Iterator[list[dict[str, Any]]]:
+def _pairs(campaign: Campaign, repeats: dict[int, int]) -> Iterator[list[dict[str, Any]]]:
     """Approved QA pairs, a chunk of writing assignments at a time. ``base`` is the
     pair id its linking items were derived from; ``id`` the example's (unique) id."""
     for page in _pages(campaign):
@@ -263,9 +303,11 @@ def _pairs(
             source = str(external_id)
             for i, question, answer, pair in _questions(answers):
                 base = _pair_id(source, i + 1, question, answer)
+                key = pair_key(pk, i)
                 chunk.append(
                     {
-                        "id": renamed.get((pk, i), base),
+                        "key": key,
+                        "id": _example_id(base, key, repeats),
                         "base": base,
                         "question": question,
                         "answer": answer,
@@ -450,16 +492,24 @@ def _question_entities(
 
 
 def mintaka_examples(
-    *, campaign: Campaign, renamed: dict[tuple[int, int], str] | None = None
+    *, campaign: Campaign, repeats: dict[int, int] | None = None
 ) -> Iterator[dict[str, Any]]:
     """The campaign's examples in Mintaka's schema, in the order they were written,
     field by field and in the release's key order: id, question, translations,
     questionEntity, answer, category, complexityType. Ids are unique: a pair written
-    twice is two examples (``duplicate_suffix``), linked alike; ``renamed`` is
-    ``pair_id_index(...).renamed`` when the caller has it (read here otherwise)."""
-    if renamed is None:
-        renamed = pair_id_index(campaign).renamed
-    for chunk in _pairs(campaign, renamed):
+    twice is two examples (``duplicate_suffix``), linked alike; ``repeats`` is
+    ``pair_id_index(...).repeats`` when the caller has it (read here otherwise)."""
+    for _, example in keyed_examples(campaign=campaign, repeats=repeats):
+        yield example
+
+
+def keyed_examples(
+    *, campaign: Campaign, repeats: dict[int, int] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``mintaka_examples`` with each example's ``pair_key``."""
+    if repeats is None:
+        repeats = pair_id_index(campaign).repeats
+    for chunk in _pairs(campaign, repeats):
         bases = list(dict.fromkeys(p["base"] for p in chunk))
         mentions = [
             linked_answer_text(p["pair"], complexity_type=p["complexityType"]) for p in chunk
@@ -485,36 +535,59 @@ def mintaka_examples(
             base = p["base"]
             qid_key = question_ids[base]
             links = question_links.get(qid_key, question_links.get(base, []))
-            yield {
-                "id": p["id"],
-                "question": p["question"],
-                "translations": translations.get(base, {}),
-                "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
-                "answer": _answer(p, mention, answer_links.get(base), labels),
-                "category": p["category"],
-                "complexityType": p["complexityType"],
-            }
+            yield (
+                p["key"],
+                {
+                    "id": p["id"],
+                    "question": p["question"],
+                    "translations": translations.get(base, {}),
+                    "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
+                    "answer": _answer(p, mention, answer_links.get(base), labels),
+                    "category": p["category"],
+                    "complexityType": p["complexityType"],
+                },
+            )
+
+
+def split_codes(n: int, *, ratios: Sequence[Decimal], seed: int) -> bytearray:
+    """The split of each of ``n`` examples in export order, as an index into ``SPLITS``:
+    positions shuffled with ``seed``, then cut at the ratios (train and dev rounded
+    down, test takes the rest): the same seed and data give the same split, and the
+    sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 / 2,000 / 4,000). One byte an
+    example (the shuffle runs over an array of positions, not a list)."""
+    order = array("q", range(n))
+    random.Random(seed).shuffle(order)
+    n_train = int(n * ratios[0])
+    n_dev = int(n * ratios[1])
+    codes = bytearray(b"\x02") * n
+    for index in order[:n_train]:
+        codes[index] = 0
+    for index in order[n_train : n_train + n_dev]:
+        codes[index] = 1
+    return codes
+
+
+def in_splits(
+    keys: Sequence[int], codes: bytearray, rows: Iterable[tuple[int, Any]]
+) -> Iterator[tuple[str, Any]]:
+    """``(split, row)`` of each ``(key, row)`` whose key is in ``keys`` (both ascending):
+    a row added after the keys were read waits for the next export."""
+    position, n = 0, len(keys)
+    for key, row in rows:
+        while position < n and keys[position] < key:
+            position += 1
+        if position < n and keys[position] == key:
+            yield SPLITS[codes[position]], row
+            position += 1
 
 
 def split_of(
     *, campaign: Campaign, ratios: Sequence[Decimal] = DEFAULT_RATIOS, seed: int = 0
 ) -> dict[str, str]:
-    """Example id -> split name: the ids shuffled with ``seed``, then cut at the
-    ratios (train and dev rounded down, test takes the rest): the same seed and data
-    give the same split, and the sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 /
-    2,000 / 4,000)."""
-    return _cut(pair_ids(campaign), ratios=ratios, seed=seed)
-
-
-def _cut(ids: list[str], *, ratios: Sequence[Decimal], seed: int) -> dict[str, str]:
-    order = list(range(len(ids)))
-    random.Random(seed).shuffle(order)
-    n_train = int(len(ids) * ratios[0])
-    n_dev = int(len(ids) * ratios[1])
-    out = {}
-    for rank, index in enumerate(order):
-        out[ids[index]] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
-    return out
+    """Example id -> split name (``split_codes`` over the examples in export order)."""
+    ids = pair_ids(campaign)
+    codes = split_codes(len(ids), ratios=ratios, seed=seed)
+    return {example_id: SPLITS[code] for example_id, code in zip(ids, codes, strict=True)}
 
 
 def mintaka_stream(
@@ -535,11 +608,14 @@ def mintaka_stream(
         raise ValueError(f"Unknown split {split!r}; use all, train, dev or test.")
     tally = tally or Tally()
     index = pair_id_index(campaign)
-    membership = _cut(index.ids, ratios=ratios, seed=seed) if split != "all" else None
+    examples = keyed_examples(campaign=campaign, repeats=index.repeats)
+    if split == "all":
+        chosen: Iterator[dict[str, Any]] = (example for _, example in examples)
+    else:
+        codes = split_codes(len(index.keys), ratios=ratios, seed=seed)
+        chosen = (e for name, e in in_splits(index.keys, codes, examples) if name == split)
     yield "["
-    for example in mintaka_examples(campaign=campaign, renamed=index.renamed):
-        if membership is not None and membership.get(example["id"]) != split:
-            continue
+    for example in chosen:
         yield (",\n " if tally.rows else "\n ") + json.dumps(example, ensure_ascii=False)
         tally.rows += 1
     yield "\n]\n" if tally.rows else "]\n"

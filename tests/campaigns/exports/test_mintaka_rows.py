@@ -16,14 +16,17 @@ from campaigns.exports import common, hf_rows, mintaka
 from campaigns.exports.hf_rows import dataset_rows, dataset_shape
 from campaigns.exports.mintaka import (
     DEFAULT_RATIOS,
+    SPLITS,
     _pair_id,
     _question_id,
     _question_values,
     _translations,
     duplicate_suffix,
+    in_splits,
     mintaka_examples,
     mintaka_stream,
     pair_ids,
+    split_codes,
 )
 from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, ItemSource
 from campaigns.tasktypes.base import derived_external_id
@@ -223,3 +226,30 @@ def test_a_pair_written_twice_is_two_examples_with_unique_ids(linked, path):
     }
     split = "".join(mintaka_stream(campaign=campaign, split="test", ratios="0,0,1"))
     assert sorted(e["id"] for e in json.loads(split)) == sorted(e["id"] for e in examples)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_split_codes_are_the_shuffle_of_the_positions_cut_at_the_ratios(n, seed):
+    """A byte per example, as a list of positions shuffled and cut gives them (the
+    split every export made before): exact sizes, the same for the same seed."""
+    import random
+
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    n_train, n_dev = int(n * DEFAULT_RATIOS[0]), int(n * DEFAULT_RATIOS[1])
+    expected = [""] * n
+    for rank, index in enumerate(order):
+        expected[index] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
+
+    codes = split_codes(n, ratios=DEFAULT_RATIOS, seed=seed)
+
+    assert [SPLITS[c] for c in codes] == expected
+
+
+def test_rows_are_matched_to_their_keys_in_order():
+    """A row whose key was not read (approved later) waits; a key without a row
+    (removed since) is passed over."""
+    keys, codes = [10, 20, 30, 40], bytearray([0, 1, 2, 0])
+    rows = [(10, "a"), (15, "late"), (30, "c"), (40, "d"), (50, "later")]
+    assert list(in_splits(keys, codes, rows)) == [("train", "a"), ("test", "c"), ("train", "d")]
