@@ -248,16 +248,16 @@ class PairIndex:
 
 
 def _repeats(keys: array[int], digests: array[int]) -> dict[int, int]:
-    """Key -> n of every pair that repeats an earlier pair's id (the n-th of them)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    """Key -> n of every pair that repeats an earlier pair's id (the n-th of them). The
+    digests are sorted as one numpy array (8 bytes a pair, not a set of objects);
+    only when some repeat is the whole list walked again."""
+    import numpy as np
 
     if not digests:
         return {}
-    values = pa.Array.from_buffers(pa.int64(), len(digests), [None, pa.py_buffer(digests)])
-    counts = pc.value_counts(values)
-    more = pc.greater(counts.field("counts"), 1)
-    repeated = set(counts.field("values").filter(more).to_pylist())
+    ordered = np.sort(np.frombuffer(digests, dtype=np.int64))
+    repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+    del ordered
     if not repeated:
         return {}
     seen: dict[int, int] = {}
