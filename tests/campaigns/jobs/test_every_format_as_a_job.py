@@ -9,8 +9,11 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Iterator
+from typing import cast
 
 import pytest
+from django.http import FileResponse
 from django.test import Client
 from django.urls import reverse
 from rest_framework.authtoken.models import Token
@@ -38,6 +41,12 @@ def path(request, monkeypatch):
     return request.param
 
 
+def _body(response: object) -> bytes:
+    content = cast(FileResponse, response).streaming_content
+    assert isinstance(content, Iterator)
+    return b"".join(content)
+
+
 def _api_job(campaign, user, name: str, capture) -> tuple[dict, bytes]:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.get_or_create(user=user)[0].key}")
@@ -50,7 +59,7 @@ def _api_job(campaign, user, name: str, capture) -> tuple[dict, bytes]:
     assert job["status"] == "done", job
     download = client.get(job["download_url"])
     assert download.status_code == 200
-    return job, b"".join(download.streaming_content)
+    return job, _body(download)
 
 
 def _page_job(campaign, user, name: str, capture) -> tuple[dict, bytes]:
@@ -68,7 +77,7 @@ def _page_job(campaign, user, name: str, capture) -> tuple[dict, bytes]:
     assert status["status"] == "done", status
     download = client.get(status["download_url"])
     assert download.status_code == 200
-    return status, b"".join(download.streaming_content)
+    return status, _body(download)
 
 
 @pytest.mark.parametrize("via", ["api", "page"])
