@@ -2,7 +2,9 @@
 #
 #   make run    the app on the embedded default (SQLite, Celery eager, local provider)
 #               with a demo requester, at http://127.0.0.1:$(PORT)
-#   make test   ruff, mypy and pytest against the real PostgreSQL and Redis
+#   make test   ruff, mypy and pytest against the real PostgreSQL and Redis; pytest
+#               includes the lane of `make run` itself (tests/infra/test_make_run_lane.py:
+#               the four recipes end to end on SQLite, every export as a job, a browser)
 #
 # Both build .venv with $(PYTHON) when it is missing and reinstall the project
 # when pyproject.toml changed (stamp files in .venv record what was installed).
@@ -30,12 +32,13 @@ PYTEST_ARGS ?=
 # Celery queue (tests/settings.py). Measured on the 2-core machine: see bench/README.md.
 PYTEST_WORKERS ?= 2
 
-.PHONY: help run test lint typecheck pytest bench bench-faults venv dev-venv clean
+.PHONY: help run test lint typecheck pytest lane bench bench-faults venv dev-venv clean
 
 help:
 	@echo "make run    serve qaportal on http://127.0.0.1:$(PORT) (SQLite, demo data; PORT=, DEBUG= to change)"
 	@echo "make test   lint + typecheck + pytest (PostgreSQL and Redis on 127.0.0.1)"
 	@echo "make lint | typecheck | pytest   one part of make test (PYTEST_ARGS= for pytest)"
+	@echo "make lane   the make run lane alone: four recipes on SQLite, every export, a browser"
 	@echo "make bench  benchmarks under bench/ (BENCH_ARGS=--quick for a smoke run)"
 	@echo "make bench-faults   kill -9 of the Celery worker and Redis restarts mid-batch (BENCH_ARGS=--quick)"
 
@@ -100,6 +103,14 @@ pytest: $(DEV_STAMP)
 	$(PYTEST_ARGS) || rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make pytest: pytest collected no tests (exit 5)"; fi; \
 	exit $$rc
+
+# The lane of `make run` alone (it also runs within `make pytest`): `make run` on a free
+# port with a temporary SQLite database, the four recipes piloted and exported through
+# the API, the pages and chromium. Its pytest process itself needs PostgreSQL only to start.
+lane: $(DEV_STAMP)
+	DATABASE_URL='$(TEST_DATABASE_URL)' REDIS_URL='$(TEST_REDIS_URL)' \
+	CELERY_BROKER_URL='$(TEST_BROKER_URL)' $(BIN)/pytest -n 0 -p no:cacheprovider \
+	tests/infra/test_make_run_lane.py $(PYTEST_ARGS)
 
 # Benchmarks are run by hand, never timed inside the test suite; see bench/README.md.
 BENCH_ARGS ?=

@@ -86,6 +86,11 @@ def rows_fingerprint(folder: Path, counts: dict[str, int]) -> str:
     return digest.hexdigest()[:16]
 
 
+def peak_rss() -> float:
+    """This process's peak resident memory so far, in MB (``ru_maxrss``)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def backend_cpu() -> float:
     """CPU seconds of this connection's PostgreSQL backend so far (0 if unreadable)."""
     from django.db import connection
@@ -121,6 +126,12 @@ def main() -> None:
     from django.db import connection
 
     django.setup()
+    from django.conf import settings
+
+    # As a job's worker runs (DEBUG off): DEBUG's query log keeps the SQL text of the
+    # last 9,000 queries, each chunk's look-ups with their 25,000 ids written out,
+    # some 140 bytes a row of the export's peak RSS that no deployment has.
+    settings.DEBUG = False
     call_command("migrate", verbosity=0)
     if not args.reuse:
         started = time.perf_counter()
@@ -168,7 +179,8 @@ def main() -> None:
             f"parquet_write ({shape.name}): {rows:,} rows {counts} in {elapsed:.1f} s = "
             f"{rows / elapsed:,.0f} rows/s ({rows / cpu:,.0f} rows per CPU second of this "
             f"process, {cpu:.1f} s CPU; PostgreSQL backend {db_cpu:.1f} s CPU; "
-            f"load average {load:.1f}); {len(reports)} progress reports"
+            f"load average {load:.1f}); {len(reports)} progress reports; peak RSS so far "
+            f"{peak_rss():.0f} MB"
         )
         files = [f"data/{s}-00000-of-00001.parquet" for s in counts]
         fingerprint = rows_fingerprint(work / "rows", counts)
@@ -179,7 +191,10 @@ def main() -> None:
         campaign_facts(campaign=campaign)
         facts_wall = time.perf_counter() - started
         facts_cpu = time.process_time() - facts_cpu
-        print(f"campaign_facts (the card's figures): {facts_wall:.1f} s, {facts_cpu:.1f} s CPU")
+        print(
+            f"campaign_facts (the card's figures): {facts_wall:.1f} s, {facts_cpu:.1f} s CPU; "
+            f"peak RSS so far {peak_rss():.0f} MB"
+        )
 
         folder_cpu = time.process_time()
         db_cpu = backend_cpu()

@@ -328,8 +328,9 @@ def _run_export(job: Job) -> None:
             rows = _write_folder(fmt, job, ticker, raw)
         else:
             tally = Tally()
-            for text in fmt.stream(campaign=job.campaign, reveal=reveal, tally=tally, **options):
-                raw.write(text.encode("utf-8"))
+            for chunk in fmt.stream(campaign=job.campaign, reveal=reveal, tally=tally, **options):
+                # A binary format (the hf zip) yields bytes, the others text.
+                raw.write(chunk if fmt.binary else chunk.encode("utf-8"))
                 ticker.report("writing", tally.rows)
             rows = tally.rows
         # The digest of exactly the bytes stored (for a zip, of the zip file).

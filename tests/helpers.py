@@ -7,6 +7,7 @@ services; the requester pages and the API tests both use them.
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 from django.contrib.auth.models import User
@@ -67,3 +68,15 @@ def submitted_assignment(stage: Stage, *, question: str = "Which river is longer
     )
     assert result.stored, result.errors
     return result.assignment
+
+
+class FakeTerminal(io.StringIO):
+    """A stream that says it is a terminal: where commands draw their progress bars."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def progress_lines(stream: io.StringIO) -> list[str]:
+    """The states a progress bar drew on ``stream`` (each redraw starts with ``\r``)."""
+    return [part.strip() for part in stream.getvalue().split("\r") if part.strip()]

@@ -226,8 +226,8 @@ def card_markdown(
         "",
         f"- Spent: {money(costs.spent, c.currency)}; committed: "
         f"{money(costs.committed, c.currency)}.",
-        f"- Cost per accepted example: {money(costs.cost_per_accepted_example, c.currency)} "
-        f"({costs.accepted_examples:,} accepted examples).",
+        f"- Cost per accepted example: {money(facts.cost_per_accepted_example, c.currency)} "
+        f"({facts.accepted_examples:,} accepted examples: the rows of this dataset).",
         f"- Wage floor: {money(costs.wage_floor, c.currency)}/h; the effective hourly wage of "
         "each stage (reward over the median work time) is in the table above.",
         "",

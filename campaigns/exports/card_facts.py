@@ -7,7 +7,9 @@ datasheet show the dashboard's figures and no others:
   gold accuracy, median work time, effective hourly wage) and, on linking stages,
   ``linking.selectors.stage_entity_agreement``;
 * money, ``campaigns.insights.money.campaign_costs`` (the *Costs* section: spent,
-  committed, cost per accepted example, accepted examples);
+  committed, cost per accepted example, accepted examples); with an export, the
+  accepted examples are the rows it ships and the cost per accepted example is spent
+  plus committed over them (``shipped_rows``);
 * protocol arms, ``campaigns.insights.arms.campaign_arm_comparison``.
 
 Workers are counted, never named. Survey stages' choice questions are summarised as
@@ -31,6 +33,7 @@ from campaigns.models import Assignment, AssignmentStatus, Campaign, DetachedAns
 from campaigns.recipes import RECIPES, Recipe
 from campaigns.tasktypes import task_type_get
 from linking.selectors import stage_entity_agreement
+from qaportal.money import CENT
 from validation.selectors import StageQuality, stage_quality
 
 SMALL_CELL = 5
@@ -69,10 +72,28 @@ class CampaignFacts:
     first_submission: datetime | None
     last_submission: datetime | None
     deviations: list[str] = field(default_factory=list)
+    # The rows of the export these facts document (every split), when known: the
+    # accepted examples it ships, over which the cost per accepted example is counted.
+    shipped_rows: int | None = None
 
     @property
     def currency(self) -> str:
         return self.campaign.currency
+
+    @property
+    def accepted_examples(self) -> int:
+        """The export's rows when known, else the dashboard's accepted examples (the
+        approved assignments of the campaign's last stage)."""
+        return self.costs.accepted_examples if self.shipped_rows is None else self.shipped_rows
+
+    @property
+    def cost_per_accepted_example(self) -> Decimal | None:
+        """What was spent and committed over ``accepted_examples``."""
+        if self.shipped_rows is None:
+            return self.costs.cost_per_accepted_example
+        if not self.shipped_rows:
+            return None
+        return ((self.costs.spent + self.costs.committed) / self.shipped_rows).quantize(CENT)
 
 
 def _rejections(stage: Stage) -> dict[str, int]:
@@ -154,9 +175,10 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def campaign_facts(*, campaign: Campaign) -> CampaignFacts:
+def campaign_facts(*, campaign: Campaign, shipped_rows: int | None = None) -> CampaignFacts:
     """Everything the card, the Croissant file and the datasheet say about how the
-    campaign's data was made (see the module docstring). Reads only."""
+    campaign's data was made (see the module docstring); ``shipped_rows``, the rows of
+    the export they go with. Reads only."""
     stages = list(campaign.stages.order_by("position", "id"))
     work = Assignment.objects.filter(
         hit__stage__campaign=campaign,
@@ -204,6 +226,7 @@ def campaign_facts(*, campaign: Campaign) -> CampaignFacts:
         first_submission=span["first"],
         last_submission=span["last"],
         deviations=_deviations(recipe, stages),
+        shipped_rows=shipped_rows,
     )
 
 

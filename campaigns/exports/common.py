@@ -9,7 +9,12 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
+from campaigns.models import HITItem
+
 CHUNK = 5000
+# Ids per ``__in`` query where no array parameter is at hand (SQLite takes at most
+# 32,766 parameters in one statement).
+IN_BATCH = 5000
 # A cell starting with one of these is a formula to Excel, LibreOffice and Sheets.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -59,6 +64,21 @@ def keyset_sql_pages(
             return
         yield page
         last = page[-1][0]
+
+
+def first_items(hit_ids: Sequence[int], *fields: str) -> dict[int, tuple[Any, ...]]:
+    """HIT id -> ``fields`` (of ``HITItem``, e.g. ``item__external_id``) of its first
+    item by position; on any database, ``IN_BATCH`` HITs per query (SQLite takes at
+    most 32,766 parameters)."""
+    out: dict[int, tuple[Any, ...]] = {}
+    for start in range(0, len(hit_ids), IN_BATCH):
+        for hit_id, *values in (
+            HITItem.objects.filter(hit_id__in=hit_ids[start : start + IN_BATCH])
+            .order_by("hit_id", "position", "id")
+            .values_list("hit_id", *fields)
+        ):
+            out.setdefault(hit_id, tuple(values))
+    return out
 
 
 def iso(value: Any) -> str | None:

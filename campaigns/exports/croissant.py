@@ -54,7 +54,8 @@ def _compensation(facts: CampaignFacts) -> str:
         + f". Wage floor {money(costs.wage_floor, facts.currency)}/h. Spent "
         f"{money(costs.spent, facts.currency)}, committed "
         f"{money(costs.committed, facts.currency)}; cost per accepted example "
-        f"{money(costs.cost_per_accepted_example, facts.currency)}."
+        f"{money(facts.cost_per_accepted_example, facts.currency)} "
+        f"({facts.accepted_examples:,} accepted examples)."
     )
 
 
@@ -97,7 +98,7 @@ def _demographics(facts: CampaignFacts) -> list[str]:
 def _field(mlc: Any, *, split: str, name: str, feature: Any, note: str, file_id: str) -> Any:
     """A Croissant field for one column: JSON columns are text holding JSON; a struct
     column has one sub-field per member; lists are repeated."""
-    from datasets import Json, List, Value
+    from datasets import List
 
     def source(column: str, path: str | None = None) -> Any:
         transforms = [mlc.Transform(json_path=path)] if path else []
@@ -124,22 +125,43 @@ def _field(mlc: Any, *, split: str, name: str, feature: Any, note: str, file_id:
         )
     repeated = isinstance(feature, List)
     inner = feature.feature if repeated else feature
-    if isinstance(inner, Value) and inner.dtype.startswith("int"):
-        data_type = mlc.DataType.INTEGER
-    elif isinstance(inner, Value) and inner.dtype.startswith("timestamp"):
-        data_type = mlc.DataType.DATETIME
-    elif isinstance(inner, (Value, Json)):
-        data_type = mlc.DataType.TEXT
-    else:  # a list of structs: each element as JSON text
-        data_type = mlc.DataType.TEXT
+    if isinstance(inner, dict):  # a list of structs: one repeated sub-field per member
+        return mlc.Field(
+            id=field_id,
+            name=name,
+            description=note,
+            data_types=[],
+            is_array=True,
+            sub_fields=[
+                mlc.Field(
+                    id=f"{field_id}/{member}",
+                    name=member,
+                    data_types=[_data_type(mlc, member_feature)],
+                    source=source(name, member),
+                )
+                for member, member_feature in inner.items()
+            ],
+        )
     return mlc.Field(
         id=field_id,
         name=name,
         description=note,
-        data_types=[data_type],
+        data_types=[_data_type(mlc, inner)],
         is_array=repeated or None,
         source=source(name),
     )
+
+
+def _data_type(mlc: Any, feature: Any) -> Any:
+    """Croissant's type of a column's values: integers, date-times, else text (JSON
+    columns hold JSON text)."""
+    from datasets import Value
+
+    if isinstance(feature, Value) and feature.dtype.startswith("int"):
+        return mlc.DataType.INTEGER
+    if isinstance(feature, Value) and feature.dtype.startswith("timestamp"):
+        return mlc.DataType.DATETIME
+    return mlc.DataType.TEXT
 
 
 def croissant_metadata(

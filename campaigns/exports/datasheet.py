@@ -61,8 +61,13 @@ def datasheet_prefill(*, facts: CampaignFacts) -> str:
         ),
         "",
         "**How many instances are there in total?**",
-        f"{costs.accepted_examples:,} accepted examples in the campaign's last stage; "
-        "see the card's *Splits* for the rows in this export.",
+        (
+            f"{facts.accepted_examples:,} accepted examples: the rows of this export, "
+            "every split (see the card's *Splits*)."
+            if facts.shipped_rows is not None
+            else f"{facts.accepted_examples:,} accepted examples in the campaign's last "
+            "stage so far; the export's card gives the rows it ships."
+        ),
         "",
         "**Does the dataset contain all possible instances or is it a sample?**",
         _ask("What population the instances sample, and how representative they are."),

@@ -35,7 +35,7 @@ from campaigns.exports.common import Tally
 from campaigns.exports.croissant import croissant_json
 from campaigns.exports.datasheet import datasheet_text
 from campaigns.exports.hf_rows import DatasetShape, dataset_rows, dataset_shape
-from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS
+from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS, parse_ratios
 from campaigns.models import Campaign
 
 ROW_GROUP = 20_000
@@ -186,7 +186,7 @@ def hf_folder_write(
     *,
     campaign: Campaign,
     target: Path,
-    ratios: Sequence[Decimal] = DEFAULT_RATIOS,
+    ratios: Sequence[Decimal] | str = DEFAULT_RATIOS,
     seed: int = 0,
     reveal: bool = False,
     version: str = "",
@@ -199,7 +199,11 @@ def hf_folder_write(
     """Write the campaign's ``hf`` folder into ``target`` (created if missing; files of
     an earlier export there are replaced). ``version`` defaults to the data checksum's
     first 12 hex digits, so the same data gets the same version; ``url`` is where it will
-    be published, if known. Returns what the export contained, for its audit."""
+    be published, if known. ``ratios`` may be given as text (``"0.7,0.1,0.2"``, as
+    the API and a background job keep it). Returns what the export contained, for its
+    audit."""
+    if isinstance(ratios, str):
+        ratios = parse_ratios(ratios)
     target.mkdir(parents=True, exist_ok=True)
     shape = dataset_shape(campaign=campaign)
     counts = parquet_write(
@@ -228,7 +232,7 @@ def hf_folder_write(
         languages=tuple(languages),
         url=url,
     )
-    facts = campaign_facts(campaign=campaign)
+    facts = campaign_facts(campaign=campaign, shipped_rows=sum(counts.values()))
     datasheet = datasheet_text(campaign=campaign, facts=facts)
     features = shape.features()
     notes = FIELD_NOTES[shape.name]

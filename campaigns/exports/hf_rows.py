@@ -13,22 +13,27 @@ Two shapes:
   data and answers as JSON text straight from the database.
 
 Rows are read a chunk at a time (keyset pages) and each is put in ``train``, ``dev`` or
-``test`` by a seeded shuffle of the example ids cut at the ratios: the same seed and
-data give the same split, with exact sizes. ``datasets`` and ``pyarrow`` are imported
+``test`` by a seeded shuffle of the examples' positions cut at the ratios
+(``campaigns.exports.mintaka.split_codes``): the same seed and data give the same
+split, with exact sizes. The first pass keeps only each row's integer key in an array
+and a byte for its split (some 9 bytes a row, not a dict of ids), and the rows are
+matched to them in key order (``in_splits``). ``datasets`` and ``pyarrow`` are imported
 only when features are built, never when this module is.
 """
 
 from __future__ import annotations
 
 import json
-import random
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from campaigns.exports.common import keyset_sql_pages
-from campaigns.exports.mintaka import SPLITS, mintaka_examples, pair_ids
+from django.db import connection
+
+from campaigns.exports.common import first_items, keyset_sql_pages
+from campaigns.exports.mintaka import in_splits, keyed_examples, pair_id_index, split_codes
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -47,19 +52,6 @@ MINTAKA_LANGUAGES = ("ar", "de", "ja", "hi", "pt", "es", "it", "fr")
 NO_TRANSLATIONS = dict.fromkeys(MINTAKA_LANGUAGES)  # shared by the rows: only read
 
 
-def split_membership(ids: Sequence[Any], *, ratios: Sequence[Decimal], seed: int) -> dict[Any, str]:
-    """Id -> split: ``ids`` shuffled with ``seed``, cut at ``ratios`` (train and dev
-    rounded down, test takes the rest), as ``campaigns.exports.mintaka.split_of``."""
-    order = list(range(len(ids)))
-    random.Random(seed).shuffle(order)
-    n_train = int(len(ids) * ratios[0])
-    n_dev = int(len(ids) * ratios[1])
-    out = {}
-    for rank, index in enumerate(order):
-        out[ids[index]] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
-    return out
-
-
 @dataclass(frozen=True)
 class DatasetShape:
     """One way of turning a campaign into dataset rows."""
@@ -68,10 +60,12 @@ class DatasetShape:
     description: str
     # () -> the datasets.Features of a row (imports datasets when called)
     features: Callable[[], Any]
-    # (campaign, reveal) -> example ids in row order (for the split)
-    ids: Callable[[Campaign], list[Any]]
-    # (campaign, reveal) -> (id, row) pairs, rows already encoded for Arrow
-    rows: Callable[[Campaign, bool], Iterator[tuple[Any, dict[str, Any]]]]
+    # campaign -> (the rows' keys, ascending, in an array (for the split), and what
+    # ``rows`` needs of that reading: Mintaka's repeated pairs)
+    ids: Callable[[Campaign], tuple[array[int], Any]]
+    # (campaign, reveal, ids' second value) -> (key, row) pairs by ascending key, rows
+    # encoded for Arrow
+    rows: Callable[[Campaign, bool, Any], Iterator[tuple[int, dict[str, Any]]]]
 
 
 # --- Mintaka ------------------------------------------------------------------------
@@ -94,17 +88,20 @@ def mintaka_features() -> Any:
     )
 
 
-def _mintaka_ids(campaign: Campaign) -> list[Any]:
-    return list(pair_ids(campaign))
+def _mintaka_ids(campaign: Campaign) -> tuple[array[int], Any]:
+    index = pair_id_index(campaign)
+    return index.keys, index.repeats
 
 
 # ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, one encoder for all.
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _mintaka_rows(
+    campaign: Campaign, reveal: bool, repeats: Any
+) -> Iterator[tuple[int, dict[str, Any]]]:
     # Mintaka's rows name no worker: ``reveal`` changes nothing here.
-    for example in mintaka_examples(campaign=campaign):
+    for key, example in keyed_examples(campaign=campaign, repeats=repeats):
         given = example.get("translations")
         translations = (
             (
@@ -119,7 +116,7 @@ def _mintaka_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[
             else None
         )
         yield (
-            example["id"],
+            key,
             {
                 "id": example["id"],
                 "question": example["question"],
@@ -158,16 +155,18 @@ def examples_features() -> Any:
     )
 
 
-def _examples_ids(campaign: Campaign) -> list[Any]:
+def _examples_ids(campaign: Campaign) -> tuple[array[int], Any]:
     queryset = Assignment.objects.filter(
         hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED
     ).order_by("pk")
-    return list(queryset.values_list("pk", flat=True).iterator(chunk_size=20000))
+    return array("q", queryset.values_list("pk", flat=True).iterator(chunk_size=20000)), None
 
 
 # One page of accepted examples, keyset-paged by assignment id: JSON columns come as
 # the database's JSON text (no decoding and re-encoding in Python), the item is the
-# HIT's first. Plain SQL: the ORM's per-row conversions cost more than the export.
+# HIT's first. Plain SQL on PostgreSQL: the ORM's per-row conversions cost more than
+# the export; ``_portable_examples_pages`` reads the same rows through the ORM on any
+# database (the embedded SQLite default), JSON encoded in Python.
 EXAMPLES_PAGE_SQL = """
 SELECT a.id, s.name, s.task_type, w.pseudonym, w.external_id, a.answers::text,
        a.submitted_at, a.decided_at, a.decision_source, it.external_id, it.data::text,
@@ -188,7 +187,7 @@ LIMIT %s
 EXAMPLES_PAGE = 10_000
 
 
-def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict[str, Any]]]:
+def _pg_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
     sql = EXAMPLES_PAGE_SQL.format(
         assignment=Assignment._meta.db_table,
         hit=HIT._meta.db_table,
@@ -198,7 +197,61 @@ def _examples_rows(campaign: Campaign, reveal: bool) -> Iterator[tuple[Any, dict
         item=Item._meta.db_table,
     )
     params = [campaign.pk, AssignmentStatus.APPROVED]
-    for page in keyset_sql_pages(sql, params, chunk=EXAMPLES_PAGE):
+    yield from keyset_sql_pages(sql, params, chunk=EXAMPLES_PAGE)
+
+
+def _json_text(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
+
+
+def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
+    """``EXAMPLES_PAGE_SQL``'s rows through the ORM, on any database."""
+    last = 0
+    while True:
+        page = list(
+            Assignment.objects.filter(
+                hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED, pk__gt=last
+            )
+            .order_by("pk")
+            .values_list(
+                "pk",
+                "hit__stage__name",
+                "hit__stage__task_type",
+                "worker__pseudonym",
+                "worker__external_id",
+                "answers",
+                "submitted_at",
+                "decided_at",
+                "decision_source",
+                "hit_id",
+            )[:EXAMPLES_PAGE]
+        )
+        if not page:
+            return
+        firsts = first_items(
+            sorted({r[9] for r in page}),
+            "item__external_id",
+            "item__data",
+            "item__source_assignment_id",
+        )
+        none = (None, None, None)
+        yield [
+            (*r[:5], _json_text(r[5]), *r[6:9], item[0], _json_text(item[1]), item[2])
+            for r in page
+            for item in [firsts.get(r[9], none)]
+        ]
+        last = page[-1][0]
+
+
+def _examples_rows(
+    campaign: Campaign, reveal: bool, _: Any
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    pages = (
+        _pg_examples_pages(campaign)
+        if connection.vendor == "postgresql"
+        else _portable_examples_pages(campaign)
+    )
+    for page in pages:
         lineages = _lineages({r[0]: r[11] for r in page if r[11] is not None}, reveal)
         for r in page:
             yield (
@@ -255,8 +308,7 @@ def dataset_rows(
     """``(split, row)`` for every row of the campaign's dataset, in id order, read a
     chunk at a time."""
     shape = shape or dataset_shape(campaign=campaign)
-    membership = split_membership(shape.ids(campaign), ratios=ratios, seed=seed)
-    for key, row in shape.rows(campaign, reveal):
-        split = membership.get(key)
-        if split in SPLITS:  # a row approved after the ids were read waits for the next export
-            yield split, row
+    keys, context = shape.ids(campaign)
+    codes = split_codes(len(keys), ratios=ratios, seed=seed)
+    # A row approved after the keys were read waits for the next export.
+    yield from in_splits(keys, codes, shape.rows(campaign, reveal, context))

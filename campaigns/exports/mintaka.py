@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import json
 import random
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from decimal import Decimal
+from hashlib import blake2b
 from json.encoder import encode_basestring as _json_string  # as json.dumps(ensure_ascii=False)
 from typing import Any
 
+from django.db import connection
+from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
-from campaigns.exports.common import CHUNK, Tally, keyset_sql_pages
+from campaigns.exports.common import CHUNK, IN_BATCH, Tally, first_items, keyset_sql_pages
 from campaigns.exports.mintaka_values import (
     answer_dates,
     answer_number,
@@ -27,7 +32,7 @@ from campaigns.exports.mintaka_values import (
     question_value,
 )
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
-from campaigns.tasktypes import task_type_name_of, task_type_names
+from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.base import answer_for_item, derived_external_id_of_json
 from campaigns.tasktypes.question_writing import (
@@ -69,26 +74,29 @@ def parse_ratios(text: str) -> tuple[Decimal, Decimal, Decimal]:
 
 
 # One page of approved writing assignments with the first item of their HIT (by
-# position): the answers as the database's JSON text (decoded here, without the ORM's
-# per-row conversions), the item's external id, and its topic and complexity type as
-# text with their JSON type (NULL when the key is missing). An assignment whose HIT has
-# no item is left out.
+# position), PostgreSQL's fast path: the answers as the database's JSON text (decoded
+# here, without the ORM's per-row conversions), the item's external id, and its topic
+# and complexity type as text with their JSON type (NULL when the key is missing). An
+# assignment whose HIT has no item is left out. ``_portable_pages`` reads the same rows
+# through the ORM on any database (the embedded SQLite default).
 PAIRS_PAGE_SQL = """
 SELECT a.id, a.answers::text, it.external_id,
        it.data ->> 'topic', jsonb_typeof(it.data -> 'topic'),
        it.data ->> 'complexity_type', jsonb_typeof(it.data -> 'complexity_type')
 FROM {assignment} a
 JOIN {hit} h ON h.id = a.hit_id
-JOIN {stage} s ON s.id = h.stage_id
 JOIN LATERAL (
     SELECT hi.item_id FROM {hititem} hi WHERE hi.hit_id = a.hit_id
     ORDER BY hi.position, hi.id LIMIT 1
 ) first_item ON TRUE
 JOIN {item} it ON it.id = first_item.item_id
-WHERE s.campaign_id = %s AND s.task_type = %s AND a.status = %s AND a.id > %s
+WHERE h.stage_id = ANY(%s) AND a.status = %s AND a.id > %s
 ORDER BY a.id
 LIMIT %s
 """
+# A page row, whatever the database: (assignment id, answers, the HIT's first item's
+# external id, its topic, its complexity type).
+PageRow = tuple[int, Any, str, Any, Any]
 
 
 def _json_or(text: str | None, default: Any) -> Any:
@@ -105,6 +113,12 @@ def _json_value(text: str | None, kind: str | None, default: Any) -> Any:
     return None if kind == "null" else json.loads(str(text))
 
 
+def _cell(data: Any, key: str, default: Any) -> Any:
+    """``data[key]`` of an item's data as decoded by the ORM, ``default`` when the key
+    is missing or the data is no JSON object (as ``->>`` reads it on PostgreSQL)."""
+    return data.get(key, default) if isinstance(data, dict) else default
+
+
 def _pair_id(source: str, index: int, question: str, answer: str) -> str:
     """``derived_external_id(source, f"q{index}", [question, answer])``: the JSON text
     of two strings written directly (the export derives it for every pair, twice)."""
@@ -119,50 +133,180 @@ def _question_id(example_id: str, question: str, mention: str) -> str:
     return derived_external_id_of_json(example_id, "q", canonical)
 
 
-def _pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
-    """``PAIRS_PAGE_SQL``'s rows, a page of ``CHUNK`` writing assignments at a time."""
+def _writing_stages(campaign: Campaign) -> list[int]:
+    """The campaign's question writing stages (whose approved pairs are the examples)."""
+    return list(
+        Stage.objects.filter(
+            campaign=campaign, task_type__in=task_type_names(dataset_part="qa_pairs")
+        ).values_list("pk", flat=True)
+    )
+
+
+def _pg_pages(stages: list[int]) -> Iterator[list[PageRow]]:
     sql = PAIRS_PAGE_SQL.format(
         assignment=Assignment._meta.db_table,
         hit=HIT._meta.db_table,
-        stage=Stage._meta.db_table,
         hititem=HITItem._meta.db_table,
         item=Item._meta.db_table,
     )
-    yield from keyset_sql_pages(
-        sql,
-        [campaign.pk, task_type_name_of(dataset_part="qa_pairs"), AssignmentStatus.APPROVED],
-        chunk=CHUNK,
-    )
+    for page in keyset_sql_pages(sql, [stages, AssignmentStatus.APPROVED], chunk=CHUNK):
+        yield [
+            (
+                pk,
+                _json_or(answers_text, None),
+                external_id,
+                _json_value(topic, topic_kind, ""),
+                _json_value(ctype, ctype_kind, "generic"),
+            )
+            for pk, answers_text, external_id, topic, topic_kind, ctype, ctype_kind in page
+        ]
+
+
+def _portable_pages(stages: list[int]) -> Iterator[list[PageRow]]:
+    """``_pg_pages``' rows through the ORM, on any database."""
+    last = 0
+    while True:
+        page = list(
+            Assignment.objects.filter(
+                hit__stage_id__in=stages, status=AssignmentStatus.APPROVED, pk__gt=last
+            )
+            .order_by("pk")
+            .values_list("pk", "hit_id", "answers")[:CHUNK]
+        )
+        if not page:
+            return
+        firsts = first_items(
+            sorted({hit_id for _, hit_id, _ in page}), "item__external_id", "item__data"
+        )
+        yield [
+            (pk, answers, firsts[hit_id][0], *_cells(firsts[hit_id][1]))
+            for pk, hit_id, answers in page
+            if hit_id in firsts
+        ]
+        last = page[-1][0]
+
+
+def _cells(data: Any) -> tuple[Any, Any]:
+    return _cell(data, "topic", ""), _cell(data, "complexity_type", "generic")
+
+
+def _pages(campaign: Campaign) -> Iterator[list[PageRow]]:
+    """The approved writing assignments with their pair's cell, a page of ``CHUNK``
+    at a time: raw SQL on PostgreSQL, the ORM elsewhere (the same rows)."""
+    stages = _writing_stages(campaign)
+    if not stages:
+        return iter(())
+    if connection.vendor == "postgresql":
+        return _pg_pages(stages)
+    return _portable_pages(stages)
+
+
+def _questions(answers: Any) -> list[tuple[int, str, str, dict[str, Any]]]:
+    """(position from 0, question, answer, pair) of each pair of a writing answer."""
+    pairs = answers.get("questions") if isinstance(answers, dict) else None
+    return [
+        (i, str(pair.get("question", "")), str(pair.get("answer", "")), pair)
+        for i, pair in enumerate(pairs if isinstance(pairs, list) else [])
+        if isinstance(pair, dict)
+    ]
+
+
+def duplicate_suffix(base: str, n: int) -> str:
+    """The id of the ``n``-th (2, 3, ...) example whose pair id is ``base``: two
+    workers who wrote the same pair for the same cell give two examples, the first
+    (by assignment) under the pair id, the others under ``<pair id>~<n>``."""
+    return f"{base}~{n}"
+
+
+# A pair's key: its writing assignment's id and its position in the answer, as one
+# integer ordered as the export reads the pairs (by assignment, then position).
+KEY_SHIFT = 16
+
+
+def pair_key(assignment_id: int, position: int) -> int:
+    return (assignment_id << KEY_SHIFT) | position
+
+
+def _digest(source: str, position: int, question: str, answer: str) -> int:
+    """64 bits of what makes a pair's id (its cell, position, question and answer): two
+    pairs with one id have one digest; two different ids share one with odds of about
+    n^2 / 2^65 (a millionth at 4 million pairs)."""
+    text = f"{source}\x1f{position}\x1f{question}\x1f{answer}"
+    return int.from_bytes(blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+@dataclass(frozen=True)
+class PairIndex:
+    """The pairs in the export's order, compactly: ``keys`` (``pair_key``, ascending),
+    and ``repeats``: the key of each pair whose id an earlier pair already has, with
+    its number (2, 3, ...; its id gets ``duplicate_suffix``). Eight bytes a pair."""
+
+    keys: array[int]
+    repeats: dict[int, int]
+
+
+def _repeats(keys: array[int], digests: array[int]) -> dict[int, int]:
+    """Key -> n of every pair that repeats an earlier pair's id (the n-th of them). The
+    digests are sorted as one numpy array (8 bytes a pair, not a set of objects);
+    only when some repeat is the whole list walked again."""
+    import numpy as np
+
+    if not digests:
+        return {}
+    ordered = np.sort(np.frombuffer(digests, dtype=np.int64))
+    repeated = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+    del ordered
+    if not repeated:
+        return {}
+    seen: dict[int, int] = {}
+    out: dict[int, int] = {}
+    for key, digest in zip(keys, digests, strict=True):
+        if digest in repeated:
+            seen[digest] = n = seen.get(digest, 0) + 1
+            if n > 1:
+                out[key] = n
+    return out
+
+
+def pair_id_index(campaign: Campaign) -> PairIndex:
+    """Every approved QA pair's key in ``_pairs``' order and the repeated ones."""
+    keys: array[int] = array("q")
+    digests: array[int] = array("q")
+    for page in _pages(campaign):
+        for pk, answers, external_id, *_cell in page:
+            source = str(external_id)
+            for i, question, answer, _ in _questions(answers):
+                keys.append(pair_key(pk, i))
+                digests.append(_digest(source, i, question, answer))
+    return PairIndex(keys, _repeats(keys, digests))
+
+
+def _example_id(base: str, key: int, repeats: dict[int, int]) -> str:
+    n = repeats.get(key)
+    return base if n is None else duplicate_suffix(base, n)
 
 
 def pair_ids(campaign: Campaign) -> list[str]:
-    """The ids of the approved QA pairs in ``_pairs``' order, without the rest of them
-    (the split is drawn over all ids before the first row is written)."""
-    ids = []
-    for page in _pages(campaign):
-        for _, answers_text, external_id, *_cell in page:
-            source = str(external_id)
-            answers = _json_or(answers_text, None)
-            for i, pair in enumerate((answers or {}).get("questions", [])):
-                question, answer = str(pair.get("question", "")), str(pair.get("answer", ""))
-                ids.append(_pair_id(source, i + 1, question, answer))
-    return ids
+    """The example ids of the approved QA pairs in ``_pairs``' order (unique)."""
+    repeats = pair_id_index(campaign).repeats
+    return [p["id"] for chunk in _pairs(campaign, repeats) for p in chunk]
 
 
-def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
-    """Approved QA pairs, a chunk of writing assignments at a time."""
+def _pairs(campaign: Campaign, repeats: dict[int, int]) -> Iterator[list[dict[str, Any]]]:
+    """Approved QA pairs, a chunk of writing assignments at a time. ``base`` is the
+    pair id its linking items were derived from; ``id`` the example's (unique) id."""
     for page in _pages(campaign):
         chunk = []
-        for _, answers_text, external_id, topic, topic_kind, ctype, ctype_kind in page:
-            answers = _json_or(answers_text, None)
+        for pk, answers, external_id, category, complexity_type in page:
             source = str(external_id)
-            category = _json_value(topic, topic_kind, "")
-            complexity_type = _json_value(ctype, ctype_kind, "generic")
-            for i, pair in enumerate((answers or {}).get("questions", [])):
-                question, answer = str(pair.get("question", "")), str(pair.get("answer", ""))
+            for i, question, answer, pair in _questions(answers):
+                base = _pair_id(source, i + 1, question, answer)
+                key = pair_key(pk, i)
                 chunk.append(
                     {
-                        "id": _pair_id(source, i + 1, question, answer),
+                        "key": key,
+                        "id": _example_id(base, key, repeats),
+                        "base": base,
                         "question": question,
                         "answer": answer,
                         "pair": pair,
@@ -174,19 +318,27 @@ def _pairs(campaign: Campaign) -> Iterator[list[dict[str, Any]]]:
             yield chunk
 
 
-def _text_array(ids: Iterable[str]) -> RawSQL:
-    """``ids`` as one array parameter for an ``__in`` lookup, not one parameter per id
-    (a chunk has tens of thousands of ids: Django prepares each parameter by itself)."""
-    return RawSQL("SELECT unnest(%s::text[])", [list(ids)])
+def _id_lookups(field: str, ids: Iterable[str]) -> list[Q]:
+    """``field__in=ids`` as few lookups as the database allows: on PostgreSQL one, the
+    ids as one array parameter (a chunk has tens of thousands of ids: Django prepares
+    each parameter by itself); elsewhere one per ``IN_BATCH`` ids."""
+    wanted = list(ids)
+    if connection.vendor == "postgresql":
+        return [Q(**{f"{field}__in": RawSQL("SELECT unnest(%s::text[])", [wanted])})]
+    return [
+        Q(**{f"{field}__in": wanted[start : start + IN_BATCH]})
+        for start in range(0, len(wanted), IN_BATCH)
+    ]
 
 
 def _links(campaign: Campaign, part: str, ids: Iterable[str]) -> dict[str, list[Any]]:
     return {
         r["item__external_id"]: r["links"] or []
+        for lookup in _id_lookups("item__external_id", ids)
         for r in EntityLinkResolution.objects.filter(
+            lookup,
             item__stage__campaign=campaign,
             item__stage__task_type__in=task_type_names(dataset_part=part),
-            item__external_id__in=_text_array(ids),
             status__in=AGREED,
         ).values("item__external_id", "links")
     }
@@ -208,11 +360,16 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
     """The value spans (dates, ordinals, numbers, money, ...) proposed in each question
     linking item: the release lists them in ``questionEntity`` with their value."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for row in Item.objects.filter(
-        stage__campaign=campaign,
-        stage__task_type__in=task_type_names(dataset_part="question_links"),
-        external_id__in=_text_array(ids),
-    ).values("external_id", "data"):
+    rows = (
+        row
+        for lookup in _id_lookups("external_id", ids)
+        for row in Item.objects.filter(
+            lookup,
+            stage__campaign=campaign,
+            stage__task_type__in=task_type_names(dataset_part="question_links"),
+        ).values("external_id", "data")
+    )
+    for row in rows:
         spans = (row["data"] or {}).get("proposed_spans") or []
         out[row["external_id"]] = [s for s in spans if s.get("kind") in VALUE_KINDS]
     return out
@@ -221,13 +378,22 @@ def _question_values(campaign: Campaign, ids: Iterable[str]) -> dict[str, list[d
 def _translations(campaign: Campaign, ids: Iterable[str]) -> dict[str, dict[str, str]]:
     """Accepted translations of each example (Mintaka §4.4): example id -> {code: text},
     from the approved answers of the campaign's translation stage."""
+    wanted = list(ids)
+    if connection.vendor == "postgresql":
+        # ``data -> 'source_id'`` equal to one of the ids as a JSON string.
+        lookups = [Q(data__source_id__in=RawSQL("SELECT to_jsonb(unnest(%s::text[]))", [wanted]))]
+    else:
+        lookups = [
+            Q(data__source_id__in=wanted[start : start + IN_BATCH])
+            for start in range(0, len(wanted), IN_BATCH)
+        ]
     items: dict[str, dict[str, Any]] = {
         row["external_id"]: dict(row)
+        for lookup in lookups
         for row in Item.objects.filter(
+            lookup,
             stage__campaign=campaign,
             stage__task_type__in=task_type_names(dataset_part="translations"),
-            # ``data -> 'source_id'`` equal to one of the ids as a JSON string.
-            data__source_id__in=RawSQL("SELECT to_jsonb(unnest(%s::text[]))", [list(ids)]),
         ).values("id", "external_id", "data")
     }
     if not items:
@@ -327,23 +493,37 @@ def _question_entities(
     return entities
 
 
-def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
+def mintaka_examples(
+    *, campaign: Campaign, repeats: dict[int, int] | None = None
+) -> Iterator[dict[str, Any]]:
     """The campaign's examples in Mintaka's schema, in the order they were written,
     field by field and in the release's key order: id, question, translations,
-    questionEntity, answer, category, complexityType."""
-    for chunk in _pairs(campaign):
-        ids = [p["id"] for p in chunk]
+    questionEntity, answer, category, complexityType. Ids are unique: a pair written
+    twice is two examples (``duplicate_suffix``), linked alike; ``repeats`` is
+    ``pair_id_index(...).repeats`` when the caller has it (read here otherwise)."""
+    for _, example in keyed_examples(campaign=campaign, repeats=repeats):
+        yield example
+
+
+def keyed_examples(
+    *, campaign: Campaign, repeats: dict[int, int] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``mintaka_examples`` with each example's ``pair_key``."""
+    if repeats is None:
+        repeats = pair_id_index(campaign).repeats
+    for chunk in _pairs(campaign, repeats):
+        bases = list(dict.fromkeys(p["base"] for p in chunk))
         mentions = [
             linked_answer_text(p["pair"], complexity_type=p["complexityType"]) for p in chunk
         ]
         question_ids = {
-            p["id"]: _question_id(p["id"], p["question"], mention)
+            p["base"]: _question_id(p["base"], p["question"], mention)
             for p, mention in zip(chunk, mentions, strict=True)
         }
-        answer_links = _links(campaign, "answer_links", ids)
-        question_links = _links(campaign, "question_links", [*ids, *question_ids.values()])
+        answer_links = _links(campaign, "answer_links", bases)
+        question_links = _links(campaign, "question_links", [*bases, *question_ids.values()])
         values = _question_values(campaign, question_ids.values())
-        translations = _translations(campaign, ids)
+        translations = _translations(campaign, bases)
         qids = {
             str(link["qid"])
             for links in (*answer_links.values(), *question_links.values())
@@ -352,35 +532,62 @@ def mintaka_examples(*, campaign: Campaign) -> Iterator[dict[str, Any]]:
         }
         labels = _labels(qids)
         for p, mention in zip(chunk, mentions, strict=True):
-            qid_key = question_ids[p["id"]]
-            links = question_links.get(qid_key, question_links.get(p["id"], []))
-            yield {
-                "id": p["id"],
-                "question": p["question"],
-                "translations": translations.get(p["id"], {}),
-                "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
-                "answer": _answer(p, mention, answer_links.get(p["id"]), labels),
-                "category": p["category"],
-                "complexityType": p["complexityType"],
-            }
+            base = p["base"]
+            qid_key = question_ids[base]
+            links = question_links.get(qid_key, question_links.get(base, []))
+            yield (
+                p["key"],
+                {
+                    "id": p["id"],
+                    "question": p["question"],
+                    "translations": translations.get(base, {}),
+                    "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
+                    "answer": _answer(p, mention, answer_links.get(base), labels),
+                    "category": p["category"],
+                    "complexityType": p["complexityType"],
+                },
+            )
+
+
+def split_codes(n: int, *, ratios: Sequence[Decimal], seed: int) -> bytearray:
+    """The split of each of ``n`` examples in export order, as an index into ``SPLITS``:
+    positions shuffled with ``seed``, then cut at the ratios (train and dev rounded
+    down, test takes the rest): the same seed and data give the same split, and the
+    sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 / 2,000 / 4,000). One byte an
+    example (the shuffle runs over an array of positions, not a list)."""
+    order = array("q", range(n))
+    random.Random(seed).shuffle(order)
+    n_train = int(n * ratios[0])
+    n_dev = int(n * ratios[1])
+    codes = bytearray(b"\x02") * n
+    for index in order[:n_train]:
+        codes[index] = 0
+    for index in order[n_train : n_train + n_dev]:
+        codes[index] = 1
+    return codes
+
+
+def in_splits(
+    keys: Sequence[int], codes: bytearray, rows: Iterable[tuple[int, Any]]
+) -> Iterator[tuple[str, Any]]:
+    """``(split, row)`` of each ``(key, row)`` whose key is in ``keys`` (both ascending):
+    a row added after the keys were read waits for the next export."""
+    position, n = 0, len(keys)
+    for key, row in rows:
+        while position < n and keys[position] < key:
+            position += 1
+        if position < n and keys[position] == key:
+            yield SPLITS[codes[position]], row
+            position += 1
 
 
 def split_of(
     *, campaign: Campaign, ratios: Sequence[Decimal] = DEFAULT_RATIOS, seed: int = 0
 ) -> dict[str, str]:
-    """Example id -> split name: the ids shuffled with ``seed``, then cut at the
-    ratios (train and dev rounded down, test takes the rest): the same seed and data
-    give the same split, and the sizes are exact (20,000 at 0.7/0.1/0.2: 14,000 /
-    2,000 / 4,000)."""
+    """Example id -> split name (``split_codes`` over the examples in export order)."""
     ids = pair_ids(campaign)
-    order = list(range(len(ids)))
-    random.Random(seed).shuffle(order)
-    n_train = int(len(ids) * ratios[0])
-    n_dev = int(len(ids) * ratios[1])
-    out = {}
-    for rank, index in enumerate(order):
-        out[ids[index]] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
-    return out
+    codes = split_codes(len(ids), ratios=ratios, seed=seed)
+    return {example_id: SPLITS[code] for example_id, code in zip(ids, codes, strict=True)}
 
 
 def mintaka_stream(
@@ -400,11 +607,15 @@ def mintaka_stream(
     if split not in ("all", *SPLITS):
         raise ValueError(f"Unknown split {split!r}; use all, train, dev or test.")
     tally = tally or Tally()
-    membership = split_of(campaign=campaign, ratios=ratios, seed=seed) if split != "all" else None
+    index = pair_id_index(campaign)
+    examples = keyed_examples(campaign=campaign, repeats=index.repeats)
+    if split == "all":
+        chosen: Iterator[dict[str, Any]] = (example for _, example in examples)
+    else:
+        codes = split_codes(len(index.keys), ratios=ratios, seed=seed)
+        chosen = (e for name, e in in_splits(index.keys, codes, examples) if name == split)
     yield "["
-    for example in mintaka_examples(campaign=campaign):
-        if membership is not None and membership.get(example["id"]) != split:
-            continue
+    for example in chosen:
         yield (",\n " if tally.rows else "\n ") + json.dumps(example, ensure_ascii=False)
         tally.rows += 1
     yield "\n]\n" if tally.rows else "]\n"

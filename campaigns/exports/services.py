@@ -157,11 +157,13 @@ def campaign_export(
     reveal: bool = False,
     actor: Actor = None,
     via: str = "command",
+    progress: Progress | None = None,
     **options: Any,
 ) -> int:
     """Write ``campaign``'s ``export_format`` export (a text format) to ``out``; rows
     written. Worker ids are pseudonyms unless ``reveal`` (checked and audited by
-    ``export_reveal_check``); every export is recorded (``export_stream_audited``)."""
+    ``export_reveal_check``); every export is recorded (``export_stream_audited``).
+    ``progress(rows)`` is called after each chunk written."""
     tally = Tally()
     fmt = export_format_get(export_format)
     if fmt.binary:
@@ -176,6 +178,8 @@ def campaign_export(
         **options,
     ):
         out.write(str(text))
+        if progress is not None:
+            progress(tally.rows)
     return tally.rows
 
 

@@ -184,9 +184,13 @@ class CrowdSimulation:
         concurrency: int,
         requester: Callable[[Campaign], bool] | None = None,
         app: WSGIApp | None = None,
+        progress: Callable[[int], None] | None = None,
     ) -> None:
         self.campaign = campaign
         self.requester = requester
+        # Called with the submissions stored so far (a command's progress bar).
+        self.on_submitted = progress
+        self.submitted = 0
         self.base_url = base_url.rstrip("/")
         self.seed = seed
         self.approve_all = approve_all
@@ -429,6 +433,7 @@ class CrowdSimulation:
             if self._stored(worker, response):
                 tally.submitted += 1
                 profile_tally.submitted += 1
+                self._count_submission()
                 # One turn at a time, its queue runs at the round's end (``_pass``).
                 self._advance(opens=self.concurrency > 1)
                 if stage.offers_accept(response):
@@ -454,6 +459,11 @@ class CrowdSimulation:
 
     # The status of the page a stored submission ends on (the thank-you page).
     _stored_status = 200
+
+    def _count_submission(self) -> None:
+        self.submitted += 1
+        if self.on_submitted is not None:
+            self.on_submitted(self.submitted)
 
     def _stored(self, worker: SimulatedWorker, response: Page) -> bool:
         """Whether ``response`` to a task's POST says the answer was stored."""

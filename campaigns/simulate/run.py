@@ -45,6 +45,7 @@ def simulate_crowd(
     entry: str = "auto",
     prolific_hooks: ProlificHooks | None = None,
     requester: Callable[[Campaign], bool] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> SimulationResult:
     """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
 
@@ -106,6 +107,7 @@ def simulate_crowd(
             "approve_all": approve_all,
             "max_seconds": max_seconds,
             "concurrency": concurrency,
+            "progress": progress,
         }
         if entry == "study_url":
             return ProlificSimulation(hooks=prolific_hooks, requester=requester, **options).run()

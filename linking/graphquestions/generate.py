@@ -26,6 +26,7 @@ import math
 import random
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -391,9 +392,10 @@ def questions_propose(
     seed: int,
     counts: dict[str, int] | None = None,
     max_attempts: int | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> list[Candidate]:
     """Up to ``count`` distinct minimal queries meeting ``spec``, the same for the same
-    knowledge base, spec and seed."""
+    knowledge base, spec and seed; ``progress(found)`` after each one found."""
     rng = random.Random(seed)
     schema = schema_read(kb=kb, classes=list(spec.classes) or None)
     classes = sorted(
@@ -464,4 +466,6 @@ def questions_propose(
                 ],
             )
         )
+        if progress is not None:
+            progress(len(out))
     return out

@@ -5,7 +5,7 @@ stage as items carrying their characteristics (which exports carry on)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -58,11 +58,14 @@ def generated_questions_propose(
     seed: int,
     counts: dict[str, int] | None = None,
     source: str = "",
+    progress: Callable[[int], None] | None = None,
 ) -> list[GeneratedQuestion]:
     """Generate up to ``count`` questions meeting ``spec`` and store the new ones as
     proposals (a query the campaign already has is not stored twice). Returns the
     stored rows of this run, new or not, in generation order."""
-    candidates = questions_propose(kb=kb, spec=spec, count=count, seed=seed, counts=counts)
+    candidates = questions_propose(
+        kb=kb, spec=spec, count=count, seed=seed, counts=counts, progress=progress
+    )
     rows = []
     for c in candidates:
         sparql = c.query.to_sparql()

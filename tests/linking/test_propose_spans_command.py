@@ -8,6 +8,8 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from tests.helpers import FakeTerminal, progress_lines
+
 
 def test_writes_spans_per_question(tmp_path):
     source = tmp_path / "mintaka.json"
@@ -20,11 +22,19 @@ def test_writes_spans_per_question(tmp_path):
         )
     )
     out = tmp_path / "out.jsonl"
-    stdout = StringIO()
+    stdout, terminal = StringIO(), FakeTerminal()
     call_command(
         "propose_spans", "--input", str(source), "--format", "mintaka", "--output", str(out),
-        stdout=stdout,
+        stdout=stdout, stderr=terminal,
     )  # fmt: skip
+    # On a terminal, a progress bar over the questions.
+    assert "[##############################] 100 % 2/2 questions" in progress_lines(terminal)[-1]
+    logged = StringIO()
+    call_command(
+        "propose_spans", "--input", str(source), "--format", "mintaka", "--output", str(out),
+        stdout=StringIO(), stderr=logged,
+    )  # fmt: skip
+    assert logged.getvalue() == ""
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == ["a1", "b2"]
     first = rows[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from campaigns.exports.hub import (
 from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS, parse_ratios
 from campaigns.exports.services import campaign_export, campaign_hf_export
 from campaigns.models import Campaign
+from qaportal.progress import ProgressBar
 
 # Options of the hf and croissant formats (the hf folder and its Croissant file).
 HF_FORMATS = ("hf", "croissant")
@@ -83,6 +85,26 @@ class Command(BaseCommand):
             "license": options["license"],
         }
         report: dict[str, Any] = {"format": name, "output": str(output)}
+        # A progress bar on a terminal (rows so far); nothing in logs or pipes.
+        with ProgressBar(label=f"export {name}", stream=options.get("stderr")) as bar:
+            written = self._export(
+                campaign, name, output, reveal, ratios, hf_options, bar, report, options
+            )
+        report["rows"] = written
+        self.stdout.write(json.dumps(report))
+
+    def _export(
+        self,
+        campaign: Campaign,
+        name: str,
+        output: Path,
+        reveal: bool,
+        ratios: Any,
+        hf_options: dict[str, Any],
+        bar: ProgressBar,
+        report: dict[str, Any],
+        options: dict[str, Any],
+    ) -> dict[str, int]:
         written: dict[str, int] = {}
         if name == "hf":
             repo = options["push_to_hub"]
@@ -91,6 +113,7 @@ class Command(BaseCommand):
                 target=output,
                 reveal=reveal,
                 url=hub_dataset_url(repo) if repo else "",
+                progress=bar.update,
                 **hf_options,
             )
             written = dict(result.contents.split_rows)
@@ -109,6 +132,7 @@ class Command(BaseCommand):
         elif options["split"] and name == "mintaka":
             output.mkdir(parents=True, exist_ok=True)
             for i, split in enumerate(SPLITS):
+                before = sum(written.values())
                 with (output / f"mintaka_{split}.json").open("w", encoding="utf-8") as out:
                     written[split] = campaign_export(
                         campaign=campaign,
@@ -118,6 +142,7 @@ class Command(BaseCommand):
                         split=split,
                         ratios=ratios,
                         seed=options["seed"],
+                        progress=functools.partial(_offset, bar, before),
                     )
         else:
             with output.open("w", encoding="utf-8", newline="") as out:
@@ -126,7 +151,12 @@ class Command(BaseCommand):
                     export_format=name,
                     out=out,
                     reveal=reveal,
+                    progress=bar.update,
                     **(hf_options if name in HF_FORMATS else {}),
                 )
-        report["rows"] = written
-        self.stdout.write(json.dumps(report))
+        return written
+
+
+def _offset(bar: ProgressBar, before: int, rows: int) -> None:
+    """The bar at ``rows`` of this file after ``before`` rows of the earlier ones."""
+    bar.update(before + rows)

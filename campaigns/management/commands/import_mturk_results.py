@@ -18,6 +18,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from campaigns.models import Campaign
 from campaigns.platforms.mturk.csv.results import mturk_import_stage, mturk_results_import
 from qaportal.errors import DomainError
+from qaportal.progress import ProgressBar
 
 
 def command_error(exc: DomainError) -> CommandError:
@@ -61,14 +62,17 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         content = read_file(options["file"])
         campaign = campaign_by_slug(options["campaign"])
+        bar = ProgressBar(label="import MTurk results", stream=options.get("stderr"))
         try:
             stage = mturk_import_stage(campaign=campaign, position=options["stage"])
-            result = mturk_results_import(
-                campaign=campaign,
-                content=content,
-                stage=stage,
-                filename=Path(options["file"]).name,
-            )
+            with bar:
+                result = mturk_results_import(
+                    campaign=campaign,
+                    content=content,
+                    stage=stage,
+                    filename=Path(options["file"]).name,
+                    progress=bar.update,
+                )
         except DomainError as exc:
             raise command_error(exc) from exc
         self.stdout.write(json.dumps(result.as_dict(), sort_keys=True))

@@ -19,6 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from linking.spans import propose_spans_batch
+from qaportal.progress import ProgressBar
 
 
 class Command(BaseCommand):
@@ -40,7 +41,13 @@ class Command(BaseCommand):
             texts, batch_size=options["batch_size"], n_process=options["processes"]
         )
         count = 0
-        with open(options["output"], "w", encoding="utf-8") as out:
+        bar = ProgressBar(
+            label="propose spans",
+            total=len(questions),
+            unit="questions",
+            stream=options.get("stderr"),
+        )
+        with open(options["output"], "w", encoding="utf-8") as out, bar:
             for question, spans in zip(questions, batches, strict=True):
                 record = {
                     "id": question["id"],
@@ -49,6 +56,7 @@ class Command(BaseCommand):
                 }
                 out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
+                bar.update(count)
         self.stdout.write(f"{count} questions written to {options['output']}")
 
 

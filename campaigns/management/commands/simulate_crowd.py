@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from campaigns.models import Campaign
 from campaigns.simulate import DEFAULT_PROFILES, parse_profiles, simulate_crowd
 from qaportal.errors import DomainError
+from qaportal.progress import ProgressBar
 
 
 class Command(BaseCommand):
@@ -74,18 +75,23 @@ class Command(BaseCommand):
         campaign = Campaign.objects.filter(slug=options["campaign"]).first()
         if campaign is None:
             raise CommandError(f"No campaign with the slug {options['campaign']!r}.")
+        bar = ProgressBar(
+            label=f"simulate {campaign.slug}", unit="submissions", stream=options.get("stderr")
+        )
         try:
-            result = simulate_crowd(
-                campaign=campaign,
-                workers=options["workers"],
-                seed=options["seed"],
-                shares=parse_profiles(options["profiles"]),
-                base_url=options["base_url"] or None,
-                approve_all=options["approve_all"],
-                max_seconds=options["max_seconds"],
-                concurrency=options["concurrency"],
-                entry=options["entry"],
-            )
+            with bar:
+                result = simulate_crowd(
+                    campaign=campaign,
+                    workers=options["workers"],
+                    seed=options["seed"],
+                    shares=parse_profiles(options["profiles"]),
+                    base_url=options["base_url"] or None,
+                    approve_all=options["approve_all"],
+                    max_seconds=options["max_seconds"],
+                    concurrency=options["concurrency"],
+                    entry=options["entry"],
+                    progress=bar.update,
+                )
         except DomainError as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:

@@ -14,6 +14,7 @@ from linking.graphquestions.generate import DEFAULT_MIN_COMMONNESS, SPEC_FUNCTIO
 from linking.graphquestions.kb import KnowledgeBaseError
 from linking.graphquestions.services import generated_questions_propose, knowledge_base_open
 from qaportal.errors import DomainError
+from qaportal.progress import ProgressBar
 
 
 def _range(text: str, what: str) -> tuple[int, int]:
@@ -77,17 +78,25 @@ class Command(BaseCommand):
             cardinality=_range(options["cardinality"], "cardinality"),
             min_commonness=None if options["no_commonness_floor"] else options["min_commonness"],
         )
+        bar = ProgressBar(
+            label="generate questions",
+            total=options["count"],
+            unit="questions",
+            stream=options.get("stderr"),
+        )
         try:
             kb = knowledge_base_open(rdf=options["rdf"], endpoint=options["endpoint"])
-            stored = generated_questions_propose(
-                campaign=campaign,
-                kb=kb,
-                spec=spec,
-                count=options["count"],
-                seed=options["seed"],
-                counts=counts,
-                source=options["rdf"] or options["endpoint"],
-            )
+            with bar:
+                stored = generated_questions_propose(
+                    campaign=campaign,
+                    kb=kb,
+                    spec=spec,
+                    count=options["count"],
+                    seed=options["seed"],
+                    counts=counts,
+                    source=options["rdf"] or options["endpoint"],
+                    progress=bar.update,
+                )
         except (KnowledgeBaseError, DomainError) as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(

@@ -22,7 +22,7 @@ from campaigns.tasktypes.base import derived_external_id
 from campaigns.work.decisions import assignment_approve, assignment_reject
 from campaigns.work.handoff import handoff_run
 from linking.models import EntityLinkResolution, ResolutionStatus
-from tests.helpers import local_pipeline, submitted_assignment
+from tests.helpers import FakeTerminal, local_pipeline, progress_lines, submitted_assignment
 
 pytestmark = pytest.mark.django_db
 
@@ -381,3 +381,23 @@ def test_page_downloads(linked, alice_client, bob_client):
     assert len(json.loads(b"".join(response.streaming_content))) == 1
     assert bob_client.get(url).status_code == 404
     assert alice_client.get(url + "?split=sideways").status_code == 404
+
+
+def test_command_shows_progress_on_a_terminal_and_nothing_in_a_log(linked, tmp_path):
+    campaign = linked[0]
+    terminal, logged = FakeTerminal(), io.StringIO()
+    for name in ("mintaka", "hf"):
+        call_command(
+            "export", campaign.slug, "--format", name, "--output", str(tmp_path / name),
+            stdout=io.StringIO(), stderr=terminal,
+        )  # fmt: skip
+        call_command(
+            "export", campaign.slug, "--format", name, "--output", str(tmp_path / f"{name}-2"),
+            stdout=io.StringIO(), stderr=logged,
+        )  # fmt: skip
+    drawn = progress_lines(terminal)
+    assert drawn[0].startswith("export mintaka 0 rows")
+    assert any(line.startswith("export mintaka 1 rows") for line in drawn)
+    assert drawn[-1].startswith("export hf 1 rows")
+    assert terminal.getvalue().count("\n") == 2  # one line per export
+    assert logged.getvalue() == ""

@@ -145,7 +145,7 @@ def test_card_figures_equal_the_dashboards(agreed, tmp_path):
     client = Client()
     client.force_login(campaign.owner)
     dashboard = _dashboard(client, campaign.slug)
-    hf_folder_write(campaign=campaign, target=tmp_path)
+    result = hf_folder_write(campaign=campaign, target=tmp_path)
     card = (tmp_path / "README.md").read_text()
 
     def shown(label: str) -> str:
@@ -180,7 +180,9 @@ def test_card_figures_equal_the_dashboards(agreed, tmp_path):
     )
     assert (by_name["workers"], by_name["median time"]) == ("3", "90 s")
     costs = campaign_costs(campaign=campaign)
-    assert f"({costs.accepted_examples:,} accepted examples)" in card
+    rows = sum(result.contents.split_rows.values())
+    assert rows == costs.accepted_examples  # one stage: its approved work is the dataset
+    assert f"({rows:,} accepted examples: the rows of this dataset)" in card
     assert "3 distinct workers stored work" in card
     assert "1 by rule:gold_accuracy" in card
     # the Croissant file carries the same figures

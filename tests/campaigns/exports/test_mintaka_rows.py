@@ -1,25 +1,56 @@
 """The Mintaka export's rows read a page at a time: ids written without ``json.dumps``
 equal ``derived_external_id``'s; the pair's cell (topic, complexity type) read as the
 JSON it holds; a HIT's first item by position; translations and question values found
-by the ids passed as one array parameter."""
+by the ids passed as one array parameter. Each read is checked on both paths: raw SQL
+(PostgreSQL's) and the ORM's (every other database: the embedded SQLite default), which
+give the same rows; a pair two workers wrote alike is two examples with unique ids."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from campaigns.design.services import stage_add
+from campaigns.exports import common, hf_rows, mintaka
+from campaigns.exports.hf_rows import dataset_rows, dataset_shape
 from campaigns.exports.mintaka import (
+    DEFAULT_RATIOS,
+    SPLITS,
     _pair_id,
     _question_id,
     _question_values,
     _translations,
+    duplicate_suffix,
+    in_splits,
     mintaka_examples,
+    mintaka_stream,
+    pair_ids,
+    split_codes,
 )
-from campaigns.models import AssignmentStatus, HITItem, Item, ItemSource
+from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, ItemSource
 from campaigns.tasktypes.base import derived_external_id
 from campaigns.work.decisions import assignment_approve
 from tests.helpers import local_pipeline, submitted_assignment
 from tests.validation.db_helpers import hits, make_stage, submit, worker
+
+
+class NotPostgres:
+    vendor = "sqlite"
+
+
+@pytest.fixture(params=["postgresql", "portable"])
+def path(request, monkeypatch):
+    """Each read on PostgreSQL's raw SQL path and on the portable ORM path (which the
+    embedded SQLite default takes), the latter with an id batch of 1 so that every
+    lookup is split."""
+    if request.param == "portable":
+        for module in (mintaka, hf_rows):
+            monkeypatch.setattr(module, "connection", NotPostgres())
+        for module in (mintaka, common):
+            monkeypatch.setattr(module, "IN_BATCH", 1)
+    return request.param
+
 
 TRICKY = [
     "Which river is longer?",
@@ -45,7 +76,7 @@ def test_pair_and_question_ids_equal_derived_external_id(question, answer):
 
 
 @pytest.mark.django_db
-def test_cells_are_read_as_the_json_they_hold(requester):
+def test_cells_are_read_as_the_json_they_hold(requester, path):
     campaign, writing, _ = local_pipeline(requester, slug="cells", topics=("a", "b", "c", "d"))
     cells = {
         "cell-0": {"topic": "rivers", "complexity_type": "count"},
@@ -74,7 +105,7 @@ def test_cells_are_read_as_the_json_they_hold(requester):
 
 
 @pytest.mark.django_db
-def test_first_item_of_the_hit_by_position(requester):
+def test_first_item_of_the_hit_by_position(requester, path):
     campaign, writing, _ = local_pipeline(requester, slug="first-item", topics=("a",))
     written = submitted_assignment(writing)
     assignment_approve(assignment=written, decided_by=requester, source="requester")
@@ -91,7 +122,7 @@ def test_first_item_of_the_hit_by_position(requester):
 
 
 @pytest.mark.django_db
-def test_translations_are_matched_by_the_example_id_as_json_text():
+def test_translations_are_matched_by_the_example_id_as_json_text(path):
     sources = ["ex-1", 5, "ex-3"]  # the number 5 is no match for the id "5"
     stage = make_stage(
         items=3,
@@ -109,7 +140,7 @@ def test_translations_are_matched_by_the_example_id_as_json_text():
 
 
 @pytest.mark.django_db
-def test_question_values_are_matched_by_id(requester):
+def test_question_values_are_matched_by_id(requester, path):
     campaign, _writing, _ = local_pipeline(requester, slug="by-id", topics=("a",))
     linking = stage_add(campaign=campaign, name="Questions", task_type="question_entity_linking")
     span = {"start": 0, "end": 4, "text": "1942", "kind": "date"}
@@ -122,3 +153,103 @@ def test_question_values_are_matched_by_id(requester):
         )
 
     assert _question_values(campaign, ["q-1", "q-9"]) == {"q-1": [span]}
+
+
+@pytest.mark.django_db
+def test_both_paths_give_the_same_examples_and_dataset_rows(linked, monkeypatch):
+    """The linked example of ``linked`` through both paths: the same Mintaka rows,
+    split and Hugging Face rows."""
+    campaign = linked[0]
+
+    def read() -> tuple[str, list[tuple[str, dict]]]:
+        text = "".join(mintaka_stream(campaign=campaign))
+        shape = dataset_shape(campaign=campaign)
+        rows = list(dataset_rows(campaign=campaign, ratios=DEFAULT_RATIOS, seed=3, shape=shape))
+        return text, rows
+
+    on_postgresql = read()
+    for module in (mintaka, hf_rows):
+        monkeypatch.setattr(module, "connection", NotPostgres())
+    portable = read()
+
+    assert portable == on_postgresql
+    (example,) = json.loads(on_postgresql[0])
+    assert example["answer"]["answer"][0]["name"] == "Q3392"  # the links were found
+    assert [e["name"] for e in example["questionEntity"] if e["name"]] == ["Q3392", "Q3783"]
+
+
+@pytest.mark.django_db
+def test_examples_rows_are_the_same_on_both_paths(linked, monkeypatch):
+    """The accepted-examples shape (every recipe but Mintaka's): the same rows, the
+    JSON columns equal as JSON (PostgreSQL writes its own JSON text)."""
+    campaign = linked[0]
+    shape = hf_rows.EXAMPLES_SHAPE
+
+    def read() -> list[tuple[str, dict]]:
+        rows = list(dataset_rows(campaign=campaign, ratios=DEFAULT_RATIOS, seed=1, shape=shape))
+        for _, row in rows:
+            row["answers"] = json.loads(row["answers"])
+            row["item_data"] = json.loads(row["item_data"])
+        return rows
+
+    on_postgresql = read()
+    for module in (mintaka, hf_rows):
+        monkeypatch.setattr(module, "connection", NotPostgres())
+    monkeypatch.setattr(common, "IN_BATCH", 1)
+
+    assert read() == on_postgresql
+    assert (
+        len(on_postgresql)
+        == Assignment.objects.filter(
+            hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED
+        ).count()
+    )
+
+
+@pytest.mark.django_db
+def test_a_pair_written_twice_is_two_examples_with_unique_ids(linked, path):
+    """Two workers who write the same pair for the same cell: two examples, the first
+    under the pair id (its links), the second under ``<pair id>~2``, linked alike."""
+    campaign, _writing, written, example_id = linked
+    twin = Assignment.objects.get(pk=written.pk)
+    twin.pk = None
+    twin.worker = worker("twin-writer")
+    twin.save()
+
+    examples = list(mintaka_examples(campaign=campaign))
+
+    assert [e["id"] for e in examples] == [example_id, duplicate_suffix(example_id, 2)]
+    assert pair_ids(campaign) == [e["id"] for e in examples]
+    one, two = examples
+    assert {k: v for k, v in one.items() if k != "id"} == {
+        k: v for k, v in two.items() if k != "id"
+    }
+    split = "".join(mintaka_stream(campaign=campaign, split="test", ratios="0,0,1"))
+    assert sorted(e["id"] for e in json.loads(split)) == sorted(e["id"] for e in examples)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 1000])
+@pytest.mark.parametrize("seed", [0, 3])
+def test_split_codes_are_the_shuffle_of_the_positions_cut_at_the_ratios(n, seed):
+    """A byte per example, as a list of positions shuffled and cut gives them (the
+    split every export made before): exact sizes, the same for the same seed."""
+    import random
+
+    order = list(range(n))
+    random.Random(seed).shuffle(order)
+    n_train, n_dev = int(n * DEFAULT_RATIOS[0]), int(n * DEFAULT_RATIOS[1])
+    expected = [""] * n
+    for rank, index in enumerate(order):
+        expected[index] = "train" if rank < n_train else "dev" if rank < n_train + n_dev else "test"
+
+    codes = split_codes(n, ratios=DEFAULT_RATIOS, seed=seed)
+
+    assert [SPLITS[c] for c in codes] == expected
+
+
+def test_rows_are_matched_to_their_keys_in_order():
+    """A row whose key was not read (approved later) waits; a key without a row
+    (removed since) is passed over."""
+    keys, codes = [10, 20, 30, 40], bytearray([0, 1, 2, 0])
+    rows = [(10, "a"), (15, "late"), (30, "c"), (40, "d"), (50, "later")]
+    assert list(in_splits(keys, codes, rows)) == [("train", "a"), ("test", "c"), ("train", "d")]

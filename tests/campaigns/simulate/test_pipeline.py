@@ -15,6 +15,7 @@ from campaigns.models import Assignment, AssignmentStatus, Item, Worker
 from campaigns.platforms.publishing import campaign_start
 from campaigns.simulate import SimulationError, parse_profiles, profile_mix, simulate_crowd
 from campaigns.tasktypes.question_writing import yes_no_value
+from tests.helpers import FakeTerminal, progress_lines
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -84,7 +85,7 @@ def test_approve_all_through_the_command(mintaka_campaign):
         slug="sim-cmd", topics=("books",), types=("yesno", "comparative"), review_rules=None
     )
     campaign_start(campaign=campaign, to_state="pilot")
-    out = StringIO()
+    out, terminal = StringIO(), FakeTerminal()
 
     call_command(
         "simulate_crowd",
@@ -95,8 +96,15 @@ def test_approve_all_through_the_command(mintaka_campaign):
         "--approve-all",
         "--max-seconds=60",
         stdout=out,
+        stderr=terminal,
     )
 
+    # On a terminal, a progress bar of the submissions, ended with a newline.
+    drawn = progress_lines(terminal)
+    submitted = Assignment.objects.filter(hit__stage__campaign=campaign).count()
+    assert drawn[0].startswith("simulate sim-cmd 0 submissions")
+    assert drawn[-1].startswith(f"simulate sim-cmd {submitted} submissions")
+    assert terminal.getvalue().endswith("\n")
     text = out.getvalue()
     assert "no errors" in text
     assert "Check links" in text
@@ -113,6 +121,14 @@ def test_the_command_refuses_a_draft_campaign_and_fails_on_errors(mintaka_campai
         call_command("simulate_crowd", campaign.slug, "--workers=1", stdout=StringIO())
     with pytest.raises(CommandError, match="No campaign"):
         call_command("simulate_crowd", "nope", stdout=StringIO())
+    # Not a terminal (a log, a pipe): no progress bar.
+    campaign_start(campaign=campaign, to_state="pilot")
+    logged = StringIO()
+    call_command(
+        "simulate_crowd", campaign.slug, "--workers=1", "--profiles=good=1", stdout=StringIO(),
+        stderr=logged,
+    )  # fmt: skip
+    assert logged.getvalue() == ""
 
     campaign_start(campaign=campaign, to_state="live")
     out = StringIO()

@@ -30,6 +30,7 @@ from linking.graphquestions.query import GraphQuery
 from linking.graphquestions.services import generated_questions_decide, generated_questions_propose
 from linking.models import GeneratedQuestion
 from tests.factories import UserFactory
+from tests.helpers import FakeTerminal, progress_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -44,7 +45,7 @@ def campaign(requester):
     return campaign
 
 
-def _generate(campaign, **kw):
+def _generate(campaign, stderr=None, **kw):
     out = StringIO()
     call_command(
         "generate_questions",
@@ -60,8 +61,19 @@ def _generate(campaign, **kw):
         "2",
         *[f"--{k.replace('_', '-')}={v}" for k, v in kw.items()],
         stdout=out,
+        stderr=stderr or StringIO(),
     )
     return json.loads(out.getvalue())
+
+
+def test_command_shows_progress_on_a_terminal_only(campaign):
+    terminal, logged = FakeTerminal(), StringIO()
+    found = _generate(campaign, stderr=terminal)["generated"]
+    drawn = progress_lines(terminal)
+    assert drawn[0].startswith("generate questions [")
+    assert f"{found}/5 questions" in drawn[-1]
+    _generate(campaign, stderr=logged)
+    assert logged.getvalue() == ""
 
 
 def test_command_stores_proposals_once(campaign):

@@ -19,6 +19,7 @@ Decisions already recorded are not changed by a re-import.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -225,14 +226,19 @@ def _assignment_row(row: CsvRow, header: list[str], problems: CsvProblems) -> _A
 
 
 def _parse_import(
-    header: list[str], rows: list[CsvRow], problems: CsvProblems
+    header: list[str],
+    rows: list[CsvRow],
+    problems: CsvProblems,
+    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, _HitRow], list[_AssignmentRow]]:
     hits: dict[str, _HitRow] = {}
     assignments: list[_AssignmentRow] = []
     seen_assignments: dict[str, int] = {}
     seen_pairs: dict[tuple[str, str], int] = {}
     item_hits: dict[str, str] = {}
-    for row in rows:
+    for checked, row in enumerate(rows):
+        if progress is not None and checked % 1000 == 0:
+            progress(checked, len(rows))
         hit_id = row.get("HITId").strip()
         if not hit_id:
             problems.add(row.line, "HITId", "every row needs the HIT's id")
@@ -289,7 +295,12 @@ def mturk_import_stage(*, campaign: Campaign, position: int | None = None) -> St
 
 
 def mturk_results_import(
-    *, campaign: Campaign, content: bytes, stage: Stage | None = None, filename: str = "the file"
+    *,
+    campaign: Campaign,
+    content: bytes,
+    stage: Stage | None = None,
+    filename: str = "the file",
+    progress: Callable[[int, int], None] | None = None,
 ) -> MTurkImportResult:
     """Store an MTurk batch results file in ``campaign`` (provider mturk), all or nothing.
 
@@ -308,7 +319,8 @@ def mturk_results_import(
 
     Raises ``UploadRejected`` (nothing stored) naming row and column of each problem.
     Locking: the campaign row for the whole insert, so two imports of one campaign
-    run one after the other.
+    run one after the other. ``progress(rows_checked, rows)`` is called as the rows are
+    checked, and once more when they are stored.
     """
     _check_campaign(campaign)
     stage = stage or mturk_import_stage(campaign=campaign)
@@ -316,7 +328,7 @@ def mturk_results_import(
         raise DomainError("The stage belongs to another campaign.", errors={"stage": [stage.pk]})
     header, rows = csv_read(content, required=("HITId", "AssignmentId"))
     problems = CsvProblems()
-    hit_rows, assignment_rows = _parse_import(header, rows, problems)
+    hit_rows, assignment_rows = _parse_import(header, rows, problems, progress)
     if problems:
         raise problems.reject(filename=filename, what="stored")
     try:
@@ -330,6 +342,8 @@ def mturk_results_import(
                 problems=problems,
                 filename=filename,
             )
+        if progress is not None:
+            progress(len(rows), len(rows))
     except IntegrityError as exc:
         raise reject_one(
             "Some of these HITs, items or assignments were stored by someone else while the "

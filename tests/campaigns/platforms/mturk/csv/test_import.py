@@ -14,6 +14,7 @@ from campaigns.platforms.mturk.csv.results import mturk_results_import
 from qaportal.errors import DomainError, UploadRejected
 from tests.campaigns.platforms.mturk.csv.conftest import BATCH, csv_bytes, rows_of
 from tests.factories import CampaignFactory, StageFactory
+from tests.helpers import FakeTerminal, progress_lines
 
 pytestmark = pytest.mark.django_db
 
@@ -257,10 +258,18 @@ def test_a_hit_of_another_campaign_is_refused(mturk_campaign, mturk_stage, batch
 
 
 def test_command_prints_the_summary(mturk_campaign, mturk_stage, capsys):
-    call_command("import_mturk_results", str(BATCH), "--campaign", "mturk-qa", "--stage", "0")
+    terminal = FakeTerminal()
+    call_command(
+        "import_mturk_results", str(BATCH), "--campaign", "mturk-qa", "--stage", "0",
+        stderr=terminal,
+    )  # fmt: skip
     first = json.loads(capsys.readouterr().out)
+    # On a terminal, a progress bar over the file's rows; none in a log (below).
+    assert "100 % 5/5 rows" in progress_lines(terminal)[-1]  # 5 rows: a HIT without work
     call_command("import_mturk_results", str(BATCH), "--campaign", "mturk-qa")
-    second = json.loads(capsys.readouterr().out)
+    second, logged = capsys.readouterr()
+    second = json.loads(second)
+    assert logged == ""
 
     assert {k: first[k] for k in ("hits", "assignments", "workers", "created")} == {
         "hits": 3,
