@@ -10,6 +10,7 @@ import pytest
 from campaigns.models import HIT
 from campaigns.platforms.publishing import campaign_start
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
+from linking.selectors import stage_entity_agreement
 from linking.tasks import prefetch_stage_task
 from tests.linking.conftest import work_once
 
@@ -108,6 +109,8 @@ def test_a_link_typed_on_a_value_does_not_send_a_seen_question_to_a_second(linki
     )
     assert [(x["start"], x["qid"]) for x in seen.links] == [(26, "Q37079")]
     assert HIT.objects.get(pk=hits["seen"].pk).max_assignments == 1
+    # The stage's agreement figures count it as confirmed by its one annotator too.
+    assert stage_entity_agreement(stage=stage).seen_confirmed == 1
 
 
 @pytest.mark.django_db(transaction=True)
