@@ -19,6 +19,8 @@ Each back end runs in a process of its own (settings are read at start-up).
 Prints wall time, CPU time of the process (server threads included), requests,
 requests/s, and a fingerprint of the outcome (statuses, items, answers per stage):
 two runs with the same seed and sizes must print the same fingerprint.
+The JSON line adds ``seen_rule``: Mintaka §4.3's seen questions that got more than one
+annotator, and how many of them without disagreement (``seen_rule_tally``).
 """
 
 from __future__ import annotations
@@ -69,6 +71,45 @@ def fingerprint(campaign) -> tuple[dict, str]:
             digest.update(json.dumps([status, answers, source], sort_keys=True).encode())
         counts[stage.name] = tally
     return counts, digest.hexdigest()[:16]
+
+
+def seen_rule_tally(campaign) -> dict[str, int]:
+    """Mintaka §4.3's seen rule on the question-linking stage (issue 35, point 6): the
+    seen questions, those that got a second or third annotator, and of these the ones
+    whose first annotator disagreed with none of the pre-filled links (kept every one,
+    added no entity; an id typed on a value span is no entity): these should be none."""
+    from campaigns.models import Assignment, AssignmentStatus, HITItem
+    from campaigns.tasktypes.base import answer_for_item
+    from linking.agreement import entity_links, link_set
+    from linking.selectors import value_spans
+
+    tally = {"seen": 0, "seen_more_annotators": 0, "without_disagreement": 0}
+    stage = campaign.stages.filter(task_type="question_entity_linking").first()
+    if stage is None:
+        return tally
+    answers: dict[int, list] = {}
+    for hit_id, answer in (
+        Assignment.objects.filter(
+            hit__stage=stage,
+            status__in=(AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED),
+        )
+        .order_by("submitted_at", "id")
+        .values_list("hit_id", "answers")
+    ):
+        answers.setdefault(hit_id, []).append(answer)
+    rows = HITItem.objects.filter(hit__stage=stage, item__data__seen=True)
+    for hit_id, external_id, data in rows.values_list("hit_id", "item__external_id", "item__data"):
+        values = value_spans(data.get("proposed_spans") or [])
+        sets = [
+            entity_links(link_set(entry.get("links", [])), values=values)
+            for answer in answers.get(hit_id, [])
+            if (entry := answer_for_item(answer, {"external_id": external_id})) is not None
+        ]
+        tally["seen"] += 1
+        if len(sets) >= 2:
+            tally["seen_more_annotators"] += 1
+            tally["without_disagreement"] += sets[0] == link_set(data.get("prefilled_links", []))
+    return tally
 
 
 def _profiler():
@@ -202,6 +243,7 @@ def child(args: argparse.Namespace) -> None:
                 f"{wall_s / n * 1000:6.2f} ms wall = {wall_s:5.1f} s  {key}"
             )
     counts, digest = fingerprint(campaign)
+    seen_rule = seen_rule_tally(campaign)
     load = os.getloadavg()[0]
     print(
         f"SUMMARY simulate {args.db}: {result.requests} requests ({result.pages} pages) "
@@ -229,6 +271,7 @@ def child(args: argparse.Namespace) -> None:
                 "ok": result.ok,
                 "errors": result.errors[:5],
                 "stages": counts,
+                "seen_rule": seen_rule,
                 "fingerprint": digest,
             }
         )

@@ -1,23 +1,28 @@
 """Entity agreement as pure functions over plain data (no database).
 
 Two annotations of an item agree when they select the same set of (span, id)
-pairs; "not in Wikidata" (NIL) is an id of its own. The decision rule, Mintaka's
-"2 annotators, a 3rd on disagreement":
+pairs; "not in Wikidata" (NIL) is an id of its own. Links on value spans (dates,
+numbers, ordinals, ...: not entities to link, their values come from the spans)
+do not count. The decision rule, Mintaka's "2 annotators, a 3rd on disagreement",
+works per entity as §4.3 does, in two parts of each item:
 
-- an item is resolved when one link set is given by at least two annotators and
-  by more than half of them;
-- a *seen* item (every span pre-filled from a link agreed elsewhere in the
-  campaign) needs one annotator: it is resolved when that annotator keeps the
-  pre-filled links; when they change them, it needs ``annotators`` like any other,
-  the pre-filled set counting as one more vote;
-- otherwise one more annotator is asked for, up to ``max``; past it, the item
-  goes to the requester's review queue.
+- the *seen* entities (links overlapping a span pre-filled from a link agreed
+  elsewhere in the campaign) are decided by their first annotation when it keeps
+  the pre-filled links (``seen_annotators``, one); when it changes them, they
+  need ``annotators`` like any other, the pre-filled set counting as one more vote;
+  what later annotators (asked for the new entities) say of them is not asked for
+  and does not count against that first annotation;
+- the *new* entities (every other link) need one link set given by at least two
+  annotators and by more than half of them; an item with no new entity span (a
+  *seen* item) has none unless an annotator adds one;
+- while a part is undecided one more annotator is asked for, up to ``max``; past
+  it, the item goes to the requester's review queue.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from enum import StrEnum
@@ -103,29 +108,78 @@ def majority_set(sets: Sequence[LinkSet]) -> LinkSet | None:
     return top if count >= 2 and count * 2 > len(sets) else None
 
 
-def item_decide(
-    *, sets: Sequence[LinkSet], rule: EscalationRule, prefilled: LinkSet | None
-) -> ItemDecision:
-    """What to do with one item given its annotators' link sets, in submission order.
+Span = tuple[int, int]
 
-    ``prefilled`` is the pre-filled set of a seen item (None for a new one).
-    """
+
+def entity_links(links: LinkSet, *, values: Collection[Span] = ()) -> LinkSet:
+    """``links`` without those on a value span (``values``: ``(start, end)`` pairs)."""
+    return frozenset(k for k in links if (k[0], k[1]) not in values) if values else links
+
+
+def _overlaps(key: LinkKey, spans: Sequence[Span]) -> bool:
+    return any(key[0] < end and start < key[1] for start, end in spans)
+
+
+def _part_decide(
+    sets: Sequence[LinkSet], *, rule: EscalationRule, prefilled: LinkSet | None
+) -> tuple[LinkSet | None, int]:
+    """One part of an item (its seen entities with their ``prefilled`` set, or its new
+    ones with None): the agreed set, or None and the annotators wanted in all."""
     n = len(sets)
-    if prefilled is not None and n == 1 and sets[0] == prefilled:
-        return ItemDecision(Verdict.RESOLVED, links=prefilled, source="seen_confirmed")
+    first = rule.seen_annotators
+    if prefilled is not None and n >= first and all(s == prefilled for s in sets[:first]):
+        return prefilled, 0
     agreed = majority_set(sets)
     if agreed is None and prefilled is not None and n >= 2:
         # The earlier agreement counts as one more vote once the first annotator
         # changed the pre-filled links: [changed, kept] resolves to the kept ones.
         agreed = majority_set([*sets, prefilled])
     if agreed is not None:
-        return ItemDecision(Verdict.RESOLVED, links=agreed, source="agreement")
-    needed = rule.seen_annotators if prefilled is not None else rule.annotators
+        return agreed, 0
+    needed = first if prefilled is not None else rule.annotators
     if n >= needed:
         needed = n + 1 if n >= rule.annotators else rule.annotators
+    return None, needed
+
+
+def item_decide(
+    *,
+    sets: Sequence[LinkSet],
+    rule: EscalationRule,
+    prefilled: LinkSet | None,
+    seen: bool | None = None,
+    values: Collection[Span] = (),
+) -> ItemDecision:
+    """What to do with one item given its annotators' link sets, in submission order.
+
+    ``prefilled``: the item's pre-filled links (its seen entities; None or empty: none).
+    ``seen``: whether the item has no new entity span (every one pre-filled or
+    overlapping a pre-filled one); by default, whether ``prefilled`` is given.
+    ``values``: the item's value spans, whose links do not count.
+    """
+    if seen is None:
+        seen = prefilled is not None
+    known = prefilled or frozenset()
+    sets = [entity_links(s, values=values) for s in sets]
+    regions = [(start, end) for start, end, _ in known]
+    seen_parts = [frozenset(k for k in s if _overlaps(k, regions)) for s in sets]
+    new_parts = [s - part for s, part in zip(sets, seen_parts, strict=True)]
+    parts = []
+    if known:
+        parts.append(_part_decide(seen_parts, rule=rule, prefilled=known))
+    if not seen or any(new_parts):
+        parts.append(_part_decide(new_parts, rule=rule, prefilled=None))
+    n = len(sets)
+    needed = max((wanted for agreed, wanted in parts if agreed is None), default=0)
+    if seen and n < rule.seen_annotators:
+        needed = max(needed, rule.seen_annotators)
     if needed > rule.max:
         return ItemDecision(Verdict.REVIEW)
-    return ItemDecision(Verdict.MORE, needed=needed)
+    if needed:
+        return ItemDecision(Verdict.MORE, needed=needed)
+    links = frozenset().union(*(agreed for agreed, _ in parts if agreed is not None))
+    source = "seen_confirmed" if n < rule.annotators else "agreement"
+    return ItemDecision(Verdict.RESOLVED, links=links, source=source)
 
 
 @dataclass(frozen=True)

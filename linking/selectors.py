@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypedDict
 
 from django.conf import settings
@@ -14,9 +14,16 @@ from django.core.cache import cache
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Stage
 from campaigns.tasktypes.base import answer_for_item
-from linking.agreement import AgreementSummary, LinkSet, agreement_summary, link_set
+from linking.agreement import (
+    AgreementSummary,
+    LinkSet,
+    agreement_summary,
+    entity_links,
+    link_set,
+)
 from linking.client import candidate_source
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
+from linking.spans import VALUE_KINDS
 from linking.types import CandidateSource, is_qid, normalise_query
 from linking.wikidata import WikidataError
 
@@ -105,6 +112,18 @@ def seen_links(*, campaign: Campaign, texts: Iterable[str]) -> dict[str, str | N
     return {text: c.most_common(1)[0][0] for text, c in counts.items()}
 
 
+def value_spans(spans: Sequence[Mapping[str, Any]]) -> frozenset[tuple[int, int]]:
+    """The ``(start, end)`` of an item's value spans (dates, numbers, ordinals, ...),
+    whose links do not count in agreement: no one links a value (Mintaka's release
+    takes them from the spans). A span also proposed as an entity is not one."""
+    entities = {(s["start"], s["end"]) for s in spans if s.get("kind") not in VALUE_KINDS}
+    return frozenset(
+        (s["start"], s["end"])
+        for s in spans
+        if s.get("kind") in VALUE_KINDS and (s["start"], s["end"]) not in entities
+    )
+
+
 def _stage_link_sets(*, stage: Stage) -> list[tuple[list[LinkSet], LinkSet | None]]:
     """Each item's annotators' link sets (submission order) and its pre-filled set."""
     rows = list(
@@ -127,8 +146,9 @@ def _stage_link_sets(*, stage: Stage) -> list[tuple[list[LinkSet], LinkSet | Non
             entry = answer_for_item(answer, item)
             if entry is not None:
                 sets.append(link_set(entry.get("links", [])))
+        values = value_spans(data.get("proposed_spans") or [])
         prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
-        out.append((sets, prefilled))
+        out.append(([entity_links(s, values=values) for s in sets], prefilled))
     return out
 
 

@@ -37,6 +37,7 @@ from linking.agreement import (
     ItemDecision,
     LinkSet,
     Verdict,
+    entity_links,
     item_decide,
     link_set,
     links_from_set,
@@ -48,6 +49,7 @@ from linking.selectors import (
     SUGGESTION_LIMIT,
     seen_links,
     suggestions_search,
+    value_spans,
 )
 from linking.spans import VALUE_KINDS, propose_spans_batch
 from qaportal.errors import DomainError
@@ -241,8 +243,10 @@ def hit_entity_agreement_check(*, hit_id: int) -> AgreementCheck:
     """Judge entity agreement on a HIT whose answers are all in; escalate or decide.
 
     Runs after each stored answer (``linking.entity_agreement_check``). While a
-    place is open or an assignment is at work, it waits. Then, per item
-    (``linking.agreement.item_decide``): agreement resolves the item (its links
+    place is open or an assignment is at work, it waits. Then, per item and within
+    it per entity (``linking.agreement.item_decide``: a pre-filled, seen entity is
+    decided by its first annotation, new ones need two; links on value spans do not
+    count): agreement resolves the item (its links
     become ``AgreedLink`` rows for the seen-entity shortcut, and agreeing
     annotators get planned ``per_agreed_entity`` bonuses); disagreement below the
     stage's ``max`` adds places through ``hit_add_assignments`` with the key
@@ -347,6 +351,7 @@ def _hit_judge(
     and the outcomes and the places wanted when more annotators are needed, given to
     ``store``."""
     stage = hit.stage
+    task_type = cast(EntityLinkingTaskType, task_type_get(stage.task_type))
     check = AgreementCheck(hit.pk, "decided")
     per_item: dict[int, tuple[dict[str, Any], list[tuple[Assignment, LinkSet]]]] = {}
     for item in items:
@@ -358,9 +363,16 @@ def _hit_judge(
             if entry is not None:
                 given.append((assignment, link_set(entry.get("links", []))))
         data = item["data"]
-        prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
+        values = value_spans(task_type.proposed_spans(data))
+        given = [(assignment, entity_links(s, values=values)) for assignment, s in given]
+        # Per entity (§4.3): the pre-filled links of a question with new entities too
+        # are its seen ones, decided by their first annotation.
         check.decisions[item["id"]] = item_decide(
-            sets=[s for _, s in given], rule=rule, prefilled=prefilled
+            sets=[s for _, s in given],
+            rule=rule,
+            prefilled=link_set(data.get("prefilled_links") or []),
+            seen=bool(data.get("seen")),
+            values=values,
         )
         per_item[item["id"]] = (item, given)
     more = [d.needed for d in check.decisions.values() if d.verdict == Verdict.MORE]

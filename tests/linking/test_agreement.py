@@ -97,3 +97,49 @@ def test_bonus_per_agreed_entity_beyond_the_first():
     assert rule.amount_for(three) == Decimal("0.10")
     assert rule.amount_for(A) == Decimal("0")
     assert BonusRule.all_from_json(None) == []
+
+
+# Mintaka §4.3 per entity: "Who directed Top Gun with Tom Cruise in 1986?"
+TOM = (30, 40, "Q37079")  # seen: pre-filled from an agreed link
+TOP_GUN = (13, 20, "Q110397")  # new
+DATE = (44, 48)  # a value span: no one links it
+
+
+def test_a_seen_entity_is_decided_by_its_one_annotation_beside_a_new_one():
+    prefilled = frozenset({TOM})
+    kept = frozenset({TOM, TOP_GUN})
+    changed = frozenset({(30, 40, "NIL"), TOP_GUN})
+    # The new entity needs two annotators, the seen one keeps the first's annotation:
+    # the second differing on it asks for no third.
+    first = item_decide(sets=[kept], rule=RULE, prefilled=prefilled, seen=False)
+    assert (first.verdict, first.needed) == (Verdict.MORE, 2)
+    decision = item_decide(sets=[kept, changed], rule=RULE, prefilled=prefilled, seen=False)
+    assert (decision.verdict, decision.links) == (Verdict.RESOLVED, kept)
+    # A first annotation that changed the seen entity: the second and the pre-filled
+    # link outvote it.
+    decision = item_decide(sets=[changed, kept], rule=RULE, prefilled=prefilled, seen=False)
+    assert (decision.verdict, decision.links) == (Verdict.RESOLVED, kept)
+    # Disagreement on the new entity still brings a third.
+    other = frozenset({TOM, (13, 20, "Q1")})
+    assert item_decide(sets=[kept, other], rule=RULE, prefilled=prefilled, seen=False).needed == 3
+
+
+def test_links_on_value_spans_do_not_count():
+    prefilled = frozenset({TOM})
+    with_date = frozenset({TOM, (*DATE, "NIL")})
+    confirmed = item_decide(sets=[with_date], rule=RULE, prefilled=prefilled, values={DATE})
+    assert (confirmed.verdict, confirmed.source) == (Verdict.RESOLVED, "seen_confirmed")
+    assert confirmed.links == prefilled
+    # A question with no entity at all, only a date, is settled by its one annotator.
+    year = frozenset({(*DATE, "Q5906")})
+    nothing = item_decide(sets=[year], rule=RULE, prefilled=frozenset(), values={DATE})
+    assert (nothing.verdict, nothing.links) == (Verdict.RESOLVED, frozenset())
+
+
+def test_an_entity_added_to_a_seen_item_is_a_new_one():
+    prefilled = frozenset({TOM})
+    added = frozenset({TOM, TOP_GUN})
+    assert item_decide(sets=[added], rule=RULE, prefilled=prefilled).needed == 2
+    resolved = item_decide(sets=[added, added], rule=RULE, prefilled=prefilled)
+    assert (resolved.verdict, resolved.links) == (Verdict.RESOLVED, added)
+    assert item_decide(sets=[added, prefilled], rule=RULE, prefilled=prefilled).needed == 3
