@@ -21,7 +21,7 @@ from campaigns.models import Assignment
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
 from campaigns.work.lifecycle import AssignmentClosedError
-from campaigns.work.selectors import RequestWorkers
+from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.submission import SubmitResult
 from qaportal.outbox import task_after_commit
 from tests.campaigns.platforms.toy_platform.work import toy_assignment_accept

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, Worker
 from campaigns.work.allocation import NoWorkAvailableError, WorkerNotAllowedError
-from campaigns.work.selectors import WORKABLE_STATES
+from campaigns.work.selectors.access import WORKABLE_STATES
 
 UNCONFIRMED = {"status": "unconfirmed", "reason": "workerId from the URL; not yet confirmed."}
 
