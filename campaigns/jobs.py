@@ -358,6 +358,32 @@ def jobs_reconcile() -> int:
     return sent
 
 
+def job_files_purge(*, now: Any = None) -> int:
+    """Delete from storage the files of exports that finished, and the inputs of
+    uploads that were rejected, more than ``JOB_FILES_RETENTION_DAYS`` ago (beat, daily;
+    0 keeps them). The job rows stay, with their row count and checksum; a purged
+    export's download answers that the file is gone. Files deleted."""
+    days = settings.JOB_FILES_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    old = Job.objects.filter(finished_at__lt=cutoff)
+    deleted = 0
+    for field, jobs in (
+        ("file_name", old.filter(kind=JobKind.EXPORT).exclude(file_name="")),
+        ("input_name", old.filter(kind=JobKind.UPLOAD).exclude(input_name="")),
+    ):
+        for pk, name in list(jobs.values_list("pk", field)[:1000]):
+            try:
+                default_storage.delete(name)
+            except Exception as exc:  # the store is down: the next run tries again
+                logger.warning("job %s: %s not deleted (%s)", pk, field, type(exc).__name__)
+                continue
+            Job.objects.filter(pk=pk).update(**{field: ""})
+            deleted += 1
+    return deleted
+
+
 def job_file_open(job: Job) -> IO[bytes]:
     """The finished export's file, from storage."""
     handle: IO[bytes] = default_storage.open(job.file_name, "rb")

@@ -1,7 +1,12 @@
 """``/healthz``: the state of the database, the broker and the cache (required: 503
 when one is down), and whether a Celery worker has been seen lately (reported; the
 status is "degraded", still 200, so a load balancer keeps the web up while the
-worker is restarted)."""
+worker is restarted).
+
+``/livez`` (liveness: the process answers; it touches nothing else, so a database
+outage never gets a web node restarted) and ``/readyz`` (readiness: the database,
+broker and cache answer; a node that fails it is taken out of the proxy's or the
+Kubernetes Service's rotation) are the probes' two questions apart."""
 
 from __future__ import annotations
 
@@ -105,3 +110,28 @@ def healthz(request: HttpRequest) -> JsonResponse:
         checks["worker"] = "unknown"
     status = "unavailable" if not healthy else "degraded" if degraded else "ok"
     return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)
+
+
+@never_cache
+@require_GET
+def livez(request: HttpRequest) -> JsonResponse:
+    """200 while this process can answer at all: no database, broker or cache asked."""
+    return JsonResponse({"status": "alive"})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 when the database, the broker and the cache answer; 503 naming what does not."""
+    checks: dict[str, Any] = {}
+    ready = True
+    for name, check in CHECKS:
+        try:
+            checks[name] = check()
+        except Exception as exc:
+            checks[name] = f"down: {exc.__class__.__name__}"
+            ready = False
+    return JsonResponse(
+        {"status": "ready" if ready else "unavailable", "checks": checks},
+        status=200 if ready else 503,
+    )

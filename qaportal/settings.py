@@ -34,6 +34,38 @@ def env_list(name: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
+# Secrets may come from files (Docker or Kubernetes secrets): NAME_FILE holds the path
+# of a file whose content (without its trailing newline) is NAME's value. NAME itself,
+# when set, wins. Only the names below are read this way.
+SECRETS_FROM_FILES = (
+    "SECRET_KEY",
+    "PSEUDONYM_KEY",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "CREDENTIALS_KEYS",
+    "PROLIFIC_API_TOKEN",
+    "PROLIFIC_WEBHOOK_SECRET",
+    "MTURK_ACCESS_KEY_ID",
+    "MTURK_SECRET_ACCESS_KEY",
+    "AWS_S3_ACCESS_KEY_ID",
+    "AWS_S3_SECRET_ACCESS_KEY",
+    "HF_TOKEN",
+)
+
+
+def _secrets_from_files() -> None:
+    for name in SECRETS_FROM_FILES:
+        path = os.environ.get(f"{name}_FILE")
+        if path and not os.environ.get(name):
+            try:
+                os.environ[name] = Path(path).read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from None
+
+
+_secrets_from_files()
+
 DEBUG = env_bool("DEBUG", default=False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
@@ -233,6 +265,27 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- Past one box (issue 32): queues by class of work, job files' retention --------
+# Three queues (qaportal/queues.py): the default one, payments (platform operations,
+# their reconcile and sync, the outbox's re-sends) and heavy (exports, uploads, span
+# proposals), each with its own worker service in docker-compose.yml. A worker
+# started without -Q consumes all three. An empty QUEUE_* sends its class to the
+# default queue.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "default")
+QUEUE_PAYMENTS = os.environ.get("QUEUE_PAYMENTS", "payments")
+QUEUE_HEAVY = os.environ.get("QUEUE_HEAVY", "heavy")
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "routing_key": name}
+    for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, QUEUE_PAYMENTS, QUEUE_HEAVY])
+    if name
+}
+CELERY_TASK_ROUTES = ["qaportal.queues.route_task"]
+CELERY_BEAT_SCHEDULE["campaigns-purge-job-files"] = {
+    "task": "campaigns.purge_job_files",
+    "schedule": 3600.0,
+    "options": {"expires": 3500},
+}
+
 # --- Auth and API -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -293,9 +346,12 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 if "STATIC_ROOT" not in os.environ:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
-# Export files and uploads waiting for a job: local files under MEDIA_ROOT, or an S3
-# bucket (django-storages) when AWS_STORAGE_BUCKET_NAME is set. AWS_S3_ENDPOINT_URL
-# points it at any S3-compatible service.
+# Job files (export files, item uploads waiting for their job): local files under
+# MEDIA_ROOT (the embedded default, one machine), or an S3 bucket (django-storages)
+# when AWS_STORAGE_BUCKET_NAME is set, which every web node and worker reads: the
+# shape of any deployment past one box. AWS_S3_ENDPOINT_URL points it at any
+# S3-compatible service (MinIO in docker-compose.yml). Downloads are always streamed
+# by the app after its permission check; the bucket stays private.
 AWS_STORAGE_BUCKET_NAME = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
 DEFAULT_STORAGE_BACKEND = (
     "storages.backends.s3.S3Storage"
@@ -305,9 +361,19 @@ DEFAULT_STORAGE_BACKEND = (
 if AWS_STORAGE_BUCKET_NAME:
     AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL") or None
     AWS_S3_REGION_NAME = os.environ.get("AWS_S3_REGION_NAME") or None
+    # Empty: boto3's own chain (AWS_ACCESS_KEY_ID…, an instance role).
+    AWS_S3_ACCESS_KEY_ID = os.environ.get("AWS_S3_ACCESS_KEY_ID") or None
+    AWS_S3_SECRET_ACCESS_KEY = os.environ.get("AWS_S3_SECRET_ACCESS_KEY") or None
+    # path: MinIO and most S3-compatible servers; virtual: AWS's own buckets.
+    AWS_S3_ADDRESSING_STYLE = os.environ.get("AWS_S3_ADDRESSING_STYLE", "path")
     AWS_DEFAULT_ACL = None
     AWS_QUERYSTRING_AUTH = True
+    AWS_QUERYSTRING_EXPIRE = 300
     AWS_S3_FILE_OVERWRITE = False
+    AWS_LOCATION = os.environ.get("AWS_LOCATION", "")
+# Finished exports' files and rejected uploads' inputs are deleted this many days
+# after the job finished (beat, campaigns.purge_job_files); 0 keeps them.
+JOB_FILES_RETENTION_DAYS = float(os.environ.get("JOB_FILES_RETENTION_DAYS", "7"))
 STORAGES = {
     "default": {"BACKEND": DEFAULT_STORAGE_BACKEND},
     "staticfiles": {
@@ -352,11 +418,11 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # HTTPS only: plain HTTP is redirected (but /healthz, for load balancers), and
+    # HTTPS only: plain HTTP is redirected (but the probes, for load balancers), and
     # browsers are told to keep to HTTPS for a year (HSTS). Behind a proxy that
     # terminates TLS, the proxy sets X-Forwarded-Proto.
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^(healthz|livez|readyz)$"]
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)

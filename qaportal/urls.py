@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from frontend.views.auth import LoginView
-from qaportal.health import healthz
+from qaportal.health import healthz, livez, readyz
 
 # Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
 auth_urlpatterns = [
@@ -26,6 +26,8 @@ auth_urlpatterns = [
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("livez", livez, name="livez"),
+    path("readyz", readyz, name="readyz"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
     path("w/mturk/", include("frontend.worker.mturk_urls")),

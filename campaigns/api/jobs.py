@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import FileResponse, Http404
 from drf_spectacular.types import OpenApiTypes
@@ -122,8 +123,13 @@ def job_or_404(*, user: Any, job_id: Any) -> Job:
 
 def job_download_response(job: Job) -> FileResponse:
     """The finished file, with its row count and checksum in the headers."""
-    if job.status != JobStatus.DONE or not job.file_name:
+    if job.status != JobStatus.DONE:
         raise Http404("This job has no file (yet).")
+    if not job.file_name:
+        raise Http404(
+            f"The file was deleted {settings.JOB_FILES_RETENTION_DAYS:g} days after the export "
+            "finished; start the export again."
+        )
     response = FileResponse(
         job_file_open(job),
         as_attachment=True,
