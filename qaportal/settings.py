@@ -40,6 +40,7 @@ def env_list(name: str) -> list[str]:
 SECRETS_FROM_FILES = (
     "SECRET_KEY",
     "PSEUDONYM_KEY",
+    "METRICS_TOKEN",
     "DATABASE_URL",
     "REDIS_URL",
     "CELERY_BROKER_URL",
@@ -280,6 +281,17 @@ CELERY_TASK_QUEUES = {
     if name
 }
 CELERY_TASK_ROUTES = ["qaportal.queues.route_task"]
+# Beat notes that it is alive (qaportal/heartbeat.py; /healthz, /metrics).
+CELERY_BEAT_SCHEDULER = "qaportal.heartbeat:HeartbeatScheduler"
+HEALTH_BEAT_MAX_AGE_SECONDS = int(os.environ.get("HEALTH_BEAT_MAX_AGE_SECONDS", "120"))
+# /metrics (Prometheus): with METRICS_TOKEN set, a scrape must send
+# "Authorization: Bearer <token>"; without one, only addresses of METRICS_NETWORKS may
+# scrape (the connection's own address: a request through the proxy never passes).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_NETWORKS = env_list("METRICS_NETWORKS") or ["127.0.0.1/32", "::1/128"]
+# qaportal's own metrics are counted in the database, at most once per this many seconds.
+METRICS_CACHE_SECONDS = int(os.environ.get("METRICS_CACHE_SECONDS", "15"))
+PROMETHEUS_EXPORT_MIGRATIONS = False
 CELERY_BEAT_SCHEDULE["campaigns-purge-job-files"] = {
     "task": "campaigns.purge_job_files",
     "schedule": 3600.0,
