@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from frontend.views.auth import LoginView
 from qaportal.health import healthz, livez, readyz
+from qaportal.metrics import metrics
 
 # Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
 auth_urlpatterns = [
@@ -28,6 +29,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("livez", livez, name="livez"),
     path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
     path("w/mturk/", include("frontend.worker.mturk_urls")),

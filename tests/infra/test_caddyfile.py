@@ -114,3 +114,12 @@ def test_the_access_log_drops_worker_ids_and_credentials() -> None:
     assert replaced == {"workerId", "assignmentId", "PROLIFIC_PID"}
     for header in ("Referer", "Cookie", "Authorization"):
         assert fields[f"request>headers>{header}"]["filter"] == "delete"
+
+
+def test_metrics_are_not_served_to_the_outside() -> None:
+    (blocked,) = [h for h in _handlers(adapt(**COMPOSE)) if h["handler"] == "static_response"]
+    assert blocked["status_code"] == 404
+    routes = adapt(**COMPOSE)["apps"]["http"]["servers"]["srv0"]["routes"][0]["handle"][0]
+    text = json.dumps(routes)
+    # The 404 comes before the proxy in the route's order.
+    assert text.index('"/metrics"') < text.index('"reverse_proxy"')
