@@ -231,7 +231,9 @@ def job_run(*, job_id: uuid.UUID | str) -> str:
         logger.exception("job %s failed", job.id)
         _fail(job, f"The job failed unexpectedly ({type(exc).__name__}); start it again.")
     cache.delete(_live_key(job.id))
-    return str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
+    status = str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
+    logger.info("job %s (%s, attempt %s): %s", job.id, job.kind, job.attempt, status)
+    return status
 
 
 def _write_folder(fmt: ExportFormat, job: Job, ticker: _Ticker, out: IO[bytes]) -> int:

@@ -112,6 +112,9 @@ class Stack:
             region_name="us-east-1",
         )
 
+    def worker_log(self) -> str:
+        return (self.worker_dirs[0] / "worker.log").read_text(errors="replace")
+
     def local_files(self) -> list[Path]:
         """Files under the nodes' and workers' MEDIA_ROOTs (none: all is in the bucket)."""
         found: list[Path] = []
@@ -149,7 +152,7 @@ def _app_env(
             "TMPDIR": str(folder / "tmp"),
             "QAPORTAL_VAR_DIR": str(folder / "var"),
             "STATIC_ROOT": str(stack.root / "static"),
-            "LOG_LEVEL": "WARNING",
+            "LOG_LEVEL": "INFO",
             "TRUSTED_PROXIES": "127.0.0.1/32",
         }
     )

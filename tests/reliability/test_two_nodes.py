@@ -12,6 +12,7 @@ upload and download, both nodes serving, and no worker id in the proxy's log.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import time
 import uuid
@@ -136,12 +137,17 @@ def test_upload_through_node_1_export_downloads_through_node_2(stack: Stack) -> 
     upload = node1.post(
         f"{one}/api/v1/stages/{stage.pk}/items/upload/",
         data=_csv(UPLOAD_ROWS),
-        headers={"Content-Type": "text/csv"},
+        headers={"Content-Type": "text/csv", "X-Request-ID": "two-nodes-upload-0001"},
     )
     assert upload.status_code == 202, upload.text
+    assert upload.headers["X-Request-ID"] == "two-nodes-upload-0001"
     job = _wait_done(lambda path: node2.get(f"{two}{path}"), _path(upload.headers["Location"]))
     assert job["status"] == "done", job
     assert job["row_count"] == UPLOAD_ROWS == Item.objects.filter(stage=stage).count()
+    # The worker logged the job under the request's id, as a JSON line.
+    lines = [json.loads(line) for line in stack.worker_log().splitlines() if line.startswith("{")]
+    (done,) = [line for line in lines if line["message"].startswith(f"job {job['id']} ")]
+    assert done["request_id"] == "two-nodes-upload-0001"
 
     started = node1.post(f"{one}/api/v1/campaigns/{stage.campaign.slug}/exports/mturk-csv/jobs/")
     assert started.status_code == 202, started.text
