@@ -191,7 +191,7 @@ class ProxiedNodes:
 
     def __init__(self, name: str, nodes: list[Server], proxy: Server, port: int) -> None:
         self.name, self.nodes, self.proxy, self.port = name, nodes, proxy, port
-        self.logfile = proxy.logfile
+        self.logfile, self.proc = proxy.logfile, proxy.proc
 
     def worker_pids(self) -> list[int]:
         return [pid for node in self.nodes for pid in node.worker_pids()] + self.proxy_pids()
