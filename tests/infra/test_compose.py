@@ -81,7 +81,7 @@ def test_compose_describes_the_production_stack(resolved: dict[str, Any]) -> Non
         "postgres",
         "redis",
         "minio",
-        "minio-init",
+        "storage-init",
         *APP_SERVICES,
     }
     assert services["postgres"]["image"] == "postgres:15"
@@ -107,7 +107,7 @@ def test_app_services_start_after_healthy_services_and_migrations(
         "postgres": {"condition": "service_healthy"},
         "redis": {"condition": "service_healthy"},
         "migrate": {"condition": "service_completed_successfully"},
-        "minio-init": {"condition": "service_completed_successfully"},
+        "storage-init": {"condition": "service_completed_successfully"},
     }
     env = config["environment"]
     assert env["DEBUG"] == "0"
@@ -156,9 +156,10 @@ def test_job_files_go_to_the_object_store(resolved: dict[str, Any]) -> None:
         assert env["AWS_STORAGE_BUCKET_NAME"] == "qaportal"
         assert env["AWS_S3_ENDPOINT_URL"] == "http://minio:9000"
         assert env["AWS_S3_SECRET_ACCESS_KEY"] == REQUIRED["MINIO_ROOT_PASSWORD"]
-    init = " ".join(services["minio-init"]["entrypoint"])
-    assert "mc mb --ignore-existing" in init
-    assert services["minio-init"]["depends_on"] == {"minio": {"condition": "service_healthy"}}
+    init = services["storage-init"]
+    assert init["command"] == ["python", "manage.py", "storage_init"]
+    assert init["depends_on"] == {"minio": {"condition": "service_healthy"}}
+    assert init["environment"]["AWS_STORAGE_BUCKET_NAME"] == "qaportal"
 
 
 def test_a_worker_service_per_queue(resolved: dict[str, Any]) -> None:

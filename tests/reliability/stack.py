@@ -209,9 +209,20 @@ def stack_start(
         )
         ports = [free_port() for _ in range(nodes)]
         wait_port(s3_port, process=moto.process, log=moto.log, timeout=30)
-        stack.s3().create_bucket(Bucket=stack.bucket)
         if collect.wait(timeout=120) != 0:
             raise RuntimeError("collectstatic failed")
+        # The bucket, as docker-compose.yml's storage-init service makes it.
+        init = subprocess.run(
+            [sys.executable, "manage.py", "storage_init"],
+            cwd=REPO_ROOT,
+            env=collect_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if init.returncode != 0 or "created" not in init.stdout:
+            raise RuntimeError(f"storage_init failed: {init.stdout}{init.stderr}")
         for n, port in enumerate(ports, start=1):
             folder = root / f"node{n}"
             env = _app_env(
