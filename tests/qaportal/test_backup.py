@@ -132,3 +132,46 @@ def test_a_damaged_backup_is_refused(tmp_path: Path, settings) -> None:
 
     with pytest.raises(CommandError, match="does not match its checksum"):
         call_command("restore", str(tmp_path / "backup"))
+
+
+_SQLITE_WRITE = """
+import django
+django.setup()
+from django.contrib.auth.models import User
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+User.objects.create_user("kept", password="x")
+print(default_storage.save("jobs/j/1/export.csv", ContentFile(b"a,b\\n1,2\\n")))
+"""
+
+_SQLITE_READ = """
+import django
+django.setup()
+from django.contrib.auth.models import User
+from django.core.files.storage import default_storage
+kept = User.objects.filter(username="kept").exists()
+print(kept, default_storage.open("jobs/j/1/export.csv").read())
+"""
+
+
+@pytest.mark.slow(seconds=40)
+def test_the_embedded_default_backs_up_and_restores_too(tmp_path: Path) -> None:
+    def run(where: str, *args: str) -> str:
+        env = clean_env(
+            DJANGO_SETTINGS_MODULE="qaportal.settings",
+            DEBUG="1",
+            QAPORTAL_VAR_DIR=str(tmp_path / where),
+            MEDIA_ROOT=str(tmp_path / where / "media"),
+        )
+        result = subprocess.run(
+            [sys.executable, *args], cwd=REPO_ROOT, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    run("first", "manage.py", "migrate", "-v", "0")
+    run("first", "-c", _SQLITE_WRITE)
+    run("first", "manage.py", "backup", str(tmp_path / "backup"))
+    run("second", "manage.py", "restore", str(tmp_path / "backup"))
+
+    assert run("second", "-c", _SQLITE_READ).strip() == "True b'a,b\\n1,2\\n'"
