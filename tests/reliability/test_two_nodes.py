@@ -127,9 +127,8 @@ def test_upload_through_node_1_export_downloads_through_node_2(stack: Stack) -> 
     owner, stage = _owner_and_stage("direct")
     _assignments(stage, EXPORT_ROWS)
     token = Token.objects.create(user=owner).key
-    node1, node2 = (requests.Session() for _ in range(2))
+    node1, node2 = (_Session() for _ in range(2))
     for session in (node1, node2):
-        session.trust_env = False
         # The nodes take X-Forwarded-Proto from the proxy; here the test is the proxy.
         session.headers.update({"Authorization": f"Token {token}", "X-Forwarded-Proto": "https"})
     one, two = stack.nodes
@@ -171,6 +170,18 @@ def _bucket_keys(stack: Stack, prefix: str) -> list[str]:
     return [entry["Key"] for entry in listed.get("Contents", [])]
 
 
+class _Session(requests.Session):
+    """A session whose requests give up after 30 s: a stuck node fails the test."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.trust_env = False  # REQUESTS_CA_BUNDLE would win over ``verify``
+
+    def request(self, *args: Any, **kwargs: Any) -> requests.Response:
+        kwargs.setdefault("timeout", 30)
+        return super().request(*args, **kwargs)
+
+
 class _FromAddress(HTTPAdapter):
     """Connections from ``address`` (any 127.x.y.z is this machine's loopback)."""
 
@@ -184,9 +195,8 @@ class _FromAddress(HTTPAdapter):
 
 
 def _client(stack: Stack, address: str) -> requests.Session:
-    session = requests.Session()
+    session = _Session()
     session.mount("https://", _FromAddress(address))
-    session.trust_env = False  # REQUESTS_CA_BUNDLE would win over ``verify``
     session.verify = str(stack.proxy_ca)
     session.headers["Referer"] = f"{stack.proxy_url}/accounts/login/"
     return session
