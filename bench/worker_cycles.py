@@ -453,9 +453,17 @@ def qaportal_up(
             )
             for n, (node_port, workers) in enumerate(zip(ports, per_node, strict=True), start=1)
         ]
-        for node in nodes:
-            node.wait_ready("/healthz")
-        server = ProxiedNodes("qaportal", nodes, caddy_up(tmp, env, port, ports), port)
+        proxy: Server | None = None
+        try:
+            for node in nodes:
+                node.wait_ready("/healthz")
+            proxy = caddy_up(tmp, env, port, ports)
+            server = ProxiedNodes("qaportal", nodes, proxy, port)
+            server.wait_ready("/healthz")
+        except BaseException:  # nothing of ours is left running
+            for started in [*nodes, *([proxy] if proxy else [])]:
+                started.stop()
+            raise
     else:
         server = Server(
             "qaportal",
