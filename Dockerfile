@@ -12,6 +12,12 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
+# pg_dump and pg_restore (PostgreSQL 15's, as the compose stack's server) for
+# `manage.py backup` and `manage.py restore`.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends postgresql-client \
+    && rm -rf /var/lib/apt/lists/*
+
 RUN groupadd --system --gid 10001 qaportal \
     && useradd --system --uid 10001 --gid qaportal --home-dir /app --shell /usr/sbin/nologin qaportal
 

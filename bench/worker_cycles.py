@@ -41,9 +41,13 @@ import loadgen  # noqa: E402
 
 HOST = "127.0.0.1"
 PG = {"host": "127.0.0.1", "port": "5432", "user": "postgres"}
-TURKLE_DB = "bench_turkle"
-QAPORTAL_DB = "bench_qaportal"
-REDIS_CACHE_DB, REDIS_BROKER_DB = 9, 10
+# Databases and Redis databases of the run (flushed!): BENCH_DB_SUFFIX and
+# BENCH_REDIS_DBS (two numbers, cache and broker) keep runs side by side apart.
+TURKLE_DB = "bench_turkle" + os.environ.get("BENCH_DB_SUFFIX", "")
+QAPORTAL_DB = "bench_qaportal" + os.environ.get("BENCH_DB_SUFFIX", "")
+REDIS_CACHE_DB, REDIS_BROKER_DB = (
+    int(n) for n in os.environ.get("BENCH_REDIS_DBS", "9,10").split(",")
+)
 
 
 def log(msg: str) -> None:
@@ -176,6 +180,54 @@ class Server:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(timeout=5)
         self.fh.close()
+
+
+class ProxiedNodes:
+    """qaportal as a deployment past one box runs it (``--proxy``): two gunicorn nodes
+    behind Caddy with deploy/Caddyfile (the compose proxy's file), on plain HTTP here
+    (the load generator speaks HTTP; TLS would add the handshakes' cost). Looks like a
+    ``Server`` to the rest of the bench: its port is the proxy's, its pids the nodes'
+    workers and Caddy's; ``proxy_pids()`` Caddy's alone (its CPU share is reported)."""
+
+    def __init__(self, name: str, nodes: list[Server], proxy: Server, port: int) -> None:
+        self.name, self.nodes, self.proxy, self.port = name, nodes, proxy, port
+        self.logfile, self.proc = proxy.logfile, proxy.proc
+
+    def worker_pids(self) -> list[int]:
+        return [pid for node in self.nodes for pid in node.worker_pids()] + self.proxy_pids()
+
+    def proxy_pids(self) -> list[int]:
+        return [self.proxy.proc.pid]
+
+    def wait_ready(self, path: str, timeout: float = 60) -> None:
+        Server.wait_ready(self, path, timeout)  # type: ignore[arg-type]
+
+    def stop(self) -> None:
+        self.proxy.stop()
+        for node in self.nodes:
+            node.stop()
+
+
+def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
+    caddy = shutil.which("caddy")
+    if caddy is None:
+        raise RuntimeError("--proxy needs caddy (apt-get install caddy)")
+    folder = tmp / "caddy"
+    folder.mkdir(exist_ok=True)
+    proxy_env = {k: v for k, v in env.items() if k in ("PATH", "LANG", "TZ")}
+    proxy_env.update(
+        {
+            "HOME": str(folder),
+            "XDG_DATA_HOME": str(folder / "data"),
+            "XDG_CONFIG_HOME": str(folder / "config"),
+            "SITE_ADDRESS": f"http://{HOST}:{port}",
+            "CADDY_GLOBAL_OPTIONS": "auto_https off",
+            "UPSTREAMS": " ".join(f"{HOST}:{p}" for p in upstreams),
+            "HEALTH_HOST": HOST,
+        }
+    )
+    cmd = [caddy, "run", "--config", str(ROOT / "deploy" / "Caddyfile"), "--adapter", "caddyfile"]
+    return Server("caddy", cmd, proxy_env, folder, tmp / "caddy.log", port)
 
 
 def gunicorn_cmd(
@@ -348,7 +400,9 @@ def qaportal_env(tmp: Path, args: argparse.Namespace, port: int) -> dict[str, st
     return env
 
 
-def qaportal_up(tmp: Path, args: argparse.Namespace, max_workers: int) -> tuple[Server, dict, dict]:
+def qaportal_up(
+    tmp: Path, args: argparse.Namespace, max_workers: int
+) -> tuple[Server | ProxiedNodes, dict, dict]:
     venv = Path(args.qaportal_venv)
     py = venv / "bin" / "python"
     port = free_port()
@@ -376,21 +430,56 @@ def qaportal_up(tmp: Path, args: argparse.Namespace, max_workers: int) -> tuple[
         .strip()
         .splitlines()[-1]
     )
-    server = Server(
-        "qaportal",
-        gunicorn_cmd(
-            venv / "bin" / "gunicorn",
-            "qaportal.wsgi:application",
+    server: Server | ProxiedNodes
+    if args.proxy:
+        # The same gunicorn workers in all, split over two nodes.
+        ports = [free_port(), free_port()]
+        per_node = [(args.gunicorn_workers + 1) // 2, args.gunicorn_workers // 2 or 1]
+        nodes = [
+            Server(
+                f"qaportal-node{n}",
+                gunicorn_cmd(
+                    venv / "bin" / "gunicorn",
+                    "qaportal.wsgi:application",
+                    node_port,
+                    workers,
+                    args.worker_class,
+                    args.threads,
+                ),
+                env,
+                ROOT,
+                tmp / f"qaportal-node{n}.log",
+                node_port,
+            )
+            for n, (node_port, workers) in enumerate(zip(ports, per_node, strict=True), start=1)
+        ]
+        proxy: Server | None = None
+        try:
+            for node in nodes:
+                node.wait_ready("/healthz")
+            proxy = caddy_up(tmp, env, port, ports)
+            server = ProxiedNodes("qaportal", nodes, proxy, port)
+            server.wait_ready("/healthz")
+        except BaseException:  # nothing of ours is left running
+            for started in [*nodes, *([proxy] if proxy else [])]:
+                started.stop()
+            raise
+    else:
+        server = Server(
+            "qaportal",
+            gunicorn_cmd(
+                venv / "bin" / "gunicorn",
+                "qaportal.wsgi:application",
+                port,
+                args.gunicorn_workers,
+                args.worker_class,
+                args.threads,
+            ),
+            env,
+            ROOT,
+            tmp / "qaportal-gunicorn.log",
             port,
-            args.gunicorn_workers,
-            args.worker_class,
-            args.threads,
-        ),
-        env,
-        ROOT,
-        tmp / "qaportal-gunicorn.log",
-        port,
-    )
+        )
     server.wait_ready("/healthz")
     cfg["worker_urls_shim"] = json.loads(
         run(
@@ -461,8 +550,9 @@ class CpuMeter:
     """CPU used during a slice by one app: its gunicorn workers and its PostgreSQL
     backends (connections to its own database), the load generator, and the machine."""
 
-    def __init__(self, server: Server, db: str) -> None:
+    def __init__(self, server: Any, db: str) -> None:
         self.server, self.db = server, db
+        self.proxy_pids: list[int] = server.proxy_pids() if hasattr(server, "proxy_pids") else []
 
     def _pids(self) -> tuple[list[int], list[int]]:
         backends = []
@@ -484,7 +574,8 @@ class CpuMeter:
 
     def stop(self) -> dict[str, float]:
         w1, b1 = self._pids()
-        app = sum(proc_cpu(p) - self.cpu0.get(p, 0.0) for p in w1)
+        proxy = sum(proc_cpu(p) - self.cpu0.get(p, 0.0) for p in self.proxy_pids)
+        app = sum(proc_cpu(p) - self.cpu0.get(p, 0.0) for p in w1) - proxy
         db = sum(proc_cpu(p) - self.cpu0.get(p, 0.0) for p in b1)
         m1 = machine_busy()
         wall = time.perf_counter() - self.t0
@@ -493,11 +584,12 @@ class CpuMeter:
         return {
             "wall_s": wall,
             "app_cpu_s": app,
+            "proxy_cpu_s": proxy,
             "db_cpu_s": db,
             "loadgen_cpu_s": gen,
             "machine_busy_s": busy,
             "machine_capacity_s": (m1[1] - self.m0[1]),
-            "other_cpu_s": max(0.0, busy - app - db - gen),
+            "other_cpu_s": max(0.0, busy - app - proxy - db - gen),
         }
 
 
@@ -518,6 +610,17 @@ def cpu_report(cpu: dict[str, float], cycles: int) -> dict[str, Any]:
     return {
         "app_cpu_ms_per_cycle": per(cpu.get("app_cpu_s", 0.0)),
         "db_cpu_ms_per_cycle": per(cpu.get("db_cpu_s", 0.0)),
+        "proxy_cpu_ms_per_cycle": per(cpu.get("proxy_cpu_s", 0.0)),
+        # The proxy's share of what serving used: proxy / (proxy + app + database).
+        "proxy_cpu_share_pct": round(
+            100.0
+            * cpu.get("proxy_cpu_s", 0.0)
+            / (
+                (cpu.get("proxy_cpu_s", 0.0) + cpu.get("app_cpu_s", 0.0) + cpu.get("db_cpu_s", 0.0))
+                or 1.0
+            ),
+            1,
+        ),
         "loadgen_cpu_ms_per_cycle": per(cpu.get("loadgen_cpu_s", 0.0)),
         "machine_busy_pct": round(100.0 * cpu.get("machine_busy_s", 0.0) / cap, 1),
         "other_processes_cpu_pct": round(100.0 * cpu.get("other_cpu_s", 0.0) / cap, 1),
@@ -541,6 +644,12 @@ def main() -> int:
         help="split each level into this many alternating slices per app (default 3)",
     )
     p.add_argument("--gunicorn-workers", type=int, default=4)
+    p.add_argument(
+        "--proxy",
+        action="store_true",
+        help="qaportal as two gunicorn nodes (the workers split between them) behind Caddy "
+        "(deploy/Caddyfile); reports the proxy's CPU",
+    )
     p.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
     p.add_argument("--threads", type=int, default=4, help="threads per worker with gthread")
     p.add_argument("--timeout", type=float, default=30.0, help="per-request timeout, seconds")
@@ -589,7 +698,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="qaportal-bench-"))
     log(f"temporary folder {tmp}")
-    servers: list[Server] = []
+    servers: list[Server | ProxiedNodes] = []
     report: dict[str, Any] = {
         "benchmark": "worker_cycles",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -600,6 +709,7 @@ def main() -> int:
             "warmup_s": args.warmup,
             "rounds": args.rounds,
             "gunicorn_workers": args.gunicorn_workers,
+            "qaportal_behind_proxy": args.proxy,
             "worker_class": args.worker_class,
             "threads": args.threads if args.worker_class == "gthread" else 1,
             "turkle_tasks": args.turkle_tasks,
@@ -631,10 +741,10 @@ def main() -> int:
             report["settings"]["turkle_version"] = meta["version"]
             report["settings"]["turkle_django"] = meta["django"]
         if "qaportal" in apps:
-            srv, cfg, meta = qaportal_up(tmp, args, max_workers)
-            servers.append(srv)
+            qaportal_srv, cfg, meta = qaportal_up(tmp, args, max_workers)
+            servers.append(qaportal_srv)
             cfgs["qaportal"], metas["qaportal"] = cfg, meta
-            drivers["qaportal"] = loadgen.QaportalDriver(HOST, srv.port, cfg)
+            drivers["qaportal"] = loadgen.QaportalDriver(HOST, qaportal_srv.port, cfg)
             report["settings"]["qaportal_task_type"] = cfg["task_type"]
             report["settings"]["qaportal_setup_seconds"] = cfg["setup_seconds"]
             report["settings"]["qaportal_worker_urls_shim"] = cfg["worker_urls_shim"]
@@ -686,7 +796,13 @@ def main() -> int:
                     f"p99 {rep['cycle']['p99_ms']} ms, failed {rep['failed_cycles']}, "
                     f"app CPU {rep['cpu']['app_cpu_ms_per_cycle']} ms/cycle, "
                     f"db CPU {rep['cpu']['db_cpu_ms_per_cycle']} ms/cycle, "
-                    f"other processes {rep['cpu']['other_processes_cpu_pct']}%"
+                    + (
+                        f"proxy CPU {rep['cpu']['proxy_cpu_ms_per_cycle']} ms/cycle "
+                        f"({rep['cpu']['proxy_cpu_share_pct']}% of serving), "
+                        if args.proxy and app == "qaportal"
+                        else ""
+                    )
+                    + f"other processes {rep['cpu']['other_processes_cpu_pct']}%"
                     + (f" first error: {rep['error_samples'][0]}" if rep["error_samples"] else "")
                 )
 

@@ -239,7 +239,9 @@ def job_run(*, job_id: uuid.UUID | str) -> str:
         logger.exception("job %s failed", job.id)
         _fail(job, f"The job failed unexpectedly ({type(exc).__name__}); start it again.")
     cache.delete(_live_key(job.id))
-    return str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
+    status = str(Job.objects.filter(pk=job.pk).values_list("status", flat=True).first())
+    logger.info("job %s (%s, attempt %s): %s", job.id, job.kind, job.attempt, status)
+    return status
 
 
 def _temp_prefix(job: Job) -> str:
@@ -413,6 +415,32 @@ def jobs_reconcile() -> int:
     return sent
 
 
+def job_files_purge(*, now: Any = None) -> int:
+    """Delete from storage the files of exports that finished, and the inputs of
+    uploads that were rejected, more than ``JOB_FILES_RETENTION_DAYS`` ago (beat, daily;
+    0 keeps them). The job rows stay, with their row count and checksum; a purged
+    export's download answers that the file is gone. Files deleted."""
+    days = settings.JOB_FILES_RETENTION_DAYS
+    if days <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    old = Job.objects.filter(finished_at__lt=cutoff)
+    deleted = 0
+    for field, jobs in (
+        ("file_name", old.filter(kind=JobKind.EXPORT).exclude(file_name="")),
+        ("input_name", old.filter(kind=JobKind.UPLOAD).exclude(input_name="")),
+    ):
+        for pk, name in list(jobs.values_list("pk", field)[:1000]):
+            try:
+                default_storage.delete(name)
+            except Exception as exc:  # the store is down: the next run tries again
+                logger.warning("job %s: %s not deleted (%s)", pk, field, type(exc).__name__)
+                continue
+            Job.objects.filter(pk=pk).update(**{field: ""})
+            deleted += 1
+    return deleted
+
+
 def job_file_open(job: Job) -> IO[bytes]:
     """The finished export's file, from storage."""
     handle: IO[bytes] = default_storage.open(job.file_name, "rb")
@@ -486,8 +514,13 @@ def job_or_404(*, user: Any, job_id: Any) -> Job:
 
 def job_download_response(job: Job) -> FileResponse:
     """The finished file, with its row count and checksum in the headers."""
-    if job.status != JobStatus.DONE or not job.file_name:
+    if job.status != JobStatus.DONE:
         raise Http404("This job has no file (yet).")
+    if not job.file_name:
+        raise Http404(
+            f"The file was deleted {settings.JOB_FILES_RETENTION_DAYS:g} days after the export "
+            "finished; start the export again."
+        )
     response = FileResponse(
         job_file_open(job),
         as_attachment=True,

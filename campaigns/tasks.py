@@ -171,3 +171,12 @@ def reconcile_jobs_task() -> int:
     from campaigns.jobs import jobs_reconcile
 
     return jobs_reconcile()
+
+
+@shared_task(name="campaigns.purge_job_files")
+def purge_job_files_task() -> int:
+    """Delete old export files and rejected upload inputs (for beat, daily; the
+    retention is ``JOB_FILES_RETENTION_DAYS``). Idempotent; retries nothing."""
+    from campaigns.jobs import job_files_purge
+
+    return job_files_purge()

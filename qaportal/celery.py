@@ -12,12 +12,14 @@ from celery import Celery, signals
 
 from qaportal.db_timeout import statement_timeout_install
 from qaportal.heartbeat import worker_seen_now
+from qaportal.logs import celery_signals_connect
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 
 app = Celery("qaportal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+celery_signals_connect()  # request ids travel with tasks; the worker logs JSON lines
 
 
 @signals.worker_ready.connect

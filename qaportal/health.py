@@ -1,7 +1,13 @@
 """``/healthz``: the state of the database, the broker and the cache (required: 503
-when one is down), and whether a Celery worker has been seen lately (reported; the
-status is "degraded", still 200, so a load balancer keeps the web up while the
-worker is restarted)."""
+when one is down), and whether a Celery worker and beat have been seen lately
+(reported; the status is "degraded", still 200, so a load balancer keeps the web up
+while they are restarted), with what waits: the outbox's backlog and its oldest
+message's age, platform operations pending, each queue's depth.
+
+``/livez`` (liveness: the process answers; it touches nothing else, so a database
+outage never gets a web node restarted) and ``/readyz`` (readiness: the database,
+broker and cache answer; a node that fails it is taken out of the proxy's or the
+Kubernetes Service's rotation) are the probes' two questions apart."""
 
 from __future__ import annotations
 
@@ -17,7 +23,10 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from qaportal.heartbeat import WORKER_SEEN_KEY
+from campaigns.models import OperationState, ProviderOperation
+from qaportal.heartbeat import BEAT_SEEN_KEY, WORKER_SEEN_KEY
+from qaportal.models import OutboxMessage
+from qaportal.queues import queue_names
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +83,53 @@ def _check_worker() -> str:
     return "ok"
 
 
+def _check_beat() -> str:
+    """``eager`` without a broker; ``ok`` when beat's own heartbeat is fresher than
+    HEALTH_BEAT_MAX_AGE_SECONDS; RuntimeError otherwise (nothing would re-send the
+    outbox, sync the platforms or recover stopped jobs)."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return "eager"
+    seen = cache.get(BEAT_SEEN_KEY)
+    if seen is None:
+        raise RuntimeError("beat has not been seen")
+    age = time.time() - float(seen)
+    if age > settings.HEALTH_BEAT_MAX_AGE_SECONDS:
+        raise RuntimeError(f"beat not seen for {int(age)} s")
+    return "ok"
+
+
+def queue_depths() -> dict[str, int]:
+    """Messages waiting in each Celery queue ({} without a Redis broker)."""
+    url = settings.CELERY_BROKER_URL
+    if settings.CELERY_TASK_ALWAYS_EAGER or not url.startswith(("redis://", "rediss://")):
+        return {}
+    import redis
+
+    client = redis.Redis.from_url(
+        url, socket_connect_timeout=PROBE_TIMEOUT, socket_timeout=PROBE_TIMEOUT
+    )
+    try:
+        return {name: int(client.llen(name)) for name in queue_names()}
+    finally:
+        client.close()
+
+
+def backlog() -> dict[str, Any]:
+    """What waits: outbox messages not done (and the oldest one's age), platform
+    operations pending or running, messages in each queue."""
+    now = time.time()
+    undone = OutboxMessage.objects.filter(done_at__isnull=True)
+    oldest = undone.order_by("created_at").values_list("created_at", flat=True).first()
+    return {
+        "outbox": undone.count(),
+        "outbox_oldest_seconds": round(now - oldest.timestamp(), 1) if oldest else 0,
+        "operations_pending": ProviderOperation.objects.filter(
+            state__in=[OperationState.PENDING, OperationState.RUNNING]
+        ).count(),
+        "queues": queue_depths(),
+    }
+
+
 CHECKS: tuple[tuple[str, Callable[[], str]], ...] = (
     ("database", _check_database),
     ("broker", _check_broker),
@@ -95,13 +151,48 @@ def healthz(request: HttpRequest) -> JsonResponse:
             checks[name] = f"down: {exc.__class__.__name__}"
             healthy = False
     degraded = False
+    waiting: dict[str, Any] = {}
+    for name, reported in (("worker", _check_worker), ("beat", _check_beat)):
+        if not healthy:
+            checks[name] = "unknown"
+            continue
+        try:
+            checks[name] = reported()
+        except Exception as exc:
+            checks[name] = f"down: {exc}"
+            degraded = True
     if healthy:
         try:
-            checks["worker"] = _check_worker()
+            waiting = backlog()
         except Exception as exc:
-            checks["worker"] = f"down: {exc}"
-            degraded = True
-    else:
-        checks["worker"] = "unknown"
+            logger.warning("healthz: backlog not read: %s", exc.__class__.__name__)
+            waiting = {"error": exc.__class__.__name__}
     status = "unavailable" if not healthy else "degraded" if degraded else "ok"
-    return JsonResponse({"status": status, "checks": checks}, status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": status, "checks": checks, "backlog": waiting}, status=200 if healthy else 503
+    )
+
+
+@never_cache
+@require_GET
+def livez(request: HttpRequest) -> JsonResponse:
+    """200 while this process can answer at all: no database, broker or cache asked."""
+    return JsonResponse({"status": "alive"})
+
+
+@never_cache
+@require_GET
+def readyz(request: HttpRequest) -> JsonResponse:
+    """200 when the database, the broker and the cache answer; 503 naming what does not."""
+    checks: dict[str, Any] = {}
+    ready = True
+    for name, check in CHECKS:
+        try:
+            checks[name] = check()
+        except Exception as exc:
+            checks[name] = f"down: {exc.__class__.__name__}"
+            ready = False
+    return JsonResponse(
+        {"status": "ready" if ready else "unavailable", "checks": checks},
+        status=200 if ready else 503,
+    )

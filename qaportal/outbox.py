@@ -32,6 +32,7 @@ from django.utils import timezone
 
 from qaportal import prepared
 from qaportal.models import OutboxMessage
+from qaportal.queues import queue_for
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,7 @@ def task_after_commit(task: str, *args: Any) -> OutboxMessage:
     committed with it and then delivered at least once.
     """
     message = _message_insert(task, list(args))
-    transaction.on_commit(lambda: outbox_dispatch(message_id=message.pk))
+    transaction.on_commit(lambda: outbox_dispatch(message_id=message.pk, task=task))
     return message
 
 
@@ -121,7 +122,7 @@ def tasks_after_commit(task: str, args_lists: list[list[Any]]) -> list[OutboxMes
 
     def dispatch_all() -> None:
         for message_id in ids:
-            outbox_dispatch(message_id=message_id)
+            outbox_dispatch(message_id=message_id, task=task)
 
     if ids:
         transaction.on_commit(dispatch_all)
@@ -202,7 +203,7 @@ def _drain(batch: list[int]) -> None:
         if end - start > 1:
             _run_many(task=task, message_ids=runs[start:end])
         else:
-            _dispatch(message_id=runs[start])
+            _dispatch(message_id=runs[start], task=task)
         start = end
 
 
@@ -231,7 +232,7 @@ def _run_many(*, task: str, message_ids: list[int]) -> None:
     mine.update(done_at=now, dispatched_at=now, dispatches=F("dispatches") + 1, last_error="")
 
 
-def outbox_dispatch(*, message_id: int) -> bool:
+def outbox_dispatch(*, message_id: int, task: str = "") -> bool:
     """Send message ``message_id`` to a worker (or run it, in eager mode); True if sent.
 
     A broker that cannot be reached is logged and leaves the message for beat.
@@ -241,10 +242,10 @@ def outbox_dispatch(*, message_id: int) -> bool:
     if queue is not None:
         queue.append(message_id)
         return True
-    return _dispatch(message_id=message_id)
+    return _dispatch(message_id=message_id, task=task)
 
 
-def _dispatch(*, message_id: int) -> bool:
+def _dispatch(*, message_id: int, task: str = "") -> bool:
     app = _app()
     try:
         if app.conf.task_always_eager:
@@ -253,6 +254,7 @@ def _dispatch(*, message_id: int) -> bool:
             app.send_task(
                 RUN_TASK,
                 args=[message_id],
+                queue=queue_for(task),
                 retry=True,
                 retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
             )
@@ -305,12 +307,12 @@ def outbox_redispatch(*, now: Any = None, limit: int = 1000) -> int:
         OutboxMessage.objects.filter(done_at__isnull=True)
         .filter(_due(now))
         .order_by("created_at")
-        .values_list("pk", flat=True)[:limit]
+        .values_list("pk", "task")[:limit]
     )
     sent = 0
-    for message_id in ids:
+    for message_id, task in ids:
         try:
-            sent += outbox_dispatch(message_id=message_id)
+            sent += outbox_dispatch(message_id=message_id, task=task)
         except Exception:  # eager mode: the task failed; recorded on the row
             logger.exception("outbox message %s failed", message_id)
     if ids:

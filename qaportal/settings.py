@@ -34,6 +34,40 @@ def env_list(name: str) -> list[str]:
     return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
+# Secrets may come from files (Docker or Kubernetes secrets): NAME_FILE holds the path
+# of a file whose content (without its trailing newline) is NAME's value. NAME itself,
+# when set, wins. Only the names below are read this way.
+SECRETS_FROM_FILES = (
+    "SECRET_KEY",
+    "PSEUDONYM_KEY",
+    "METRICS_TOKEN",
+    "SENTRY_DSN",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "CELERY_BROKER_URL",
+    "CREDENTIALS_KEYS",
+    "PROLIFIC_API_TOKEN",
+    "PROLIFIC_WEBHOOK_SECRET",
+    "MTURK_ACCESS_KEY_ID",
+    "MTURK_SECRET_ACCESS_KEY",
+    "AWS_S3_ACCESS_KEY_ID",
+    "AWS_S3_SECRET_ACCESS_KEY",
+    "HF_TOKEN",
+)
+
+
+def _secrets_from_files() -> None:
+    for name in SECRETS_FROM_FILES:
+        path = os.environ.get(f"{name}_FILE")
+        if path and not os.environ.get(name):
+            try:
+                os.environ[name] = Path(path).read_text().rstrip("\r\n")
+            except OSError as exc:
+                raise ImproperlyConfigured(f"{name}_FILE={path!r} cannot be read: {exc}") from None
+
+
+_secrets_from_files()
+
 DEBUG = env_bool("DEBUG", default=False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
@@ -76,9 +110,12 @@ INSTALLED_APPS = [
     "linking",
     "validation",
     "frontend",
+    "django_prometheus",
 ]
 
 MIDDLEWARE = [
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "qaportal.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "qaportal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -89,6 +126,7 @@ MIDDLEWARE = [
     "qaportal.middleware.PrivateCacheMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "qaportal.urls"
@@ -234,6 +272,38 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# --- Past one box (issue 32): queues by class of work, job files' retention --------
+# Three queues (qaportal/queues.py): the default one, payments (platform operations,
+# their reconcile and sync, the outbox's re-sends) and heavy (exports, uploads, span
+# proposals), each with its own worker service in docker-compose.yml. A worker
+# started without -Q consumes all three. An empty QUEUE_* sends its class to the
+# default queue.
+CELERY_TASK_DEFAULT_QUEUE = os.environ.get("CELERY_TASK_DEFAULT_QUEUE", "default")
+QUEUE_PAYMENTS = os.environ.get("QUEUE_PAYMENTS", "payments")
+QUEUE_HEAVY = os.environ.get("QUEUE_HEAVY", "heavy")
+CELERY_TASK_QUEUES = {
+    name: {"exchange": name, "routing_key": name}
+    for name in dict.fromkeys([CELERY_TASK_DEFAULT_QUEUE, QUEUE_PAYMENTS, QUEUE_HEAVY])
+    if name
+}
+CELERY_TASK_ROUTES = ["qaportal.queues.route_task"]
+# Beat notes that it is alive (qaportal/heartbeat.py; /healthz, /metrics).
+CELERY_BEAT_SCHEDULER = "qaportal.heartbeat:HeartbeatScheduler"
+HEALTH_BEAT_MAX_AGE_SECONDS = int(os.environ.get("HEALTH_BEAT_MAX_AGE_SECONDS", "120"))
+# /metrics (Prometheus): with METRICS_TOKEN set, a scrape must send
+# "Authorization: Bearer <token>"; without one, only addresses of METRICS_NETWORKS may
+# scrape (the connection's own address: a request through the proxy never passes).
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
+METRICS_NETWORKS = env_list("METRICS_NETWORKS") or ["127.0.0.1/32", "::1/128"]
+# qaportal's own metrics are counted in the database, at most once per this many seconds.
+METRICS_CACHE_SECONDS = int(os.environ.get("METRICS_CACHE_SECONDS", "15"))
+PROMETHEUS_EXPORT_MIGRATIONS = False
+CELERY_BEAT_SCHEDULE["campaigns-purge-job-files"] = {
+    "task": "campaigns.purge_job_files",
+    "schedule": 3600.0,
+    "options": {"expires": 3500},
+}
+
 # --- Auth and API -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -294,9 +364,12 @@ STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 if "STATIC_ROOT" not in os.environ:
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # whitenoise warns about a missing root
 MEDIA_ROOT = Path(os.environ.get("MEDIA_ROOT", VAR_DIR / "media"))
-# Export files and uploads waiting for a job: local files under MEDIA_ROOT, or an S3
-# bucket (django-storages) when AWS_STORAGE_BUCKET_NAME is set. AWS_S3_ENDPOINT_URL
-# points it at any S3-compatible service.
+# Job files (export files, item uploads waiting for their job): local files under
+# MEDIA_ROOT (the embedded default, one machine), or an S3 bucket (django-storages)
+# when AWS_STORAGE_BUCKET_NAME is set, which every web node and worker reads: the
+# shape of any deployment past one box. AWS_S3_ENDPOINT_URL points it at any
+# S3-compatible service (MinIO in docker-compose.yml). Downloads are always streamed
+# by the app after its permission check; the bucket stays private.
 AWS_STORAGE_BUCKET_NAME = os.environ.get("AWS_STORAGE_BUCKET_NAME", "")
 DEFAULT_STORAGE_BACKEND = (
     "storages.backends.s3.S3Storage"
@@ -306,9 +379,19 @@ DEFAULT_STORAGE_BACKEND = (
 if AWS_STORAGE_BUCKET_NAME:
     AWS_S3_ENDPOINT_URL = os.environ.get("AWS_S3_ENDPOINT_URL") or None
     AWS_S3_REGION_NAME = os.environ.get("AWS_S3_REGION_NAME") or None
+    # Empty: boto3's own chain (AWS_ACCESS_KEY_ID…, an instance role).
+    AWS_S3_ACCESS_KEY_ID = os.environ.get("AWS_S3_ACCESS_KEY_ID") or None
+    AWS_S3_SECRET_ACCESS_KEY = os.environ.get("AWS_S3_SECRET_ACCESS_KEY") or None
+    # path: MinIO and most S3-compatible servers; virtual: AWS's own buckets.
+    AWS_S3_ADDRESSING_STYLE = os.environ.get("AWS_S3_ADDRESSING_STYLE", "path")
     AWS_DEFAULT_ACL = None
     AWS_QUERYSTRING_AUTH = True
+    AWS_QUERYSTRING_EXPIRE = 300
     AWS_S3_FILE_OVERWRITE = False
+    AWS_LOCATION = os.environ.get("AWS_LOCATION", "")
+# Finished exports' files and rejected uploads' inputs are deleted this many days
+# after the job finished (beat, campaigns.purge_job_files); 0 keeps them.
+JOB_FILES_RETENTION_DAYS = float(os.environ.get("JOB_FILES_RETENTION_DAYS", "7"))
 STORAGES = {
     "default": {"BACKEND": DEFAULT_STORAGE_BACKEND},
     "staticfiles": {
@@ -353,11 +436,11 @@ if not DEBUG:
     SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", default=True)
     CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", default=True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-    # HTTPS only: plain HTTP is redirected (but /healthz, for load balancers), and
+    # HTTPS only: plain HTTP is redirected (but the probes, for load balancers), and
     # browsers are told to keep to HTTPS for a year (HSTS). Behind a proxy that
     # terminates TLS, the proxy sets X-Forwarded-Proto.
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_REDIRECT_EXEMPT = [r"^(healthz|livez|readyz)$"]
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
     SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", default=True)
@@ -392,11 +475,37 @@ JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
+# Logs (qaportal/logs.py): JSON lines with the request id (also in the Celery tasks a
+# request sends), or plain text (the default with DEBUG on, for make run).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "plain" if DEBUG else "json")
+if LOG_FORMAT not in {"json", "plain"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, got {LOG_FORMAT!r}")
+# Error reporting: with SENTRY_DSN set, errors of web and workers go to Sentry (or any
+# service speaking its protocol), tagged with the request id, worker ids redacted.
+SENTRY_DSN = os.environ.get("SENTRY_DSN", "")
+if SENTRY_DSN:
+    from qaportal.logs import sentry_init
+
+    sentry_init(
+        dsn=SENTRY_DSN,
+        environment=os.environ.get("SENTRY_ENVIRONMENT", "production"),
+        traces_sample_rate=float(os.environ.get("SENTRY_TRACES_SAMPLE_RATE", "0")),
+    )
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "qaportal.logs.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
+        "json": {"()": "qaportal.logs.JsonFormatter"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }

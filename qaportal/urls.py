@@ -4,7 +4,8 @@ from django.urls import include, path
 
 from campaigns.design.platform import platforms_registered
 from frontend.views.auth import AdminLoginView, LoginView, PasswordChangeView
-from qaportal.health import healthz
+from qaportal.health import healthz, livez, readyz
+from qaportal.metrics import metrics
 
 # Explicit templates: admin's registration/ templates would shadow same-named ones of ours.
 auth_urlpatterns = [
@@ -29,6 +30,9 @@ urlpatterns = [
     path("admin/login/", AdminLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
     path("healthz", healthz, name="healthz"),
+    path("livez", livez, name="livez"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics, name="metrics"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
     # Each registered platform's worker entry and webhooks, in its own folder.

@@ -31,6 +31,9 @@ if REDIS_URL:  # noqa: F405
         }
     }
 CELERY_TASK_DEFAULT_QUEUE = f"qaportal-test-{TEST_WORKER}"
+# Every class of work on that one queue (a test that checks the routes sets them).
+QUEUE_PAYMENTS = QUEUE_HEAVY = ""
+CELERY_TASK_QUEUES = {CELERY_TASK_DEFAULT_QUEUE: {}}
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {

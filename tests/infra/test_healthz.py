@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
 from django.core.cache import cache
 from django.core.cache.backends.redis import RedisCache
 from django.test import Client, override_settings
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from qaportal.heartbeat import WORKER_SEEN_KEY, worker_seen_now
+from qaportal.heartbeat import BEAT_SEEN_KEY, WORKER_SEEN_KEY, beat_seen_now, worker_seen_now
 from tests.infra.conftest import clean_env, run_python
 
 # Nothing listens on port 1: connections are refused at once.
@@ -34,13 +37,25 @@ def real_redis_configured() -> None:
 @pytest.mark.usefixtures("real_redis_configured")
 def test_healthz_is_ok_with_database_broker_and_cache_up(client: Client) -> None:
     worker_seen_now()
+    beat_seen_now()
     with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
         response = client.get("/healthz")
 
     assert response.status_code == 200, response.content
-    assert response.json() == {
-        "status": "ok",
-        "checks": {"database": "ok", "broker": "ok", "cache": "ok", "worker": "ok"},
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["checks"] == {
+        "database": "ok",
+        "broker": "ok",
+        "cache": "ok",
+        "worker": "ok",
+        "beat": "ok",
+    }
+    assert set(body["backlog"]) == {
+        "outbox",
+        "outbox_oldest_seconds",
+        "operations_pending",
+        "queues",
     }
     assert "no-cache" in response["Cache-Control"]
 
@@ -123,6 +138,40 @@ def test_healthz_is_503_when_the_database_is_unreachable(tmp_path) -> None:
     assert outcome["body"]["checks"]["cache"] == "ok"
 
 
+_PROBES_IN_SUBPROCESS = """
+import json
+import django
+django.setup()
+from django.test import Client
+answers = {path: Client().get(path) for path in ("/livez", "/readyz")}
+print(json.dumps({path: [r.status_code, r.json()] for path, r in answers.items()}))
+"""
+
+
+def test_liveness_holds_and_readiness_fails_while_the_database_is_down(tmp_path) -> None:
+    env = clean_env(
+        DJANGO_SETTINGS_MODULE="qaportal.settings",
+        DEBUG="0",
+        SECRET_KEY="tests-only-secret-key",
+        ALLOWED_HOSTS="testserver",
+        QAPORTAL_VAR_DIR=str(tmp_path),
+        DATABASE_URL=UNREACHABLE_POSTGRES,
+        DATABASE_CONNECT_TIMEOUT="2",
+        REDIS_URL=settings.REDIS_URL,
+        CELERY_BROKER_URL=settings.CELERY_BROKER_URL,
+        CELERY_TASK_ALWAYS_EAGER="0",
+    )
+    result = run_python(_PROBES_IN_SUBPROCESS, env=env)
+
+    assert result.returncode == 0, result.stderr
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["/livez"] == [200, {"status": "alive"}]
+    status, body = outcome["/readyz"]
+    assert status == 503
+    assert body["checks"]["database"].startswith("down")
+    assert body["checks"]["broker"] == "ok"
+
+
 @pytest.mark.django_db
 def test_the_test_database_connection_still_works() -> None:
     """The unreachable-database test must leave this process's connection alone."""
@@ -157,3 +206,66 @@ def test_a_task_run_by_a_worker_marks_it_seen() -> None:
     cache.delete(WORKER_SEEN_KEY)
     signals.task_postrun.send(sender=None, task_id="t", task=None, args=(), kwargs={})
     assert time.time() - cache.get(WORKER_SEEN_KEY) < 5
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("real_redis_configured")
+def test_healthz_reports_beat_not_seen_lately(client: Client, settings) -> None:
+    settings.HEALTH_BEAT_MAX_AGE_SECONDS = 60
+    worker_seen_now()
+    cache.delete(BEAT_SEEN_KEY)
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+        never = client.get("/healthz")
+        assert never.status_code == 200
+        assert never.json()["status"] == "degraded"
+        assert never.json()["checks"]["beat"] == "down: beat has not been seen"
+        cache.set(BEAT_SEEN_KEY, time.time() - 90, timeout=None)
+        assert client.get("/healthz").json()["checks"]["beat"].startswith("down: beat not seen")
+        beat_seen_now()
+        assert client.get("/healthz").json()["status"] == "ok"
+
+
+def test_beat_writes_its_heartbeat_from_its_own_loop(tmp_path) -> None:
+    from qaportal.celery import app
+    from qaportal.heartbeat import HeartbeatScheduler
+
+    cache.delete(BEAT_SEEN_KEY)
+    scheduler = HeartbeatScheduler(app, schedule_filename=str(tmp_path / "schedule"), lazy=True)
+    scheduler.setup_schedule()
+    try:
+        wait = scheduler.tick()
+    finally:
+        scheduler.close()
+    assert time.time() - cache.get(BEAT_SEEN_KEY) < 5
+    assert wait <= 15  # it wakes up often enough to keep the heartbeat fresh
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("real_redis_configured")
+def test_healthz_reports_what_waits(client: Client, settings) -> None:
+    import redis
+
+    from campaigns.models import OperationKind, ProviderOperation
+    from qaportal.models import OutboxMessage
+
+    OutboxMessage.objects.create(task="qaportal.ping", args=[])
+    OutboxMessage.objects.filter().update(created_at=timezone.now() - timedelta(minutes=5))
+    OutboxMessage.objects.create(task="qaportal.ping", args=[], done_at=timezone.now())
+    ProviderOperation.objects.create(
+        provider="local", kind=OperationKind.APPROVE, idempotency_key="k1"
+    )
+    queue = f"healthz-{uuid.uuid4().hex[:8]}"
+    settings.QUEUE_HEAVY = queue
+    broker = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    broker.rpush(queue, b"one", b"two")
+    try:
+        with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+            body = client.get("/healthz").json()
+    finally:
+        broker.delete(queue)
+        broker.close()
+
+    assert body["backlog"]["outbox"] == 1
+    assert 299 < body["backlog"]["outbox_oldest_seconds"] < 400
+    assert body["backlog"]["operations_pending"] == 1
+    assert body["backlog"]["queues"][queue] == 2

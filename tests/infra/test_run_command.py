@@ -108,6 +108,7 @@ def test_make_run_serves_the_app_with_demo_data_on_the_embedded_default(tmp_path
             "broker": "eager",
             "cache": "ok",
             "worker": "eager",
+            "beat": "eager",
         }
 
         status, headers, _ = http_get(base + "/")

@@ -72,3 +72,42 @@ def test_debug_on_starts_with_nothing_set(tmp_path: Path) -> None:
     result = manage_check(clean_env(DEBUG="1", QAPORTAL_VAR_DIR=str(tmp_path)))
 
     assert result.returncode == 0, result.stderr
+
+
+def _settings_value(name: str, env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess:
+    code = f"import qaportal.settings as s; print(repr(s.{name}))"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=clean_env(DEBUG="0", QAPORTAL_VAR_DIR=str(tmp_path / "var"), **env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_secrets_can_come_from_files(tmp_path: Path) -> None:
+    (tmp_path / "secret_key").write_text("from-a-docker-secret\n")
+    (tmp_path / "token").write_text("prolific-token")
+    env = {
+        "SECRET_KEY_FILE": str(tmp_path / "secret_key"),
+        "PROLIFIC_API_TOKEN_FILE": str(tmp_path / "token"),
+        "ALLOWED_HOSTS": "qa.example.org",
+    }
+
+    assert _settings_value("SECRET_KEY", env, tmp_path).stdout.strip() == "'from-a-docker-secret'"
+    assert _settings_value("PROLIFIC_API_TOKEN", env, tmp_path).stdout.strip() == "'prolific-token'"
+    # The variable itself wins over its file.
+    direct = _settings_value("SECRET_KEY", {**env, "SECRET_KEY": "direct"}, tmp_path)
+    assert direct.stdout.strip() == "'direct'"
+
+
+def test_an_unreadable_secret_file_stops_start_up_naming_it(tmp_path: Path) -> None:
+    env = {"SECRET_KEY_FILE": str(tmp_path / "missing"), "ALLOWED_HOSTS": "qa.example.org"}
+
+    result = _settings_value("SECRET_KEY", env, tmp_path)
+
+    assert result.returncode != 0
+    assert "SECRET_KEY_FILE=" in result.stderr
+    assert "cannot be read" in result.stderr

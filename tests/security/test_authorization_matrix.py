@@ -53,6 +53,9 @@ METHODS = ("get", "post", "put", "patch", "delete")
 # Reachable without an account (each for its own reason).
 PUBLIC = {
     "healthz",  # load balancers
+    "livez",  # probes: nothing but "alive"
+    "readyz",  # probes: which of database, broker, cache answers
+    "metrics",  # aggregates only, behind a token or METRICS_NETWORKS (tests/qaportal)
     "login",
     "admin-login",  # the admin site's login, locked like the login page
     "logout",
