@@ -29,7 +29,8 @@ def _listed() -> dict[str, str]:
 
 def _literal_defaults() -> dict[str, str]:
     """The defaults settings.py writes as literals: os.environ.get("X", "d"),
-    env_bool("X", default=True), os.environ.get("X", str(<constant expression>))."""
+    env_bool("X", default=True), os.environ.get("X", str(<constant expression>)); and
+    those of each platform's settings keys (``campaigns/platforms/<name>/conf.py``)."""
     defaults: dict[str, str] = {}
     for call in ast.walk(ast.parse(SETTINGS.read_text())):
         if not isinstance(call, ast.Call) or not call.args:
@@ -50,6 +51,20 @@ def _literal_defaults() -> dict[str, str]:
                 defaults[name.value] = str(eval(ast.unparse(default.args[0])))
         elif func == "env_bool" and isinstance(default, ast.Constant):
             defaults[name.value] = "1" if default.value else "0"
+    # Each platform's own keys: SettingKey("X", default, kind) in its folder's conf.py.
+    for conf in sorted((REPO_ROOT / "campaigns" / "platforms").glob("*/conf.py")):
+        for call in ast.walk(ast.parse(conf.read_text())):
+            if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "SettingKey"):
+                continue
+            if len(call.args) < 2 or not all(isinstance(a, ast.Constant) for a in call.args[:2]):
+                continue
+            key, value = call.args[0].value, call.args[1].value
+            if isinstance(value, bool):
+                defaults[key] = "1" if value else "0"
+            elif isinstance(value, int | float):
+                defaults[key] = f"{value:g}"
+            else:
+                defaults[key] = str(value)
     return defaults
 
 
