@@ -40,7 +40,7 @@ def two():
 def test_one_beat_entry_syncs_every_platform():
     tasks = [entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()]
     assert tasks.count("campaigns.platform_sync") == 1
-    assert not [t for t in tasks if t.endswith("_sync") and t != "campaigns.platform_sync"]
+    assert not [t for t in tasks if str(t).endswith("_sync") and t != "campaigns.platform_sync"]
 
 
 def test_the_sync_runs_every_platform_and_a_failure_stops_none(two):

@@ -56,9 +56,12 @@ def _literal_defaults() -> dict[str, str]:
         for call in ast.walk(ast.parse(conf.read_text())):
             if not (isinstance(call, ast.Call) and ast.unparse(call.func) == "SettingKey"):
                 continue
-            if len(call.args) < 2 or not all(isinstance(a, ast.Constant) for a in call.args[:2]):
+            if len(call.args) < 2:
                 continue
-            key, value = call.args[0].value, call.args[1].value
+            first, second = call.args[0], call.args[1]
+            if not (isinstance(first, ast.Constant) and isinstance(second, ast.Constant)):
+                continue
+            key, value = first.value, second.value
             if isinstance(value, bool):
                 defaults[key] = "1" if value else "0"
             elif isinstance(value, int | float):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from django.core.cache import cache
@@ -15,7 +16,8 @@ from campaigns.api import throttling
 from campaigns.api.throttling import TokenRateThrottle
 
 
-def _request(method: str = "GET", token: str = "token-a") -> SimpleNamespace:
+def _request(method: str = "GET", token: str = "token-a") -> Any:
+    """A stand-in for DRF's Request: what the throttle reads of it."""
     return SimpleNamespace(
         method=method,
         auth=SimpleNamespace(key=token),

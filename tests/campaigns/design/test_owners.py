@@ -32,7 +32,7 @@ def people(requester):
     campaign.bonus_max = Decimal("5.00")
     campaign.provider = "prolific"
     campaign.save(update_fields=["budget_cap", "bonus_max", "provider"])
-    campaign.collaborators.add(carol)
+    campaign.collaborators.add(carol.pk)
     return {"owner": requester, "collaborator": carol, "staff": staff, "campaign": campaign}
 
 

@@ -4,6 +4,7 @@ the schema refuses is refused, whatever qaportal's code would send."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -25,15 +26,17 @@ STUDY = {
 
 
 def test_operations_are_found_by_method_and_path_literal_first():
-    assert operation_find("POST", "/api/v1/submissions/bulk-approve/").operation_id == (
-        "bulk-approve-submissions"
-    )
-    assert operation_find("GET", "/api/v1/submissions/abc/").operation_id == "get-submission"
+    bulk = operation_find("POST", "/api/v1/submissions/bulk-approve/")
+    assert bulk is not None
+    assert bulk.operation_id == "bulk-approve-submissions"
+    one = operation_find("GET", "/api/v1/submissions/abc/")
+    assert one is not None
+    assert one.operation_id == "get-submission"
     assert operation_find("PUT", "/api/v1/studies/abc/") is None
 
 
 def test_the_fake_refuses_a_body_the_schema_refuses(fake):
-    body = {
+    body: dict[str, Any] = {
         **STUDY,
         "completion_codes": [
             {"code": "R1", "code_type": "OTHER", "actions": [{"action": "REQUEST_RETURN"}]}

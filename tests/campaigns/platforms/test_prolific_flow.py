@@ -269,6 +269,7 @@ def test_bonus_throttled_to_the_end_of_retries_clears_pay_requested(
     fake.inject("POST", r"/api/v1/bulk-bonus-payments/", "429", times=2, retry_after="0")
     op = execute(op.pk)
     assert op.state == OperationState.PENDING
+    assert op.result is not None
     assert op.result["pay_requested"] is False  # a 429 was surely not processed
     assert fake.submission(session["id"])["bonus_payments"] == []
     op = execute(op.pk)  # so the next attempt pays
@@ -295,6 +296,7 @@ def test_a_bonus_is_confirmed_by_its_own_payment_not_an_earlier_equal_one(
     second = paid_bonus_pay(assignment=assignment, amount=Decimal("0.50"), reason="r", key="b2")
     second = execute(second.pk)
     assert second.state == OperationState.PENDING  # the earlier £0.50 is not this one
+    assert second.result is not None
     assert second.result["accepted"] == second.result["bulk_bonus_id"]
     assert LedgerEntry.objects.get(key="bonus:b2").status == "committed"
     fake.settle()

@@ -260,11 +260,11 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
         number = int(name[-1])
         ranked = [o for o in outcomes if o["rank"]]
         assert ranked, name
-        qualified = {o["worker"] for o in outcomes if o["qualified"]}
-        assert len(qualified) == max(1, int(0.8 * len(ranked) + 1e-9))
+        promoted = {o["worker"] for o in outcomes if o["qualified"]}
+        assert len(promoted) == max(1, int(0.8 * len(ranked) + 1e-9))
         qt = round_qualification_type(stage=writing, round_number=number)
         holders = QualificationGrant.objects.filter(qualification_type=qt)
-        assert {g.worker.pseudonym for g in holders} == qualified
+        assert {g.worker.pseudonym for g in holders} == promoted
         notes = ProviderOperation.objects.filter(
             kind=OperationKind.NOTIFY,
             idempotency_key__startswith=f"notify:round-feedback:{writing.pk}:",
@@ -276,7 +276,7 @@ def test_nangia_four_arms_rounds_feedback_bonuses_and_validation(full_size):
             assert f"ranked {o['rank']} of {len(ranked)}" in o["message"]
             assert f"scored {o['score']:.2f}" in o["message"]
         bonus = LedgerEntry.objects.filter(key__startswith=f"bonus:round:{writing.pk}:{number}:")
-        assert bonus.count() == len(qualified)
+        assert bonus.count() == len(promoted)
         assert {b.amount for b in bonus} == {Decimal(("5.00", "7.00", "10.00")[number - 1])}
         if name.startswith("CROWD") and number > 1:  # round 1 is graded by experts
             grading_bonus = LedgerEntry.objects.filter(

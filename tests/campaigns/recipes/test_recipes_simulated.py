@@ -105,11 +105,9 @@ def test_mintaka_pilot_flows_from_writing_to_both_linking_stages(full_size):
             .first()
         )
         assert first is not None
-        given = link_set(
-            answer_for_item(first.answers, {"id": r.item_id, "external_id": r.item.external_id})[
-                "links"
-            ]
-        )
+        entry = answer_for_item(first.answers, {"id": r.item_id, "external_id": r.item.external_id})
+        assert entry is not None
+        given = link_set(entry["links"])
         assert given != link_set(r.item.data.get("prefilled_links", [])), (r.item.data, given)
 
     summary = run_summary(campaign=campaign, export="mintaka")

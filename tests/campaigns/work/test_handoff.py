@@ -266,7 +266,7 @@ def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
     assert stage_publish(stage=target) == 2
     sources = [
         {
-            i.source_assignment.hit.stage_id
+            i.source_assignment.hit.stage_id if i.source_assignment else None
             for i in hit.items.select_related("source_assignment__hit")
         }
         for hit in HIT.objects.filter(stage=target)

@@ -268,6 +268,7 @@ def test_made_up_assignment_ids_beyond_the_hits_places_are_refused(client, hit):
     assert not Worker.objects.filter(external_id="AFORGED", assignments__isnull=False).exists()
     # A place whose worker let the deadline pass is MTurk's to hand out again.
     first = Assignment.objects.order_by("id").first()
+    assert first is not None
     Assignment.objects.filter(pk=first.pk).update(deadline=first.accepted_at)
     again = entry(Client(), assignmentId="3ZAK8W07I4EJH7YMFNDB6SAA0AD0U8", workerId="ANEW")
     assert again.status_code == 200
