@@ -62,6 +62,8 @@ def _literal_defaults() -> dict[str, str]:
             if not (isinstance(first, ast.Constant) and isinstance(second, ast.Constant)):
                 continue
             key, value = first.value, second.value
+            if not isinstance(key, str):
+                continue
             if isinstance(value, bool):
                 defaults[key] = "1" if value else "0"
             elif isinstance(value, int | float):

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from typing import cast
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -25,14 +27,14 @@ TOKEN = "lab-prolific-token-0123456789-XYZ"
 
 @pytest.fixture
 def people(requester):
-    carol = UserFactory(username="carol")
+    carol = cast(User, UserFactory(username="carol"))
     staff = UserFactory(username="sam", is_staff=True)
     campaign = campaign_create(owner=requester, name="Money", slug="money")
     campaign.budget_cap = Decimal("100.00")
     campaign.bonus_max = Decimal("5.00")
     campaign.provider = "prolific"
     campaign.save(update_fields=["budget_cap", "bonus_max", "provider"])
-    campaign.collaborators.add(carol.pk)
+    campaign.collaborators.add(carol)
     return {"owner": requester, "collaborator": carol, "staff": staff, "campaign": campaign}
 
 

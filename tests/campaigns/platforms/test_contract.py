@@ -136,7 +136,7 @@ class ProlificEnv(Env):
         return Assignment.objects.get(provider_assignment_id=session["id"])
 
     def calls(self, kind: str) -> int:
-        return len(self.fake.calls(*self.PATHS[kind]))
+        return len(self.fake.calls(*self.PATHS[OperationKind(kind)]))
 
     def publish_calls(self, *, hits: int) -> int:
         return 1  # one study for the stage's HITs
@@ -162,7 +162,7 @@ class MTurkEnv(Env):
         return Assignment.objects.get(pk=assignment.pk)
 
     def calls(self, kind: str) -> int:
-        return self.fake.state.calls[self.OPERATIONS[kind]]
+        return self.fake.state.calls[self.OPERATIONS[OperationKind(kind)]]
 
     def publish_calls(self, *, hits: int) -> int:
         return hits  # one MTurk HIT each

@@ -4,7 +4,7 @@ confirmed by its sync. Everything qaportal needs to know of it is here."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 
@@ -114,7 +114,7 @@ class ToyPlatform(PaidPlatform):
         if scope is not None:
             waiting = waiting.filter(hit__stage__campaign_id=int(scope))
         counts: dict[str, int] = {}
-        provider = self.provider()
+        provider = cast(ToyProvider, self.provider())
         for assignment in waiting.select_related("worker"):
             theirs = service.CROWD.assignment_get(
                 api_key=provider.api_key, assignment_id=str(assignment.provider_assignment_id)

@@ -44,7 +44,7 @@ class ToyEnv(Env):
         return Assignment.objects.get(pk=assignment.pk)
 
     def calls(self, kind: str) -> int:
-        return self.crowd.calls.count(self.CALLS[kind])
+        return self.crowd.calls.count(self.CALLS[OperationKind(kind)])
 
     def publish_calls(self, *, hits: int) -> int:
         return hits  # one Toy Crowd HIT each

@@ -5,6 +5,7 @@ messaged, every platform call an operation carried out once."""
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import cast
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -181,8 +182,8 @@ def test_a_refusal_by_toy_crowd_fails_the_operation_with_its_reason(toy, request
 def test_a_campaigns_own_credentials_are_used(toy, requester):
     campaign, _ = toy_campaign(requester, items=1)
     campaign_credentials_set(campaign=campaign, actor=requester, values={"api_key": "own-key-123"})
-    assert provider_for("toy", campaign_id=campaign.pk).api_key == "own-key-123"
-    assert provider_for("toy").api_key == API_KEY  # the environment's (settings)
+    assert cast(ToyProvider, provider_for("toy", campaign_id=campaign.pk)).api_key == "own-key-123"
+    assert cast(ToyProvider, provider_for("toy")).api_key == API_KEY  # the environment's
 
 
 def test_the_webhook_queues_a_sync_of_toy_crowd(toy, client):
