@@ -101,6 +101,21 @@ class ExportQuerySerializer(serializers.Serializer):
             raise serializers.ValidationError(str(exc)) from None
 
 
+def export_options(*, campaign: Campaign, data: Any) -> tuple[dict[str, Any], bool]:
+    """The export options in ``data`` (``ExportQuerySerializer``; a 400 when invalid) and
+    whether they reveal real worker ids, which needs ``confirm`` set to the campaign's slug."""
+    query = ExportQuerySerializer(data=data)
+    query.is_valid(raise_exception=True)
+    options = dict(query.validated_data)
+    reveal = options.pop("reveal_worker_ids")
+    confirm = options.pop("confirm", "")
+    if reveal and confirm != campaign.slug:
+        raise ValidationError(
+            {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
+        )
+    return options, reveal
+
+
 class ExportTooLargeToStream(APIException):
     status_code = status.HTTP_409_CONFLICT
     default_code = "export_too_large_to_stream"
@@ -146,15 +161,7 @@ class CampaignExportApi(APIView):
         campaign = campaign_or_404(request=request, slug=slug)
         if export_format not in FORMATS:
             raise Http404(f"Unknown export format; use one of {', '.join(FORMATS)}.")
-        query = ExportQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        options = dict(query.validated_data)
-        reveal = options.pop("reveal_worker_ids")
-        confirm = options.pop("confirm", "")
-        if reveal and confirm != campaign.slug:
-            raise ValidationError(
-                {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
-            )
+        options, reveal = export_options(campaign=campaign, data=request.query_params)
         fmt = export_format_get(export_format)
         export_stream_check(campaign=campaign, fmt=fmt, request=request)
         try:

@@ -17,14 +17,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.exceptions import PermissionDenied as DRFPermissionDenied
-from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
-from campaigns.api.exports import ExportQuerySerializer
+from campaigns.api.exports import ExportQuerySerializer, export_options
 from campaigns.exports import FORMATS, export_filename
 from campaigns.jobs import job_as_dict, job_download_response, job_export_start, job_or_404
 
@@ -80,15 +79,7 @@ class CampaignExportJobApi(APIView):
         data = {**request.query_params.dict()}
         if isinstance(request.data, dict):
             data.update({k: v for k, v in request.data.items() if isinstance(k, str)})
-        query = ExportQuerySerializer(data=data)
-        query.is_valid(raise_exception=True)
-        options = dict(query.validated_data)
-        reveal = options.pop("reveal_worker_ids")
-        confirm = options.pop("confirm", "")
-        if reveal and confirm != campaign.slug:
-            raise ValidationError(
-                {"confirm": ["Set confirm to the campaign's slug to export real worker ids."]}
-            )
+        options, reveal = export_options(campaign=campaign, data=data)
         split = options["split"]
         ratios = options.pop("ratios")
         try:

@@ -337,7 +337,28 @@ def _decide(
     return True
 
 
-class AssignmentApproveApi(APIView):
+class _AssignmentDecisionApi(APIView):
+    """Approve or reject (``decision``) a submitted local assignment from the input
+    ``input_serializer`` reads: ``reason`` and, for a rejection, ``feedback``."""
+
+    decision: str
+    input_serializer: type[StrictInputSerializer]
+
+    def decide(self, request: Request, assignment_id: int) -> Response:
+        assignment = _assignment_or_404(request, assignment_id)
+        serializer = self.input_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        _decide(
+            assignment=assignment,
+            decision=self.decision,
+            request=request,
+            reason=serializer.validated_data["reason"],
+            feedback=serializer.validated_data.get("feedback", ""),
+        )
+        return Response(_assignment_out(assignment))
+
+
+class AssignmentApproveApi(_AssignmentDecisionApi):
     """Approve a submitted local assignment; its answer is handed on to the next stage.
 
     Idempotent: approving an approved assignment answers 200 and changes nothing.
@@ -345,6 +366,9 @@ class AssignmentApproveApi(APIView):
 
     class ApproveInputSerializer(StrictInputSerializer):
         reason = serializers.CharField(allow_blank=True, default="", max_length=5000)
+
+    decision = "approve"
+    input_serializer = ApproveInputSerializer
 
     @extend_schema(
         parameters=[IDEMPOTENCY_KEY],
@@ -359,20 +383,10 @@ class AssignmentApproveApi(APIView):
     )
     @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
-        assignment = _assignment_or_404(request, assignment_id)
-        serializer = self.ApproveInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        _decide(
-            assignment=assignment,
-            decision="approve",
-            request=request,
-            reason=serializer.validated_data["reason"],
-            feedback="",
-        )
-        return Response(_assignment_out(assignment))
+        return self.decide(request, assignment_id)
 
 
-class AssignmentRejectApi(APIView):
+class AssignmentRejectApi(_AssignmentDecisionApi):
     """Reject a submitted local assignment; ``feedback`` is what the worker is shown.
 
     Idempotent: rejecting a rejected assignment answers 200 and changes nothing.
@@ -383,6 +397,9 @@ class AssignmentRejectApi(APIView):
         feedback = serializers.CharField(
             allow_blank=True, default="", max_length=5000, help_text="Shown to the worker."
         )
+
+    decision = "reject"
+    input_serializer = RejectInputSerializer
 
     @extend_schema(
         parameters=[IDEMPOTENCY_KEY],
@@ -397,17 +414,7 @@ class AssignmentRejectApi(APIView):
     )
     @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
-        assignment = _assignment_or_404(request, assignment_id)
-        serializer = self.RejectInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        _decide(
-            assignment=assignment,
-            decision="reject",
-            request=request,
-            reason=serializer.validated_data["reason"],
-            feedback=serializer.validated_data["feedback"],
-        )
-        return Response(_assignment_out(assignment))
+        return self.decide(request, assignment_id)
 
 
 class BulkReviewResultSerializer(serializers.Serializer):

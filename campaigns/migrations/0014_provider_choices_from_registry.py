@@ -10,7 +10,7 @@ import campaigns.models.choices
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("campaigns", "0013_assignment_no_single_column_fk_indexes"),
+        ("campaigns", "0001_squashed_0013"),
     ]
 
     operations = [

@@ -220,6 +220,21 @@ def paid_assignment_approve(
     return op
 
 
+def assignments_not_rejecting(*, provider: str, assignments: list[Assignment]) -> list[Assignment]:
+    """``assignments`` less those with a rejection asked of ``provider`` that has not
+    failed (an auto-approval must not race it), in the same order."""
+    rejecting = set(
+        ProviderOperation.objects.filter(
+            provider=provider,
+            kind=OperationKind.REJECT,
+            payload__assignment_id__in=[a.pk for a in assignments],
+        )
+        .exclude(state=OperationState.FAILED)
+        .values_list("payload__assignment_id", flat=True)
+    )
+    return [a for a in assignments if a.pk not in rejecting]
+
+
 def paid_assignments_approve(
     *,
     assignments: Iterable[Assignment],
@@ -394,29 +409,57 @@ def paid_bonus_pay(
         ).first()
         if existing is not None:
             return existing
-        fee = fee_model_for(locked.provider).bonus_fee(amount=amount)
-        campaign_budget_check(campaign=campaign, extra=amount + fee, what="This bonus")
-        op, _ = operation_request(
-            provider=locked.provider,
-            kind=OperationKind.BONUS,
-            key=f"bonus:{key}",
+        return bonus_operation_commit(
+            campaign=campaign,
+            locked=locked,
+            amount=amount,
+            fee=fee_model_for(locked.provider).bonus_fee(amount=amount),
+            currency=currency_for(locked.provider),
+            reason=reason,
+            key=key,
             payload={
-                "assignment_id": locked.pk,
                 "study_id": locked.hit.provider_group_id,
                 "submission_id": locked.provider_assignment_id,
-                "amount": f"{amount:.2f}",
-                "reason": reason,
             },
-            campaign=campaign,
         )
-        ledger_bonus_commit(
-            campaign=campaign,
-            assignment=locked,
-            operation=op,
-            key=key,
-            amount=amount,
-            fee=fee,
-            currency=currency_for(locked.provider),
-            memo=reason,
-        )
+
+
+def bonus_operation_commit(
+    *,
+    campaign: Campaign,
+    locked: Assignment,
+    amount: Decimal,
+    fee: Decimal | None,
+    currency: str,
+    reason: str,
+    key: str,
+    payload: dict[str, Any],
+) -> ProviderOperation:
+    """The bonus ``amount`` (and platform ``fee``) to the worker of ``locked`` within the
+    campaign's budget: operation ``bonus:<key>`` (``payload``: the platform's ids) and its
+    ledger entries committed with it. In the transaction that locks ``campaign`` and
+    ``locked``, after the idempotency check."""
+    campaign_budget_check(campaign=campaign, extra=amount + (fee or 0), what="This bonus")
+    op, _ = operation_request(
+        provider=locked.provider,
+        kind=OperationKind.BONUS,
+        key=f"bonus:{key}",
+        payload={
+            "assignment_id": locked.pk,
+            **payload,
+            "amount": f"{amount:.2f}",
+            "reason": reason,
+        },
+        campaign=campaign,
+    )
+    ledger_bonus_commit(
+        campaign=campaign,
+        assignment=locked,
+        operation=op,
+        key=key,
+        amount=amount,
+        fee=fee,
+        currency=currency,
+        memo=reason,
+    )
     return op

@@ -36,11 +36,9 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.payments.bonus_keys import bonus_ceiling_check
-from campaigns.payments.budget import campaign_budget_check
 from campaigns.payments.costs import bonus_cost
-from campaigns.payments.ledger import ledger_bonus_commit
 from campaigns.platforms.operations import operation_request
-from campaigns.platforms.review import paid_bonus_pay
+from campaigns.platforms.review import bonus_operation_commit, paid_bonus_pay
 from campaigns.platforms.workers import (
     paid_qualification_grant,
     paid_qualification_revoke,
@@ -211,27 +209,13 @@ def assignment_bonus_pay(
         existing = LedgerEntry.objects.filter(key=f"{LedgerKind.BONUS}:{key}").first()
         if existing is not None and existing.operation is not None:
             return existing.operation
-        campaign_budget_check(campaign=campaign, extra=amount, what="This bonus")
-        op, _ = operation_request(
-            provider=Provider.LOCAL,
-            kind=OperationKind.BONUS,
-            key=f"bonus:{key}",
-            payload={
-                "assignment_id": locked.pk,
-                "worker_id": locked.worker_id,
-                "amount": f"{amount:.2f}",
-                "reason": reason,
-            },
+        return bonus_operation_commit(
             campaign=campaign,
-        )
-        ledger_bonus_commit(
-            campaign=campaign,
-            assignment=locked,
-            operation=op,
-            key=key,
+            locked=locked,
             amount=amount,
             fee=None,
             currency=campaign.currency,
-            memo=reason,
+            reason=reason,
+            key=key,
+            payload={"worker_id": locked.worker_id},
         )
-    return op

@@ -52,19 +52,9 @@ def task_context(
     preview: bool,
 ) -> dict[str, Any]:
     """What a task-type template gets (see ``TaskType.template_name``)."""
-    task_type = task_type_get(stage.task_type)
-    template = task_template_name(task_type)
-    return {
-        "task_type": task_type,
-        "task_template": template,
-        "task_ready": template != MISSING_TEMPLATE,
-        "items": hit_items(hit=hit),
-        "config": task_type.effective_config(stage.config),
-        "answer": answer or {},
-        "errors": dict(errors or {}),
-        "stage": stage,
-        "preview": preview,
-    }
+    return _task_context(
+        stage=stage, items=hit_items(hit=hit), answer=answer, errors=errors, preview=preview
+    )
 
 
 def task_context_readonly(
@@ -73,6 +63,17 @@ def task_context_readonly(
     """The task type's own page for a stored ``answer``, read only (``preview``): how the
     review queue shows an answer as the worker saw it (selected sentences ticked in
     their article, links on their spans). ``items`` as ``hit_items`` gives them."""
+    return _task_context(stage=stage, items=items, answer=answer, errors=None, preview=True)
+
+
+def _task_context(
+    *,
+    stage: Stage,
+    items: list[dict[str, Any]],
+    answer: Any,
+    errors: Mapping[str, str] | None,
+    preview: bool,
+) -> dict[str, Any]:
     task_type = task_type_get(stage.task_type)
     template = task_template_name(task_type)
     return {
@@ -82,9 +83,9 @@ def task_context_readonly(
         "items": items,
         "config": task_type.effective_config(stage.config),
         "answer": answer or {},
-        "errors": {},
+        "errors": dict(errors or {}),
         "stage": stage,
-        "preview": True,
+        "preview": preview,
     }
 
 

@@ -60,6 +60,27 @@ def qualification_group_name(qualification_type_id: int) -> str:
     return f"qaportal-qual-{qualification_type_id}"
 
 
+def _block_list_request(
+    *, kind: OperationKind, requester: AbstractBaseUser, worker: Worker, block: WorkerBlock
+) -> ProviderOperation:
+    """Ask the platform to put ``worker`` in (``BLOCK``) or take it out of (``UNBLOCK``)
+    the requester's block-list group, once per ``block``
+    (key ``<kind>:<requester>:<worker>:<block>``)."""
+    op, _ = operation_request(
+        provider=worker.provider,
+        kind=kind,
+        key=f"{kind.value}:{requester.pk}:{worker.pk}:{block.pk}",
+        payload={
+            "owner_id": requester.pk,
+            "worker_id": worker.pk,
+            "participant_id": worker.external_id,
+            "group_name": block_group_name(requester.pk),
+        },
+        campaign=None,
+    )
+    return op
+
+
 def paid_worker_block(
     *, requester: AbstractBaseUser, worker: Worker, reason: str
 ) -> tuple[WorkerBlock, ProviderOperation]:
@@ -74,17 +95,8 @@ def paid_worker_block(
             lifted_at=None,
             defaults={"reason": reason or "blocked"},
         )
-        op, _ = operation_request(
-            provider=worker.provider,
-            kind=OperationKind.BLOCK,
-            key=f"block:{requester.pk}:{worker.pk}:{block.pk}",
-            payload={
-                "owner_id": requester.pk,
-                "worker_id": worker.pk,
-                "participant_id": worker.external_id,
-                "group_name": block_group_name(requester.pk),
-            },
-            campaign=None,
+        op = _block_list_request(
+            kind=OperationKind.BLOCK, requester=requester, worker=worker, block=block
         )
     return block, op
 
@@ -108,17 +120,8 @@ def paid_worker_unblock(
             return None
         block.lifted_at = timezone.now()
         block.save(update_fields=["lifted_at"])
-        op, _ = operation_request(
-            provider=worker.provider,
-            kind=OperationKind.UNBLOCK,
-            key=f"unblock:{requester.pk}:{worker.pk}:{block.pk}",
-            payload={
-                "owner_id": requester.pk,
-                "worker_id": worker.pk,
-                "participant_id": worker.external_id,
-                "group_name": block_group_name(requester.pk),
-            },
-            campaign=None,
+        op = _block_list_request(
+            kind=OperationKind.UNBLOCK, requester=requester, worker=worker, block=block
         )
     return block, op
 

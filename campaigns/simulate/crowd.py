@@ -247,31 +247,44 @@ class CrowdSimulation:
             self._worker_ids = sorted(
                 InviteRedemption.objects.filter(invite=invite).values_list("worker_id", flat=True)
             )
-            finished = False
-            while not finished and not self._out_of_time():
-                worked = self._pass()
-                approved = self._approve_submitted() if self.approve_all else 0
-                finished = not worked and not approved
-                if finished and self.requester is not None and self.requester(self.campaign):
-                    # The requester acted (closed a round, granted a qualification):
-                    # every worker looks for work again.
-                    finished = False
-                    self._advance()
-                if not finished:
-                    self.result.rounds += 1
-            if not finished:
-                self.result.errors.append(
-                    "stopped by --max-seconds before the work ran out; the counts are partial"
-                )
+            self._run_until_done()
         finally:
             invite_revoke(invite=invite)
-            self.result.seconds = time.monotonic() - started
-            for worker in self.workers:
-                self.result.requests += worker.browser.requests
-                self.result.pages += worker.browser.pages
-                self.result.statuses.update(worker.browser.statuses)
-            self.result.collect_stage_state(campaign=self.campaign)
+            self._tally(started=started)
         return self.result
+
+    def _step(self) -> bool:
+        """One pass of every worker, then the approvals (``approve_all``); True when
+        anything was done."""
+        worked = self._pass()
+        approved = self._approve_submitted() if self.approve_all else 0
+        return bool(worked or approved)
+
+    def _run_until_done(self) -> None:
+        """Steps until nothing is done and the requester (``requester``) does nothing;
+        a requester who acted (closed a round, granted a qualification, synced and
+        approved) makes every worker look for work again. Out of time: an error."""
+        finished = False
+        while not finished and not self._out_of_time():
+            finished = not self._step()
+            if finished and self.requester is not None and self.requester(self.campaign):
+                finished = False
+                self._advance()
+            if not finished:
+                self.result.rounds += 1
+        if not finished:
+            self.result.errors.append(
+                "stopped by --max-seconds before the work ran out; the counts are partial"
+            )
+
+    def _tally(self, *, started: float) -> None:
+        """The run's time, the workers' browser counts and the stages' state, in ``result``."""
+        self.result.seconds = time.monotonic() - started
+        for worker in self.workers:
+            self.result.requests += worker.browser.requests
+            self.result.pages += worker.browser.pages
+            self.result.statuses.update(worker.browser.statuses)
+        self.result.collect_stage_state(campaign=self.campaign)
 
     def _out_of_time(self) -> bool:
         return self.deadline is not None and time.monotonic() > self.deadline

@@ -127,28 +127,15 @@ class ProlificSimulation(CrowdSimulation):
             for worker in self.workers:
                 self.result.profile(worker.profile).workers += 1
                 self.result.joined += 1
-            finished = False
-            while not finished and not self._out_of_time():
-                finished = not self._pass()
-                if finished and self.requester is not None and self.requester(self.campaign):
-                    # The requester synced and approved: hand-offs may have put new
-                    # places on the studies, so every participant looks again.
-                    finished = False
-                    self._advance()
-                if not finished:
-                    self.result.rounds += 1
-            if not finished:
-                self.result.errors.append(
-                    "stopped by --max-seconds before the work ran out; the counts are partial"
-                )
+            self._run_until_done()
         finally:
-            self.result.seconds = time.monotonic() - started
-            for worker in self.workers:
-                self.result.requests += worker.browser.requests
-                self.result.pages += worker.browser.pages
-                self.result.statuses.update(worker.browser.statuses)
-            self.result.collect_stage_state(campaign=self.campaign)
+            self._tally(started=started)
         return self.result
+
+    def _step(self) -> bool:
+        """One pass of every participant; the requester approves (hand-offs may put new
+        places on the studies, so every participant then looks again)."""
+        return self._pass()
 
     def _turn(self, worker: SimulatedWorker) -> bool:
         """At most one study entered: the first this participant has not entered yet."""

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0004_hit_places_left'),
+        ('campaigns', '0001_squashed_0013'),
         ('linking', '0001_initial'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

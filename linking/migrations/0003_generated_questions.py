@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('campaigns', '0007_export_audit'),
+        ('campaigns', '0001_squashed_0013'),
         ('linking', '0002_resolution_agreedlink'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

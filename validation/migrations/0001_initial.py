@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('campaigns', '0004_hit_places_left'),
+        ('campaigns', '0001_squashed_0013'),
     ]
 
     operations = [

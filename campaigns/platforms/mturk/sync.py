@@ -33,17 +33,14 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     HITStatus,
-    OperationKind,
-    OperationState,
     Provider,
-    ProviderOperation,
     ProviderSyncCursor,
 )
 from campaigns.platforms import provider_for
 from campaigns.platforms.base import ProviderError
 from campaigns.platforms.mturk.provider import MTurkProvider
 from campaigns.platforms.mturk.records import HITRead, SyncStats, sync_batch_apply
-from campaigns.platforms.review import paid_assignments_approve
+from campaigns.platforms.review import assignments_not_rejecting, paid_assignments_approve
 from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -90,16 +87,7 @@ def _approvals_follow(hit_pks: list[int], stats: SyncStats) -> None:
     )
     if not candidates:
         return
-    rejecting = set(
-        ProviderOperation.objects.filter(
-            provider=Provider.MTURK,
-            kind=OperationKind.REJECT,
-            payload__assignment_id__in=[a.pk for a in candidates],
-        )
-        .exclude(state=OperationState.FAILED)
-        .values_list("payload__assignment_id", flat=True)
-    )
-    candidates = [a for a in candidates if a.pk not in rejecting]
+    candidates = assignments_not_rejecting(provider=Provider.MTURK, assignments=candidates)
     if not candidates:
         return
     try:

@@ -58,6 +58,7 @@ from campaigns.platforms.prolific.provider import (
 )
 from campaigns.platforms.publishing import hits_being_published, publish_key, stage_rules_check
 from campaigns.platforms.review import (
+    assignments_not_rejecting,
     campaign_budget_check,
     paid_assignments_approve,
     submission_identity,
@@ -480,16 +481,7 @@ def study_auto_approve(*, study_id: str) -> ProviderOperation | None:
         .order_by("pk")
         if stage_auto_approves(a.hit.stage)
     ]
-    rejecting = set(
-        ProviderOperation.objects.filter(
-            provider=Provider.PROLIFIC,
-            kind=OperationKind.REJECT,
-            payload__assignment_id__in=[a.pk for a in candidates],
-        )
-        .exclude(state=OperationState.FAILED)
-        .values_list("payload__assignment_id", flat=True)
-    )
-    candidates = [a for a in candidates if a.pk not in rejecting]
+    candidates = assignments_not_rejecting(provider=Provider.PROLIFIC, assignments=candidates)
     if not candidates:
         return None
     try:
