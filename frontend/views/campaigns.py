@@ -25,7 +25,7 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
-from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.models import Campaign, CampaignState, HITStatus, Provider, Stage
 from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start
@@ -44,6 +44,7 @@ from frontend.views.common import (
     request_user,
     stage_or_404,
 )
+from frontend.views.confirm import confirm_first
 from qaportal.errors import DomainError, UploadRejected
 
 CAMPAIGNS_PER_PAGE = 50
@@ -253,6 +254,21 @@ def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpRes
     return render(request, "frontend/campaign_confirm.html", context)
 
 
+def _completion_consequence(campaign: Campaign) -> str:
+    """What completing does, in the campaign's own numbers."""
+    progress = campaign_progress(campaign=campaign)
+    total = sum(s.items_total for s in progress.stages)
+    done = sum(s.items_done for s in progress.stages)
+    open_hits = sum(s.hits.get(HITStatus.PUBLISHED, 0) for s in progress.stages)
+    return (
+        f"Completing is final: the campaign cannot be resumed, edited or published again. "
+        f"Its workers can take no more tasks and read that it takes no more work; "
+        f"{open_hits} published HIT{'s' if open_hits != 1 else ''} close, and {total - done} of "
+        f"{total} item{'s' if total != 1 else ''} stay unfinished. Work already submitted "
+        "stays in the campaign, to review and export."
+    )
+
+
 @login_required
 @require_POST
 def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
@@ -264,6 +280,16 @@ def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
         # No money moves without the page that states how much.
         url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
         return redirect(f"{url}?{urlencode({'to_state': to_state})}")
+    if to_state == CampaignState.COMPLETED and to_state in TRANSITIONS[campaign.state]:
+        asked = confirm_first(
+            request,
+            title=f"Complete “{campaign.name}”?",
+            consequence=_completion_consequence(campaign),
+            button="Complete the campaign (final)",
+            cancel_url=detail_url(campaign),
+        )
+        if asked is not None:
+            return asked
     try:
         campaign = campaign_start(campaign=campaign, to_state=to_state)
     except DomainError as exc:  # IllegalTransition included: its message says what is allowed

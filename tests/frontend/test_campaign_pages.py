@@ -148,6 +148,30 @@ def test_paused_campaign_offers_resume(alice_client, campaign, stage):
     assert "Complete (final)" in content
 
 
+def test_completing_asks_first_naming_what_ends(alice_client, campaign, stage):
+    ItemFactory(stage=stage)
+    ItemFactory(stage=stage)
+    campaign_transition(campaign=campaign, to_state="live")
+    url = reverse("frontend:campaign-transition", kwargs={"slug": campaign.slug})
+
+    asked = alice_client.post(url, {"to_state": "completed"})
+
+    page = asked.content.decode()
+    assert asked.status_code == 200
+    assert "Completing is final" in page
+    assert "2 of 2 items stay unfinished" in page
+    assert "read that it takes no more work" in page
+    assert 'name="to_state" value="completed"' in page
+    campaign.refresh_from_db()
+    assert campaign.state == CampaignState.LIVE
+
+    done = alice_client.post(url, {"to_state": "completed", "confirmed": "yes"})
+
+    assert done.status_code == 302
+    campaign.refresh_from_db()
+    assert campaign.state == CampaignState.COMPLETED
+
+
 @pytest.mark.parametrize(
     ("to_state", "message"),
     [
