@@ -171,6 +171,7 @@ def stage_add(
     review_rules: list[dict[str, Any]] | None = None,
     bonus_rules: list[dict[str, Any]] | None = None,
     show_reward_to_local_workers: bool = False,
+    publish_added: bool = True,
 ) -> Stage:
     """Append a stage to a draft or pilot campaign, its config validated by the task type.
 
@@ -223,6 +224,7 @@ def stage_add(
             review_rules=review_rules or [],
             bonus_rules=bonus_rules or [],
             show_reward_to_local_workers=show_reward_to_local_workers,
+            publish_added=publish_added,
             **extra,
         )
 
@@ -275,6 +277,7 @@ STAGE_SETTINGS_FIELDS = (
     "review_rules",
     "bonus_rules",
     "show_reward_to_local_workers",
+    "publish_added",
 )
 STAGE_EDITABLE_FIELDS = frozenset({"name", *STAGE_SETTINGS_FIELDS})
 
@@ -291,6 +294,7 @@ STAGE_FIELDS_WHILE_PUBLISHED = frozenset(
         "bonus_rules",
         "escalation_rule",
         "show_reward_to_local_workers",
+        "publish_added",
     }
 )
 

@@ -25,10 +25,10 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
-from campaigns.models import Campaign, CampaignState, HITStatus, Provider, Stage
+from campaigns.models import Campaign, CampaignState, HITStatus, ItemStatus, Provider, Stage
 from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
-from campaigns.platforms.publishing import campaign_start
+from campaigns.platforms.publishing import campaign_start, stage_publish_waiting
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
@@ -166,6 +166,7 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.waiting_count = p.items.get(ItemStatus.PENDING, 0)  # type: ignore[attr-defined]
         stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
         stage.campaign = campaign
         stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
@@ -317,6 +318,30 @@ def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
+def stage_publish_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    """The stage card's Publish: its waiting items get HITs now."""
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    stage.campaign = campaign
+    try:
+        made = stage_publish_waiting(stage=stage)
+    except DomainError as exc:
+        messages.error(request, f"Not published: {exc}")
+    else:
+        messages.success(
+            request,
+            f"Stage “{stage.name}”: published"
+            + (
+                f" {made} HIT{'s' if made != 1 else ''}."
+                if made
+                else "; the platform makes the HITs."
+            ),
+        )
+    return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+
+
+@login_required
+@require_POST
 def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     stage = stage_or_404(campaign, stage_id)
@@ -346,6 +371,8 @@ def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRes
         result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")
     except UploadRejected as exc:
         rows = exc.errors if isinstance(exc.errors, list) else []
+        # A one-line refusal is said once, in the message, not again as a table row.
+        rows = [r for r in rows if not (r.get("row") is None and r.get("message") == str(exc))]
         rejection = {
             "message": str(exc),
             "filename": upload.name,

@@ -281,7 +281,10 @@ def test_upload_with_bad_rows_shows_them_and_stores_nothing(alice_client, stage)
     assert {e["row"] for e in rejection["rows"]} == {3, 4}
     html = response.content.decode()
     assert "row-errors" in html
-    assert "nothing was stored" in html
+    # Said once, at the anchor the upload form posts to (issue 36, point 3).
+    assert html.lower().count("was stored") == 1
+    assert 'id="upload-outcome"' in html
+    assert "items/#upload-outcome" in html
     assert '<td class="num">3</td><td>complexity_type</td>' in html
 
 
@@ -323,3 +326,30 @@ def test_upload_to_completed_campaign_shows_message(alice_client, campaign, stag
     assert response.status_code == 302
     assert "cannot be added" in _messages(response)[0]
     assert stage.items.count() == 1
+
+
+def test_stage_card_shows_waiting_items_with_a_publish(alice_client, campaign, stage):
+    """Issue 36, point 2: a stage kept manual shows what waits and publishes it."""
+    ItemFactory(stage=stage)
+    campaign_transition(campaign=campaign, to_state="live")
+    stage.publish_added = False
+    stage.save(update_fields=["publish_added"])
+    _upload(alice_client, stage, "late.csv", b"external_id,topic,complexity_type\nl1,lakes,count\n")
+
+    page = alice_client.get(_detail(campaign)).content.decode()
+    assert "2 items waiting" in page
+    assert "Publish 2 waiting items" in page
+
+    url = reverse("frontend:stage-publish", kwargs={"slug": campaign.slug, "stage_id": stage.pk})
+    response = alice_client.post(url)
+
+    assert response.status_code == 302
+    assert _messages(response) == ["Stage “Write questions”: published 2 HITs."]
+    assert not stage.items.filter(status="pending").exists()
+    assert (
+        "waiting"
+        not in alice_client.get(_detail(campaign))
+        .content.decode()
+        .split("Stage details")[1]
+        .split("Quality")[0]
+    )
