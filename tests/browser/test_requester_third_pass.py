@@ -1,0 +1,158 @@
+"""Issue 36, the requester's day in Debian's chromium (Playwright), at 1280 and 390 px
+with axe-core on every state visited: nothing irreversible happens unasked (completing a
+campaign, rejecting many, revoking an invite link: a page names the consequence, with
+or without JavaScript), items added to a running stage are published (a manual stage
+shows them waiting, with a Publish), and a rejected upload answers where the requester
+is: at its per-row table, once."""
+
+from __future__ import annotations
+
+import pytest
+
+from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, CampaignState, Item
+from tests.browser.a11y import assert_person_can_use
+from tests.browser.pages import WIDTHS, live_stage, screenshot
+from tests.browser.test_requester_design import log_in
+from tests.factories import UserFactory
+from tests.helpers import submitted_assignment
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+CELLS = [
+    {"external_id": f"cell-{n}", "data": {"topic": t, "complexity_type": "comparative"}}
+    for n, t in enumerate(("rivers", "films"))
+]
+
+
+def _campaign(page, width: int):
+    alice = UserFactory.create(username="alice")
+    stage, invite = live_stage(
+        task_type="question_writing", config={"questions_per_hit": 1}, items=CELLS, owner=alice
+    )
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in(page)
+    return stage, invite
+
+
+def _in_view(page, selector: str) -> bool:
+    return page.evaluate(
+        "(s) => { const r = document.querySelector(s).getBoundingClientRect();"
+        " return r.top >= 0 && r.top < window.innerHeight; }",
+        selector,
+    )
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_completing_asks_first_and_cancel_changes_nothing(page, width):
+    stage, _ = _campaign(page, width)
+    campaign = stage.campaign
+    page.goto(f"/campaigns/{campaign.slug}/")
+
+    page.get_by_role("button", name="Complete (final)…").click()
+    page.get_by_role("heading", name=f"Complete “{campaign.name}”?").wait_for()
+    consequence = page.locator(".consequence").inner_text()
+    assert "Completing is final" in consequence
+    assert "2 of 2 items stay unfinished" in consequence
+    assert_person_can_use(page, where=f"complete confirmation at {width}", touch=False)
+    screenshot(page, "confirm-complete")
+
+    page.get_by_role("link", name="Cancel").click()
+    page.wait_for_url(f"**/campaigns/{campaign.slug}/")
+    assert Campaign.objects.get(pk=campaign.pk).state == CampaignState.LIVE
+
+    page.get_by_role("button", name="Complete (final)…").click()
+    page.get_by_role("button", name="Complete the campaign (final)").click()
+    page.get_by_text("The campaign is now completed.").wait_for()
+    assert Campaign.objects.get(pk=campaign.pk).state == CampaignState.COMPLETED
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_rejecting_many_asks_with_and_without_javascript(browser, live_server, page, width):
+    stage, _ = _campaign(page, width)
+    campaign = stage.campaign
+    first, second = submitted_assignment(stage), submitted_assignment(stage)
+
+    # With JavaScript: the dialog asks, and the server does not ask a second time.
+    page.goto(f"/campaigns/{campaign.slug}/review/")
+    page.locator(f'input[name="ids"][value="{first.pk}"]').check()
+    page.locator("#bulk-feedback").fill("Vague.")
+    asked: list[str] = []
+    page.once("dialog", lambda d: (asked.append(d.message), d.accept()))
+    page.get_by_role("button", name="Reject selected").click()
+    page.get_by_text("Rejected 1 assignment.").wait_for()
+    assert [m.split("?")[0] for m in asked] == ["Reject 1 assignment(s)"]
+
+    # Without JavaScript: the server's page names the consequence and the feedback.
+    context = browser.new_context(
+        base_url=live_server.url,
+        viewport={"width": width, "height": 900},
+        java_script_enabled=False,
+    )
+    bare = context.new_page()
+    log_in(bare)
+    bare.goto(f"/campaigns/{campaign.slug}/review/")
+    bare.locator(f'input[name="ids"][value="{second.pk}"]').check()
+    bare.locator("#bulk-feedback").fill("Off topic.")
+    bare.get_by_role("button", name="Reject selected").click()
+    bare.get_by_role("heading", name="Reject 1 assignment?").wait_for()
+    assert "“Off topic.”" in bare.locator(".consequence").inner_text()
+    assert Assignment.objects.get(pk=second.pk).status == AssignmentStatus.SUBMITTED
+    bare.get_by_role("button", name="Reject 1 assignment").click()
+    bare.get_by_text("Rejected 1 assignment.").wait_for()
+    assert Assignment.objects.get(pk=second.pk).status == AssignmentStatus.REJECTED
+    context.close()
+    # axe runs scripts: the confirmation page checked in the scripted context.
+    page.goto(f"/campaigns/{campaign.slug}/workforce/")
+    page.locator("table.invites").get_by_role("button", name="Revoke").first.click()
+    page.get_by_role("heading", name="Revoke this invite link?").wait_for()
+    assert_person_can_use(page, where=f"revoke confirmation at {width}", touch=False)
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_added_items_are_published_or_wait_visibly_for_publish(page, width, tmp_path):
+    stage, _ = _campaign(page, width)
+    campaign = stage.campaign
+    rows = tmp_path / "late.csv"
+    rows.write_text("external_id,topic,complexity_type\nlate-1,lakes,count\n", encoding="utf-8")
+    page.goto(f"/campaigns/{campaign.slug}/")
+    hits = HIT.objects.filter(stage=stage).count()
+
+    page.locator("form.upload input[type=file]").set_input_files(str(rows))
+    page.locator("form.upload").get_by_role("button", name="Upload", exact=True).click()
+    page.get_by_text("Stored 1 item from late.csv").wait_for()
+    assert HIT.objects.filter(stage=stage).count() == hits + 1
+    assert page.locator(".waiting-items").count() == 0
+
+    stage.publish_added = False
+    stage.save(update_fields=["publish_added"])
+    rows.write_text("external_id,topic,complexity_type\nlate-2,bridges,count\n", encoding="utf-8")
+    page.locator("form.upload input[type=file]").set_input_files(str(rows))
+    page.locator("form.upload").get_by_role("button", name="Upload", exact=True).click()
+    page.get_by_text("Stored 1 item from late.csv").wait_for()
+    waiting = page.locator(".waiting-items")
+    assert "1 item waiting" in waiting.inner_text()
+    assert_person_can_use(page, where=f"stage card with waiting items at {width}", touch=False)
+    screenshot(page, "stage-waiting-items")
+    waiting.get_by_role("button", name="Publish 1 waiting item").click()
+    page.get_by_text("published 1 HIT.").wait_for()
+    assert not Item.objects.filter(stage=stage, status="pending").exists()
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_a_rejected_upload_answers_at_its_row_table_once(page, width, tmp_path):
+    stage, _ = _campaign(page, width)
+    bad = tmp_path / "bad.csv"
+    bad.write_text(
+        "external_id,topic,complexity_type\nb1,lakes,telepathic\nb2,,count\n", encoding="utf-8"
+    )
+    page.goto(f"/campaigns/{stage.campaign.slug}/")
+    page.locator("form.upload input[type=file]").set_input_files(str(bad))
+    page.locator("form.upload").get_by_role("button", name="Upload", exact=True).click()
+    page.locator("#upload-outcome").wait_for()
+
+    assert page.url.endswith("#upload-outcome")
+    assert _in_view(page, "#upload-outcome")
+    assert page.locator("#upload-outcome table.row-errors tbody tr").count() == 2
+    assert page.locator("body").inner_text().lower().count("was stored") == 1
+    assert_person_can_use(page, where=f"rejected upload at {width}", touch=False)
+    screenshot(page, "upload-rejected")
