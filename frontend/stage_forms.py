@@ -108,7 +108,7 @@ class StageEditForm(forms.Form):
     qualification_requirements = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text='A list, e.g. [{"system": "approval_rate", "comparator": ">=", "value": 95}].',
+        help_text='A list, e.g. [{"kind": "approval_rate", "min": 95}] or [{"quiz_stage": 3}].',
     )
     review_rules = forms.JSONField(
         required=False,

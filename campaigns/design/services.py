@@ -14,7 +14,15 @@ from django.utils.text import slugify
 
 from campaigns.design.platform import platform_for
 from campaigns.design.stage_rules import stage_rules_problems
-from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
+from campaigns.models import (
+    Campaign,
+    CampaignState,
+    Item,
+    Provider,
+    QualificationKind,
+    QualificationType,
+    Stage,
+)
 from campaigns.tasktypes import UnknownTaskType, task_type_get
 from qaportal.errors import DomainError, IllegalTransition, StateConflict
 from qaportal.jsonsafe import unstorable_path
@@ -197,6 +205,7 @@ def stage_add(
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         _check_editable(campaign)
+        _check_requirement_shapes(qualification_requirements)
         _check_qualification_types(campaign=campaign, requirements=qualification_requirements)
         if campaign.stages.filter(name=name).exists():
             raise DomainError(
@@ -226,6 +235,53 @@ def stage_add(
             show_reward_to_local_workers=show_reward_to_local_workers,
             publish_added=publish_added,
             **extra,
+        )
+
+
+# What a requirement names: a platform filter ("kind"), one of the owner's
+# qualification types, another stage of the campaign (a quiz passed, a round qualified,
+# its graders) or an MTurk qualification by its own id.
+REQUIREMENT_ANCHORS = (
+    "kind",
+    "qualification_type_id",
+    "quiz_stage",
+    "round_stage",
+    "graders_stage",
+    "mturk_qualification_id",
+)
+REQUIREMENT_KINDS = frozenset(str(k) for k in QualificationKind) | {"country"}
+REQUIREMENT_EXAMPLE = '{"kind": "approval_rate", "min": 95}'
+
+
+def _check_requirement_shapes(requirements: Any) -> None:
+    """Refuse a requirement that names nothing qaportal knows (it would be stored and
+    silently enforce nothing), naming the requirement and the key to use."""
+    if requirements is None:
+        return
+    if not isinstance(requirements, list):
+        raise DomainError(
+            f"qualification_requirements is a list, e.g. [{REQUIREMENT_EXAMPLE}].",
+            errors={"qualification_requirements": ["not a list"]},
+        )
+    for n, req in enumerate(requirements, start=1):
+        if not isinstance(req, dict):
+            problem = f"requirement {n} is not an object, e.g. {REQUIREMENT_EXAMPLE}"
+        elif not any(req.get(k) is not None for k in REQUIREMENT_ANCHORS):
+            keys = ", ".join(sorted(str(k) for k in req)) or "none"
+            problem = (
+                f"requirement {n} (keys: {keys}) names none of "
+                f"{', '.join(REQUIREMENT_ANCHORS)}; e.g. {REQUIREMENT_EXAMPLE}"
+            )
+        elif "kind" in req and str(req["kind"]) not in REQUIREMENT_KINDS:
+            problem = (
+                f"requirement {n}: unknown kind {str(req['kind'])[:40]!r} "
+                f"(known: {', '.join(sorted(REQUIREMENT_KINDS))})"
+            )
+        else:
+            continue
+        raise DomainError(
+            f"Qualification requirements: {problem}.",
+            errors={"qualification_requirements": [problem]},
         )
 
 
@@ -342,6 +398,7 @@ def stage_update(*, stage: Stage, **changes: Any) -> Stage:
                 errors={"state": [campaign.state], **{f: ["frozen"] for f in sorted(frozen)}},
             )
         if "qualification_requirements" in changes:
+            _check_requirement_shapes(changes["qualification_requirements"])
             _check_qualification_types(
                 campaign=campaign, requirements=changes["qualification_requirements"]
             )
