@@ -44,6 +44,9 @@ class StageProgress:
     remaining: int = 0
     recent: int = 0  # submissions within RATE_WINDOW
     items_done: int = 0  # items whose every place is done (their HIT is full, none under way)
+    # Published HITs with a place free: what a worker could still take (a published HIT
+    # whose places are all taken is not open).
+    hits_open: int = 0
     rate_per_hour: float | None = None
     eta_seconds: int | None = None
     eta_at: datetime | None = None
@@ -96,6 +99,12 @@ class CampaignProgress:
         return None if self.done + self.remaining == 0 else self.percent
 
     @property
+    def without_estimate(self) -> list[str]:
+        """Names of the stages with work left and no submission within ``RATE_WINDOW``:
+        why the campaign has no estimate while other stages have a rate."""
+        return [s.name for s in self.stages if s.remaining and s.eta_at is None]
+
+    @property
     def eta_at(self) -> datetime | None:
         """When the last stage with work left should finish; None when a stage with
         work left has no recent submissions (no rate to extrapolate)."""
@@ -140,10 +149,17 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         HIT.objects.filter(stage_id__in=list(stages))
         .order_by()
         .values("stage_id", "status")
-        .annotate(n=Count("pk"), free=Sum("places_left"), places=Sum("max_assignments"))
+        .annotate(
+            n=Count("pk"),
+            free=Sum("places_left"),
+            places=Sum("max_assignments"),
+            open=Count("pk", filter=Q(places_left__gt=0)),
+        )
     ):
         progress = stages[hit_row["stage_id"]][1]
         progress.hits[hit_row["status"]] = hit_row["n"]
+        if hit_row["status"] == HITStatus.PUBLISHED:
+            progress.hits_open = hit_row["open"]
         stage_id = hit_row["stage_id"]
         if hit_row["status"] == HITStatus.PUBLISHED:
             places_left[stage_id] = places_left.get(stage_id, 0) + hit_row["free"]

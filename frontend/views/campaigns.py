@@ -25,7 +25,7 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
-from campaigns.models import Campaign, CampaignState, HITStatus, ItemStatus, Provider, Stage
+from campaigns.models import Campaign, CampaignState, ItemStatus, Provider, Stage
 from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.platforms.publishing import campaign_start, stage_publish_waiting
@@ -260,11 +260,11 @@ def _completion_consequence(campaign: Campaign) -> str:
     progress = campaign_progress(campaign=campaign)
     total = sum(s.items_total for s in progress.stages)
     done = sum(s.items_done for s in progress.stages)
-    open_hits = sum(s.hits.get(HITStatus.PUBLISHED, 0) for s in progress.stages)
+    open_hits = sum(s.hits_open for s in progress.stages)
     return (
         f"Completing is final: the campaign cannot be resumed, edited or published again. "
         f"Its workers can take no more tasks and read that it takes no more work; "
-        f"{open_hits} published HIT{'s' if open_hits != 1 else ''} close, and {total - done} of "
+        f"{open_hits} open HIT{'s' if open_hits != 1 else ''} close, and {total - done} of "
         f"{total} item{'s' if total != 1 else ''} stay unfinished. Work already submitted "
         "stays in the campaign, to review and export."
     )
