@@ -25,6 +25,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Min
 
+from campaigns.design.platform import platform_for
 from campaigns.insights.arms import ArmRow, campaign_arm_comparison
 from campaigns.insights.money import CampaignCosts, campaign_costs
 from campaigns.models import Assignment, AssignmentStatus, Campaign, DetachedAnswer, Stage
@@ -69,6 +70,10 @@ class CampaignFacts:
     first_submission: datetime | None
     last_submission: datetime | None
     deviations: list[str] = field(default_factory=list)
+    # The workforce is paid through qaportal, or the requester pays an in-house team the
+    # stages' rewards some other way (``show_reward_to_local_workers``, a planning rate):
+    # rewards and wages are facts of the data; otherwise only time is.
+    paid: bool = True
 
     @property
     def currency(self) -> str:
@@ -204,6 +209,8 @@ def campaign_facts(*, campaign: Campaign) -> CampaignFacts:
         first_submission=span["first"],
         last_submission=span["last"],
         deviations=_deviations(recipe, stages),
+        paid=platform_for(campaign).pays_workers
+        or any(s.show_reward_to_local_workers for s in stages),
     )
 
 

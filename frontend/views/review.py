@@ -44,7 +44,13 @@ from campaigns.work.selectors_review import (
 )
 from campaigns.work.submission import DECIDED_STATES
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
-from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
+from frontend.views.common import (
+    campaign_or_404,
+    detail_url,
+    request_user,
+    shows_money,
+    stage_or_404,
+)
 from frontend.views.confirm import confirm_first
 from frontend.views.link_review import link_review_rows
 from frontend.worker.pages import task_context_readonly
@@ -309,6 +315,7 @@ def campaign_review(request: HttpRequest, slug: str) -> HttpResponse:
         "can_decide": can_decide,
         # The local workforce is paid no rewards through qaportal: no money shown.
         "moves_money": platform_for(campaign).pays_workers,
+        "shows_money": shows_money(campaign),
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }

@@ -142,7 +142,12 @@
       case "b":
         if (row) {
           var more = row.querySelector("details.more-actions");
-          if (more) { event.preventDefault(); more.open = true; more.querySelector('input[name="amount"]').focus(); }
+          if (more) {
+            event.preventDefault();
+            more.open = true;
+            var first = more.querySelector('input[name="amount"], input[name="reason"]');
+            if (first) { first.focus(); }
+          }
         }
         break;
       case "*":
