@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 from django.forms.fields import InvalidJSONInput
 
+from campaigns.design.platform import platform_for
 from campaigns.models import Provider
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
@@ -20,7 +21,9 @@ class CampaignCreateForm(forms.Form):
     provider = forms.ChoiceField(choices=Provider.choices, initial=Provider.LOCAL)
     sandbox = forms.BooleanField(
         required=False,
-        initial=True,
+        # The default provider (the local workforce) has no sandbox; choosing a platform
+        # with one ticks it (campaign_new.js).
+        initial=False,
         help_text="Use the provider's sandbox (no real money) where it has one.",
     )
     budget_cap = forms.DecimalField(
@@ -51,6 +54,15 @@ class CampaignCreateForm(forms.Form):
 
     def clean_scale(self) -> str:
         return self.cleaned_data.get("scale") or PILOT
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        provider = data.get("provider")
+        # A platform without a sandbox (the local workforce) stores none: its campaigns
+        # never read as "sandbox".
+        if provider and not platform_for(provider).has_sandbox:
+            data["sandbox"] = False
+        return data
 
 
 class SafeJSONField(forms.JSONField):

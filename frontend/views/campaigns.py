@@ -17,7 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.items import items_upload_check
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import platform_for, platform_names
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
@@ -117,6 +117,8 @@ def _render_list(
         "campaigns": page.object_list,
         "form": form,
         "recipe_costs": _recipe_costs(),
+        # The form ticks "sandbox" for these providers only (campaign_new.js).
+        "sandbox_providers": [p for p in platform_names() if platform_for(p).has_sandbox],
     }
     return render(request, "frontend/campaign_list.html", context, status=status)
 

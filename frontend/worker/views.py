@@ -32,6 +32,7 @@ from campaigns.work.selectors import (
     request_workers_get,
     stage_entry_for_invite,
     stage_load,
+    stage_other_arm,
     stage_reward_shown,
     stage_visit,
     stage_worker,
@@ -151,6 +152,11 @@ def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse
         if gates:
             context = {"stage": stage, "campaign": stage.campaign, "gates": gates}
             return render(request, "worker/quiz_first.html", context, status=403)
+        # A study's arms each have their own tasks: say so rather than "no access".
+        other_arm = stage_other_arm(stage=stage, workers=_request_workers(request))
+        if other_arm is not None:
+            context = {"stage": stage, "campaign": stage.campaign, "other_arm": other_arm}
+            return render(request, "worker/no_access.html", context, status=403)
     return render(request, "worker/no_access.html", status=403)
 
 

@@ -54,7 +54,9 @@ def test_create_campaign(alice_client, requester):
     assert campaign.owner == requester
     assert campaign.provider == "prolific"
     assert campaign.currency == "GBP"
-    assert campaign.sandbox is True
+    # Prolific has no sandbox (its test participants are asked for when the pilot
+    # starts): none is stored, so the campaign never reads as "sandbox".
+    assert campaign.sandbox is False
     assert campaign.budget_cap == Decimal("250.00")
     assert campaign.state == CampaignState.DRAFT
 
@@ -146,6 +148,26 @@ def test_paused_campaign_offers_resume(alice_client, campaign, stage):
     content = alice_client.get(_detail(campaign)).content.decode()
     assert "Resume" in content
     assert "Complete (final)" in content
+
+
+def test_sandbox_is_not_ticked_or_stored_for_the_local_workforce(alice_client):
+    """Issue 36, point 10."""
+    page = alice_client.get(reverse("frontend:campaign-list")).content.decode()
+    box = (
+        page.split('name="sandbox"')[0].rsplit("<input", 1)[1]
+        + page.split('name="sandbox"')[1].split(">")[0]
+    )
+    assert "checked" not in box
+    assert 'data-sandbox-providers="mturk"' in page
+    alice_client.post(
+        reverse("frontend:campaign-create"), {"name": "Team", "provider": "local", "sandbox": "on"}
+    )
+    mturk = alice_client.post(
+        reverse("frontend:campaign-create"), {"name": "Turk", "provider": "mturk", "sandbox": "on"}
+    )
+    assert mturk.status_code == 302
+    assert Campaign.objects.get(name="Team").sandbox is False
+    assert Campaign.objects.get(name="Turk").sandbox is True
 
 
 def test_completing_asks_first_naming_what_ends(alice_client, campaign, stage):
