@@ -54,7 +54,7 @@ def test_completing_asks_first_and_cancel_changes_nothing(page, width):
     assert "Completing is final" in consequence
     assert "2 of 2 items stay unfinished" in consequence
     assert_person_can_use(page, where=f"complete confirmation at {width}", touch=False)
-    screenshot(page, "confirm-complete")
+    screenshot(page, "requester-confirm-complete")
 
     page.get_by_role("link", name="Cancel").click()
     page.wait_for_url(f"**/campaigns/{campaign.slug}/")
@@ -132,7 +132,7 @@ def test_added_items_are_published_or_wait_visibly_for_publish(page, width, tmp_
     waiting = page.locator(".waiting-items")
     assert "1 item waiting" in waiting.inner_text()
     assert_person_can_use(page, where=f"stage card with waiting items at {width}", touch=False)
-    screenshot(page, "stage-waiting-items")
+    screenshot(page, "requester-stage-waiting-items")
     waiting.get_by_role("button", name="Publish 1 waiting item").click()
     page.get_by_text("published 1 HIT.").wait_for()
     assert not Item.objects.filter(stage=stage, status="pending").exists()
@@ -155,4 +155,4 @@ def test_a_rejected_upload_answers_at_its_row_table_once(page, width, tmp_path):
     assert page.locator("#upload-outcome table.row-errors tbody tr").count() == 2
     assert page.locator("body").inner_text().lower().count("was stored") == 1
     assert_person_can_use(page, where=f"rejected upload at {width}", touch=False)
-    screenshot(page, "upload-rejected")
+    screenshot(page, "requester-upload-rejected")
