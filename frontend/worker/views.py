@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.models import HIT, Assignment, InviteRedemption, Stage, Worker
+from campaigns.payments.selectors import assignment_bonuses
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNoAccessError,
@@ -294,5 +295,6 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             "stage": stage,
             "more_work": assignment_next_hit_id(assignment=assignment) is not None,
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
+            "bonuses": assignment_bonuses(assignment=assignment),
         },
     )

@@ -4,6 +4,7 @@
 //   opens its row. Where spans nest, clicking again moves to the next one.
 // - Each row says its state (to decide, linked, not in Wikidata, not an entity) and has
 //   "Not an entity" (the row is left out of the answer) and, for added spans, "Remove".
+// - A Submit with rows still "to decide" asks first (once), naming them.
 // - Overlapping linked spans are shown as a clash with "Keep ..." buttons; Submit
 //   says which spans clash instead of sending an answer the server refuses.
 // - Words are added by selecting them in the text (mouse, touch) or typing them.
@@ -358,6 +359,19 @@
       }
     };
     item.status = function (message) { if (addStatus) addStatus.textContent = message; };
+    // Rows still "to decide": a Submit asks first (once), naming them.
+    item.askAboutOpen = function () {
+      var open = rows().filter(function (r) { return rowState(r) === "open"; });
+      if (!open.length) return false;
+      clashEl.textContent = open.length + (open.length === 1 ? " span is" : " spans are") +
+        " still to decide: " + open.map(function (r) { return "\u201c" + spanText(r) + "\u201d"; }).join(", ") +
+        ". Link each, or mark it \u201cNot in Wikidata\u201d or \u201cNot an entity\u201d; or press Submit again to send them undecided. Nothing was sent yet.";
+      clashEl.hidden = false;
+      // Shown, not focused: a focused search box would open its suggestions over Submit.
+      item.activate(open[0], false);
+      open[0].scrollIntoView({ block: "nearest" });
+      return true;
+    };
     item.checkBeforeSubmit = function () {
       var pairs = showClashes();
       if (!pairs.length) return true;
@@ -466,7 +480,11 @@
       var submitter = e.submitter;
       if (submitter && submitter.hasAttribute("formnovalidate")) return; // "Return this task"
       var ok = items.map(function (it) { return it.checkBeforeSubmit(); }).every(Boolean);
-      if (!ok) e.preventDefault();
+      if (!ok) { e.preventDefault(); return; }
+      if (form.getAttribute("data-tt-open-asked") !== "1") {
+        var asked = items.map(function (it) { return it.askAboutOpen(); }).some(Boolean);
+        if (asked) { form.setAttribute("data-tt-open-asked", "1"); e.preventDefault(); }
+      }
     });
   }
 })();
