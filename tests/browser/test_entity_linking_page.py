@@ -231,6 +231,12 @@ def test_submit_asks_once_about_spans_left_to_decide(browser, live_server, width
         accept(page)
         # axe-core loads with a reload: before the worker's clicks, not after them.
         assert_person_can_use(page, where=f"linking page at {width} px")
+        if width == 390:  # a highlight is a touch target on a phone
+            heights = page.locator("mark.tt-hl").evaluate_all(
+                "(ms) => ms.map((m) => m.getBoundingClientRect().height)"
+            )
+            assert heights
+            assert min(heights) >= 44, heights
         rows = page.locator(".tt-link-row")
         rows.nth(0).get_by_role("button", name="Not an entity").click()
         rows.nth(1).locator('input[name$="/qid"]').fill("Q47703")

@@ -160,3 +160,24 @@ def test_a_rejected_upload_answers_at_its_row_table_once(page, width, tmp_path):
     assert page.locator("body").inner_text().lower().count("was stored") == 1
     assert_person_can_use(page, where=f"rejected upload at {width}", touch=False)
     screenshot(page, "requester-upload-rejected")
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_workers_table_shows_earnings_without_scrolling_and_orders_in_words(page, width):
+    """Point 10: at 1280 px Earnings is in view without scrolling the table sideways;
+    the ordering list is in words. (The stage states its reward: a planning rate.)"""
+    stage, _ = _campaign(page, width)
+    stage.show_reward_to_local_workers = True
+    stage.save(update_fields=["show_reward_to_local_workers"])
+    submitted_assignment(stage)
+    page.goto(f"/campaigns/{stage.campaign.slug}/workers/")
+
+    header = page.locator("table.workers th", has_text="Earnings")
+    box = header.bounding_box()
+    assert box is not None
+    if width == 1280:
+        assert box["x"] + box["width"] <= 1280
+    options = page.get_by_label("Order by").locator("option").all_inner_texts()
+    assert "Median time, highest first" in options
+    assert not [o for o in options if "_" in o]
+    assert_person_can_use(page, where=f"workers table at {width}", touch=False)
