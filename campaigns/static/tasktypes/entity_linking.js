@@ -249,6 +249,7 @@
     var addWords = fieldset.querySelector("[data-tt-add-words]");
     var addTyped = fieldset.querySelector("[data-tt-add-typed]");
     var current = null;
+    var restoring = false;  // a draft being put back (restoreDraft below)
     var item = {};
 
     function rows() { return Array.prototype.slice.call(rowsEl.querySelectorAll(".tt-link-row")); }
@@ -421,6 +422,7 @@
       rowsEl.appendChild(row);
       enhanceRow(row, item);
       item.refresh();
+      if (restoring) return;  // a draft coming back: no focus jump, no message
       item.activate(row, true);
       item.status("Added \u201c" + text + "\u201d: now link it.");
     }
@@ -465,7 +467,45 @@
     if (addTyped) addTyped.addEventListener("click", addTypedWords);
     if (addWords) addWords.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); addTypedWords(); } });
 
+    // A draft of the links (spans added, ids picked, rows marked), kept per assignment
+    // page in this tab's sessionStorage: a reload loses nothing. What the server sent
+    // back (after an error) wins over the draft.
+    var draftKey = "tt-draft:" + window.location.pathname + ":" + (fieldset.getAttribute("data-tt-prefix") || "");
+    function saveDraft() {
+      if (restoring) return;
+      try {
+        window.sessionStorage.setItem(draftKey, JSON.stringify(rows().map(function (r) {
+          var p = rowParts(r);
+          return { start: p.start, end: p.end, added: r.getAttribute("data-kind") === "added",
+                   qid: p.qid ? p.qid.value : "", none: !!(p.none && p.none.checked),
+                   skip: r.getAttribute("data-skip") === "1" };
+        })));
+      } catch (e) { /* storage off or full: no draft */ }
+    }
+    function restoreDraft() {
+      var saved = null;
+      try { saved = JSON.parse(window.sessionStorage.getItem(draftKey) || "null"); } catch (e) { saved = null; }
+      if (!Array.isArray(saved)) return;
+      restoring = true;
+      saved.forEach(function (d) {
+        var find = function () {
+          return rows().filter(function (r) { var p = rowParts(r); return p.start === d.start && p.end === d.end; })[0];
+        };
+        var row = find();
+        if (!row && d.added) { addSpan(d.start, d.end); row = find(); }
+        if (!row) return;
+        var p = rowParts(row);
+        if (p.qid && d.qid && !p.qid.value) p.qid.value = d.qid;
+        if (p.none && d.none) p.none.checked = true;
+        if (d.skip) row.setAttribute("data-skip", "1");
+      });
+      restoring = false;
+    }
+    var baseRefresh = item.refresh;
+    item.refresh = function () { baseRefresh(); saveDraft(); };
+
     rows().forEach(function (r) { enhanceRow(r, item); });
+    restoreDraft();
     item.refresh();
     fieldset._item = item;
     return item;
