@@ -105,6 +105,20 @@ class CampaignProgress:
         return [s.name for s in self.stages if s.remaining and s.eta_at is None]
 
     @property
+    def estimate_missing(self) -> str:
+        """Why the campaign has no estimate, in words: nothing submitted lately at all,
+        or the (first three) stages without a rate beside others that have one."""
+        names = self.without_estimate
+        if not names:
+            return ""
+        if len(names) == len([s for s in self.stages if s.remaining]):
+            return "nothing submitted in the last hour"
+        quoted = ", ".join(f"“{n}”" for n in names[:3])
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        verb = "has" if len(names) == 1 else "have"
+        return f"{quoted}{more} {verb} had no submission in the last hour"
+
+    @property
     def eta_at(self) -> datetime | None:
         """When the last stage with work left should finish; None when a stage with
         work left has no recent submissions (no rate to extrapolate)."""

@@ -141,6 +141,25 @@ def _recipe_costs() -> list[dict[str, Any]]:
     return rows
 
 
+def _stage_groups(stages: list[Stage], *, open_stage: Stage | None) -> list[dict[str, Any]]:
+    """The stage cards grouped by protocol arm (``config.arm``, in the order the arms
+    first appear; stages of no arm are "shared steps"), each group folded unless it
+    holds ``open_stage``. A campaign without two arms is one group with no heading."""
+    arms: dict[str, list[Stage]] = {}
+    for stage in stages:
+        arms.setdefault(str((stage.config or {}).get("arm") or ""), []).append(stage)
+    if len([a for a in arms if a]) < 2:
+        return [{"arm": None, "stages": stages, "open": True}]
+    return [
+        {
+            "arm": arm,
+            "stages": group,
+            "open": open_stage is not None and any(s.pk == open_stage.pk for s in group),
+        }
+        for arm, group in arms.items()
+    ]
+
+
 @login_required
 @require_GET
 def campaign_detail(request: HttpRequest, slug: str) -> HttpResponse:
@@ -176,6 +195,7 @@ def _render_detail(
         stage.upload_columns = item_columns(task_type_get(stage.task_type))  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
     estimate_fn = optional_service("campaigns.payments.costs", "campaign_cost_estimate")
+    stage_groups = _stage_groups(stages, open_stage=upload_stage)
     if estimate_fn is not None:
         try:
             estimate = estimate_fn(campaign=campaign)
@@ -184,6 +204,7 @@ def _render_detail(
     context = {
         "campaign": campaign,
         "stages": stages,
+        "stage_groups": stage_groups,
         "estimate": estimate,
         "estimate_available": estimate_fn is not None,
         "estimate_error": estimate_error,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, CampaignState, Item
+from campaigns.recipes.services import campaign_create_with_recipe
 from tests.browser.a11y import assert_person_can_use
 from tests.browser.pages import WIDTHS, live_stage, screenshot
 from tests.browser.test_requester_design import log_in
@@ -54,7 +55,7 @@ def test_completing_asks_first_and_cancel_changes_nothing(page, width):
     assert "Completing is final" in consequence
     assert "2 of 2 items stay unfinished" in consequence
     assert_person_can_use(page, where=f"complete confirmation at {width}", touch=False)
-    screenshot(page, "requester-confirm-complete")
+    screenshot(page, "flow-confirm-complete")
 
     page.get_by_role("link", name="Cancel").click()
     page.wait_for_url(f"**/campaigns/{campaign.slug}/")
@@ -132,7 +133,7 @@ def test_added_items_are_published_or_wait_visibly_for_publish(page, width, tmp_
     waiting = page.locator(".waiting-items")
     assert "1 item waiting" in waiting.inner_text()
     assert_person_can_use(page, where=f"stage card with waiting items at {width}", touch=False)
-    screenshot(page, "requester-stage-waiting-items")
+    screenshot(page, "flow-stage-waiting-items")
     waiting.get_by_role("button", name="Publish 1 waiting item").click()
     page.get_by_text("published 1 HIT.").wait_for()
     assert not Item.objects.filter(stage=stage, status="pending").exists()
@@ -159,7 +160,7 @@ def test_a_rejected_upload_answers_at_its_row_table_once(page, width, tmp_path):
     assert page.locator("#upload-outcome table.row-errors tbody tr").count() == 2
     assert page.locator("body").inner_text().lower().count("was stored") == 1
     assert_person_can_use(page, where=f"rejected upload at {width}", touch=False)
-    screenshot(page, "requester-upload-rejected")
+    screenshot(page, "flow-upload-rejected")
 
 
 @pytest.mark.parametrize("width", WIDTHS.values())
@@ -181,3 +182,33 @@ def test_workers_table_shows_earnings_without_scrolling_and_orders_in_words(page
     assert "Median time, highest first" in options
     assert not [o for o in options if "_" in o]
     assert_person_can_use(page, where=f"workers table at {width}", touch=False)
+
+
+@pytest.mark.parametrize("width", WIDTHS.values())
+def test_nangia_stage_cards_are_grouped_by_arm_and_folded(page, width):
+    """Point 9: the pipeline summary first, then the stage cards in one folded group per
+    arm (and the shared steps); a stage linked from the flow opens its group."""
+    alice = UserFactory.create(username="alice")
+    campaign = campaign_create_with_recipe(owner=alice, name="Nangia", recipe="nangia")
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in(page)
+    page.goto(f"/campaigns/{campaign.slug}/")
+
+    groups = page.locator("details.arm-group")
+    titles = page.locator("details.arm-group > summary > strong").all_inner_texts()
+    arms = {str((st.config or {}).get("arm") or "") for st in campaign.stages.all()}
+    expected = {f"Arm {a}" if a else "Shared steps" for a in arms}
+    assert set(titles) == expected
+    assert len([a for a in arms if a]) == 4
+    assert all(not g.evaluate("(d) => d.open") for g in groups.all())
+    screenshot(page, "flow-campaign-nangia-arms")
+    assert page.locator("#pipeline").bounding_box()["y"] < groups.first.bounding_box()["y"]
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert height < (5000 if width == 1280 else 7500), height
+    assert_person_can_use(page, where=f"Nangia campaign page at {width}", touch=False)
+
+    crowd_tutorial = campaign.stages.get(name="CROWD: Tutorial")
+    page.locator(f'#pipeline a[href="#stage-{crowd_tutorial.pk}"]').first.click()
+    card = page.locator(f"#stage-{crowd_tutorial.pk} details.stage-card")
+    assert card.evaluate("(d) => d.open")
+    assert card.is_visible()

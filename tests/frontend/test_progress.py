@@ -71,7 +71,7 @@ def test_one_definition_per_number(running, alice_client):
     assert progress.without_estimate == ["Link answers"]
     html = page.content.decode()
     assert '<td class="num hits-open">1</td>' in html
-    assert "no estimate: “Link answers” had no submission in the last hour" in html
+    assert "no estimate: “Link answers” has had no submission in the last hour" in html
     assert (api["stages"][0]["hits_open"], api["stages"][0]["items_done"]) == (1, 1)
 
 
