@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from campaigns.models import HIT, Assignment, InviteRedemption, Stage, Worker
+from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -295,6 +295,12 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             "stage": stage,
             "more_work": assignment_next_hit_id(assignment=assignment) is not None,
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
-            "bonuses": assignment_bonuses(assignment=assignment),
+            # Read once the work is decided: right after a submission (the hot path,
+            # one query) there is no bonus to show yet, as a rule.
+            "bonuses": (
+                assignment_bonuses(assignment=assignment)
+                if assignment.status == AssignmentStatus.APPROVED
+                else []
+            ),
         },
     )

@@ -12,6 +12,7 @@ from django.urls import reverse
 from campaigns import tasktypes
 from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Stage, Worker
 from campaigns.platforms.worker_actions import assignment_bonus_pay
+from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_token, local_grant_add
 from campaigns.work.publishing import stage_publish
 
@@ -276,6 +277,7 @@ def test_the_bonus_reason_reaches_the_worker(client, stage, django_capture_on_co
     client.post(url, {"items/0/text": "careful", "items/1/text": "words", "telemetry": "{}"})
     assignment.refresh_from_db()
     with django_capture_on_commit_callbacks(execute=True):
+        assignment_approve(assignment=assignment, source="requester")
         assignment_bonus_pay(
             assignment=assignment, amount=Decimal("0.40"), reason="Sharp <b>questions</b>", key="k1"
         )
