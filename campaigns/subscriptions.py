@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.design.events import items_added
+from campaigns.platforms.publishing import stage_publish_added
 from campaigns.work.events import answer_stored, assignment_decided
 from campaigns.work.handoff import handoffs_run
 from campaigns.workforce.quizzes import quiz_answer_stored
@@ -24,7 +26,9 @@ def _handoffs_run(args_lists: list[list[Any]]) -> None:
 
 def subscribe() -> None:
     """Quizzes are scored when stored; approved work is handed off after commit (a
-    queue of hand-offs drained in one go runs as one, ``handoffs_run``)."""
+    queue of hand-offs drained in one go runs as one, ``handoffs_run``); items added to
+    a pilot or live stage are published."""
+    items_added.subscribe(stage_publish_added)
     answer_stored.subscribe(quiz_answer_stored)
     assignment_decided.subscribe_task("campaigns.handoff_run", args=_handoff_args)
     task_batch_register("campaigns.handoff_run", _handoffs_run)

@@ -37,7 +37,9 @@ class CampaignCreateForm(forms.Form):
     provider = forms.ChoiceField(choices=provider_choices, initial=Provider.LOCAL)
     sandbox = forms.BooleanField(
         required=False,
-        initial=True,
+        # The default provider (the local workforce) has no sandbox; choosing a platform
+        # with one ticks it (campaign_new.js).
+        initial=False,
         help_text="Use the provider's sandbox (no real money) where it has one.",
     )
     budget_cap = MoneyFormField(
@@ -68,6 +70,15 @@ class CampaignCreateForm(forms.Form):
 
     def clean_scale(self) -> str:
         return self.cleaned_data.get("scale") or PILOT
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        provider = data.get("provider")
+        # A platform without a sandbox (the local workforce) stores none: its campaigns
+        # never read as "sandbox".
+        if provider and not platform_for(provider).has_sandbox:
+            data["sandbox"] = False
+        return data
 
 
 class SafeJSONField(forms.JSONField):

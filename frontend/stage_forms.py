@@ -109,7 +109,7 @@ class StageEditForm(forms.Form):
     qualification_requirements = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text='A list, e.g. [{"system": "approval_rate", "comparator": ">=", "value": 95}].',
+        help_text='A list, e.g. [{"kind": "approval_rate", "min": 95}] or [{"quiz_stage": 3}].',
     )
     review_rules = forms.JSONField(
         required=False,
@@ -132,6 +132,12 @@ class StageEditForm(forms.Form):
         label="Tell local workers what they earn",
         help_text="The local workforce is paid no rewards through qaportal, so its workers "
         "see none; tick this if you pay them this amount some other way.",
+    )
+    publish_added = forms.BooleanField(
+        required=False,
+        label="Publish items added while the campaign runs",
+        help_text="Items uploaded or handed to this stage in pilot or live get HITs at once. "
+        "Untick to keep them waiting until you press Publish on the stage card.",
     )
     next_stage = forms.TypedChoiceField(
         label="Accepted output feeds",
@@ -172,6 +178,7 @@ class StageEditForm(forms.Form):
             "lifetime_hours": int(stage.lifetime.total_seconds() // 3600),
             "gold_ratio": stage.gold_ratio,
             "show_reward_to_local_workers": stage.show_reward_to_local_workers,
+            "publish_added": stage.publish_added,
             "next_stage": stage.next_stage_id,
             "handoff": stage.handoff or {},
             "config_json": _json_text(config),
@@ -292,6 +299,7 @@ class StageEditForm(forms.Form):
         values["gold_ratio"] = data.get("gold_ratio")
         if "show_reward_to_local_workers" in self.fields:
             values["show_reward_to_local_workers"] = bool(data.get("show_reward_to_local_workers"))
+        values["publish_added"] = bool(data.get("publish_added"))
         if data.get("assignment_minutes") is not None:
             values["assignment_duration"] = timedelta(minutes=data["assignment_minutes"])
         if data.get("lifetime_hours") is not None:

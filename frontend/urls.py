@@ -9,6 +9,7 @@ from frontend.views.campaigns import (
     campaign_transition_confirm_view,
     campaign_transition_view,
     stage_add_view,
+    stage_publish_view,
     stage_upload_view,
 )
 from frontend.views.charts import (
@@ -116,6 +117,11 @@ urlpatterns = [
         "campaigns/<slug:slug>/stages/<int:stage_id>/items/",
         stage_upload_view,
         name="stage-upload",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/publish/",
+        stage_publish_view,
+        name="stage-publish",
     ),
     path(
         "campaigns/<slug:slug>/stages/<int:stage_id>/article/",

@@ -21,6 +21,12 @@ class StageProgressSerializer(serializers.Serializer):
     task_type = serializers.CharField()
     items = serializers.DictField(child=serializers.IntegerField(), help_text="By item status.")
     hits = serializers.DictField(child=serializers.IntegerField(), help_text="By HIT status.")
+    hits_open = serializers.IntegerField(
+        help_text="Published HITs with a place free (the campaign page's “Open HITs”)."
+    )
+    items_done = serializers.IntegerField(
+        help_text="Items whose every place is done (the campaign page's “Items finished”)."
+    )
     assignments = serializers.DictField(
         child=serializers.IntegerField(), help_text="By assignment status."
     )

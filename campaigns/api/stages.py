@@ -95,6 +95,7 @@ class StageOutputSerializer(serializers.ModelSerializer):
             "review_rules",
             "bonus_rules",
             "show_reward_to_local_workers",
+            "publish_added",
             "next_stage",
             "handoff",
             "item_count",
@@ -135,6 +136,11 @@ class StageEditInputSerializer(StrictInputSerializer):
     show_reward_to_local_workers = serializers.BooleanField(
         required=False,
         help_text="Local workforce only: show workers the reward line (paid outside qaportal).",
+    )
+    publish_added = serializers.BooleanField(
+        required=False,
+        help_text="Items added in pilot or live are published at once (default); "
+        "false: they wait for a publish.",
     )
 
 

@@ -15,6 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from campaigns.design.events import items_added
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, ItemStatus, Stage
 from campaigns.tasktypes import TaskType, UnknownTaskTypeError, task_type_get
 from qaportal.errors import DomainError, UploadRejected
@@ -523,6 +524,7 @@ def items_upload(
                 if problems:
                     raise problems.reject(filename=filename, numbering=numbering) from None
                 raise
+            items_added.announce(stage=stage, campaign=campaign)
     except IntegrityError as exc:
         raise _reject_one(
             "Items with some of these ids were added to the stage while the file was "

@@ -15,7 +15,15 @@ from django.utils.text import slugify
 from campaigns.design.owners import check_stage_money_rules
 from campaigns.design.platform import platform_for, platform_names
 from campaigns.design.stage_rules import stage_rules_problems
-from campaigns.models import Campaign, CampaignState, Item, Provider, QualificationType, Stage
+from campaigns.models import (
+    Campaign,
+    CampaignState,
+    Item,
+    Provider,
+    QualificationKind,
+    QualificationType,
+    Stage,
+)
 from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
 from qaportal.errors import DomainError, IllegalTransition, StateConflict
 from qaportal.jsonsafe import unstorable_path
@@ -173,6 +181,7 @@ def stage_add(
     bonus_rules: list[dict[str, Any]] | None = None,
     show_reward_to_local_workers: bool = False,
     actor: AbstractBaseUser | AnonymousUser | None = None,
+    publish_added: bool = True,
 ) -> Stage:
     """Append a stage to a draft or pilot campaign, its config validated by the task type.
 
@@ -201,6 +210,7 @@ def stage_add(
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         _check_editable(campaign)
+        _check_requirement_shapes(qualification_requirements)
         _check_qualification_types(campaign=campaign, requirements=qualification_requirements)
         if campaign.stages.filter(name=name).exists():
             raise DomainError(
@@ -228,6 +238,7 @@ def stage_add(
             review_rules=review_rules or [],
             bonus_rules=bonus_rules or [],
             show_reward_to_local_workers=show_reward_to_local_workers,
+            publish_added=publish_added,
             **extra,
         )
 
@@ -255,6 +266,53 @@ def _check_stage_references(requirements: Any) -> None:
             bad.append(f"round must be a whole number from 1, not {req['round']!r:.40}")
     if bad:
         raise DomainError(" ".join(bad), errors={"qualification_requirements": bad})
+
+
+# What a requirement names: a platform filter ("kind"), one of the owner's
+# qualification types, another stage of the campaign (a quiz passed, a round qualified,
+# its graders) or an MTurk qualification by its own id.
+REQUIREMENT_ANCHORS = (
+    "kind",
+    "qualification_type_id",
+    "quiz_stage",
+    "round_stage",
+    "graders_stage",
+    "mturk_qualification_id",
+)
+REQUIREMENT_KINDS = frozenset(str(k) for k in QualificationKind) | {"country"}
+REQUIREMENT_EXAMPLE = '{"kind": "approval_rate", "min": 95}'
+
+
+def _check_requirement_shapes(requirements: Any) -> None:
+    """Refuse a requirement that names nothing qaportal knows (it would be stored and
+    silently enforce nothing), naming the requirement and the key to use."""
+    if requirements is None:
+        return
+    if not isinstance(requirements, list):
+        raise DomainError(
+            f"qualification_requirements is a list, e.g. [{REQUIREMENT_EXAMPLE}].",
+            errors={"qualification_requirements": ["not a list"]},
+        )
+    for n, req in enumerate(requirements, start=1):
+        if not isinstance(req, dict):
+            problem = f"requirement {n} is not an object, e.g. {REQUIREMENT_EXAMPLE}"
+        elif not any(req.get(k) is not None for k in REQUIREMENT_ANCHORS):
+            keys = ", ".join(sorted(str(k) for k in req)) or "none"
+            problem = (
+                f"requirement {n} (keys: {keys}) names none of "
+                f"{', '.join(REQUIREMENT_ANCHORS)}; e.g. {REQUIREMENT_EXAMPLE}"
+            )
+        elif "kind" in req and str(req["kind"]) not in REQUIREMENT_KINDS:
+            problem = (
+                f"requirement {n}: unknown kind {str(req['kind'])[:40]!r} "
+                f"(known: {', '.join(sorted(REQUIREMENT_KINDS))})"
+            )
+        else:
+            continue
+        raise DomainError(
+            f"Qualification requirements: {problem}.",
+            errors={"qualification_requirements": [problem]},
+        )
 
 
 def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None:
@@ -306,6 +364,7 @@ STAGE_SETTINGS_FIELDS = (
     "review_rules",
     "bonus_rules",
     "show_reward_to_local_workers",
+    "publish_added",
 )
 STAGE_EDITABLE_FIELDS = frozenset({"name", *STAGE_SETTINGS_FIELDS})
 
@@ -322,6 +381,7 @@ STAGE_FIELDS_WHILE_PUBLISHED = frozenset(
         "bonus_rules",
         "escalation_rule",
         "show_reward_to_local_workers",
+        "publish_added",
     }
 )
 
@@ -381,6 +441,7 @@ def stage_update(
                 errors={"state": [campaign.state], **{f: ["frozen"] for f in sorted(frozen)}},
             )
         if "qualification_requirements" in changes:
+            _check_requirement_shapes(changes["qualification_requirements"])
             _check_qualification_types(
                 campaign=campaign, requirements=changes["qualification_requirements"]
             )

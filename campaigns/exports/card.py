@@ -113,6 +113,28 @@ def _rules(facts: CampaignFacts) -> list[str]:
     return lines or ["- Every assignment was approved or rejected by the requester."]
 
 
+def _pay(facts: CampaignFacts) -> list[str]:
+    """The card's pay section: money on a paid workforce, time on an in-house one."""
+    c, costs = facts.campaign, facts.costs
+    if not facts.paid:
+        return [
+            "## Work time",
+            "",
+            f"- The workers were an in-house team ({c.get_provider_display()}), paid no "
+            "rewards through qaportal: the table above gives each stage's median work time.",
+        ]
+    return [
+        "## Pay",
+        "",
+        f"- Spent: {money(costs.spent, c.currency)}; committed: "
+        f"{money(costs.committed, c.currency)}.",
+        f"- Cost per accepted example: {money(facts.cost_per_accepted_example, c.currency)} "
+        f"({facts.accepted_examples:,} accepted examples: the rows of this dataset).",
+        f"- Wage floor: {money(costs.wage_floor, c.currency)}/h; the effective hourly wage of "
+        "each stage (reward over the median work time) is in the table above.",
+    ]
+
+
 def _agreement(facts: CampaignFacts) -> list[str]:
     lines = []
     for s in facts.stages:
@@ -186,7 +208,6 @@ def card_markdown(
 ) -> str:
     """The whole ``README.md``: YAML header, then the sections."""
     c = facts.campaign
-    costs = facts.costs
     recipe = facts.recipe
     lines = [
         "---",
@@ -222,14 +243,7 @@ def card_markdown(
         "",
         *stage_rows_markdown(facts),
         "",
-        "## Pay",
-        "",
-        f"- Spent: {money(costs.spent, c.currency)}; committed: "
-        f"{money(costs.committed, c.currency)}.",
-        f"- Cost per accepted example: {money(facts.cost_per_accepted_example, c.currency)} "
-        f"({facts.accepted_examples:,} accepted examples: the rows of this dataset).",
-        f"- Wage floor: {money(costs.wage_floor, c.currency)}/h; the effective hourly wage of "
-        "each stage (reward over the median work time) is in the table above.",
+        *_pay(facts),
         "",
         "## Workers",
         "",

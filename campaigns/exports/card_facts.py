@@ -27,6 +27,7 @@ from typing import Any
 
 from django.db.models import Count, Max, Min
 
+from campaigns.design.platform import platform_for
 from campaigns.insights.arms import ArmRow, campaign_arm_comparison
 from campaigns.insights.money import CampaignCosts, campaign_costs
 from campaigns.models import Assignment, AssignmentStatus, Campaign, DetachedAnswer, Stage
@@ -75,6 +76,10 @@ class CampaignFacts:
     # The rows of the export these facts document (every split), when known: the
     # accepted examples it ships, over which the cost per accepted example is counted.
     shipped_rows: int | None = None
+    # The workforce is paid through qaportal, or the requester pays an in-house team the
+    # stages' rewards some other way (``show_reward_to_local_workers``, a planning rate):
+    # rewards and wages are facts of the data; otherwise only time is.
+    paid: bool = True
 
     @property
     def currency(self) -> str:
@@ -227,6 +232,8 @@ def campaign_facts(*, campaign: Campaign, shipped_rows: int | None = None) -> Ca
         last_submission=span["last"],
         deviations=_deviations(recipe, stages),
         shipped_rows=shipped_rows,
+        paid=platform_for(campaign).moves_money
+        or any(s.show_reward_to_local_workers for s in stages),
     )
 
 

@@ -60,7 +60,7 @@ def stage_rows_markdown(facts: CampaignFacts) -> list[str]:
                 [
                     s.stage.name.replace("|", "/"),
                     s.task_label.replace("|", "/"),
-                    money(s.stage.reward, facts.currency),
+                    money(s.stage.reward, facts.currency) if facts.paid else "unpaid",
                     f"{s.stage.assignments_per_hit} x {s.stage.items_per_hit} item(s)",
                     str(s.workers),
                     str(q.assignments if q else 0),
@@ -69,7 +69,7 @@ def stage_rows_markdown(facts: CampaignFacts) -> list[str]:
                     alpha(q.agreement.alpha if q else None),
                     percent(q.agreement.percent_agreement if q else None),
                     seconds(q.median_work_seconds if q else None),
-                    wage(s, facts.currency),
+                    wage(s, facts.currency) if facts.paid else NONE,
                 ]
             )
             + " |"

@@ -44,6 +44,9 @@ class StageProgress:
     remaining: int = 0
     recent: int = 0  # submissions within RATE_WINDOW
     items_done: int = 0  # items whose every place is done (their HIT is full, none under way)
+    # Published HITs with a place free: what a worker could still take (a published HIT
+    # whose places are all taken is not open).
+    hits_open: int = 0
     rate_per_hour: float | None = None
     eta_seconds: int | None = None
     eta_at: datetime | None = None
@@ -96,6 +99,26 @@ class CampaignProgress:
         return None if self.done + self.remaining == 0 else self.percent
 
     @property
+    def without_estimate(self) -> list[str]:
+        """Names of the stages with work left and no submission within ``RATE_WINDOW``:
+        why the campaign has no estimate while other stages have a rate."""
+        return [s.name for s in self.stages if s.remaining and s.eta_at is None]
+
+    @property
+    def estimate_missing(self) -> str:
+        """Why the campaign has no estimate, in words: nothing submitted lately at all,
+        or the (first three) stages without a rate beside others that have one."""
+        names = self.without_estimate
+        if not names:
+            return ""
+        if len(names) == len([s for s in self.stages if s.remaining]):
+            return "nothing submitted in the last hour"
+        quoted = ", ".join(f"“{n}”" for n in names[:3])
+        more = f" and {len(names) - 3} more" if len(names) > 3 else ""
+        verb = "has" if len(names) == 1 else "have"
+        return f"{quoted}{more} {verb} had no submission in the last hour"
+
+    @property
     def eta_at(self) -> datetime | None:
         """When the last stage with work left should finish; None when a stage with
         work left has no recent submissions (no rate to extrapolate)."""
@@ -140,10 +163,17 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         HIT.objects.filter(stage_id__in=list(stages))
         .order_by()
         .values("stage_id", "status")
-        .annotate(n=Count("pk"), free=Sum("places_left"), places=Sum("max_assignments"))
+        .annotate(
+            n=Count("pk"),
+            free=Sum("places_left"),
+            places=Sum("max_assignments"),
+            open=Count("pk", filter=Q(places_left__gt=0)),
+        )
     ):
         progress = stages[hit_row["stage_id"]][1]
         progress.hits[hit_row["status"]] = hit_row["n"]
+        if hit_row["status"] == HITStatus.PUBLISHED:
+            progress.hits_open = hit_row["open"]
         stage_id = hit_row["stage_id"]
         if hit_row["status"] == HITStatus.PUBLISHED:
             places_left[stage_id] = places_left.get(stage_id, 0) + hit_row["free"]

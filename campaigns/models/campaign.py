@@ -122,6 +122,9 @@ class Stage(models.Model):
     # reward line unless the requester (who pays them some other way) chooses to. Last
     # field, so the raw column lists of campaigns/work/selectors/loading.py end with it.
     show_reward_to_local_workers = models.BooleanField(default=False)
+    # Items added while the campaign is in pilot or live are published at once (their
+    # HITs open); off: they wait for the stage card's Publish. Last, as above.
+    publish_added = models.BooleanField(default=True)
 
     class Meta:
         ordering = ["campaign_id", "position", "id"]

@@ -185,3 +185,38 @@ def paid_handoff_publish(*, stage: Stage, force: bool = False) -> ProviderOperat
     except DomainError as exc:  # the stage was changed to break a platform rule: HITs wait
         logger.warning("hand-off publication of stage %s refused: %s", stage.pk, exc)
         return None
+
+
+def stage_publish_added(*, stage: Stage, campaign: Campaign, **_: object) -> None:
+    """Publish the items just added to ``stage`` when its campaign (the announcer's
+    locked row) is in pilot or live and the stage publishes added items
+    (``Stage.publish_added``, the default); subscribed to ``items_added``.
+
+    Runs inside the upload's transaction, in a savepoint: a refusal (the budget cap, a
+    platform rule) leaves the items stored and waiting, logged, for the stage card's
+    Publish to say why. Nothing is lost either way."""
+    if campaign.state not in WORKABLE_STATES or not stage.publish_added:
+        return
+    try:
+        with transaction.atomic():
+            stage_rules_check(stage=stage)
+            platform_for(campaign).stage_publish(stage=stage)
+    except DomainError as exc:
+        logger.warning("stage %s: added items wait, not published: %s", stage.pk, exc)
+
+
+def stage_publish_waiting(*, stage: Stage) -> int:
+    """Publish the stage's waiting (pending) items now (the stage card's Publish); the
+    HITs made (0 on a paid platform: its operation makes them). ``DomainError`` when the
+    campaign is not in pilot or live, or the platform refuses (budget, rules)."""
+    campaign = stage.campaign
+    if campaign.state not in WORKABLE_STATES:
+        raise DomainError(
+            f"The campaign is {campaign.get_state_display().lower()}: stages are published "
+            "in pilot or live, and starting the pilot publishes every waiting item.",
+            errors={"state": [campaign.state]},
+        )
+    with transaction.atomic():
+        stage_rules_check(stage=stage)
+        made = platform_for(campaign).stage_publish(stage=stage)
+    return made if isinstance(made, int) else 0

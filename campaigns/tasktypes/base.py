@@ -110,6 +110,50 @@ def schema_errors(schema: dict[str, Any], instance: Any) -> list[FieldError]:
     return out
 
 
+# Settings any stage may carry whatever its task type, read by the rooms above it: the
+# protocol arm and graded round (workforce), the expected minutes (platform rules, wage),
+# whether graders may see their own work, the outputs per assignment and the recipe's
+# converted prices (payments), the qualification a quiz grants, the platforms' keywords
+# and tasks per participant.
+STAGE_WIDE_CONFIG_KEYS = frozenset(
+    {
+        "arm",
+        "round",
+        "estimated_minutes",
+        "exclude_own_work",
+        "expected_outputs_per_assignment",
+        "priced_in",
+        "grants",
+        "graders",
+        "keywords",
+        "max_tasks_per_participant",
+        # Prolific: a reward raised to its minimum (recipes) and where an estimate came from.
+        "reward_raised",
+        "estimated_from",
+        # Nangia et al.'s validation: hand-offs held for the requester, shuffled arms, and
+        # the 10-way subset (work.publishing, validation.ten_way_subset).
+        "hold_handoff",
+        "shuffle",
+        "ten_way",
+    }
+)
+
+
+def unknown_config_keys(schema: dict[str, Any], config: Any) -> list[FieldError]:
+    """The top-level keys of ``config`` that ``schema`` does not list, one error each
+    naming the key and the known ones. Schemas that say themselves what other keys may
+    be (``additionalProperties``) or list none are left to ``schema_errors``."""
+    known = schema.get("properties")
+    if not isinstance(config, dict) or not known or "additionalProperties" in schema:
+        return []
+    listed = ", ".join(sorted(known))
+    return [
+        FieldError(path=str(key), message=f"unknown setting {str(key)[:60]!r} (known: {listed})")
+        for key in config
+        if key not in known and key not in STAGE_WIDE_CONFIG_KEYS
+    ]
+
+
 # --- Reading forms ---------------------------------------------------------------
 
 
@@ -592,8 +636,12 @@ class TaskType:
         return schema_errors(self.input_schema, data)
 
     def validate_config(self, config: Any) -> list[FieldError]:
-        """Problems with a stage's task-type config (empty list when valid)."""
-        return schema_errors(self.config_schema, config)
+        """Problems with a stage's task-type config (empty list when valid). A key the
+        schema does not list is refused by name: a misspelt setting must not be stored
+        and silently ignored."""
+        return unknown_config_keys(self.config_schema, config) + schema_errors(
+            self.config_schema, config
+        )
 
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]

@@ -51,7 +51,6 @@ from campaigns.tasktypes.base import (
     form_list,
     get_path,
     object_list_schema,
-    schema_errors,
 )
 
 _EPSILON = 1e-9
@@ -298,7 +297,7 @@ class Quiz(TaskType):
     )
 
     def validate_config(self, config: Any) -> list[FieldError]:
-        errors = schema_errors(self.config_schema, config)
+        errors = super().validate_config(config)
         if errors:
             return errors
         ids = [q["id"] for q in config["questions"]]

@@ -37,7 +37,6 @@ from campaigns.tasktypes.base import (
     form_text,
     get_path,
     parse_number_or_text,
-    schema_errors,
     text_errors,
 )
 
@@ -89,7 +88,7 @@ class Survey(TaskType):
     }
 
     def validate_config(self, config: Any) -> list[FieldError]:
-        errors = schema_errors(self.config_schema, config)
+        errors = super().validate_config(config)
         if not errors:
             ids = [q["id"] for q in config["questions"]]
             if len(set(ids)) != len(ids):

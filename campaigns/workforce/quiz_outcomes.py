@@ -38,6 +38,9 @@ class QuizGate:
     quiz: Stage | None
     qualification: str
     last: QuizResult | None
+    # The worker may take the quiz now (not when every try is used or the wait not over):
+    # the page links to it only then.
+    can_take: bool = True
 
 
 def _pass_points(config: dict[str, Any], max_points: float) -> float:
@@ -115,7 +118,8 @@ def stage_quiz_gates(*, stage: Stage, worker: Worker, now: datetime) -> list[Qui
                 .first()
             )
             result = quiz_result(assignment=last, now=now) if last else None
-            gates.append(QuizGate(quiz=quiz, qualification=qt.name, last=result))
+            can_take = quiz_retake_refusal(stage=quiz, worker=worker, now=now) is None
+            gates.append(QuizGate(quiz=quiz, qualification=qt.name, last=result, can_take=can_take))
         elif req.get("qualification_type_id") is not None:
             qt_id = int(req["qualification_type_id"])
             if qt_id not in held:

@@ -17,7 +17,7 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.design.items import items_upload, items_upload_check
-from campaigns.design.platform import platform_for, platforms_registered
+from campaigns.design.platform import platform_for, platform_names, platforms_registered
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
@@ -25,10 +25,14 @@ from campaigns.exports.mintaka import SPLITS
 from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
-from campaigns.models import Campaign, CampaignState, Provider, Stage
+from campaigns.models import Campaign, CampaignState, ItemStatus, Provider, Stage
 from campaigns.payments.costs import campaign_cost_estimate, transition_commits_money
 from campaigns.platforms.platform_rules import stage_platform_rules
-from campaigns.platforms.publishing import campaign_rules_problems, campaign_start
+from campaigns.platforms.publishing import (
+    campaign_rules_problems,
+    campaign_start,
+    stage_publish_waiting,
+)
 from campaigns.recipes import RECIPES
 from campaigns.recipes.base import PAPER, PILOT
 from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
@@ -44,6 +48,7 @@ from frontend.views.common import (
     request_user,
     stage_or_404,
 )
+from frontend.views.confirm import confirm_first
 from qaportal.errors import DomainError, UploadRejected
 
 CAMPAIGNS_PER_PAGE = 50
@@ -118,6 +123,8 @@ def _render_list(
         "recipe_costs": _recipe_costs(),
         # A sandbox flag means something where money moves.
         "money_providers": [p.name for p in platforms_registered() if p.moves_money],
+        # The form ticks "sandbox" for these providers only (campaign_new.js).
+        "sandbox_providers": [p for p in platform_names() if platform_for(p).has_sandbox],
     }
     return render(request, "frontend/campaign_list.html", context, status=status)
 
@@ -138,6 +145,25 @@ def _recipe_costs() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _stage_groups(stages: list[Stage], *, open_stage: Stage | None) -> list[dict[str, Any]]:
+    """The stage cards grouped by protocol arm (``config.arm``, in the order the arms
+    first appear; stages of no arm are "shared steps"), each group folded unless it
+    holds ``open_stage``. A campaign without two arms is one group with no heading."""
+    arms: dict[str, list[Stage]] = {}
+    for stage in stages:
+        arms.setdefault(str((stage.config or {}).get("arm") or ""), []).append(stage)
+    if len([a for a in arms if a]) < 2:
+        return [{"arm": None, "stages": stages, "open": True}]
+    return [
+        {
+            "arm": arm,
+            "stages": group,
+            "open": open_stage is not None and any(s.pk == open_stage.pk for s in group),
+        }
+        for arm, group in arms.items()
+    ]
 
 
 @login_required
@@ -167,12 +193,14 @@ def _render_detail(
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]
+        stage.waiting_count = p.items.get(ItemStatus.PENDING, 0)  # type: ignore[attr-defined]
         stage.platform_rules = stage_platform_rules(stage=stage)  # type: ignore[attr-defined]
         stage.campaign = campaign
         stage.unenforced = stage_unenforced_requirements(stage=stage)  # type: ignore[attr-defined]
         stage.takes_articles = task_type_get(stage.task_type).takes_articles  # type: ignore[attr-defined]
         stage.upload_columns = item_columns(task_type_get(stage.task_type))  # type: ignore[attr-defined]
     estimate, estimate_error = None, ""
+    stage_groups = _stage_groups(stages, open_stage=upload_stage)
     try:
         estimate = campaign_cost_estimate(campaign=campaign)
     except DomainError as exc:
@@ -180,6 +208,7 @@ def _render_detail(
     context = {
         "campaign": campaign,
         "stages": stages,
+        "stage_groups": stage_groups,
         "estimate": estimate,
         "estimate_error": estimate_error,
         "transitions": _transition_buttons(campaign),
@@ -260,6 +289,21 @@ def campaign_transition_confirm_view(request: HttpRequest, slug: str) -> HttpRes
     return render(request, "frontend/campaign_confirm.html", context)
 
 
+def _completion_consequence(campaign: Campaign) -> str:
+    """What completing does, in the campaign's own numbers."""
+    progress = campaign_progress(campaign=campaign)
+    total = sum(s.items_total for s in progress.stages)
+    done = sum(s.items_done for s in progress.stages)
+    open_hits = sum(s.hits_open for s in progress.stages)
+    return (
+        f"Completing is final: the campaign cannot be resumed, edited or published again. "
+        f"Its workers can take no more tasks and read that it takes no more work; "
+        f"{open_hits} open HIT{'s' if open_hits != 1 else ''} close, and {total - done} of "
+        f"{total} item{'s' if total != 1 else ''} stay unfinished. Work already submitted "
+        "stays in the campaign, to review and export."
+    )
+
+
 @login_required
 @require_POST
 def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
@@ -271,6 +315,16 @@ def campaign_transition_view(request: HttpRequest, slug: str) -> HttpResponse:
         # No money moves without the page that states how much.
         url = reverse("frontend:campaign-transition-confirm", kwargs={"slug": campaign.slug})
         return redirect(f"{url}?{urlencode({'to_state': to_state})}")
+    if to_state == CampaignState.COMPLETED and to_state in TRANSITIONS[campaign.state]:
+        asked = confirm_first(
+            request,
+            title=f"Complete “{campaign.name}”?",
+            consequence=_completion_consequence(campaign),
+            button="Complete the campaign (final)",
+            cancel_url=detail_url(campaign),
+        )
+        if asked is not None:
+            return asked
     try:
         campaign = campaign_start(
             campaign=campaign,
@@ -302,6 +356,30 @@ def stage_add_view(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
+def stage_publish_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    """The stage card's Publish: its waiting items get HITs now."""
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    stage.campaign = campaign
+    try:
+        made = stage_publish_waiting(stage=stage)
+    except DomainError as exc:
+        messages.error(request, f"Not published: {exc}")
+    else:
+        messages.success(
+            request,
+            f"Stage “{stage.name}”: published"
+            + (
+                f" {made} HIT{'s' if made != 1 else ''}."
+                if made
+                else "; the platform makes the HITs."
+            ),
+        )
+    return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+
+
+@login_required
+@require_POST
 def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
     campaign = campaign_or_404(request, slug)
     stage = stage_or_404(campaign, stage_id)
@@ -327,6 +405,8 @@ def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRes
         result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")
     except UploadRejected as exc:
         rows = exc.errors if isinstance(exc.errors, list) else []
+        # A one-line refusal is said once, in the message, not again as a table row.
+        rows = [r for r in rows if not (r.get("row") is None and r.get("message") == str(exc))]
         rejection = {
             "message": str(exc),
             "filename": upload.name,

@@ -26,7 +26,15 @@ def _chart(kind: str, **options: Any) -> Any:
 
     cls = {"line": pygal.Line, "bar": pygal.Bar}[kind]
     return cls(
-        style=DefaultStyle(no_data_font_size=22, background="transparent"),
+        # Axis text stays readable when the 720 px image shrinks to a phone's width.
+        style=DefaultStyle(
+            no_data_font_size=22,
+            background="transparent",
+            label_font_size=15,
+            major_label_font_size=15,
+            legend_font_size=16,
+            title_font_size=17,
+        ),
         js=[],  # shown as an image: nothing in it runs
         disable_xml_declaration=False,
         legend_at_bottom=True,
@@ -90,8 +98,18 @@ def campaign_work_time_chart_view(request: HttpRequest, slug: str) -> HttpRespon
     """How many submitted assignments took how long."""
     campaign = campaign_or_404(request, slug)
     histogram = campaign_work_time_histogram(campaign=campaign)
-    chart = _chart("bar", no_data_text="No work time recorded yet", show_legend=False)
+    chart = _chart(
+        "bar",
+        no_data_text="No work time recorded yet",
+        show_legend=False,
+        x_title="Work time of one assignment",
+        y_title="Assignments",
+    )
     chart.x_labels = [label for label, _ in histogram]
+    # Every bucket is named (a bar chart's labels are all "minor"), counts are whole.
+    chart.x_labels_major = list(chart.x_labels)
     counts = [n for _, n in histogram]
+    top = max(counts, default=0)
+    chart.y_labels = list(range(0, top + 1, max(1, -(-top // 5))))
     chart.add("Assignments", counts if any(counts) else [])
     return _svg(chart)

@@ -7,6 +7,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.http import Http404, HttpRequest
 from django.urls import reverse
 
+from campaigns.design.platform import platform_for
 from campaigns.design.selectors import campaign_get_visible
 from campaigns.models import Campaign, Stage
 from qaportal.errors import DomainError
@@ -49,3 +50,13 @@ def add_domain_errors(form: forms.Form, exc: DomainError) -> None:
             for problem in problems if isinstance(problems, list) else [problems]:
                 form.add_error(field, str(problem))
     form.add_error(None, str(exc))
+
+
+def shows_money(campaign: Campaign) -> bool:
+    """Whether the pages state money for ``campaign``: its platform pays the workers, or
+    the requester pays an unpaid (local) workforce some other way and said so on a stage
+    (``show_reward_to_local_workers``: the reward as a planning rate). Otherwise the
+    pages show time (work time, median time), not wages, earnings or bonuses."""
+    if platform_for(campaign).moves_money:
+        return True
+    return campaign.stages.filter(show_reward_to_local_workers=True).exists()

@@ -32,7 +32,7 @@ from campaigns.platforms.worker_actions import (
     worker_unblock,
     workers_message,
 )
-from frontend.views.common import add_domain_errors, campaign_or_404, request_user
+from frontend.views.common import add_domain_errors, campaign_or_404, request_user, shows_money
 from qaportal.errors import DomainError
 
 WORKERS_PER_PAGE = 100
@@ -69,6 +69,24 @@ def campaign_costs_view(request: HttpRequest, slug: str) -> HttpResponse:
     )
 
 
+# The ordering list in words (the keys stay the API's).
+ORDERING_LABELS = {
+    "pseudonym": "Worker",
+    "arm": "Arm",
+    "submitted": "Submitted",
+    "approved": "Approved",
+    "rejected": "Rejected",
+    "awaiting": "Awaiting review",
+    "approval_rate": "Approval rate",
+    "gold_accuracy": "Gold accuracy",
+    "agreement": "Agreement",
+    "median_work_seconds": "Median time",
+    "paste_share": "Paste share",
+    "earnings": "Earnings",
+}
+LOW_FIRST, HIGH_FIRST = "lowest first", "highest first"
+
+
 class WorkerFilterForm(forms.Form):
     status = forms.ChoiceField(
         choices=[("", "any"), *AssignmentStatus.choices],
@@ -84,9 +102,17 @@ class WorkerFilterForm(forms.Form):
     )
     arm = forms.CharField(max_length=40, required=False)
     ordering = forms.ChoiceField(
-        choices=[(o, o) for f in ORDERING_FIELDS for o in (f, f"-{f}")],
+        choices=[
+            (o, label)
+            for f in ORDERING_FIELDS
+            for o, label in (
+                (f, f"{ORDERING_LABELS.get(f, f)}, {LOW_FIRST}"),
+                (f"-{f}", f"{ORDERING_LABELS.get(f, f)}, {HIGH_FIRST}"),
+            )
+        ],
         required=False,
         initial="pseudonym",
+        label="Order by",
     )
 
 
@@ -167,6 +193,7 @@ def _render_workers(
             "query": query.urlencode(),
             "action_form": action_form or WorkerActionForm(campaign=campaign),
             "can_block": campaign_can_manage(campaign=campaign, user=request.user),
+            "moves_money": shows_money(campaign),
         },
         status=400 if filters.is_bound and not filters.is_valid() else status,
     )

@@ -24,7 +24,7 @@ from campaigns.insights.arms import campaign_arm_comparison
 from campaigns.insights.workers import QUALITY_CACHE_SECONDS, stage_work_fingerprints
 from campaigns.models import Stage
 from campaigns.tasktypes import task_type_get
-from frontend.views.common import campaign_or_404, stage_or_404
+from frontend.views.common import campaign_or_404, shows_money, stage_or_404
 from linking.selectors import stage_entity_agreement
 from validation.selectors import AgreementPoint, stage_agreement_series, stage_quality
 from validation.selectors.answers import stage_answer_agreement
@@ -77,7 +77,13 @@ def campaign_quality_view(request: HttpRequest, slug: str) -> HttpResponse:
     stages = list(stage_list_with_counts(campaign=campaign))
     rows = stage_quality_rows(stages, fingerprints=stage_work_fingerprints(campaign=campaign))
     arms = campaign_arm_comparison(campaign=campaign)
-    context = {"campaign": campaign, "quality_rows": rows, "arms": arms}
+    context = {
+        "campaign": campaign,
+        "quality_rows": rows,
+        "arms": arms,
+        # An unpaid workforce (in-house) shows time, not money: no wage, no cost.
+        "moves_money": shows_money(campaign),
+    }
     return render(request, "frontend/_quality.html", context)
 
 

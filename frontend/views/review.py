@@ -44,7 +44,14 @@ from campaigns.work.selectors.review import (
 )
 from campaigns.work.submission import DECIDED_STATES
 from frontend.forms import BulkReviewForm, ReviewDecisionForm
-from frontend.views.common import campaign_or_404, detail_url, request_user, stage_or_404
+from frontend.views.common import (
+    campaign_or_404,
+    detail_url,
+    request_user,
+    shows_money,
+    stage_or_404,
+)
+from frontend.views.confirm import confirm_first
 from frontend.views.link_review import link_review_rows
 from qaportal.errors import DomainError
 from qaportal.money import MoneyFormatError, money_parse
@@ -315,6 +322,7 @@ def _review_page(
         "can_decide": can_decide,
         # The local workforce is paid no rewards through qaportal: no money shown.
         "moves_money": platform_for(campaign).moves_money,
+        "shows_money": shows_money(campaign),
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
         "link_review": link_review_rows(campaign=campaign, stage=stage),
     }
@@ -410,6 +418,27 @@ def review_bulk_view(request: HttpRequest, slug: str) -> HttpResponse:
                 messages.error(request, str(error))
         return _back_to_review(request, campaign)
     ids = form.cleaned_data["ids"]
+    if form.cleaned_data["decision"] == "reject":
+        n = len(ids)
+        feedback = form.cleaned_data["feedback"].strip()
+        asked = confirm_first(
+            request,
+            title=f"Reject {n} assignment{'s' if n != 1 else ''}?",
+            consequence=(
+                f"{n} worker submission{'s' if n != 1 else ''} will be rejected: "
+                f"{'they are' if n != 1 else 'it is'} not paid and count against "
+                "the workers' approval records. "
+                + (
+                    f"Each worker reads your feedback: “{feedback}”."
+                    if feedback
+                    else "Your feedback is empty: the workers are not told why."
+                )
+            ),
+            button=f"Reject {n} assignment{'s' if n != 1 else ''}",
+            cancel_url=reverse("frontend:campaign-review", kwargs={"slug": campaign.slug}),
+        )
+        if asked is not None:
+            return asked
     found = {a.pk: a for a in assignment_list_for_campaign(campaign=campaign).filter(pk__in=ids)}
     counts = {"decided": 0, "already": 0, "refused": 0}
     problems: list[str] = []

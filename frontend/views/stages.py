@@ -53,8 +53,8 @@ EDIT_NOTES = {
     CampaignState.LIVE: [
         "HITs are out: reward, places, items per HIT, durations, configuration, gold "
         "ratio, qualification requirements and the hand-off are fixed (workers accepted "
-        "them; on MTurk they cannot change). Pause and complete the campaign, or clone "
-        "the stage in a new campaign, to change them.",
+        "them; on MTurk they cannot change). To run the stage with other settings, add a "
+        "new stage with them to a draft campaign.",
         "You may still rename the stage, reword its instructions (workers see them on "
         "pages opened from now on) and change the review, bonus and escalation rules: "
         "they apply to decisions still to come, and new bonus rules add to the cost.",

@@ -33,6 +33,7 @@ from campaigns.work.selectors.access import invite_list
 from campaigns.work.selectors.review import local_grant_list
 from frontend.forms import CredentialsForm, GrantAddForm, InviteCreateForm
 from frontend.views.common import add_domain_errors, campaign_or_404, request_user, stage_or_404
+from frontend.views.confirm import confirm_first
 from qaportal.errors import DomainError
 
 INVITES_PER_PAGE = 50
@@ -152,6 +153,20 @@ def invite_revoke_view(request: HttpRequest, slug: str, invite_id: int) -> HttpR
     invite = campaign.invite_links.filter(pk=invite_id).first()
     if invite is None:
         raise Http404("No such invite link in this campaign.")
+    asked = confirm_first(
+        request,
+        title="Revoke this invite link?",
+        consequence=(
+            f"Revoking is final: nobody can join through this link any more, and the "
+            f"{invite.use_count} worker{'s' if invite.use_count != 1 else ''} who joined "
+            "through it can take no more tasks. Their past work stays. A new link can be "
+            "made, but it is a different link."
+        ),
+        button="Revoke the link",
+        cancel_url=_workforce_url(campaign, "invites"),
+    )
+    if asked is not None:
+        return asked
     was_revoked = invite.revoked_at is not None
     invite_revoke(invite=invite)
     if was_revoked:
@@ -198,6 +213,18 @@ def grant_remove_view(request: HttpRequest, slug: str, grant_id: int) -> HttpRes
     grant = campaign.local_grants.select_related("user").filter(pk=grant_id).first()
     if grant is None:
         raise Http404("No such grant in this campaign.")
+    asked = confirm_first(
+        request,
+        title=f"Remove {grant.user.get_username()}'s access?",
+        consequence=(
+            f"{grant.user.get_username()} can take no more tasks in this campaign; "
+            "their past work stays. Access can be granted again."
+        ),
+        button="Remove access",
+        cancel_url=_workforce_url(campaign, "grants"),
+    )
+    if asked is not None:
+        return asked
     local_grant_remove(campaign=campaign, user=grant.user)
     messages.success(
         request,

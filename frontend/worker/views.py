@@ -13,7 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from campaigns.models import HIT, Assignment, InviteRedemption, Stage, Worker
+from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
+from campaigns.payments.selectors import assignment_bonuses
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -28,6 +29,7 @@ from campaigns.work.selectors.access import (
     RequestWorkers,
     request_workers_get,
     stage_entry_for_invite,
+    stage_other_arm,
     stage_reward_shown,
 )
 from campaigns.work.selectors.loading import (
@@ -152,6 +154,11 @@ def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse
         if gates:
             context = {"stage": stage, "campaign": stage.campaign, "gates": gates}
             return render(request, "worker/quiz_first.html", context, status=403)
+        # A study's arms each have their own tasks: say so rather than "no access".
+        other_arm = stage_other_arm(stage=stage, workers=_request_workers(request))
+        if other_arm is not None:
+            context = {"stage": stage, "campaign": stage.campaign, "other_arm": other_arm}
+            return render(request, "worker/no_access.html", context, status=403)
     return render(request, "worker/no_access.html", status=403)
 
 
@@ -289,5 +296,12 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             "stage": stage,
             "more_work": assignment_next_hit_id(assignment=assignment) is not None,
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
+            # Read once the work is decided: right after a submission (the hot path,
+            # one query) there is no bonus to show yet, as a rule.
+            "bonuses": (
+                assignment_bonuses(assignment=assignment)
+                if assignment.status == AssignmentStatus.APPROVED
+                else []
+            ),
         },
     )

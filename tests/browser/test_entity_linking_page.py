@@ -202,8 +202,100 @@ def test_a_refused_answer_keeps_the_links_and_the_overlap_can_be_resolved(page, 
     assert rows.nth(1).locator('input[name$="/qid"]').input_value() == "Q47703"
     rows.nth(1).get_by_role("button", name="Keep “The Godfather”").click()
     page.get_by_role("button", name="Submit").click()
+    # "Star Wars" is still to decide: asked once (issue 36), then sent undecided.
+    page.locator("[data-tt-conflicts]", has_text="still to decide").wait_for()
+    page.get_by_role("button", name="Submit").click()
     page.get_by_role("heading", name="Thank you!").wait_for()
     answers = Assignment.objects.get(hit__stage=stage).answers
     assert answers is not None
     links = answers["items"][0]["links"]
     assert [(lk["text"], lk["qid"]) for lk in links] == [("The Godfather", "Q47703")]
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_submit_asks_once_about_spans_left_to_decide(browser, live_server, width):
+    """Issue 36, point 6: rows left "to decide" are not sent silently: the first Submit
+    names them and sends nothing; a second Submit sends them undecided."""
+    stage, invite_path = live_stage(
+        task_type="question_entity_linking", config={}, items=[ITEM], name="Link entities"
+    )
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": width, "height": 900}
+    )
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    posts: list[str] = []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    try:
+        start(page, invite_path)
+        accept(page)
+        # axe-core loads with a reload: before the worker's clicks, not after them.
+        assert_person_can_use(page, where=f"linking page at {width} px")
+        if width == 390:  # a highlight is a touch target on a phone
+            heights = page.locator("mark.tt-hl").evaluate_all(
+                "(ms) => ms.map((m) => m.getBoundingClientRect().height)"
+            )
+            assert heights
+            assert min(heights) >= 44, heights
+        rows = page.locator(".tt-link-row")
+        rows.nth(0).get_by_role("button", name="Not an entity").click()
+        rows.nth(1).locator('input[name$="/qid"]').fill("Q47703")
+        before = len(posts)
+
+        page.get_by_role("button", name="Submit").click()
+
+        alert = page.locator("[data-tt-conflicts]")
+        alert.wait_for()
+        assert "1 span is still to decide: “Star Wars”" in alert.inner_text()
+        assert "Nothing was sent yet" in alert.inner_text()
+        assert len(posts) == before
+        assert "tt-active" in (rows.nth(2).get_attribute("class") or "")
+        assert_person_can_use(page, where=f"spans to decide at {width} px")
+        page.get_by_role("button", name="Submit").click()
+        page.get_by_role("heading", name="Thank you!").wait_for()
+    finally:
+        context.close()
+    assert Assignment.objects.get(hit__stage=stage).status == AssignmentStatus.SUBMITTED
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+def test_a_reload_keeps_the_draft_of_the_links(browser, live_server, width):
+    """Issue 36, point 6: spans added, ids given and rows marked survive a reload of the
+    assignment page (a draft per assignment in the tab's sessionStorage)."""
+    stage, invite_path = live_stage(
+        task_type="question_entity_linking", config={}, items=[ITEM], name="Link entities"
+    )
+    context = browser.new_context(
+        base_url=live_server.url, viewport={"width": width, "height": 900}
+    )
+    page = context.new_page()
+    page.set_default_timeout(10_000)
+    try:
+        start(page, invite_path)
+        accept(page)
+        assert_person_can_use(page, where=f"linking page at {width} px")  # loads axe first
+        rows = page.locator(".tt-link-row")
+        rows.nth(0).get_by_role("button", name="Not an entity").click()
+        rows.nth(1).locator('input[name$="/qid"]').fill("Q47703")
+        _select_in_text(page, "Titanic")
+        page.get_by_role("button", name="Add “Titanic”").click()
+        rows.nth(3).locator('input[name$="/qid"]').fill("Q44578")
+
+        page.reload()
+
+        rows = page.locator(".tt-link-row")
+        assert rows.count() == 4
+        assert rows.nth(0).get_attribute("data-state") == "skip"
+        assert rows.nth(1).locator('input[name$="/qid"]').input_value() == "Q47703"
+        assert rows.nth(3).locator(".tt-link-caption").inner_text().startswith("“Titanic”")
+        assert rows.nth(3).locator('input[name$="/qid"]').input_value() == "Q44578"
+        assert page.locator("mark.tt-hl").all_inner_texts()[-1] == "Titanic"
+        assert_person_can_use(page, where=f"linking draft after a reload at {width} px")
+        rows.nth(2).locator('input[name$="/qid"]').fill("Q462")
+        page.get_by_role("button", name="Submit").click()
+        page.get_by_role("heading", name="Thank you!").wait_for()
+    finally:
+        context.close()
+    stored = Assignment.objects.get(hit__stage=stage).answers
+    assert stored is not None
+    assert sorted(lk["qid"] for lk in stored["items"][0]["links"]) == ["Q44578", "Q462", "Q47703"]

@@ -117,6 +117,9 @@ def test_a_worker_without_the_quiz_is_sent_to_it_and_sees_the_result(browser, li
         gate = page.locator(".w-gate").inner_text()
         assert "Your last try:" in gate
         assert "You can try this quiz again after" in gate
+        # Issue 36, point 10: no way to a quiz that cannot be taken now.
+        assert page.get_by_role("link", name="Go to the quiz “Qualification quiz”").count() == 0
+        assert_person_can_use(page, where=f"quiz gate after a try at {width} px")
     finally:
         context.close()
 

@@ -54,7 +54,9 @@ def test_create_campaign(alice_client, requester):
     assert campaign.owner == requester
     assert campaign.provider == "prolific"
     assert campaign.currency == "GBP"
-    assert campaign.sandbox is True
+    # Prolific has no sandbox (its test participants are asked for when the pilot
+    # starts): none is stored, so the campaign never reads as "sandbox".
+    assert campaign.sandbox is False
     assert campaign.budget_cap == Decimal("250.00")
     assert campaign.state == CampaignState.DRAFT
 
@@ -146,6 +148,50 @@ def test_paused_campaign_offers_resume(alice_client, campaign, stage):
     content = alice_client.get(_detail(campaign)).content.decode()
     assert "Resume" in content
     assert "Complete (final)" in content
+
+
+def test_sandbox_is_not_ticked_or_stored_for_the_local_workforce(alice_client):
+    """Issue 36, point 10."""
+    page = alice_client.get(reverse("frontend:campaign-list")).content.decode()
+    box = (
+        page.split('name="sandbox"')[0].rsplit("<input", 1)[1]
+        + page.split('name="sandbox"')[1].split(">")[0]
+    )
+    assert "checked" not in box
+    assert 'data-sandbox-providers="mturk"' in page
+    alice_client.post(
+        reverse("frontend:campaign-create"), {"name": "Team", "provider": "local", "sandbox": "on"}
+    )
+    mturk = alice_client.post(
+        reverse("frontend:campaign-create"), {"name": "Turk", "provider": "mturk", "sandbox": "on"}
+    )
+    assert mturk.status_code == 302
+    assert Campaign.objects.get(name="Team").sandbox is False
+    assert Campaign.objects.get(name="Turk").sandbox is True
+
+
+def test_completing_asks_first_naming_what_ends(alice_client, campaign, stage):
+    ItemFactory(stage=stage)
+    ItemFactory(stage=stage)
+    campaign_transition(campaign=campaign, to_state="live")
+    url = reverse("frontend:campaign-transition", kwargs={"slug": campaign.slug})
+
+    asked = alice_client.post(url, {"to_state": "completed"})
+
+    page = asked.content.decode()
+    assert asked.status_code == 200
+    assert "Completing is final" in page
+    assert "2 of 2 items stay unfinished" in page
+    assert "read that it takes no more work" in page
+    assert 'name="to_state" value="completed"' in page
+    campaign.refresh_from_db()
+    assert campaign.state == CampaignState.LIVE
+
+    done = alice_client.post(url, {"to_state": "completed", "confirmed": "yes"})
+
+    assert done.status_code == 302
+    campaign.refresh_from_db()
+    assert campaign.state == CampaignState.COMPLETED
 
 
 @pytest.mark.parametrize(
@@ -257,7 +303,10 @@ def test_upload_with_bad_rows_shows_them_and_stores_nothing(alice_client, stage)
     assert {e["row"] for e in rejection["rows"]} == {3, 4}
     html = response.content.decode()
     assert "row-errors" in html
-    assert "nothing was stored" in html
+    # Said once, at the anchor the upload form posts to (issue 36, point 3).
+    assert html.lower().count("was stored") == 1
+    assert 'id="upload-outcome"' in html
+    assert "items/#upload-outcome" in html
     assert '<td class="num">3</td><td>complexity_type</td>' in html
 
 
@@ -377,3 +426,30 @@ def test_prolific_confirmation_names_the_stages_below_the_minimum_and_offers_no_
     assert "Grading 1" in text
     assert "Cheap" in text
     assert Campaign.objects.get(pk=campaign.pk).state == CampaignState.DRAFT
+
+
+def test_stage_card_shows_waiting_items_with_a_publish(alice_client, campaign, stage):
+    """Issue 36, point 2: a stage kept manual shows what waits and publishes it."""
+    ItemFactory(stage=stage)
+    campaign_transition(campaign=campaign, to_state="live")
+    stage.publish_added = False
+    stage.save(update_fields=["publish_added"])
+    _upload(alice_client, stage, "late.csv", b"external_id,topic,complexity_type\nl1,lakes,count\n")
+
+    page = alice_client.get(_detail(campaign)).content.decode()
+    assert "2 items waiting" in page
+    assert "Publish 2 waiting items" in page
+
+    url = reverse("frontend:stage-publish", kwargs={"slug": campaign.slug, "stage_id": stage.pk})
+    response = alice_client.post(url)
+
+    assert response.status_code == 302
+    assert _messages(response) == ["Stage “Write questions”: published 2 HITs."]
+    assert not stage.items.filter(status="pending").exists()
+    assert (
+        "waiting"
+        not in alice_client.get(_detail(campaign))
+        .content.decode()
+        .split("Stage details")[1]
+        .split("Quality")[0]
+    )

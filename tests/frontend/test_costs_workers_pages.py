@@ -91,6 +91,23 @@ def test_workers_page_table_filters_and_escaping(team, alice_client, requester):
     assert bad.status_code == 400
 
 
+def test_workers_table_orders_in_words_and_shows_no_earnings_on_local(team, alice_client):
+    """Issue 36, points 8 and 10: the ordering list in words; an unpaid workforce has
+    no Earnings column unless a stage says the requester pays it some other way."""
+    campaign, writing, _, _ = team
+    html = alice_client.get(_url("campaign-workers", campaign)).content.decode()
+
+    assert '<option value="-median_work_seconds">Median time, highest first</option>' in html
+    assert ">-median_work_seconds<" not in html
+    assert "Earnings" not in html.split("<table")[1]
+    writing.show_reward_to_local_workers = True
+    writing.save(update_fields=["show_reward_to_local_workers"])
+    paid = alice_client.get(_url("campaign-workers", campaign)).content.decode()
+    header = paid.split("<thead>")[1].split("</thead>")[0]
+    # Earnings next to the worker, visible without scrolling sideways.
+    assert header.index("Earnings") < header.index("Qualifications")
+
+
 def test_message_from_the_page_is_a_notify_operation(team, alice_client):
     campaign, _, good, waiting = team
     response = alice_client.post(

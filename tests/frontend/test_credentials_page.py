@@ -49,7 +49,11 @@ def test_owner_saves_replaces_and_removes_credentials(alice_client, prolific_cam
     assert b'value="x y"' not in bad.content  # a secret typed in is never sent back
     assert ProviderCredential.objects.count() == 1
 
-    removed = alice_client.post("/campaigns/lab-study/workforce/credentials/remove/", follow=True)
+    url = "/campaigns/lab-study/workforce/credentials/remove/"
+    asked = alice_client.post(url)
+    assert b"deleted for good" in asked.content
+    assert ProviderCredential.objects.count() == 1
+    removed = alice_client.post(url, {"confirmed": "yes"}, follow=True)
     assert removed.status_code == 200
     assert not ProviderCredential.objects.exists()
 

@@ -184,7 +184,16 @@ def test_revoke_invite(alice_client, pipeline):
     worker = Client()
     worker.post(invite_url(invite=invite).removeprefix(SITE_URL))
 
-    response = alice_client.post(_url("invite-revoke", campaign, invite_id=invite.pk))
+    asked = alice_client.post(_url("invite-revoke", campaign, invite_id=invite.pk))
+    # Revoking is final: the first post asks, naming the consequence; nothing changes.
+    assert asked.status_code == 200
+    assert "can take no more tasks" in asked.content.decode()
+    invite.refresh_from_db()
+    assert invite.revoked_at is None
+
+    response = alice_client.post(
+        _url("invite-revoke", campaign, invite_id=invite.pk), {"confirmed": "yes"}
+    )
 
     assert response.status_code == 302
     invite.refresh_from_db()
@@ -194,7 +203,9 @@ def test_revoke_invite(alice_client, pipeline):
     assert "badge-revoked" in page
     # Those who joined through it are cut off too.
     assert worker.get(reverse("worker:stage", kwargs={"stage_id": writing.pk})).status_code == 403
-    again = alice_client.post(_url("invite-revoke", campaign, invite_id=invite.pk))
+    again = alice_client.post(
+        _url("invite-revoke", campaign, invite_id=invite.pk), {"confirmed": "yes"}
+    )
     assert any("already revoked" in m for m in _messages(again))
 
 
@@ -233,7 +244,13 @@ def test_grant_lets_a_logged_in_user_work_and_remove_stops_them(alice_client, pi
     assert f"{SITE_URL}{stage_url}" in page
     assert worker.get(stage_url).status_code == 200
 
-    removed = alice_client.post(_url("grant-remove", campaign, grant_id=grant.pk))
+    asked = alice_client.post(_url("grant-remove", campaign, grant_id=grant.pk))
+    assert asked.status_code == 200
+    assert "dora can take no more tasks" in asked.content.decode()
+    assert LocalGrant.objects.exists()
+    removed = alice_client.post(
+        _url("grant-remove", campaign, grant_id=grant.pk), {"confirmed": "yes"}
+    )
 
     assert removed.status_code == 302
     assert not LocalGrant.objects.exists()
@@ -435,9 +452,18 @@ def test_bulk_reject_requires_feedback_and_a_selection(alice_client, pipeline):
     a.refresh_from_db()
     assert a.status == AssignmentStatus.SUBMITTED
 
-    alice_client.post(
-        _url("review-bulk", campaign), {"ids": [a.pk], "decision": "reject", "feedback": "Vague."}
-    )
+    form = {"ids": [a.pk], "decision": "reject", "feedback": "Vague."}
+    asked = alice_client.post(_url("review-bulk", campaign), form)
+    # Rejecting asks first, naming the feedback the workers read; the page posts the
+    # same selection again.
+    page = asked.content.decode()
+    assert asked.status_code == 200
+    assert "Reject 1 assignment?" in page
+    assert "“Vague.”" in page
+    assert f'name="ids" value="{a.pk}"' in page
+    a.refresh_from_db()
+    assert a.status == AssignmentStatus.SUBMITTED
+    alice_client.post(_url("review-bulk", campaign), {**form, "confirmed": "yes"})
     a.refresh_from_db()
     assert (a.status, a.feedback) == (AssignmentStatus.REJECTED, "Vague.")
 
@@ -469,10 +495,14 @@ def _page_requests(campaign: Campaign, ids: dict[str, int]) -> dict[str, tuple[s
         "invite-revoke": (
             "post",
             _url("invite-revoke", campaign, invite_id=ids["invite"]),
-            {},
+            {"confirmed": "yes"},
         ),
         "grant-add": ("post", _url("grant-add", campaign), {"username": "dora"}),
-        "grant-remove": ("post", _url("grant-remove", campaign, grant_id=ids["grant"]), {}),
+        "grant-remove": (
+            "post",
+            _url("grant-remove", campaign, grant_id=ids["grant"]),
+            {"confirmed": "yes"},
+        ),
         "review": ("get", _url("campaign-review", campaign), {}),
         "decide": (
             "post",

@@ -55,6 +55,40 @@ def test_counts_share_done_and_estimate(running):
     assert (progress.done, progress.remaining) == (1, 1 + per_hit)
 
 
+def test_one_definition_per_number(running, alice_client):
+    """Issue 36, point 7: an open HIT is one a worker could still take (a full one is
+    not); the campaign's missing estimate names the stage without a rate; the numbers
+    on the page are the API's."""
+    campaign, _writing, linking, _done = running
+    Item.objects.create(stage=linking, external_id="qa-1", data={}, source=ItemSource.UPLOADED)
+
+    progress = campaign_progress(campaign=campaign)
+    page = alice_client.get(reverse("frontend:campaign-progress", kwargs={"slug": campaign.slug}))
+    api = alice_client.get(f"/api/v1/campaigns/{campaign.slug}/progress/").json()
+
+    first = progress.stages[0]
+    assert (first.hits.get("published"), first.hits_open, first.items_done) == (2, 1, 1)
+    assert progress.without_estimate == ["Link answers"]
+    html = page.content.decode()
+    assert '<td class="num hits-open">1</td>' in html
+    assert "no estimate: “Link answers” has had no submission in the last hour" in html
+    assert (api["stages"][0]["hits_open"], api["stages"][0]["items_done"]) == (1, 1)
+
+
+def test_a_completed_campaign_has_nothing_to_go_and_no_estimate(running, alice_client):
+    campaign, _writing, _linking, _done = running
+    from campaigns.platforms.publishing import campaign_start
+
+    campaign_start(campaign=campaign, to_state="completed")
+    html = alice_client.get(
+        reverse("frontend:campaign-progress", kwargs={"slug": campaign.slug})
+    ).content.decode()
+
+    assert "to go" not in html
+    assert "estimate" not in html.split("progress-legend")[0]
+    assert "1 done; completed" in html
+
+
 def test_old_submissions_give_no_rate(running):
     campaign, _writing, _linking, done = running
     later = done.submitted_at + timedelta(hours=2)

@@ -36,8 +36,16 @@ def test_rows_show_pay_history_and_the_script(queue, alice_client, requester):
     assert 'data-fee="0.00"' in html  # the local workforce charges no fee
     assert "0 approved, 0 rejected, 1 waiting" in html
     assert "frontend/review.js" in html
-    assert _url("review-bonus", campaign, assignment_id=waiting.pk) in html
+    # The local workforce is paid nothing through qaportal: no bonus form (issue 36,
+    # point 8), unless a stage says the requester pays it some other way.
+    assert _url("review-bonus", campaign, assignment_id=waiting.pk) not in html
+    assert "Bonus (" not in html
     assert _url("review-block", campaign, assignment_id=waiting.pk) in html
+    waiting.hit.stage.__class__.objects.filter(pk=waiting.hit.stage_id).update(
+        show_reward_to_local_workers=True
+    )
+    html = alice_client.get(_url("campaign-review", campaign)).content.decode()
+    assert _url("review-bonus", campaign, assignment_id=waiting.pk) in html
 
 
 def test_bonus_is_paid_once_per_form(queue, alice_client):

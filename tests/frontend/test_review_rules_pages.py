@@ -185,6 +185,9 @@ def test_run_review_button_queues_the_stage_review(
 
 def test_campaign_page_shows_quality_per_stage(alice_client, requester):
     stage, _ = reviewed_stage(requester)
+    # The in-house team is paid the reward some other way: its wage is shown (issue 36).
+    stage.show_reward_to_local_workers = True
+    stage.save(update_fields=["show_reward_to_local_workers"])
 
     response = alice_client.get(_url("campaign-quality", stage.campaign))
 
@@ -211,7 +214,8 @@ def test_campaign_page_shows_quality_per_stage(alice_client, requester):
 def test_wage_below_the_floor_is_flagged(alice_client, requester):
     stage, _ = reviewed_stage(requester)
     stage.reward = stage.reward / 10  # $0.05 over a minute: $3.00/h
-    stage.save(update_fields=["reward"])
+    stage.show_reward_to_local_workers = True  # paid some other way: the wage shows
+    stage.save(update_fields=["reward", "show_reward_to_local_workers"])
 
     html = alice_client.get(_url("campaign-quality", stage.campaign)).content.decode()
 

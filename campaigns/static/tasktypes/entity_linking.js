@@ -4,6 +4,7 @@
 //   opens its row. Where spans nest, clicking again moves to the next one.
 // - Each row says its state (to decide, linked, not in Wikidata, not an entity) and has
 //   "Not an entity" (the row is left out of the answer) and, for added spans, "Remove".
+// - A Submit with rows still "to decide" asks first (once), naming them.
 // - Overlapping linked spans are shown as a clash with "Keep ..." buttons; Submit
 //   says which spans clash instead of sending an answer the server refuses.
 // - Words are added by selecting them in the text (mouse, touch) or typing them.
@@ -248,6 +249,7 @@
     var addWords = fieldset.querySelector("[data-tt-add-words]");
     var addTyped = fieldset.querySelector("[data-tt-add-typed]");
     var current = null;
+    var restoring = false;  // a draft being put back (restoreDraft below)
     var item = {};
 
     function rows() { return Array.prototype.slice.call(rowsEl.querySelectorAll(".tt-link-row")); }
@@ -358,6 +360,19 @@
       }
     };
     item.status = function (message) { if (addStatus) addStatus.textContent = message; };
+    // Rows still "to decide": a Submit asks first (once), naming them.
+    item.askAboutOpen = function () {
+      var open = rows().filter(function (r) { return rowState(r) === "open"; });
+      if (!open.length) return false;
+      clashEl.textContent = open.length + (open.length === 1 ? " span is" : " spans are") +
+        " still to decide: " + open.map(function (r) { return "\u201c" + spanText(r) + "\u201d"; }).join(", ") +
+        ". Link each, or mark it \u201cNot in Wikidata\u201d or \u201cNot an entity\u201d; or press Submit again to send them undecided. Nothing was sent yet.";
+      clashEl.hidden = false;
+      // Shown, not focused: a focused search box would open its suggestions over Submit.
+      item.activate(open[0], false);
+      open[0].scrollIntoView({ block: "nearest" });
+      return true;
+    };
     item.checkBeforeSubmit = function () {
       var pairs = showClashes();
       if (!pairs.length) return true;
@@ -407,6 +422,7 @@
       rowsEl.appendChild(row);
       enhanceRow(row, item);
       item.refresh();
+      if (restoring) return;  // a draft coming back: no focus jump, no message
       item.activate(row, true);
       item.status("Added \u201c" + text + "\u201d: now link it.");
     }
@@ -451,7 +467,45 @@
     if (addTyped) addTyped.addEventListener("click", addTypedWords);
     if (addWords) addWords.addEventListener("keydown", function (e) { if (e.key === "Enter") { e.preventDefault(); addTypedWords(); } });
 
+    // A draft of the links (spans added, ids picked, rows marked), kept per assignment
+    // page in this tab's sessionStorage: a reload loses nothing. What the server sent
+    // back (after an error) wins over the draft.
+    var draftKey = "tt-draft:" + window.location.pathname + ":" + (fieldset.getAttribute("data-tt-prefix") || "");
+    function saveDraft() {
+      if (restoring) return;
+      try {
+        window.sessionStorage.setItem(draftKey, JSON.stringify(rows().map(function (r) {
+          var p = rowParts(r);
+          return { start: p.start, end: p.end, added: r.getAttribute("data-kind") === "added",
+                   qid: p.qid ? p.qid.value : "", none: !!(p.none && p.none.checked),
+                   skip: r.getAttribute("data-skip") === "1" };
+        })));
+      } catch (e) { /* storage off or full: no draft */ }
+    }
+    function restoreDraft() {
+      var saved = null;
+      try { saved = JSON.parse(window.sessionStorage.getItem(draftKey) || "null"); } catch (e) { saved = null; }
+      if (!Array.isArray(saved)) return;
+      restoring = true;
+      saved.forEach(function (d) {
+        var find = function () {
+          return rows().filter(function (r) { var p = rowParts(r); return p.start === d.start && p.end === d.end; })[0];
+        };
+        var row = find();
+        if (!row && d.added) { addSpan(d.start, d.end); row = find(); }
+        if (!row) return;
+        var p = rowParts(row);
+        if (p.qid && d.qid && !p.qid.value) p.qid.value = d.qid;
+        if (p.none && d.none) p.none.checked = true;
+        if (d.skip) row.setAttribute("data-skip", "1");
+      });
+      restoring = false;
+    }
+    var baseRefresh = item.refresh;
+    item.refresh = function () { baseRefresh(); saveDraft(); };
+
     rows().forEach(function (r) { enhanceRow(r, item); });
+    restoreDraft();
     item.refresh();
     fieldset._item = item;
     return item;
@@ -466,7 +520,11 @@
       var submitter = e.submitter;
       if (submitter && submitter.hasAttribute("formnovalidate")) return; // "Return this task"
       var ok = items.map(function (it) { return it.checkBeforeSubmit(); }).every(Boolean);
-      if (!ok) e.preventDefault();
+      if (!ok) { e.preventDefault(); return; }
+      if (form.getAttribute("data-tt-open-asked") !== "1") {
+        var asked = items.map(function (it) { return it.askAboutOpen(); }).some(Boolean);
+        if (asked) { form.setAttribute("data-tt-open-asked", "1"); e.preventDefault(); }
+      }
     });
   }
 })();

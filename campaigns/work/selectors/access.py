@@ -88,6 +88,22 @@ def worker_has_stage_access(*, worker: Worker, stage: Stage) -> bool:
     return Worker.objects.filter(worker_stage_access_q(stage=stage), pk=worker.pk).exists()
 
 
+def stage_other_arm(*, stage: Stage, workers: RequestWorkers) -> str | None:
+    """The protocol arm one of ``workers`` has in ``stage``'s campaign when the stage
+    belongs to another arm (the worker may not take it: it is another group's task);
+    None otherwise."""
+    arm = str((stage.config or {}).get("arm") or "")
+    found = request_workers_get(workers=workers) if arm else []
+    if not found:
+        return None
+    arms = (
+        CampaignWorker.objects.filter(campaign_id=stage.campaign_id, worker__in=found)
+        .exclude(arm="")
+        .values_list("arm", flat=True)
+    )
+    return next((a for a in arms if a != arm), None)
+
+
 def request_workers_get(*, workers: RequestWorkers) -> list[Worker]:
     """The local ``Worker`` rows of ``workers``: session order, then the account's."""
     if not workers:

@@ -200,7 +200,7 @@ SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.stat
   s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
   s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
-  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers, s.publish_added,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
   c.bonus_max,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at,
@@ -264,7 +264,7 @@ _STAGE_FULL_SQL = """
 SELECT s.id, s.campaign_id, s.name, s.position, s.task_type, s.instructions, s.config, s.reward,
   s.assignments_per_hit, s.items_per_hit, s.assignment_duration, s.lifetime, s.gold_ratio,
   s.qualification_requirements, s.escalation_rule, s.review_rules, s.bonus_rules,
-  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers,
+  s.next_stage_id, s.handoff, s.created_at, s.show_reward_to_local_workers, s.publish_added,
   c.id, c.slug, c.name, c.description, c.owner_id, c.provider, c.sandbox, c.budget_cap,
   c.bonus_max,
   c.currency, c.state, c.state_changed_at, c.recipe, c.created_at, c.updated_at

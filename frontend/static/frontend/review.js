@@ -16,6 +16,19 @@
   function money(c) { return (c / 100).toFixed(2); }
 
   var bulk = document.getElementById("bulk-review");
+  // Asked here: the server's own confirmation page (which works without this script)
+  // is not shown a second time.
+  function confirmed(ok, event) {
+    if (!ok) { event.preventDefault(); return; }
+    var field = bulk.querySelector('input[name="confirmed"]');
+    if (!field) {
+      field = document.createElement("input");
+      field.type = "hidden";
+      field.name = "confirmed";
+      bulk.appendChild(field);
+    }
+    field.value = "yes";
+  }
   if (bulk) {
     bulk.addEventListener("submit", function (event) {
       var decision = event.submitter ? event.submitter.value : "approve";
@@ -35,7 +48,7 @@
         var plain = decision === "approve"
           ? "Approve " + chosen.length + " assignment(s)?"
           : "Reject " + chosen.length + " assignment(s)? Their workers see your feedback.";
-        if (!window.confirm(plain)) { event.preventDefault(); }
+        confirmed(window.confirm(plain), event);
         return;
       }
       var text = decision === "approve"
@@ -43,7 +56,7 @@
           " in rewards" + (fee ? " + " + money(fee) + " " + currency + " in fees" : "") + "."
         : "Reject " + chosen.length + " assignment(s)? Their workers are not paid " + money(reward) +
           " " + currency + " and see your feedback.";
-      if (!window.confirm(text)) { event.preventDefault(); }
+      confirmed(window.confirm(text), event);
     });
   }
 
@@ -129,7 +142,12 @@
       case "b":
         if (row) {
           var more = row.querySelector("details.more-actions");
-          if (more) { event.preventDefault(); more.open = true; more.querySelector('input[name="amount"]').focus(); }
+          if (more) {
+            event.preventDefault();
+            more.open = true;
+            var first = more.querySelector('input[name="amount"], input[name="reason"]');
+            if (first) { first.focus(); }
+          }
         }
         break;
       case "*":

@@ -109,6 +109,59 @@ def test_add_stage_config_checked_by_task_type(token_client, campaign):
     assert "config" in response.json()["errors"]
 
 
+def test_unknown_config_key_is_refused_by_name(token_client, campaign, stage):
+    """Issue 36, point 5: a misspelt setting is not stored and silently ignored."""
+    added = token_client.post(
+        STAGES, {**NEW_STAGE, "config": {"questions_per_hitt": 3}}, format="json"
+    )
+    patched = token_client.patch(
+        stage_url(stage.pk), {"config": {"questions_per_hit": 2, "colour": "red"}}, format="json"
+    )
+
+    for response in (added, patched):
+        assert response.status_code == 400
+        (problem,) = response.json()["errors"]["config"]
+        assert problem.startswith("questions_per_hitt: unknown setting") or problem.startswith(
+            "colour: unknown setting"
+        )
+        assert "questions_per_hit" in problem.split("known:")[1]
+    stage.refresh_from_db()
+    assert "colour" not in stage.config
+    # Settings every stage may carry (the protocol arm, expected minutes) stay accepted.
+    ok = token_client.patch(
+        stage_url(stage.pk),
+        {"config": {"questions_per_hit": 2, "arm": "CROWD", "estimated_minutes": 4}},
+        format="json",
+    )
+    assert ok.status_code == 200
+
+
+def test_a_requirement_naming_nothing_known_is_refused(token_client, campaign, stage):
+    """The help's old example saved silently and enforced nothing."""
+    wrong = [{"system": "approval_rate", "comparator": ">=", "value": 95}]
+    added = token_client.post(
+        STAGES, {**NEW_STAGE, "qualification_requirements": wrong}, format="json"
+    )
+    patched = token_client.patch(
+        stage_url(stage.pk),
+        {"qualification_requirements": [{"kind": "approval_rat", "min": 95}]},
+        format="json",
+    )
+
+    assert added.status_code == 400
+    (problem,) = added.json()["errors"]["qualification_requirements"]
+    assert "comparator, system, value" in problem
+    assert '{"kind": "approval_rate", "min": 95}' in problem
+    assert patched.status_code == 400
+    assert "unknown kind 'approval_rat'" in patched.json()["detail"]
+    right = token_client.patch(
+        stage_url(stage.pk),
+        {"qualification_requirements": [{"kind": "approval_rate", "min": 95}]},
+        format="json",
+    )
+    assert right.status_code == 200
+
+
 def test_add_stage_with_taken_name(token_client, stage):
     response = token_client.post(STAGES, {**NEW_STAGE, "name": stage.name}, format="json")
 

@@ -64,7 +64,15 @@ def agreed():
     def data(n):
         return {**mc_item(n), **({"writer_correct": 2} if n == 1 else {})}
 
-    stage = make_stage(items=3, gold={0: 1, 2: 2}, data=data, reward=Decimal("0.50"))
+    # The in-house team is paid 0.50 an assignment outside qaportal (the stage says so):
+    # its wage is a fact of the data.
+    stage = make_stage(
+        items=3,
+        gold={0: 1, 2: 2},
+        data=data,
+        reward=Decimal("0.50"),
+        show_reward_to_local_workers=True,
+    )
     w1, w2, w3 = worker("a"), worker("b"), worker("c")
     labels = {w1: (0, 0, 2), w2: (0, 0, 2), w3: (0, 2, 2)}
     seconds = {w1: 60, w2: 90, w3: 240}
@@ -138,6 +146,28 @@ def test_card_yaml_header_is_what_the_hub_reads(agreed, tmp_path):
 def _dashboard(client: Client, slug: str) -> str:
     html = client.get(reverse("frontend:campaign-quality", args=[slug])).content.decode()
     return unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html)))
+
+
+def test_an_unpaid_workforce_card_and_dashboard_show_time_not_money(agreed, tmp_path):
+    """Issue 36, point 8: without a planning rate, an in-house team's card states no
+    reward, wage or wage floor, and the dashboard no wage."""
+    campaign = agreed.campaign
+    agreed.__class__.objects.filter(pk=agreed.pk).update(show_reward_to_local_workers=False)
+    client = Client()
+    client.force_login(campaign.owner)
+
+    dashboard = _dashboard(client, campaign.slug)
+    hf_folder_write(campaign=campaign, target=tmp_path)
+    card = (tmp_path / "README.md").read_text()
+
+    assert "Effective hourly wage" not in dashboard
+    assert "Median work time 90 s" in dashboard
+    assert "## Work time" in card
+    assert "## Pay" not in card
+    assert "Wage floor" not in card
+    row = next(line for line in card.splitlines() if line.startswith(f"| {agreed.name} |"))
+    assert "USD" not in row
+    assert "| unpaid |" in row
 
 
 def test_card_figures_equal_the_dashboards(agreed, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.test import Client
@@ -10,6 +11,8 @@ from django.urls import reverse
 
 from campaigns import tasktypes
 from campaigns.models import Assignment, AssignmentStatus, Campaign, InviteLink, Stage, Worker
+from campaigns.platforms.worker_actions import assignment_bonus_pay
+from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_token, local_grant_add
 from campaigns.work.publishing import stage_publish
 
@@ -263,3 +266,23 @@ def test_thank_you_page_offers_next_task_only_while_there_is_one(
         page = client.get(url).text
         assert "Next task" not in page
         assert "There is no other task for you in this stage right now." in page
+
+
+def test_the_bonus_reason_reaches_the_worker(client, stage, django_capture_on_commit_callbacks):
+    """Issue 36, point 6: the reason the review queue says "the worker sees" is on the
+    worker's page for that task, with the amount."""
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    client.post(url, {"items/0/text": "careful", "items/1/text": "words", "telemetry": "{}"})
+    assignment.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        assignment_approve(assignment=assignment, source="requester")
+        assignment_bonus_pay(
+            assignment=assignment, amount=Decimal("0.40"), reason="Sharp <b>questions</b>", key="k1"
+        )
+
+    done = client.get(reverse("worker:done", kwargs={"assignment_id": assignment.pk})).text
+
+    assert "A bonus of <strong>0.40 USD</strong> for this task" in done
+    assert "“Sharp &lt;b&gt;questions&lt;/b&gt;”" in done
