@@ -111,7 +111,9 @@ def test_the_columns_are_those_of_the_campaign(requester):
     HITItem.objects.create(hit=hit, item=item, position=0)
     # A HIT's second item does not add columns: only its first is the Input.
     second = Item.objects.create(stage=small, external_id="second", data={"later": 1})
-    HITItem.objects.create(hit=HIT.objects.get(stage=small), item=second, position=1)
+    first_hit = HIT.objects.filter(stage=small).order_by("pk").first()
+    assert first_hit is not None
+    HITItem.objects.create(hit=first_hit, item=second, position=1)
     columns = selectors.mturk_csv_columns(campaign_id=small.campaign_id)
     assert "Input.q" in columns
     assert "Answer.a" in columns
