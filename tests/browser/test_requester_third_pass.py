@@ -7,6 +7,8 @@ is: at its per-row table, once."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, CampaignState, Item
@@ -78,7 +80,12 @@ def test_rejecting_many_asks_with_and_without_javascript(browser, live_server, p
     page.locator(f'input[name="ids"][value="{first.pk}"]').check()
     page.locator("#bulk-feedback").fill("Vague.")
     asked: list[str] = []
-    page.once("dialog", lambda d: (asked.append(d.message), d.accept()))
+
+    def answer(dialog: Any) -> None:
+        asked.append(dialog.message)
+        dialog.accept()
+
+    page.once("dialog", answer)
     page.get_by_role("button", name="Reject selected").click()
     page.get_by_text("Rejected 1 assignment.").wait_for()
     assert [m.split("?")[0] for m in asked] == ["Reject 1 assignment(s)"]
