@@ -122,6 +122,8 @@ def _pay(facts: CampaignFacts) -> list[str]:
             "",
             f"- The workers were an in-house team ({c.get_provider_display()}), paid no "
             "rewards through qaportal: the table above gives each stage's median work time.",
+            "- No cost per accepted example: qaportal paid nothing "
+            f"({facts.accepted_examples:,} accepted examples: the rows of this dataset).",
         ]
     return [
         "## Pay",

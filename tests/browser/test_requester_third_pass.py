@@ -211,7 +211,9 @@ def test_nangia_stage_cards_are_grouped_by_arm_and_folded(page, width):
     screenshot(page, "flow-campaign-nangia-arms")
     assert page.locator("#pipeline").bounding_box()["y"] < groups.first.bounding_box()["y"]
     height = page.evaluate("() => document.documentElement.scrollHeight")
-    assert height < (5000 if width == 1280 else 7500), height
+    # 7,886 px before (20 stages, unfolded); now 24 stages (with the tutorial writing and
+    # its grading per arm), folded, the pipeline summary the longest part.
+    assert height < (5500 if width == 1280 else 8500), height
     assert_person_can_use(page, where=f"Nangia campaign page at {width}", touch=False)
 
     crowd_tutorial = campaign.stages.get(name="CROWD: Tutorial")

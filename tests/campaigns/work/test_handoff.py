@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+import zlib
+
 import pytest
 
 from campaigns.models import (
@@ -263,15 +266,51 @@ def test_a_held_stage_waits_for_the_requester_and_mixes_its_sources(
     assert handoff_flush() == 0
     assert not HIT.objects.filter(stage=target).exists()
 
+    pending = list(
+        Item.objects.filter(stage=target, status=ItemStatus.PENDING)
+        .order_by("pk")
+        .values_list("pk", "external_id")
+    )
     assert stage_publish(stage=target) == 2
-    sources = [
-        {
-            i.source_assignment.hit.stage_id if i.source_assignment else None
-            for i in hit.items.select_related("source_assignment__hit")
-        }
-        for hit in HIT.objects.filter(stage=target)
-    ]
-    assert {first.pk, other.pk} in sources
+    published = list(
+        HITItem.objects.filter(hit__stage=target)
+        .order_by("hit_id", "position")
+        .values_list("item_id", flat=True)
+    )
+    # The order is the pending items' (by id) shuffled with the stage's seed (from the
+    # campaign, the stage's position and the first item's external id, not row ids);
+    # which sources a HIT mixes is then chance, checked at size in test_publish_order.
+    seed = zlib.crc32(f"{campaign.slug}/{target.position}/{pending[0][1]}".encode())
+    expected = [pk for pk, _ in pending]
+    random.Random(seed).shuffle(expected)
+    assert published == expected
+    sources = {
+        i.source_assignment.hit.stage_id if i.source_assignment else None
+        for i in Item.objects.filter(stage=target).select_related("source_assignment__hit")
+    }
+    assert sources == {first.pk, other.pk}
+
+
+def test_publish_order_mixes_the_sources_of_a_shuffled_stage():
+    """At the size of a real validation stage a shuffled publication mixes the sources
+    in its HITs (Nangia et al. §4), and an unshuffled one keeps them in arrival order."""
+    from campaigns.work.publishing import _hit_groups, _publish_order
+    from tests.factories import CampaignFactory, StageFactory
+
+    stage = StageFactory.build(
+        campaign=CampaignFactory.build(slug="mixing"),
+        position=3,
+        config={"shuffle": True},
+        gold_ratio=0,
+    )
+    # 4 sources of 48 items each, arrived one source after the other.
+    pending = [(n, False, f"src{n // 48}-{n}") for n in range(192)]
+    groups = _hit_groups(_publish_order(stage=stage, pending=pending), size=4)
+    mixed = [g for g in groups if len({n // 48 for n in g}) > 1]
+    assert len(mixed) > len(groups) // 2
+    stage.config = {}
+    kept = _hit_groups(_publish_order(stage=stage, pending=pending), size=4)
+    assert all(len({n // 48 for n in g}) == 1 for g in kept)
 
 
 def test_a_question_dropped_by_early_stopping_is_not_rephrased():
