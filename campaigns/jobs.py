@@ -603,6 +603,10 @@ def job_download_response(job: Job) -> FileResponse:
         content_type=job.content_type or "application/octet-stream",
     )
     response["Content-Length"] = str(job.byte_count)
+    # no-transform: a proxy must not compress it (Caddy's ``encode`` would drop the
+    # Content-Length, and a download cut by a node's death would then end like a whole
+    # one); with the length, every client sees a cut download as incomplete.
+    response["Cache-Control"] = "private, no-store, no-transform"
     response["X-Row-Count"] = str(job.row_count)
     response["X-Checksum-SHA256"] = job.checksum
     digest = base64.b64encode(bytes.fromhex(job.checksum)).decode()
