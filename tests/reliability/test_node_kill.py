@@ -42,7 +42,7 @@ from tests.reliability.stack import Stack
 
 logger = logging.getLogger(__name__)
 
-pytestmark = [pytest.mark.slow(seconds=60), pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow(seconds=30), pytest.mark.django_db(transaction=True)]
 
 UPLOAD_ROWS = 16_000  # some 300 KB: a job
 EXPORT_ROWS = 1_000

@@ -36,7 +36,7 @@ from tests.reliability.stack import Stack
 
 logger = logging.getLogger(__name__)
 
-pytestmark = [pytest.mark.slow(seconds=45), pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow(seconds=30), pytest.mark.django_db(transaction=True)]
 
 EXPORT_ROWS = 4_000
 UPLOAD_ROWS = 16_000  # over ITEM_UPLOAD_INLINE_MAX_BYTES: a job
