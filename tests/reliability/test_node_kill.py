@@ -7,8 +7,9 @@ hang; nothing of the cut upload is recorded, so sending it again through the pro
 byte the bucket's file, its SHA-256 the job's. The killed node is started again after
 each case. The measured numbers are logged (``--log-cli-level=INFO`` shows them).
 
-Caddy balances round robin (deploy/Caddyfile), so the node of the next request is the
-one that did not serve a probe (found in the nodes' access logs).
+Caddy balances round robin (deploy/Caddyfile), so once two probes went to both nodes,
+the next request goes to the one that did not serve the last (found in the nodes'
+access logs).
 """
 
 from __future__ import annotations
@@ -67,21 +68,29 @@ def _both_nodes(stack: Stack) -> Iterator[None]:
             stack.node_restart(index)
 
 
-def _next_node(stack: Stack, client: requests.Session) -> int:
-    """The index of the node Caddy sends the next request to."""
+def _served_by(stack: Stack, client: requests.Session) -> int:
+    """The index of the node that served a probe through the proxy."""
     probe = uuid.uuid4().hex
     assert client.get(f"{stack.proxy_url}/livez?probe={probe}").status_code == 200
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
-        served = [
-            n
-            for n, folder in enumerate(stack.node_dirs)
-            if probe in (folder / "access.log").read_text(errors="replace")
-        ]
-        if served:
-            return 1 - served[0]
+        for n, folder in enumerate(stack.node_dirs):
+            if probe in (folder / "access.log").read_text(errors="replace"):
+                return n
         time.sleep(0.05)
     raise AssertionError("no node logged the probe")
+
+
+def _next_node(stack: Stack, client: requests.Session) -> int:
+    """The index of the node Caddy sends the next request to, once both take requests
+    again (a node started again stays out of rotation until Caddy's checks see it)."""
+    deadline = time.monotonic() + 45
+    last = _served_by(stack, client)
+    while (served := _served_by(stack, client)) == last:
+        assert time.monotonic() < deadline, "one node stays out of the proxy's rotation"
+        time.sleep(0.5)
+        last = served
+    return 1 - served
 
 
 class _SlowBody:
