@@ -253,8 +253,9 @@ def _claim(job_id: uuid.UUID | str) -> Job | None:
 
 
 def _fail(job: Job, message: str, errors: list[Any] | None = None) -> None:
-    # Only a job still running this attempt: a committed "done" is never turned to failed.
-    Job.objects.filter(pk=job.pk, attempt=job.attempt, status=JobStatus.RUNNING).update(
+    # Only a job not finished, on this attempt: a committed "done" is never turned to failed.
+    unfinished = (JobStatus.QUEUED, JobStatus.RUNNING)
+    Job.objects.filter(pk=job.pk, attempt=job.attempt, status__in=unfinished).update(
         status=JobStatus.FAILED, error=message, errors=errors or [], finished_at=timezone.now()
     )
 

@@ -165,3 +165,16 @@ def test_requests_that_need_the_store_answer_503_and_record_nothing(stage, reque
     page = APIClient()
     page.force_login(requester)
     assert page.get(f"/jobs/{job.id}/download/").status_code == 503
+
+
+def test_a_job_sent_back_too_often_fails_with_a_message(stage, requester, monkeypatch, settings):
+    job = _upload_job(stage, requester, monkeypatch)
+    settings.JOB_STORAGE_RETRY_SECONDS = 0
+    storage = job_service.default_storage
+    monkeypatch.setattr(storage, "open", _failing(storage.open, 99))
+    for _ in range(settings.JOB_MAX_ATTEMPTS):
+        assert job_service.job_run(job_id=job.id) == "queued"
+    assert job_service.job_run(job_id=job.id) == "failed"
+    job.refresh_from_db()
+    assert "stopped 3 times" in job.error
+    assert not Item.objects.filter(stage=stage).exists()
