@@ -13,6 +13,12 @@ writes its outcome only while the attempt is still its own. An upload's items an
 upload can never store its rows twice; an export's file is named by its attempt and
 only the attempt that finishes is kept.
 
+The object store may be down for a while: a job waits for it (``_stored``: retries
+with back-off for ``JOB_STORAGE_RETRY_SECONDS``, its heartbeat kept), then goes back
+to the queue for the reconcile to send again; it fails only after ``JOB_MAX_ATTEMPTS``.
+Requests that need the store answer 503 at once (``StorageUnavailable``) instead of
+hanging: the S3 client's timeouts and retries are bounded in settings.
+
 Live progress goes to the cache (Redis in production), not the database: an upload
 runs inside one transaction, so its progress must be visible from outside it.
 """
@@ -52,7 +58,7 @@ from campaigns.exports import ExportFormat, export_format_get
 from campaigns.exports.common import Tally
 from campaigns.exports.services import export_reveal_check
 from campaigns.models import Assignment, Campaign, Job, JobKind, JobStatus, Stage
-from qaportal.errors import DomainError, UploadRejected
+from qaportal.errors import DomainError, StorageUnavailable, UploadRejected, storage_unavailable
 from qaportal.outbox import task_send
 
 logger = logging.getLogger(__name__)
@@ -64,6 +70,41 @@ COPY_BLOCK = 1024 * 1024
 
 class JobSupersededError(Exception):
     """This worker's attempt is no longer the job's: another worker took it over."""
+
+
+class _StoreDownError(Exception):
+    """The object store stayed unavailable for ``JOB_STORAGE_RETRY_SECONDS``."""
+
+
+def _stored(call: Callable[[], Any], *, job: Job, ticker: _Ticker | None) -> Any:
+    """``call()`` (a storage operation), tried again with back-off while the object store
+    is unavailable, the job's heartbeat kept; ``_StoreDownError`` past the limit."""
+    deadline = time.monotonic() + settings.JOB_STORAGE_RETRY_SECONDS
+    pause = 0.5
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            if not storage_unavailable(exc):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise _StoreDownError(type(exc).__name__) from exc
+            logger.warning("job %s: storage unavailable (%s); retrying", job.id, type(exc).__name__)
+        if ticker is not None:
+            ticker.report("waiting for storage", 0, force=True)
+        time.sleep(pause)
+        pause = min(pause * 2, 8.0)
+
+
+def _request_stored(call: Callable[[], Any]) -> Any:
+    """``call()`` within a request: ``StorageUnavailable`` (503) when the store is down."""
+    try:
+        return call()
+    except Exception as exc:
+        if storage_unavailable(exc):
+            logger.warning("storage unavailable (%s)", type(exc).__name__)
+            raise StorageUnavailable("The file store is unavailable; try again shortly.") from exc
+        raise
 
 
 def _dispatch(job_id: uuid.UUID) -> None:
@@ -134,7 +175,9 @@ def job_upload_start(
     """Keep an item file in storage and record a job that uploads it (all or nothing,
     as ``items_upload``), dispatched after commit."""
     job_id = uuid.uuid4()
-    name = default_storage.save(f"jobs/{job_id}/input", ContentFile(content))
+    name = _request_stored(
+        lambda: default_storage.save(f"jobs/{job_id}/input", ContentFile(content))
+    )
     with transaction.atomic():
         job = Job.objects.create(
             id=job_id,
@@ -210,8 +253,17 @@ def _claim(job_id: uuid.UUID | str) -> Job | None:
 
 
 def _fail(job: Job, message: str, errors: list[Any] | None = None) -> None:
-    Job.objects.filter(pk=job.pk, attempt=job.attempt).update(
+    # Only a job not finished, on this attempt: a committed "done" is never turned to failed.
+    unfinished = (JobStatus.QUEUED, JobStatus.RUNNING)
+    Job.objects.filter(pk=job.pk, attempt=job.attempt, status__in=unfinished).update(
         status=JobStatus.FAILED, error=message, errors=errors or [], finished_at=timezone.now()
+    )
+
+
+def _requeue(job: Job) -> None:
+    """Back to the queue: the reconcile sends it again (a new attempt) once the store is up."""
+    Job.objects.filter(pk=job.pk, attempt=job.attempt, status=JobStatus.RUNNING).update(
+        status=JobStatus.QUEUED
     )
 
 
@@ -231,6 +283,9 @@ def job_run(*, job_id: uuid.UUID | str) -> str:
             _run_upload(job)
     except JobSupersededError:
         logger.info("job %s attempt %s superseded", job.id, job.attempt)
+    except _StoreDownError as exc:
+        logger.warning("job %s: storage still unavailable (%s); back to the queue", job.id, exc)
+        _requeue(job)
     except UploadRejected as exc:
         _fail(job, str(exc), exc.errors if isinstance(exc.errors, list) else [])
     except DomainError as exc:
@@ -344,7 +399,14 @@ def _run_export(job: Job) -> None:
         raw.seek(0)
         stored.size = size
         ticker.report("saving", rows, force=True)
-        name = default_storage.save(f"jobs/{job.id}/{job.attempt}/{job.download_name}", stored)
+        target = f"jobs/{job.id}/{job.attempt}/{job.download_name}"
+
+        def save() -> str:
+            raw.seek(0)  # a failed try may have read part of it
+            saved: str = default_storage.save(target, stored)
+            return saved
+
+        name = _stored(save, job=job, ticker=ticker)
     with transaction.atomic():
         updated = Job.objects.filter(
             pk=job.pk, attempt=job.attempt, status=JobStatus.RUNNING
@@ -358,15 +420,29 @@ def _run_export(job: Job) -> None:
             finished_at=timezone.now(),
         )
     if not updated:
-        default_storage.delete(name)
+        _delete_quietly(job, name)
         raise JobSupersededError
+
+
+def _delete_quietly(job: Job, name: str) -> None:
+    """Delete a file whose job's outcome is already committed; a store that is down
+    leaves it for ``job_files_purge`` (the outcome stands)."""
+    try:
+        default_storage.delete(name)
+    except Exception as exc:
+        logger.warning("job %s: %s not deleted (%s)", job.id, name, type(exc).__name__)
 
 
 def _run_upload(job: Job) -> None:
     ticker = _Ticker(job)
     assert job.stage is not None
-    with default_storage.open(job.input_name, "rb") as handle:
-        content = handle.read()
+
+    def read() -> bytes:
+        with default_storage.open(job.input_name, "rb") as handle:
+            data: bytes = handle.read()
+            return data
+
+    content = _stored(read, job=job, ticker=ticker)
     with transaction.atomic():
         result = items_upload(
             stage=job.stage,
@@ -385,7 +461,7 @@ def _run_upload(job: Job) -> None:
         locked.result = {"created": result.created, "batch": str(result.batch)}
         locked.finished_at = timezone.now()
         locked.save(update_fields=["status", "row_count", "rows_done", "result", "finished_at"])
-    default_storage.delete(job.input_name)
+    _delete_quietly(job, job.input_name)
 
 
 # --- Beat ---------------------------------------------------------------------------------
@@ -442,8 +518,8 @@ def job_files_purge(*, now: Any = None) -> int:
 
 
 def job_file_open(job: Job) -> IO[bytes]:
-    """The finished export's file, from storage."""
-    handle: IO[bytes] = default_storage.open(job.file_name, "rb")
+    """The finished export's file, from storage (``StorageUnavailable`` when it is down)."""
+    handle: IO[bytes] = _request_stored(lambda: default_storage.open(job.file_name, "rb"))
     return handle
 
 
@@ -528,6 +604,10 @@ def job_download_response(job: Job) -> FileResponse:
         content_type=job.content_type or "application/octet-stream",
     )
     response["Content-Length"] = str(job.byte_count)
+    # no-transform: a proxy must not compress it (Caddy's ``encode`` would drop the
+    # Content-Length, and a download cut by a node's death would then end like a whole
+    # one); with the length, every client sees a cut download as incomplete.
+    response["Cache-Control"] = "private, no-store, no-transform"
     response["X-Row-Count"] = str(job.row_count)
     response["X-Checksum-SHA256"] = job.checksum
     digest = base64.b64encode(bytes.fromhex(job.checksum)).decode()

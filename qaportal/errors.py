@@ -29,3 +29,32 @@ class StateConflict(DomainError):
     """The campaign's current state forbids the change (the API answers 409)."""
 
     code = "state_conflict"
+
+
+class StorageUnavailable(Exception):
+    """The object store (job files) does not answer: try again shortly (the API answers
+    503 with ``Retry-After``). Not a ``DomainError``: nothing is wrong with the request."""
+
+    retry_after = 10
+
+
+def storage_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the object store is unreachable or failing for now (a refused
+    or timed-out connection, a 5xx), as opposed to a request it refuses for good."""
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:  # pragma: no cover - boto3 is a dependency
+        return False
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0
+        return int(status) >= 500 or exc.response.get("Error", {}).get("Code") in (
+            "SlowDown",
+            "RequestTimeout",
+            "ServiceUnavailable",
+        )
+    # EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, ConnectionClosedError…
+    return isinstance(exc, BotoCoreError) and type(exc).__name__ not in (
+        "NoCredentialsError",
+        "PartialCredentialsError",
+        "ParamValidationError",
+    )

@@ -389,6 +389,21 @@ if AWS_STORAGE_BUCKET_NAME:
     AWS_QUERYSTRING_EXPIRE = 300
     AWS_S3_FILE_OVERWRITE = False
     AWS_LOCATION = os.environ.get("AWS_LOCATION", "")
+    # Bounded waits on the store: boto3's defaults (60 s to connect, 60 s per read, each
+    # tried again) would hold a web request for minutes when the store is down. A
+    # request that needs it answers 503 instead; a job waits in its own loop
+    # (JOB_STORAGE_RETRY_SECONDS, campaigns/jobs.py).
+    from botocore.config import Config as _BotoConfig
+
+    AWS_S3_CLIENT_CONFIG = _BotoConfig(
+        s3={"addressing_style": AWS_S3_ADDRESSING_STYLE},
+        connect_timeout=float(os.environ.get("AWS_S3_CONNECT_TIMEOUT", "3")),
+        read_timeout=float(os.environ.get("AWS_S3_READ_TIMEOUT", "20")),
+        retries={
+            "mode": "standard",
+            "max_attempts": int(os.environ.get("AWS_S3_MAX_ATTEMPTS", "3")),
+        },
+    )
 # Finished exports' files and rejected uploads' inputs are deleted this many days
 # after the job finished (beat, campaigns.purge_job_files); 0 keeps them.
 JOB_FILES_RETENTION_DAYS = float(os.environ.get("JOB_FILES_RETENTION_DAYS", "7"))
@@ -472,6 +487,9 @@ BONUS_MAX_DEFAULT = os.environ.get("BONUS_MAX_DEFAULT", "100.00")
 JOB_STALE_SECONDS = int(os.environ.get("JOB_STALE_SECONDS", "60"))
 JOB_REDISPATCH_SECONDS = int(os.environ.get("JOB_REDISPATCH_SECONDS", "60"))
 JOB_MAX_ATTEMPTS = int(os.environ.get("JOB_MAX_ATTEMPTS", "3"))
+# How long a running job waits for an unavailable object store (retrying with
+# back-off) before it goes back to the queue for the reconcile to send again.
+JOB_STORAGE_RETRY_SECONDS = float(os.environ.get("JOB_STORAGE_RETRY_SECONDS", "120"))
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 

@@ -1,4 +1,5 @@
-"""API errors as JSON with field names; domain errors become 400/409."""
+"""API errors as JSON with field names; domain errors become 400/409, an unavailable
+file store 503."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from qaportal.errors import DomainError, IllegalTransition, StateConflict
+from qaportal.errors import DomainError, IllegalTransition, StateConflict, StorageUnavailable
 
 # Refusals because of the state the campaign is in, not because of the input.
 CONFLICT_ERRORS = (IllegalTransition, StateConflict)
@@ -25,6 +26,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         conflict = isinstance(exc, CONFLICT_ERRORS)
         return Response(
             body, status=status.HTTP_409_CONFLICT if conflict else status.HTTP_400_BAD_REQUEST
+        )
+    if isinstance(exc, StorageUnavailable):
+        # The object store is down: nothing was recorded; the same request may be sent again.
+        return Response(
+            {"detail": str(exc), "code": "storage_unavailable"},
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": str(exc.retry_after)},
         )
     if isinstance(exc, DataError):
         # A value the database cannot hold (an integer out of range, a too-long text

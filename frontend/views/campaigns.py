@@ -49,7 +49,7 @@ from frontend.views.common import (
     stage_or_404,
 )
 from frontend.views.confirm import confirm_first
-from qaportal.errors import DomainError, UploadRejected
+from qaportal.errors import DomainError, StorageUnavailable, UploadRejected
 
 CAMPAIGNS_PER_PAGE = 50
 STAGES_SHOWN_OPEN = 4
@@ -397,9 +397,13 @@ def stage_upload_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRes
         except DomainError as exc:
             messages.error(request, str(exc))
             return redirect(detail_url(campaign, f"stage-{stage.pk}"))
-        job = job_upload_start(
-            stage=stage, content=upload.read(), filename=upload.name or "", actor=request.user
-        )
+        try:
+            job = job_upload_start(
+                stage=stage, content=upload.read(), filename=upload.name or "", actor=request.user
+            )
+        except StorageUnavailable as exc:  # nothing recorded: the same file may be sent again
+            messages.error(request, str(exc))
+            return redirect(detail_url(campaign, f"stage-{stage.pk}"))
         return redirect("frontend:job-detail", job_id=job.id)
     try:
         result = items_upload(stage=stage, content=upload.read(), filename=upload.name or "")

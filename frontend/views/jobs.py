@@ -7,7 +7,8 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -16,6 +17,7 @@ from campaigns.exports import FORMATS, export_filename
 from campaigns.exports.mintaka import SPLITS
 from campaigns.jobs import job_as_dict, job_download_response, job_export_start, job_or_404
 from frontend.views.common import campaign_or_404
+from qaportal.errors import StorageUnavailable
 
 
 def job_status_dict(request: HttpRequest, job_id: str) -> dict[str, object]:
@@ -74,5 +76,11 @@ def job_status_view(request: HttpRequest, job_id: str) -> JsonResponse:
 
 @login_required
 @require_GET
-def job_download_view(request: HttpRequest, job_id: str) -> FileResponse:
-    return job_download_response(job_or_404(user=request.user, job_id=job_id))
+def job_download_view(request: HttpRequest, job_id: str) -> HttpResponseBase:
+    job = job_or_404(user=request.user, job_id=job_id)
+    try:
+        return job_download_response(job)
+    except StorageUnavailable as exc:
+        response = HttpResponse(str(exc), status=503, content_type="text/plain; charset=utf-8")
+        response["Retry-After"] = str(exc.retry_after)
+        return response

@@ -55,6 +55,9 @@ class Proc:
     name: str
     log: Path
     process: subprocess.Popen[bytes]
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: Path = REPO_ROOT
 
     @classmethod
     def start(cls, name: str, command: list[str], *, env: dict[str, str], cwd: Path) -> Proc:
@@ -68,7 +71,32 @@ class Proc:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        return cls(name, log, process)
+        return cls(name, log, process, list(command), dict(env), cwd)
+
+    def kill(self) -> None:
+        """SIGKILL to the whole group (a gunicorn master and its workers), reaped."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, 9)
+        self.process.wait(timeout=10)
+
+    def pause(self, paused: bool = True) -> None:
+        """SIGSTOP (or SIGCONT) to the group: orders events, e.g. an outage before a step."""
+        os.killpg(self.process.pid, 19 if paused else 18)
+
+    def restart(self, command: list[str] | None = None) -> None:
+        """The same command (or ``command``) again, in the same folder and environment."""
+        if self.process.poll() is None:
+            self.kill()
+        self.command = command or self.command
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                self.command,
+                cwd=self.cwd,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def stop(self, grace: float = 10) -> None:
         if self.process.poll() is None:
@@ -87,6 +115,7 @@ class Stack:
 
     root: Path
     s3_url: str
+    s3_port: int
     bucket: str
     queue: str
     nodes: list[str] = field(default_factory=list)  # http://127.0.0.1:port
@@ -111,6 +140,43 @@ class Stack:
             aws_secret_access_key=S3_SECRET,
             region_name="us-east-1",
         )
+
+    def s3_proc(self) -> Proc:
+        return next(proc for proc in self.procs if proc.name == "s3")
+
+    def s3_kill(self) -> Path:
+        """Save the bucket's objects to a folder, then SIGKILL the S3 server; the folder
+        (what a real store would still hold) for :meth:`s3_restart`."""
+        from urllib.parse import quote
+
+        folder = self.root / f"s3-saved-{uuid.uuid4().hex[:6]}"
+        folder.mkdir()
+        client = self.s3()
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket):
+            for entry in page.get("Contents", []):
+                body = client.get_object(Bucket=self.bucket, Key=entry["Key"])["Body"].read()
+                (folder / quote(entry["Key"], safe="")).write_bytes(body)
+        self.s3_proc().kill()
+        return folder
+
+    def s3_restart(self, saved: Path) -> None:
+        """The S3 server again on the same port, holding the bucket as it was saved."""
+        proc = self.s3_proc()
+        module = [sys.executable, "-m", "tests.reliability.s3_server"]
+        proc.restart([*module, str(self.s3_port), self.bucket, str(saved)])
+        wait_port(self.s3_port, process=proc.process, log=proc.log, timeout=30)
+
+    def node_proc(self, index: int) -> Proc:
+        return next(proc for proc in self.procs if proc.name == f"node{index + 1}")
+
+    def node_restart(self, index: int) -> None:
+        proc = self.node_proc(index)
+        proc.restart()
+        port = int(self.nodes[index].rsplit(":", 1)[1])
+        wait_port(port, process=proc.process, log=proc.log, timeout=60)
+
+    def worker_proc(self) -> Proc:
+        return next(proc for proc in self.procs if proc.name == "worker")
 
     def worker_log(self) -> str:
         return (self.worker_dirs[0] / "worker.log").read_text(errors="replace")
@@ -180,6 +246,7 @@ def stack_start(
     stack = Stack(
         root=root,
         s3_url=f"http://127.0.0.1:{s3_port}",
+        s3_port=s3_port,
         bucket=f"qaportal-{tag}",
         queue=f"qaportal-stack-{tag}",
     )
@@ -190,7 +257,7 @@ def stack_start(
         moto = Proc.start(
             "s3",
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
-            env=env,
+            env={**env, "PYTHONPATH": str(REPO_ROOT)},  # for s3_restart's module
             cwd=root / "s3",
         )
         stack.procs.append(moto)
