@@ -68,6 +68,8 @@ def test_a_recipes_locale_requirement_is_edited_in_place(alice_client, requester
     stage = _stage(requester, requirements=[{"kind": "locale", "countries": ["US"]}, APPROVAL])
     page = alice_client.get(_edit(stage)).content.decode()
     assert '<option value="US" selected>' in page
+    # What was selected goes back with the form: a change is told from an untouched list.
+    assert 'name="countries_original" value="US"' in page
     response = _post(alice_client, stage, countries=["CA"], original=["US"])
     assert response.status_code == 302
     stage.refresh_from_db()
