@@ -130,7 +130,8 @@ def _render_list(
 
 
 def _recipe_costs() -> list[dict[str, Any]]:
-    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk."""
+    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk, and
+    its pilot on Prolific (the raised rewards, in Prolific's currency)."""
     rows = []
     for recipe in sorted(RECIPES.values(), key=lambda r: r.name):
         pilot = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PILOT)
@@ -139,6 +140,9 @@ def _recipe_costs() -> list[dict[str, Any]]:
             {
                 "recipe": recipe,
                 "pilot": pilot,
+                "prolific_pilot": recipe_cost(
+                    name=recipe.name, provider=Provider.PROLIFIC, scale=PILOT
+                ),
                 "paper": paper,
                 "pilot_hits": sum(c.hits for c in pilot.stages),
                 "paper_hits": sum(c.hits for c in paper.stages),

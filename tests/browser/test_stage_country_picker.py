@@ -93,3 +93,17 @@ def test_the_pilot_estimate_says_whether_prolific_pay_holds(page):
     stage.refresh_from_db()
     assert stage.config["estimated_minutes"] == 10
     assert stage.reward == Decimal("0.50")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_recipe_table_quotes_the_prolific_pilot(page, width):
+    UserFactory.create(username="alice")
+    log_in(page)
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/")
+    table = page.locator("#recipe-scales")
+    table.locator(".prolific-pilot").first.wait_for()
+    assert "Prolific: " in table.inner_text()
+    assert_person_can_use(
+        page, where=f"campaign list with the recipe table, {width} px", touch=False
+    )
