@@ -468,3 +468,10 @@ def test_new_campaign_table_prices_the_pilot_on_prolific_as_it_loads(alice_clien
         row = html[html.index(f'data-recipe="{name}"') :]
         row = row[: row.index("</tr>")]
         assert f"Prolific: {money(quoted.total, 'GBP')}" in row, name
+
+
+def test_new_campaign_page_works_when_prolifics_currency_has_no_rate(alice_client, settings):
+    settings.PROLIFIC_CURRENCY = "CHF"  # no dollar rate configured for it
+    response = alice_client.get(reverse("frontend:campaign-list"))
+    assert response.status_code == 200
+    assert "Prolific: " not in response.content.decode()
