@@ -25,6 +25,41 @@ STAGE_FIELD_OF = {
     "lifetime_hours": "lifetime",
 }
 JSON_FIELDS = ("qualification_requirements", "review_rules", "bonus_rules", "escalation_rule")
+# The platform-neutral requirement kinds that name countries ({"kind": "country",
+# "countries": ["US", "GB"]}; the recipes' "locale" is the same requirement).
+COUNTRY_KINDS = ("country", "locale")
+HIDDEN_ORIGINALS = ("config_json_original", "countries_original")
+
+
+def _country_requirement(requirements: Any) -> tuple[int, dict[str, Any]] | None:
+    """The first requirement that selects countries, with its index."""
+    for n, req in enumerate(requirements if isinstance(requirements, list) else []):
+        if isinstance(req, dict) and str(req.get("kind", "")) in COUNTRY_KINDS:
+            return n, req
+    return None
+
+
+def _countries_of(req: dict[str, Any]) -> list[str]:
+    raw = req.get("countries", req.get("values", []))
+    return [str(c).strip().upper() for c in raw] if isinstance(raw, list) else []
+
+
+def requirements_with_countries(
+    requirements: list[dict[str, Any]], codes: list[str]
+) -> list[dict[str, Any]]:
+    """``requirements`` with its country requirement selecting ``codes`` (kept in place
+    and of its kind; a new one is ``{"kind": "country", "countries": codes}`` at the
+    end); no codes removes it."""
+    out = [dict(r) for r in requirements]
+    found = _country_requirement(out)
+    if found is None:
+        return [*out, {"kind": "country", "countries": codes}] if codes else out
+    n, req = found
+    if not codes:
+        return out[:n] + out[n + 1 :]
+    kept = {k: v for k, v in req.items() if k != "values"}
+    out[n] = {**kept, "countries": codes}
+    return out
 
 
 def _json_text(value: Any) -> str:
@@ -111,6 +146,16 @@ class StageEditForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text='A list, e.g. [{"kind": "approval_rate", "min": 95}] or [{"quiz_stage": 3}].',
     )
+    countries = forms.MultipleChoiceField(
+        required=False,
+        label="Countries workers live in",
+        choices=(),
+        widget=forms.SelectMultiple(attrs={"size": 8}),
+        help_text="Only workers who live in one of these countries (Ctrl- or ⌘-click for "
+        'several; none selected: anywhere). Written into the requirements as {"kind": '
+        '"country", "countries": [...]}, which the JSON above still shows.',
+    )
+    countries_original = forms.CharField(required=False, widget=forms.HiddenInput)
     review_rules = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -190,9 +235,14 @@ class StageEditForm(forms.Form):
             if isinstance(value, bool):
                 value = "true" if value else "false"
             initial[CONFIG_PREFIX + spec.name] = value
+        found = _country_requirement(stage.qualification_requirements)
+        picked = _countries_of(found[1]) if found else []
+        initial["countries"] = picked
+        initial["countries_original"] = ",".join(picked)
         kwargs["initial"] = initial
         kwargs["label_suffix"] = ""
         super().__init__(*args, **kwargs)
+        self._country_picker(found, picked)
         if platform_for(stage.campaign).moves_money:
             del self.fields["show_reward_to_local_workers"]  # platforms show the reward
         next_field = self.fields["next_stage"]
@@ -207,15 +257,39 @@ class StageEditForm(forms.Form):
         self.raw_json_used = False
         self.frozen = set()
         for name, field in self.fields.items():
-            if self.stage_field(name) not in editable and name != "config_json_original":
+            if self.stage_field(name) not in editable and name not in HIDDEN_ORIGINALS:
                 field.disabled = True
                 self.frozen.add(name)
+
+    def _country_picker(self, found: tuple[int, dict[str, Any]] | None, picked: list[str]) -> None:
+        """Offer the platform's countries by name (Prolific: from the cached filters
+        catalogue, else its ISO codes); none offered (MTurk, local): no picker, the JSON
+        says it. A requirement the picker cannot show (an exclusion, a region, a
+        platform's own id) stays the JSON's alone."""
+        offered = platform_for(self.stage.campaign).rules().requirement_choices().get("countries")
+        if not offered:
+            del self.fields["countries"]
+            del self.fields["countries_original"]
+            return
+        field = self.fields["countries"]
+        assert isinstance(field, forms.MultipleChoiceField)
+        by_name = sorted(offered, key=lambda c: c["name"])
+        field.choices = [(c["code"], f"{c['name']} ({c['code']})") for c in by_name]
+        codes = {c["code"] for c in offered}
+        if found is not None and (found[1].get("exclude") or not set(picked) <= codes):
+            field.disabled = True
+            field.help_text = (
+                "This stage's country requirement is one the list cannot show (an "
+                "exclusion, a region or a platform id): edit it in the JSON above."
+            )
 
     @staticmethod
     def stage_field(form_field: str) -> str:
         """The stage field a form field edits (config inputs all edit ``config``)."""
         if form_field.startswith(CONFIG_PREFIX) or form_field.startswith("config_json"):
             return "config"
+        if form_field in ("countries", "countries_original"):
+            return "qualification_requirements"
         return STAGE_FIELD_OF.get(form_field, form_field)
 
     def config_bound_fields(self) -> list[forms.BoundField]:
@@ -225,7 +299,9 @@ class StageEditForm(forms.Form):
         return [
             self[n]
             for n in self.fields
-            if not n.startswith(CONFIG_PREFIX) and not n.startswith("config_json")
+            if not n.startswith(CONFIG_PREFIX)
+            and not n.startswith("config_json")
+            and n != "countries_original"
         ]
 
     def _config(self, cleaned: dict[str, Any]) -> dict[str, Any] | None:
@@ -263,6 +339,7 @@ class StageEditForm(forms.Form):
                     self.add_error(name, "This is a JSON object: {...}.")
             elif not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
                 self.add_error(name, "This is a JSON list of objects: [{...}, ...].")
+        self._countries_into_requirements(cleaned)
         config_inputs = [n for n in self.fields if n.startswith(CONFIG_PREFIX)] + ["config_json"]
         if any(n not in self.frozen for n in config_inputs):
             config = self._config(cleaned)
@@ -278,6 +355,35 @@ class StageEditForm(forms.Form):
                         self.add_error("config_json", str(problem))
                 cleaned["config"] = config
         return cleaned
+
+    def _countries_into_requirements(self, cleaned: dict[str, Any]) -> None:
+        """A changed country selection rewrites the requirements' country requirement
+        (the rest of them as the JSON field has them). Changing the countries in both
+        places at once is refused rather than one silently winning."""
+        field = self.fields.get("countries")
+        if field is None or field.disabled or "qualification_requirements" in self.frozen:
+            return
+        picked = [str(c) for c in cleaned.get("countries") or []]
+        before = [c for c in (cleaned.get("countries_original") or "").split(",") if c]
+        if sorted(picked) == sorted(before):
+            return
+        requirements = cleaned.get("qualification_requirements")
+        if self.has_error("qualification_requirements"):
+            return
+        if requirements in (None, ""):
+            requirements = []
+        if not isinstance(requirements, list):
+            return  # the shape error is already said
+        in_json = _country_requirement(requirements)
+        json_codes = _countries_of(in_json[1]) if in_json else []
+        if sorted(json_codes) != sorted(before):
+            self.add_error(
+                "countries",
+                "You changed the countries both here and in the requirements' JSON; "
+                "change them in one place.",
+            )
+            return
+        cleaned["qualification_requirements"] = requirements_with_countries(requirements, picked)
 
     def link_change(self) -> tuple[int | None, dict[str, Any]] | None:
         """``(next stage id, handoff)`` when the link differs from the stored one, else None."""

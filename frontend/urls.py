@@ -51,6 +51,7 @@ from frontend.views.review import (
 from frontend.views.stages import (
     stage_clone_view,
     stage_edit_view,
+    stage_estimate_from_pilot_view,
     stage_item_template_view,
     stage_preview_view,
 )
@@ -102,6 +103,11 @@ urlpatterns = [
         "campaigns/<slug:slug>/stages/<int:stage_id>/clone/",
         stage_clone_view,
         name="stage-clone",
+    ),
+    path(
+        "campaigns/<slug:slug>/stages/<int:stage_id>/estimate-from-pilot/",
+        stage_estimate_from_pilot_view,
+        name="stage-estimate-from-pilot",
     ),
     path(
         "campaigns/<slug:slug>/stages/<int:stage_id>/preview/",

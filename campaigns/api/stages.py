@@ -21,6 +21,7 @@ from campaigns.api.common import (
 from campaigns.design.selectors import stage_list_visible, stage_list_with_counts
 from campaigns.design.services import stage_add, stage_clone, stage_link, stage_update
 from campaigns.models import Stage
+from campaigns.payments.wages import stage_pilot_estimate_set
 from campaigns.platforms.platform_rules import stage_platform_rules
 from campaigns.tasktypes import task_type_names
 from campaigns.workforce.unenforced import stage_unenforced_requirements
@@ -257,3 +258,39 @@ class StageLinkApi(APIView):
             stage=stage, next_stage=next_stage, handoff=serializer.validated_data["handoff"]
         )
         return Response(_stage_out(stage))
+
+
+class PilotEstimateSerializer(serializers.Serializer):
+    estimated_minutes = serializers.IntegerField()
+    median_seconds = serializers.FloatField()
+    assignments = serializers.IntegerField()
+    currency = serializers.CharField()
+    reward = serializers.DecimalField(max_digits=10, decimal_places=2)
+    hourly_rate = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    minimum_hourly = serializers.DecimalField(max_digits=12, decimal_places=2, allow_null=True)
+    meets_minimum = serializers.BooleanField()
+    problem = serializers.CharField(allow_blank=True)
+
+
+class StageEstimateFromPilotApi(APIView):
+    """Set the stage's ``estimated_minutes`` to its pilot's median measured time
+    (``stage_pilot_estimate_set``); says whether the reward still meets the platform's
+    hourly minimum at that time. 409 when too few assignments measured their time."""
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: PilotEstimateSerializer,
+            **STAGE_ERRORS,
+            409: OpenApiResponse(description="Too few pilot assignments measured their time."),
+        },
+    )
+    def post(self, request: Request, stage_id: int) -> Response:
+        stage = stage_or_404(request=request, stage_id=stage_id)
+        estimate = stage_pilot_estimate_set(stage=stage)
+        return Response(
+            {
+                "estimate": PilotEstimateSerializer(estimate).data,
+                "stage": _stage_out(Stage.objects.get(pk=stage.pk)),
+            }
+        )

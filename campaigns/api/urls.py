@@ -52,6 +52,7 @@ from campaigns.api.stages import (
     CampaignStageListCreateApi,
     StageCloneApi,
     StageDetailApi,
+    StageEstimateFromPilotApi,
     StageLinkApi,
 )
 from campaigns.api.ten_way import StageTenWayApi
@@ -102,6 +103,11 @@ urlpatterns = [
     path("stages/<int:stage_id>/", StageDetailApi.as_view(), name="api-stage-detail"),
     path("stages/<int:stage_id>/link/", StageLinkApi.as_view(), name="api-stage-link"),
     path("stages/<int:stage_id>/clone/", StageCloneApi.as_view(), name="api-stage-clone"),
+    path(
+        "stages/<int:stage_id>/estimate-from-pilot/",
+        StageEstimateFromPilotApi.as_view(),
+        name="api-stage-estimate-from-pilot",
+    ),
     path("stages/<int:stage_id>/items/", StageItemListApi.as_view(), name="api-stage-items"),
     path("stages/<int:stage_id>/articles/", StageArticleApi.as_view(), name="api-stage-articles"),
     path(

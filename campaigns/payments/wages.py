@@ -22,6 +22,7 @@ from campaigns.models import (
     LedgerStatus,
     Stage,
 )
+from qaportal.errors import StateConflict
 from qaportal.money import CENT
 
 
@@ -119,3 +120,65 @@ def stage_estimate_from_pilot(*, stage: Stage, least_assignments: int = 5) -> in
     }
     stage_update(stage=stage, config=config)
     return minutes
+
+
+@dataclass(frozen=True)
+class PilotEstimate:
+    """What ``stage_pilot_estimate_set`` set, and the reward against it."""
+
+    estimated_minutes: int
+    median_seconds: float
+    assignments: int
+    currency: str
+    reward: Decimal
+    hourly_rate: Decimal | None
+    minimum_hourly: Decimal | None  # None: the platform sets no minimum
+    meets_minimum: bool
+    problem: str  # the platform's objection to the reward, "" when none
+
+
+def stage_pilot_estimate_set(*, stage: Stage, least_assignments: int = 5) -> PilotEstimate:
+    """``stage_estimate_from_pilot`` as a requester asks for it: ``StateConflict`` (the
+    API's 409) when fewer than ``least_assignments`` assignments measured their time,
+    else the new estimate with the stage's reward checked against the platform's hourly
+    minimum (Prolific) at that many minutes."""
+    minutes = stage_estimate_from_pilot(stage=stage, least_assignments=least_assignments)
+    if minutes is None:
+        measured = Assignment.objects.filter(
+            hit__stage=stage,
+            status__in=(
+                AssignmentStatus.SUBMITTED,
+                AssignmentStatus.APPROVED,
+                AssignmentStatus.REJECTED,
+            ),
+            work_seconds__isnull=False,
+        ).count()
+        raise StateConflict(
+            f"The pilot has {measured} submitted assignment(s) with a measured time; the "
+            f"estimate needs at least {least_assignments}. Run the pilot further first.",
+            errors={"assignments": [f"{measured} of {least_assignments} needed"]},
+        )
+    stage.refresh_from_db()
+    campaign = stage.campaign
+    check = (
+        platform_for(campaign.provider)
+        .rules()
+        .pay_check(
+            reward=Decimal(stage.reward),
+            currency=campaign.currency,
+            config=stage.config,
+            assignment_duration=stage.assignment_duration,
+        )
+    )
+    measured_from = (stage.config or {})["estimated_from"]
+    return PilotEstimate(
+        estimated_minutes=minutes,
+        median_seconds=float(measured_from["median_seconds"]),
+        assignments=int(measured_from["assignments"]),
+        currency=check.currency,
+        reward=check.reward,
+        hourly_rate=check.hourly_rate,
+        minimum_hourly=check.minimum_hourly,
+        meets_minimum=not check.below_minimum,
+        problem=check.problem,
+    )

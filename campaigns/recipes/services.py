@@ -30,7 +30,7 @@ from campaigns.payments.costs import EXPECTED_OUTPUTS_KEY, StageCost, stage_plan
 from campaigns.payments.currency import Conversion, usd_conversion
 from campaigns.platforms import currency_for
 from campaigns.recipes import Recipe, recipe_get
-from campaigns.recipes.base import PAPER, PILOT, SCALES
+from campaigns.recipes.base import PAPER, PILOT, SCALES, StageSpec
 from campaigns.workforce.qualification_types import quiz_qualification_type
 from qaportal.errors import DomainError, StateConflict
 from qaportal.money import CENT
@@ -56,15 +56,15 @@ def _scale(scale: str) -> str:
 
 
 def _reward_at_minimum(
-    *, campaign: Campaign, reward: Decimal, config: dict[str, Any], spec_duration: Any
+    *, provider: str, currency: str, reward: Decimal, config: dict[str, Any], spec_duration: Any
 ) -> Decimal:
     """The paper's reward, or the platform's minimum for the stage's estimated minutes
     when the paper's is below it (a quiz or a grading stage paying nothing included, on
     a platform that pays every task). A raise is noted in ``config["reward_raised"]``
     (the paper's amount, the minimum, the minutes): docs/recipes.md lists them."""
-    rules = platform_for(campaign.provider).rules()
+    rules = platform_for(provider).rules()
     check = rules.pay_check(
-        reward=reward, currency=campaign.currency, config=config, assignment_duration=spec_duration
+        reward=reward, currency=currency, config=config, assignment_duration=spec_duration
     )
     if not check.below_minimum or check.minimum_hourly is None:
         return reward
@@ -74,12 +74,40 @@ def _reward_at_minimum(
     config["reward_raised"] = {
         "paper": str(reward),
         "to": str(least),
-        "currency": campaign.currency,
+        "currency": currency,
         "minimum_hourly": str(check.minimum_hourly),
         "estimated_minutes": check.estimated_minutes,
         "platform": rules.name,
     }
     return least
+
+
+def _priced(
+    spec: StageSpec, *, provider: str, currency: str, conversion: Conversion | None
+) -> tuple[Decimal, dict[str, Any], list[dict[str, Any]]]:
+    """The reward, config and bonus rules stage ``spec`` is loaded with on ``provider``
+    paying in ``currency``: converted from dollars (``conversion``), then raised to the
+    platform's hourly minimum (``_reward_at_minimum``). ``recipe_apply`` loads them and
+    ``recipe_cost`` prices them, so a quote is what the loaded campaign estimates."""
+    config = dict(spec.config)
+    reward = spec.reward
+    bonus_rules = [dict(r) for r in spec.bonus_rules]
+    if spec.estimated_minutes is not None:
+        config.setdefault("estimated_minutes", spec.estimated_minutes)
+    if conversion is not None:
+        reward = conversion.convert(spec.reward)
+        bonus_rules = [_rule_converted(r, conversion) for r in bonus_rules]
+        config["priced_in"] = {**conversion.as_dict(), "reward": str(spec.reward)}
+        if "pass_bonus" in config:
+            config["pass_bonus"] = str(conversion.convert(Decimal(str(config["pass_bonus"]))))
+    reward = _reward_at_minimum(
+        provider=provider,
+        currency=currency,
+        reward=reward,
+        config=config,
+        spec_duration=spec.assignment_duration,
+    )
+    return reward, config, bonus_rules
 
 
 def recipe_apply(
@@ -120,24 +148,8 @@ def recipe_apply(
                 _requirement_resolved(r, stages=stages, campaign=locked)
                 for r in spec.qualification_requirements
             ]
-            config = dict(spec.config)
-            reward = spec.reward
-            bonus_rules = [dict(r) for r in spec.bonus_rules]
-            if spec.estimated_minutes is not None:
-                config.setdefault("estimated_minutes", spec.estimated_minutes)
-            if conversion is not None:
-                reward = conversion.convert(spec.reward)
-                bonus_rules = [_rule_converted(r, conversion) for r in bonus_rules]
-                config["priced_in"] = {**conversion.as_dict(), "reward": str(spec.reward)}
-                if "pass_bonus" in config:
-                    config["pass_bonus"] = str(
-                        conversion.convert(Decimal(str(config["pass_bonus"])))
-                    )
-            reward = _reward_at_minimum(
-                campaign=locked,
-                reward=reward,
-                config=config,
-                spec_duration=spec.assignment_duration,
+            reward, config, bonus_rules = _priced(
+                spec, provider=locked.provider, currency=locked.currency, conversion=conversion
             )
             stages[spec.name] = stage_add(
                 campaign=locked,
@@ -276,8 +288,16 @@ def recipe_paper_cost(*, name: str, provider: str) -> RecipeCost:
     return recipe_cost(name=name, provider=provider, scale=PAPER)
 
 
-def recipe_cost(*, name: str, provider: str, scale: str = PILOT) -> RecipeCost:
-    """What recipe ``name`` costs at ``scale`` on ``provider`` (rewards and fees).
+def recipe_cost(
+    *, name: str, provider: str, scale: str = PILOT, usd_rate: Any = None
+) -> RecipeCost:
+    """What recipe ``name`` costs at ``scale`` on ``provider`` (rewards and fees), in the
+    provider's currency.
+
+    Each stage is priced at the reward ``recipe_apply`` loads it with on ``provider``:
+    the paper's dollars converted (``usd_rate`` or the setting, as ``recipe_apply``)
+    and raised to the platform's hourly minimum where the paper's is below it
+    (Prolific), so the quote equals the loaded campaign's ``campaign_cost_estimate``.
 
     A stage's items are its items at that scale (``StageSpec.items_at``), or for a fed
     stage the feeding stage's assignments x its ``expected_outputs_per_assignment``
@@ -286,15 +306,20 @@ def recipe_cost(*, name: str, provider: str, scale: str = PILOT) -> RecipeCost:
     """
     recipe = _recipe(name)
     scale = _scale(scale)
+    currency = currency_for(provider)
+    conversion = usd_conversion(currency=currency, usd_rate=usd_rate)
     produced: dict[str, int] = {}
     costs: list[StageCost] = []
     for base in recipe.stages:
         spec = base.at(scale)
         own = base.items_at(scale)
         items = own if own is not None else produced.get(spec.name, 0)
+        reward, _config, _bonus_rules = _priced(
+            spec, provider=provider, currency=currency, conversion=conversion
+        )
         cost = stage_plan_cost(
             name=spec.name,
-            reward=spec.reward,
+            reward=reward,
             assignments_per_hit=spec.assignments_per_hit,
             items_per_hit=spec.items_per_hit,
             items=items,
@@ -312,7 +337,7 @@ def recipe_cost(*, name: str, provider: str, scale: str = PILOT) -> RecipeCost:
         recipe=recipe.name,
         provider=provider,
         scale=scale,
-        currency=currency_for(provider),
+        currency=currency,
         stages=costs,
         total_rewards=rewards,
         total_fees=fees,

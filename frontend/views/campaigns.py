@@ -129,8 +129,18 @@ def _render_list(
     return render(request, "frontend/campaign_list.html", context, status=status)
 
 
+def _prolific_pilot(name: str) -> Any:
+    """The recipe's pilot quoted on Prolific; None when Prolific's currency has no
+    dollar rate configured (the table then leaves the figure out, the page still works)."""
+    try:
+        return recipe_cost(name=name, provider=Provider.PROLIFIC, scale=PILOT)
+    except DomainError:
+        return None
+
+
 def _recipe_costs() -> list[dict[str, Any]]:
-    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk."""
+    """Each recipe's pilot (what loading it sets up) and paper-scale cost, on MTurk, and
+    its pilot on Prolific (the raised rewards, in Prolific's currency)."""
     rows = []
     for recipe in sorted(RECIPES.values(), key=lambda r: r.name):
         pilot = recipe_cost(name=recipe.name, provider=Provider.MTURK, scale=PILOT)
@@ -139,6 +149,7 @@ def _recipe_costs() -> list[dict[str, Any]]:
             {
                 "recipe": recipe,
                 "pilot": pilot,
+                "prolific_pilot": _prolific_pilot(recipe.name),
                 "paper": paper,
                 "pilot_hits": sum(c.hits for c in pilot.stages),
                 "paper_hits": sum(c.hits for c in paper.stages),

@@ -22,6 +22,7 @@ from campaigns.design.services import (
 )
 from campaigns.models import Campaign, CampaignState, Stage
 from campaigns.payments.costs import stage_cost_estimate
+from campaigns.payments.wages import stage_pilot_estimate_set
 from campaigns.platforms.worker_pages import task_template_name
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.item_template import (
@@ -142,6 +143,39 @@ def stage_clone_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResp
         return redirect(detail_url(campaign, f"stage-{stage.pk}"))
     messages.success(request, f"Stage “{copy.name}” added as a copy of “{stage.name}”.")
     return redirect("frontend:stage-edit", slug=campaign.slug, stage_id=copy.pk)
+
+
+@login_required
+@require_POST
+def stage_estimate_from_pilot_view(request: HttpRequest, slug: str, stage_id: int) -> HttpResponse:
+    """The stage's estimated minutes from its pilot's median time
+    (``stage_pilot_estimate_set``), said with the pay against the platform's minimum."""
+    campaign = campaign_or_404(request, slug)
+    stage = stage_or_404(campaign, stage_id)
+    try:
+        estimate = stage_pilot_estimate_set(stage=stage)
+    except DomainError as exc:
+        messages.error(request, str(exc))
+        return redirect(detail_url(campaign, f"stage-{stage.pk}"))
+    said = (
+        f"“{stage.name}” now estimates {estimate.estimated_minutes} min per assignment "
+        f"(the median of {estimate.assignments} pilot assignments, "
+        f"{round(estimate.median_seconds)} s)."
+    )
+    if estimate.minimum_hourly is None:
+        messages.success(request, said)
+    elif estimate.meets_minimum:
+        messages.success(
+            request,
+            f"{said} The reward pays {estimate.hourly_rate} {estimate.currency} an hour: "
+            f"it meets the minimum of {estimate.minimum_hourly} {estimate.currency}.",
+        )
+    else:
+        messages.warning(
+            request,
+            f"{said} The reward no longer meets the hourly minimum: {estimate.problem}",
+        )
+    return redirect(detail_url(campaign, f"stage-{stage.pk}"))
 
 
 @login_required

@@ -11,6 +11,9 @@ from django.urls import reverse
 
 from campaigns.design.services import campaign_transition
 from campaigns.models import Campaign, CampaignState, Item, Stage
+from campaigns.recipes import RECIPES
+from campaigns.recipes.services import recipe_cost
+from frontend.templatetags.frontend_tags import money
 from tests.factories import ItemFactory
 
 pytestmark = pytest.mark.django_db
@@ -453,3 +456,22 @@ def test_stage_card_shows_waiting_items_with_a_publish(alice_client, campaign, s
         .split("Stage details")[1]
         .split("Quality")[0]
     )
+
+
+def test_new_campaign_table_prices_the_pilot_on_prolific_as_it_loads(alice_client):
+    """Issue 34: the side table's Prolific figure is ``recipe_cost`` on Prolific (the
+    rewards raised to the hourly minimum, in pounds), not the paper's dollars."""
+    html = alice_client.get(reverse("frontend:campaign-list")).content.decode()
+    for name in RECIPES:
+        quoted = recipe_cost(name=name, provider="prolific")
+        assert quoted.currency == "GBP"
+        row = html[html.index(f'data-recipe="{name}"') :]
+        row = row[: row.index("</tr>")]
+        assert f"Prolific: {money(quoted.total, 'GBP')}" in row, name
+
+
+def test_new_campaign_page_works_when_prolifics_currency_has_no_rate(alice_client, settings):
+    settings.PROLIFIC_CURRENCY = "CHF"  # no dollar rate configured for it
+    response = alice_client.get(reverse("frontend:campaign-list"))
+    assert response.status_code == 200
+    assert "Prolific: " not in response.content.decode()

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from campaigns.design.items import items_upload
 from campaigns.insights.charts import campaign_work_time_histogram
@@ -21,6 +22,7 @@ from campaigns.recipes.services import campaign_create_with_recipe
 from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.config_fields import config_fields
 from campaigns.tasktypes.item_template import item_template_csv, item_template_jsonl
+from tests.factories import AssignmentFactory, HITFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -252,3 +254,47 @@ def test_local_workers_see_a_reward_only_when_the_requester_chooses(alice_client
     stage.refresh_from_db()
     assert stage.show_reward_to_local_workers is True
     assert "Reward per task: 0.25 USD." in worker.get(page).content.decode()
+
+
+def _measured(stage, seconds: list[int]) -> None:
+    hit = HITFactory.create(stage=stage)
+    now = timezone.now()
+    for s in seconds:
+        AssignmentFactory.create(
+            hit=hit,
+            status="submitted",
+            accepted_at=now,
+            submitted_at=now,
+            answers={},
+            work_seconds=s,
+        )
+
+
+def test_the_stage_page_estimates_the_time_from_the_pilot(alice_client, stage):
+    detail = reverse("frontend:campaign-detail", kwargs={"slug": stage.campaign.slug})
+    page = alice_client.get(detail).content.decode()
+    assert _url("stage-estimate-from-pilot", stage) in page
+    _measured(stage, [60, 100])
+    response = alice_client.post(_url("stage-estimate-from-pilot", stage), follow=True)
+    assert "at least 5" in response.content.decode()
+    stage.refresh_from_db()
+    assert "estimated_from" not in (stage.config or {})
+    _measured(stage, [130, 140, 900])
+    response = alice_client.post(_url("stage-estimate-from-pilot", stage), follow=True)
+    assert "now estimates 3 min per assignment" in response.content.decode()
+    stage.refresh_from_db()
+    assert stage.config["estimated_minutes"] == 3
+
+
+def test_the_estimate_says_when_prolific_pay_falls_below_the_minimum(alice_client, stage):
+    Campaign.objects.filter(pk=stage.campaign_id).update(provider="prolific", currency="GBP")
+    stage.reward = Decimal("0.50")
+    stage.save(update_fields=["reward"])
+    _measured(stage, [600, 600, 600, 600, 600])
+    html = alice_client.post(_url("stage-estimate-from-pilot", stage), follow=True)
+    text = html.content.decode()
+    assert "no longer meets the hourly minimum" in text
+    stage.reward = Decimal("1.00")
+    stage.save(update_fields=["reward"])
+    text = alice_client.post(_url("stage-estimate-from-pilot", stage), follow=True)
+    assert "it meets the minimum of 6.00 GBP" in text.content.decode()

@@ -6,6 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from campaigns.models import Campaign, CampaignState, Stage
 from tests.factories import AssignmentFactory, HITFactory, ItemFactory, StageFactory
@@ -336,3 +337,54 @@ def test_clone_refused_once_live(token_client, stage):
     response = token_client.post(f"/api/v1/stages/{stage.pk}/clone/", {}, format="json")
 
     assert response.status_code == 409
+
+
+def _pilot(stage, seconds: list[int]) -> None:
+    hit = HITFactory.create(stage=stage)
+    now = timezone.now()
+    for s in seconds:
+        AssignmentFactory.create(
+            hit=hit,
+            status="submitted",
+            accepted_at=now,
+            submitted_at=now,
+            answers={},
+            work_seconds=s,
+        )
+
+
+def test_estimate_from_pilot_sets_the_median_minutes(token_client, campaign):
+    stage = StageFactory.create(campaign=campaign, name="Write", reward=Decimal("0.50"))
+    _pilot(stage, [100, 130, 170, 200, 3000])
+    response = token_client.post(stage_url(stage.pk, "estimate-from-pilot/"))
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["estimate"]["estimated_minutes"] == 3  # median 170 s, rounded up
+    assert body["estimate"]["assignments"] == 5
+    assert body["estimate"]["minimum_hourly"] is None  # no minimum on this platform
+    assert body["estimate"]["meets_minimum"] is True
+    assert body["stage"]["config"]["estimated_minutes"] == 3
+    stage.refresh_from_db()
+    assert stage.config["estimated_from"] == {"median_seconds": 170.0, "assignments": 5}
+
+
+def test_estimate_from_pilot_says_when_prolific_pay_falls_short(token_client, campaign):
+    Campaign.objects.filter(pk=campaign.pk).update(provider="prolific", currency="GBP")
+    stage = StageFactory.create(campaign=campaign, name="Write", reward=Decimal("0.50"))
+    _pilot(stage, [590, 600, 600, 610, 620])  # 10 minutes: £0.50 is £3.00 an hour
+    body = token_client.post(stage_url(stage.pk, "estimate-from-pilot/")).json()
+    assert body["estimate"]["estimated_minutes"] == 10
+    assert body["estimate"]["meets_minimum"] is False
+    assert body["estimate"]["hourly_rate"] == "3.00"
+    assert body["estimate"]["minimum_hourly"] == "6.00"
+    assert body["estimate"]["problem"]
+
+
+def test_estimate_from_pilot_refuses_too_few_assignments(token_client, campaign):
+    stage = StageFactory.create(campaign=campaign, name="Write", config={"k": 1})
+    _pilot(stage, [100, 130])
+    response = token_client.post(stage_url(stage.pk, "estimate-from-pilot/"))
+    assert response.status_code == 409
+    assert "at least 5" in str(response.json())
+    stage.refresh_from_db()
+    assert stage.config == {"k": 1}  # nothing changed
