@@ -58,6 +58,7 @@ from campaigns.exports import ExportFormat, export_format_get
 from campaigns.exports.common import Tally
 from campaigns.exports.services import export_reveal_check
 from campaigns.models import Assignment, Campaign, Job, JobKind, JobStatus, Stage
+from qaportal.dbrouter import replica_reads
 from qaportal.errors import DomainError, StorageUnavailable, UploadRejected, storage_unavailable
 from qaportal.outbox import task_send
 
@@ -371,7 +372,8 @@ def _run_export(job: Job) -> None:
     fmt = export_format_get(job.export_format)
     ticker = _Ticker(job)
     if job.rows_total is None:  # counted here, not in the request that asked for the job
-        job.rows_total = export_rows_estimate(campaign=job.campaign, fmt=fmt)
+        with replica_reads(ignore_earlier_writes=True):
+            job.rows_total = export_rows_estimate(campaign=job.campaign, fmt=fmt)
         Job.objects.filter(pk=job.pk).update(rows_total=job.rows_total)
     options = dict(job.options)
     reveal = bool(options.pop("reveal", False))
@@ -381,15 +383,20 @@ def _run_export(job: Job) -> None:
     with _ExportTempFile(job) as stored:
         raw = stored.file
         assert raw is not None  # opened by the constructor
-        if getattr(fmt, "folder", None) is not None:
-            rows = _write_folder(fmt, job, ticker, raw)
-        else:
-            tally = Tally()
-            for chunk in fmt.stream(campaign=job.campaign, reveal=reveal, tally=tally, **options):
-                # A binary format (the hf zip) yields bytes, the others text.
-                raw.write(chunk if fmt.binary else chunk.encode("utf-8"))
-                ticker.report("writing", tally.rows)
-            rows = tally.rows
+        # The export reads the replica when there is one fresh enough (qaportal/dbrouter.py):
+        # the job's own writes so far touched only its Job row, which no export reads.
+        with replica_reads(ignore_earlier_writes=True):
+            if getattr(fmt, "folder", None) is not None:
+                rows = _write_folder(fmt, job, ticker, raw)
+            else:
+                tally = Tally()
+                for chunk in fmt.stream(
+                    campaign=job.campaign, reveal=reveal, tally=tally, **options
+                ):
+                    # A binary format (the hf zip) yields bytes, the others text.
+                    raw.write(chunk if fmt.binary else chunk.encode("utf-8"))
+                    ticker.report("writing", tally.rows)
+                rows = tally.rows
         # The digest of exactly the bytes stored (for a zip, of the zip file).
         raw.seek(0)
         sha, size = hashlib.sha256(), 0

@@ -43,6 +43,7 @@ SECRETS_FROM_FILES = (
     "METRICS_TOKEN",
     "SENTRY_DSN",
     "DATABASE_URL",
+    "DATABASE_REPLICA_URL",
     "REDIS_URL",
     "CELERY_BROKER_URL",
     "CREDENTIALS_KEYS",
@@ -178,6 +179,25 @@ else:
             },
         }
     }
+# Reads off the primary (qaportal/dbrouter.py, docs/scaling.md): with a replica's URL,
+# the dashboard's insights and export jobs read it while it is at most
+# DATABASE_REPLICA_MAX_LAG_SECONDS behind; writes and migrations stay on the primary.
+DATABASE_REPLICA_URL = os.environ.get("DATABASE_REPLICA_URL", "")
+DATABASE_REPLICA_MAX_LAG_SECONDS = float(os.environ.get("DATABASE_REPLICA_MAX_LAG_SECONDS", "30"))
+DATABASE_REPLICA_READS = bool(DATABASE_REPLICA_URL)
+if DATABASE_REPLICA_URL:
+    if not DATABASE_URL:
+        raise ImproperlyConfigured("DATABASE_REPLICA_URL needs DATABASE_URL (the primary).")
+    DATABASES["replica"] = dj_database_url.parse(
+        DATABASE_REPLICA_URL, conn_max_age=60, conn_health_checks=True
+    )
+    DATABASES["replica"]["OPTIONS"] = {
+        **DATABASES["default"].get("OPTIONS", {}),
+        **DATABASES["replica"].get("OPTIONS", {}),
+    }
+    # A test run against this configuration reads its one test database for both.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["qaportal.dbrouter.PrimaryReplicaRouter"]
 # PostgreSQL statement_timeout per kind of process (qaportal/db_timeout.py; SQLite has
 # none): web requests, and Celery workers' jobs. 0: none.
 DB_STATEMENT_TIMEOUT_WEB_SECONDS = int(os.environ.get("DB_STATEMENT_TIMEOUT_WEB_SECONDS", "30"))

@@ -50,3 +50,14 @@ SECURE_HSTS_SECONDS = 0
 LOGIN_FAILURE_LIMIT = 1000
 # High enough that no test but the throttling tests (which lower it) is ever throttled.
 API_THROTTLE_RATES = {"read": "100000/min", "write": "100000/min"}
+
+# A second database standing in for a replica (tests/qaportal/test_dbrouter.py): created
+# only for the tests that ask for it (``databases=["default", "replica"]``), with its own
+# name (not a MIRROR: the tests put a copy in it that differs visibly from the primary),
+# and read only when a test turns DATABASE_REPLICA_READS on.
+if "replica" not in DATABASES:  # noqa: F405
+    DATABASES["replica"] = {  # noqa: F405
+        **DATABASES["default"],  # noqa: F405
+        "TEST": {"NAME": f"test_{DATABASES['default']['NAME']}_copy"},  # noqa: F405
+    }
+    DATABASE_ROUTERS = ["tests.dbrouter.MigratedCopyRouter"]

@@ -20,6 +20,7 @@ from django.db.models import F, QuerySet
 
 from campaigns.exports.common import FORMULA_STARTS, Tally, csv_safe, iso, keyset_rows
 from campaigns.models import Assignment, AssignmentStatus, Campaign
+from qaportal.dbrouter import read_connection
 
 METADATA_COLUMNS = (
     "worker",
@@ -163,7 +164,7 @@ def _pg_chunks(*, campaign: Campaign, reveal: bool, tally: Tally) -> Iterator[st
     while True:
         inner = queryset.filter(pk__gt=last).values(**columns)[:PG_CHUNK]
         sql, params = inner.query.sql_with_params()
-        with connection.cursor() as cursor:
+        with read_connection(Assignment).cursor() as cursor:
             cursor.execute(f"{outer} FROM ({sql}) AS q ORDER BY q.c0", params)
             rows = cursor.fetchall()
         if not rows:

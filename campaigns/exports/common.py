@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from django.db import connection
 from django.db.models import QuerySet
 
-from campaigns.models import HITItem
+from campaigns.models import Assignment, HITItem
+from qaportal.dbrouter import read_connection
 
 CHUNK = 5000
 # Ids per ``__in`` query where no array parameter is at hand (SQLite takes at most
@@ -54,10 +54,11 @@ def keyset_sql_pages(
 ) -> Iterator[list[tuple[Any, ...]]]:
     """``keyset_rows`` for raw SQL: ``sql`` takes ``params`` then the last key seen and
     the page size (``… WHERE key > %s ORDER BY key LIMIT %s``) and returns rows whose
-    first column is that key; one page at a time, no cursor held between pages."""
+    first column is that key; one page at a time, no cursor held between pages. On the
+    connection an ORM read of assignments would use here (the replica in an export job)."""
     last = 0
     while True:
-        with connection.cursor() as cursor:
+        with read_connection(Assignment).cursor() as cursor:
             cursor.execute(sql, [*params, last, chunk])
             page = cursor.fetchall()
         if not page:

@@ -24,6 +24,7 @@ from campaigns.models import (
     LedgerStatus,
 )
 from campaigns.workforce.selectors import stage_arm
+from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_agreement
 
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -51,6 +52,7 @@ class ArmRow:
     pasted_share: float | None = None
 
 
+@replica_reads()
 def campaign_arm_comparison(*, campaign: Campaign, with_agreement: bool = True) -> list[ArmRow]:
     """One row per arm of ``campaign`` (none when it has no arms), in arm order."""
     stages = [s for s in campaign.stages.order_by("position") if stage_arm(s)]

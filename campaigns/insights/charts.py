@@ -13,6 +13,7 @@ from django.db.models.functions import TruncDay, TruncHour
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, LedgerEntry
 from campaigns.models.choices import LedgerStatus
+from qaportal.dbrouter import replica_reads
 
 # Work-time buckets' upper bounds in seconds; the last bucket is open.
 WORK_TIME_BOUNDS = (30, 60, 120, 300, 600, 1200, 1800, 3600)
@@ -39,6 +40,7 @@ def _bucket(first: datetime | None, last: datetime | None) -> type[TruncHour] | 
     return TruncDay
 
 
+@replica_reads()
 def campaign_activity_series(*, campaign: Campaign) -> list[ActivityPoint]:
     """Cumulative submitted and approved assignments, by hour (or by day for longer
     campaigns). Submitted counts everything handed in (approved and rejected included);
@@ -69,6 +71,7 @@ def campaign_activity_series(*, campaign: Campaign) -> list[ActivityPoint]:
     return points
 
 
+@replica_reads()
 def campaign_spend_series(*, campaign: Campaign) -> list[SpendPoint]:
     """Cumulative money paid or committed (rewards, fees, bonuses), by hour or day of the
     ledger entry."""
@@ -91,6 +94,7 @@ def campaign_spend_series(*, campaign: Campaign) -> list[SpendPoint]:
     return points
 
 
+@replica_reads()
 def campaign_work_time_histogram(*, campaign: Campaign) -> list[tuple[str, int]]:
     """How many submitted assignments took how long: ``[(label, count)]`` over
     ``WORK_TIME_BOUNDS``, one query."""

@@ -50,6 +50,7 @@ from campaigns.models import (
 from campaigns.payments.budget import spending_total
 from campaigns.payments.costs import campaign_cost_estimate
 from campaigns.workforce.stats import grouped_with_median
+from qaportal.dbrouter import replica_reads
 from qaportal.money import CENT
 from validation.selectors import hourly_wage
 
@@ -114,6 +115,7 @@ def _per(total: Decimal, count: int) -> Decimal | None:
     return (total / count).quantize(CENT) if count else None
 
 
+@replica_reads()
 def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> CampaignCosts:
     """The campaign's money, overall and per stage (see the module docstring).
 

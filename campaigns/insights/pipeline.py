@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from campaigns.insights.progress import CampaignProgress, StageProgress, campaign_progress
 from campaigns.models import Campaign, Stage
 from campaigns.tasktypes import task_type_get
+from qaportal.dbrouter import replica_reads
 
 
 @dataclass
@@ -52,6 +53,7 @@ def _flow_stage(
     )
 
 
+@replica_reads()
 def campaign_pipeline_flow(
     *, campaign: Campaign, progress: CampaignProgress | None = None
 ) -> list[FlowSegment]:

@@ -24,6 +24,7 @@ from campaigns.models import (
     Item,
 )
 from campaigns.models.choices import ItemStatus
+from qaportal.dbrouter import replica_reads
 
 # Submissions in this window give the rate the estimate extrapolates.
 RATE_WINDOW = timedelta(hours=1)
@@ -133,6 +134,7 @@ def _places_of_pending_items(*, pending: int, items_per_hit: int, per_hit: int) 
     return math.ceil(pending / max(items_per_hit, 1)) * max(per_hit, 1)
 
 
+@replica_reads()
 def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> CampaignProgress:
     """Progress of every stage of ``campaign`` (read only, four grouped queries).
 

@@ -33,6 +33,7 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.workforce.stats import medians_by
+from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_quality
 
 ZERO = Decimal("0.00")
@@ -135,6 +136,7 @@ def _rate(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
+@replica_reads()
 def campaign_worker_table(
     *,
     campaign: Campaign,
