@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -96,14 +97,26 @@ def test_dashboard_reads_come_from_the_replica(copied, requester):
 
     assert api["stages"][1]["items"] == {"pending": 1}
     assert page.status_code == 200
+    assert _approved_on_costs_page(client, campaign) == "0"
 
 
-def test_without_replica_reads_the_dashboard_reads_the_primary(copied, settings):
+def _approved_on_costs_page(client: Client, campaign: Campaign) -> str:
+    html = client.get(reverse("frontend:campaign-costs", kwargs={"slug": campaign.slug}))
+    writing = campaign.stages.get(position=0)
+    row = html.content.decode().split(f'id="stage-costs-{writing.pk}"')[1].split("</tr>")[0]
+    cells = re.findall(r'<td class="num">([^<]*)</td>', row)
+    return cells[-2]  # approved, then per accepted
+
+
+def test_without_replica_reads_the_dashboard_reads_the_primary(copied, settings, requester):
     campaign, _linking = copied
     settings.DATABASE_REPLICA_READS = False
 
     assert _linking_items(campaign) == {}
     assert campaign_costs(campaign=campaign).stages[0].approved == 1
+    client = Client()
+    client.force_login(requester)
+    assert _approved_on_costs_page(client, campaign) == "1"
 
 
 def test_writes_go_to_the_primary_even_in_a_scope(copied):
