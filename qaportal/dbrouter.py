@@ -19,7 +19,8 @@ of these hold, and to the primary (``default``) otherwise:
   it has replayed all it received or is no standby at all) at most once every
   ``LAG_CHECK_SECONDS`` per process; a replica that does not answer counts as
   infinitely behind for that long, so a dead replica costs one failed connection per
-  process every few seconds, never a failed page.
+  process every few seconds. (A replica that dies between a measure and a read fails
+  that read: the pages that read it may answer 500 for up to ``LAG_CHECK_SECONDS``.)
 
 Writes always go to the primary; migrations run only there (a streaming replica gets
 its schema by replication). The staleness a requester may see is thus bounded by the
