@@ -357,6 +357,7 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "campaigns.models.choices.AssignmentStatus",
         "HITStatusEnum": "campaigns.models.choices.HITStatus",
         "LedgerStatusEnum": "campaigns.models.choices.LedgerStatus",
+        "ModelEndpointKindEnum": "campaigns.models.assist.ModelEndpointKind",
     },
 }
 

@@ -23,6 +23,7 @@ from campaigns.assist.client import ModelUnavailable, chat_complete
 from campaigns.models import ModelEndpoint, ModelEndpointKind
 from campaigns.platforms.credentials import credentials_decrypt, credentials_encrypt
 from qaportal.errors import DomainError
+from qaportal.money import MoneyFormatError, money_parse
 
 DEFAULT_TEMPLATE = (
     "Answer the question from the passage. Reply with the answer only.\n\n"
@@ -95,11 +96,16 @@ def endpoint_values_clean(*, values: dict[str, Any], partial: bool) -> dict[str,
         errors["currency"] = ["A three-letter currency code."]
     elif "currency" in clean:
         clean["currency"] = clean["currency"].upper()
-    for name in ("timeout_seconds", "price_in_per_1k", "price_out_per_1k"):
+    if "timeout_seconds" in values:
+        number = _decimal(values["timeout_seconds"], name="timeout_seconds", errors=errors)
+        if number is not None:
+            clean["timeout_seconds"] = number
+    for name in ("price_in_per_1k", "price_out_per_1k"):
         if name in values:
-            number = _decimal(values[name], name=name, errors=errors)
-            if number is not None:
-                clean[name] = number
+            try:  # the one strict parser of amounts: no floats, no exponents
+                clean[name] = money_parse(values[name], places=6)
+            except MoneyFormatError as exc:
+                errors[name] = [str(exc)]
     timeout = clean.get("timeout_seconds")
     if timeout is not None and not Decimal("0.1") <= timeout <= MAX_TIMEOUT:
         errors["timeout_seconds"] = [f"Between 0.1 and {MAX_TIMEOUT} seconds."]
