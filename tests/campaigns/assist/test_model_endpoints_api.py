@@ -118,7 +118,7 @@ def test_an_endpoint_that_answered_cannot_be_deleted(token_client, requester):
     endpoint_id = token_client.post(
         URL, {"name": "b", "kind": "baseline_bm25"}, format="json"
     ).json()["id"]
-    item = ItemFactory(stage=StageFactory(campaign=CampaignFactory(owner=requester)))
+    item = ItemFactory.create(stage=StageFactory(campaign=CampaignFactory(owner=requester)))
     model_call_request(
         endpoint_id=endpoint_id, purpose="adversarial", item_id=item.pk, question="q"
     )
