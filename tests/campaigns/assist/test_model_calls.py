@@ -4,12 +4,13 @@ concurrency), the baseline, the page's poll."""
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 import requests
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.assist.baseline import baseline_answer, bm25_scores, sentences_split
@@ -23,6 +24,7 @@ from campaigns.assist.endpoints import model_endpoint_create
 from campaigns.assist.selectors import ModelCallState, model_call_state
 from campaigns.models import LedgerEntry, LedgerKind, ModelCall, ModelCallStatus
 from campaigns.payments.budget import campaign_spending
+from qaportal.errors import DomainError
 from qaportal.models import OutboxMessage
 from tests.campaigns.assist.fake_openai import FakeOpenAI
 from tests.factories import AssignmentFactory, ItemFactory
@@ -135,8 +137,6 @@ def test_request_is_idempotent_and_checks_its_arguments(item, other_requester):
     assert model_call_request(**kwargs).pk == first.pk
     assert model_call_request(**kwargs, try_number=2).pk != first.pk
     assert OutboxMessage.objects.filter(task="assist.model_call_run").count() == 2
-    from qaportal.errors import DomainError
-
     with pytest.raises(DomainError):
         model_call_request(**{**kwargs, "purpose": "nope"})
     stranger = _endpoint(other_requester, name="theirs")
@@ -348,10 +348,6 @@ def test_concurrency_limit_holds_further_calls_back(item, fake):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_runs_never_exceed_the_limit(item):
-    from concurrent.futures import ThreadPoolExecutor
-
-    from django.db import connection
-
     with FakeOpenAI(delay=0.3) as fake:
         endpoint = _endpoint(
             item.stage.campaign.owner, fake, concurrency=2, api_key="", timeout_seconds="5"
