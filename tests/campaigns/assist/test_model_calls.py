@@ -24,6 +24,7 @@ from campaigns.assist.endpoints import model_endpoint_create
 from campaigns.assist.selectors import ModelCallState, model_call_state
 from campaigns.models import LedgerEntry, LedgerKind, ModelCall, ModelCallStatus
 from campaigns.payments.budget import campaign_spending
+from qaportal.celery import app
 from qaportal.errors import DomainError
 from qaportal.models import OutboxMessage
 from tests.campaigns.assist.fake_openai import FakeOpenAI
@@ -420,3 +421,23 @@ def test_fake_refuses_malformed_requests_as_the_real_api_does():
         assert limited.status_code == 429
         assert limited.headers["Retry-After"] == "3"
         assert limited.json()["error"]["code"] == "rate_limit_exceeded"
+
+
+# --- the Celery tasks, by name --------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_tasks_by_name_run_and_reconcile(item, fake):
+    app.loader.import_default_modules()
+    endpoint = _endpoint(item.stage.campaign.owner, fake)
+    call = model_call_request(
+        endpoint_id=endpoint.pk, purpose="llm_flag", item_id=item.pk, question="Paris?"
+    )
+    fake.fail("503")
+    assert app.tasks["assist.model_call_run"].apply(args=[call.pk]).get() == "pending"
+    assert app.tasks["assist.model_call_run"].apply(args=[call.pk]).get() == "pending"  # not due
+    _due(call)
+    assert app.tasks["assist.model_calls_reconcile"].apply().get() == 1
+    assert _state(call_id=call.pk).status == ModelCallStatus.DONE
+    assert app.tasks["assist.model_call_run"].apply(args=[call.pk]).get() == "done"
+    assert app.tasks["assist.model_call_run"].apply(args=[10**9]).get() == "missing"
