@@ -22,7 +22,7 @@ from campaigns.assist.endpoints import (
     model_endpoint_test,
     model_endpoint_update,
 )
-from campaigns.assist.selectors import model_endpoints_for
+from campaigns.assist.selectors import model_endpoint_visible, model_endpoints_for
 from campaigns.models import ModelEndpoint, ModelEndpointKind
 
 NOT_YOURS = OpenApiResponse(description="No endpoint of yours has this id.")
@@ -97,7 +97,7 @@ def _values(request: Request) -> dict[str, Any]:
 
 
 def _own_or_404(request: Request, endpoint_id: int) -> ModelEndpoint:
-    endpoint = model_endpoints_for(user=request.user).filter(pk=endpoint_id).first()
+    endpoint = model_endpoint_visible(user=request.user, endpoint_id=endpoint_id)
     if endpoint is None:
         raise Http404
     return endpoint

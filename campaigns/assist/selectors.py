@@ -71,3 +71,15 @@ def model_endpoints_for(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[M
     if not user.is_authenticated:
         return ModelEndpoint.objects.none()
     return ModelEndpoint.objects.filter(owner_id=user.pk).order_by("name", "id")
+
+
+def model_endpoint_visible(
+    *, user: AbstractBaseUser | AnonymousUser, endpoint_id: int
+) -> ModelEndpoint | None:
+    """Endpoint ``endpoint_id`` if ``user`` owns it or is staff, else None."""
+    if not user.is_authenticated:
+        return None
+    endpoints = ModelEndpoint.objects.all()
+    if not getattr(user, "is_staff", False):
+        endpoints = endpoints.filter(owner_id=user.pk)
+    return endpoints.filter(pk=endpoint_id).first()

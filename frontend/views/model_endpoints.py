@@ -15,7 +15,7 @@ from campaigns.assist.endpoints import (
     model_endpoint_test,
     model_endpoint_update,
 )
-from campaigns.assist.selectors import model_endpoints_for
+from campaigns.assist.selectors import model_endpoint_visible, model_endpoints_for
 from campaigns.models import ModelEndpoint
 from frontend.forms import ModelEndpointForm
 from frontend.views.common import add_domain_errors
@@ -28,7 +28,7 @@ def _list_url() -> str:
 
 
 def _own(request: HttpRequest, endpoint_id: int) -> ModelEndpoint:
-    endpoint = model_endpoints_for(user=request.user).filter(pk=endpoint_id).first()
+    endpoint = model_endpoint_visible(user=request.user, endpoint_id=endpoint_id)
     if endpoint is None:
         raise Http404
     return endpoint
