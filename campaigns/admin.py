@@ -37,6 +37,8 @@ from campaigns.models import (
     Job,
     LedgerEntry,
     LocalGrant,
+    ModelCall,
+    ModelEndpoint,
     ProviderCredential,
     ProviderOperation,
     ProviderSyncCursor,
@@ -421,6 +423,48 @@ class ProviderCredentialAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_display = ("campaign", "provider", "hints", "updated_by", "updated_at")
     fields = ("campaign", "provider", "hints", "updated_by", "updated_at")
     list_select_related = ("campaign", "updated_by")
+
+
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Set by its owner (campaigns.assist.endpoints); the key's ciphertext stays out.
+    list_display = ("name", "owner", "kind", "model", "key_hint", "timeout_seconds", "concurrency")
+    fields = (
+        "owner",
+        "name",
+        "kind",
+        "base_url",
+        "model",
+        "key_hint",
+        "prompt_templates",
+        "timeout_seconds",
+        "concurrency",
+        "price_in_per_1k",
+        "price_out_per_1k",
+        "currency",
+        "created_at",
+        "updated_at",
+    )
+    list_select_related = ("owner",)
+
+
+@admin.register(ModelCall)
+class ModelCallAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by campaigns.assist.calls (model_call_request, the assist.model_call_run task).
+    list_display = (
+        "id",
+        "endpoint",
+        "campaign",
+        "purpose",
+        "status",
+        "attempts",
+        "model_id",
+        "cost",
+        "created_at",
+    )
+    list_filter = ("status", "purpose")
+    raw_id_fields = ("campaign", "stage", "item", "assignment")
+    list_select_related = ("endpoint", "campaign")
 
 
 @admin.register(IdempotencyRecord)

@@ -180,3 +180,46 @@ def purge_job_files_task() -> int:
     from campaigns.jobs import job_files_purge
 
     return job_files_purge()
+
+
+# --- Model in the loop (campaigns/assist/calls.py) ---------------------------------
+
+
+@shared_task(name="assist.model_call_run", bind=True, acks_late=True)
+def model_call_run_task(self, call_id: int) -> str:
+    """Ask model call ``call_id``'s endpoint once (idempotent: see ``model_call_run``).
+
+    Retries 429, 5xx, timeouts and refused connections: the service schedules
+    ``next_attempt_at`` and, with a broker, this task re-enqueues itself with that
+    countdown; in eager mode ``assist.model_calls_reconcile`` (beat) runs it again.
+    """
+    from django.conf import settings
+    from django.utils import timezone
+
+    from campaigns.assist.calls import model_call_run
+    from campaigns.models import ModelCallStatus
+
+    call = model_call_run(call_id=call_id)
+    if call is None:
+        return "missing"
+    eager = getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
+    if call.status == ModelCallStatus.PENDING and call.next_attempt_at is not None and not eager:
+        countdown = max(0.0, (call.next_attempt_at - timezone.now()).total_seconds())
+        self.apply_async((call_id,), countdown=countdown)
+    return str(call.status)
+
+
+@shared_task(name="assist.model_calls_reconcile", acks_late=True)
+def model_calls_reconcile_task() -> int:
+    """Run again the model calls that are due or whose run went stale (for beat)."""
+    from django.conf import settings
+
+    from campaigns.assist.calls import model_call_run, model_calls_reconcile
+
+    due = model_calls_reconcile()
+    for call_id in due:
+        if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
+            model_call_run(call_id=call_id)
+        else:
+            model_call_run_task.delay(call_id)
+    return len(due)

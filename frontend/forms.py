@@ -245,3 +245,60 @@ class CredentialsForm(forms.Form):
                 strip=True,
                 widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
             )
+
+
+class ModelEndpointForm(forms.Form):
+    """A model endpoint (model in the loop). The API key is write-only: left empty on an
+    edit it keeps the stored one; ``remove_key`` removes it."""
+
+    name = forms.CharField(max_length=120)
+    kind = forms.ChoiceField(
+        choices=[
+            ("openai", "OpenAI-compatible chat completions"),
+            ("baseline_bm25", "Built-in baseline (BM25 sentence retrieval, no network)"),
+        ]
+    )
+    base_url = forms.CharField(
+        label="Base URL",
+        required=False,
+        max_length=500,
+        help_text="Ends in /v1, e.g. http://127.0.0.1:8000/v1 (vLLM) or "
+        "http://127.0.0.1:11434/v1 (Ollama).",
+    )
+    model = forms.CharField(label="Model name", required=False, max_length=200)
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        strip=True,
+        help_text="Stored encrypted, never shown again. Leave empty to keep the stored one.",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    remove_key = forms.BooleanField(label="Remove the stored API key", required=False)
+    prompt_template = forms.CharField(
+        label="Prompt template",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="With {question} and {context}; empty: the built-in one.",
+    )
+    timeout_seconds = forms.CharField(label="Timeout (seconds)", initial="10", max_length=8)
+    concurrency = forms.IntegerField(label="Concurrent calls at most", initial=4)
+    price_in_per_1k = forms.CharField(
+        label="Price per 1,000 input tokens", initial="0", max_length=20
+    )
+    price_out_per_1k = forms.CharField(
+        label="Price per 1,000 output tokens", initial="0", max_length=20
+    )
+    currency = forms.CharField(initial="USD", max_length=3)
+
+    def values(self, *, editing: bool) -> dict[str, Any]:
+        """The service's values from the cleaned form."""
+        data = dict(self.cleaned_data)
+        template = data.pop("prompt_template", "").strip()
+        remove = data.pop("remove_key", False)
+        key = data.pop("api_key", "")
+        values = {**data, "prompt_templates": {"default": template} if template else {}}
+        if remove:
+            values["api_key"] = ""
+        elif key or not editing:
+            values["api_key"] = key
+        return values

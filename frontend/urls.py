@@ -33,6 +33,12 @@ from frontend.views.jobs import (
     job_status_view,
 )
 from frontend.views.link_review import link_review_decide_view
+from frontend.views.model_endpoints import (
+    model_endpoint_delete_view,
+    model_endpoint_edit_view,
+    model_endpoint_test_view,
+    model_endpoints_view,
+)
 from frontend.views.money_workers import (
     campaign_costs_view,
     campaign_workers_act_view,
@@ -68,6 +74,22 @@ app_name = "frontend"
 urlpatterns = [
     path("", campaign_list, name="campaign-list"),
     path("campaigns/new/", campaign_new, name="campaign-create"),
+    path("model-endpoints/", model_endpoints_view, name="model-endpoints"),
+    path(
+        "model-endpoints/<int:endpoint_id>/",
+        model_endpoint_edit_view,
+        name="model-endpoint-edit",
+    ),
+    path(
+        "model-endpoints/<int:endpoint_id>/delete/",
+        model_endpoint_delete_view,
+        name="model-endpoint-delete",
+    ),
+    path(
+        "model-endpoints/<int:endpoint_id>/test/",
+        model_endpoint_test_view,
+        name="model-endpoint-test",
+    ),
     path("campaigns/<slug:slug>/", campaign_detail, name="campaign-detail"),
     path("campaigns/<slug:slug>/progress/", campaign_progress_view, name="campaign-progress"),
     path("campaigns/<slug:slug>/quality/", campaign_quality_view, name="campaign-quality"),

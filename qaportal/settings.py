@@ -280,6 +280,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 300.0,
         "options": {"expires": 290},
     },
+    # Model calls (campaigns/assist): due retries, and runs lost with their worker.
+    "assist-model-calls-reconcile": {
+        "task": "assist.model_calls_reconcile",
+        "schedule": 15.0,
+        "options": {"expires": 14},
+    },
     "campaigns-reconcile-jobs": {
         "task": "campaigns.reconcile_jobs",
         "schedule": 30.0,
@@ -371,6 +377,7 @@ SPECTACULAR_SETTINGS = {
         "AssignmentStatusEnum": "campaigns.models.choices.AssignmentStatus",
         "HITStatusEnum": "campaigns.models.choices.HITStatus",
         "LedgerStatusEnum": "campaigns.models.choices.LedgerStatus",
+        "ModelEndpointKindEnum": "campaigns.models.assist.ModelEndpointKind",
     },
 }
 

@@ -26,6 +26,11 @@ from campaigns.api.items import StageItemListApi, StageItemUploadApi
 from campaigns.api.jobs import CampaignExportJobApi, JobApi, JobDownloadApi
 from campaigns.api.lineage import ItemHistoryApi
 from campaigns.api.link_review import CampaignLinkReviewApi, LinkReviewDecideApi
+from campaigns.api.model_endpoints import (
+    ModelEndpointDetailApi,
+    ModelEndpointListCreateApi,
+    ModelEndpointTestApi,
+)
 from campaigns.api.money import CampaignCostsApi, CampaignLedgerApi
 from campaigns.api.mturk_results import CampaignMTurkResultsApi, CampaignMTurkResultsReviewApi
 from campaigns.api.progress import CampaignArmsApi, CampaignProgressApi
@@ -77,6 +82,17 @@ urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("recipes/", RecipeListApi.as_view(), name="api-recipe-list"),
+    path("model-endpoints/", ModelEndpointListCreateApi.as_view(), name="api-model-endpoint-list"),
+    path(
+        "model-endpoints/<int:endpoint_id>/",
+        ModelEndpointDetailApi.as_view(),
+        name="api-model-endpoint-detail",
+    ),
+    path(
+        "model-endpoints/<int:endpoint_id>/test/",
+        ModelEndpointTestApi.as_view(),
+        name="api-model-endpoint-test",
+    ),
     path("recipes/<slug:name>/", RecipeDetailApi.as_view(), name="api-recipe-detail"),
     path("campaigns/", CampaignListCreateApi.as_view(), name="api-campaign-list"),
     path("campaigns/<slug:slug>/", CampaignDetailApi.as_view(), name="api-campaign-detail"),

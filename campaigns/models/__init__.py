@@ -1,4 +1,11 @@
 from campaigns.models.api import ExportAudit, IdempotencyRecord
+from campaigns.models.assist import (
+    ModelCall,
+    ModelCallPurpose,
+    ModelCallStatus,
+    ModelEndpoint,
+    ModelEndpointKind,
+)
 from campaigns.models.campaign import Campaign, Item, Stage
 from campaigns.models.choices import (
     AssignmentStatus,
@@ -54,6 +61,11 @@ __all__ = [
     "LedgerKind",
     "LedgerStatus",
     "LocalGrant",
+    "ModelCall",
+    "ModelCallPurpose",
+    "ModelCallStatus",
+    "ModelEndpoint",
+    "ModelEndpointKind",
     "OperationKind",
     "OperationState",
     "Provider",

@@ -108,6 +108,7 @@ class LedgerKind(models.TextChoices):
     BONUS = "bonus", "Bonus"
     BONUS_FEE = "bonus_fee", "Platform fee on a bonus"
     QUIZ_PAYMENT = "quiz_payment", "Quiz payment"
+    MODEL_USAGE = "model_usage", "Model usage"
 
 
 class LedgerStatus(models.TextChoices):

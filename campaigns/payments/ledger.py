@@ -26,6 +26,7 @@ from campaigns.models import (
     LedgerEntry,
     LedgerKind,
     LedgerStatus,
+    ModelCall,
     ProviderOperation,
     Stage,
 )
@@ -151,6 +152,31 @@ def ledger_bonuses_write(
     return len(LedgerEntry.objects.bulk_create(rows, ignore_conflicts=True))
 
 
+def ledger_model_usage_record(*, call: ModelCall, amount: Decimal, currency: str) -> bool:
+    """Record what model call ``call`` cost the campaign (``model_usage``, paid: the
+    tokens are spent), once: key ``model_usage:call:<id>``; whether this call wrote it.
+
+    ``amount`` is in cents: the assist room passes the cents the campaign's running
+    total of model costs crossed with this call, so fractions of a cent add up.
+    Call in the transaction that marks the call done, holding the campaign row.
+    """
+    _, created = LedgerEntry.objects.get_or_create(
+        key=f"{LedgerKind.MODEL_USAGE}:call:{call.pk}",
+        defaults={
+            "campaign_id": call.campaign_id,
+            "stage_id": call.stage_id,
+            "kind": LedgerKind.MODEL_USAGE,
+            "status": LedgerStatus.PAID,
+            "amount": amount,
+            "currency": currency,
+            "assignment_id": call.assignment_id,
+            "memo": f"model call {call.pk} ({call.purpose}): "
+            f"{call.prompt_tokens or 0} + {call.completion_tokens or 0} tokens",
+        },
+    )
+    return created
+
+
 def ledger_operation_settle(*, operation: ProviderOperation, status: str) -> int:
     """Mark the ``committed`` entries of ``operation`` ``paid`` or ``cancelled``; how many.
 
@@ -169,5 +195,6 @@ __all__ = [
     "ledger_approval_commit",
     "ledger_bonus_commit",
     "ledger_bonuses_write",
+    "ledger_model_usage_record",
     "ledger_operation_settle",
 ]

@@ -35,6 +35,7 @@ from campaigns.models import (
     Job,
     LedgerEntry,
     LocalGrant,
+    ModelEndpoint,
     ProviderOperation,
     QualificationType,
     Stage,
@@ -74,7 +75,14 @@ WORKER_PAGES = {"assignment", "return", "done"}
 # The user's own account pages.
 ACCOUNT = {"password_change", "password_change_done"}
 # Requester pages and API routes that show only what the user may see, never others'.
-OWN_LISTS = {"campaign-list", "api-campaign-list", "api-recipe-list", "api-recipe-detail"}
+OWN_LISTS = {
+    "campaign-list",
+    "api-campaign-list",
+    "api-recipe-list",
+    "api-recipe-detail",
+    "model-endpoints",  # a requester's own model endpoints
+    "api-model-endpoint-list",
+}
 STATE = (
     GeneratedQuestion,
     Campaign,
@@ -150,6 +158,9 @@ def world(requester, settings, tmp_path):
         "token": invite_token(invite=invite),
         "question_id": generated.pk,
         "job_id": _finished_job(campaign, requester).pk,
+        "endpoint_id": ModelEndpoint.objects.create(
+            owner=requester, name="Alice's baseline", kind="baseline_bm25"
+        ).pk,
     }
     return campaign, work, values
 

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import get_resolver
 from rest_framework.test import APIClient
 
-from campaigns.models import Item, Job, QualificationType
+from campaigns.models import Item, Job, ModelEndpoint, QualificationType
 from linking.models import GeneratedQuestion
 from tests.helpers import local_pipeline, submitted_assignment
 from tests.security.test_authorization_matrix import (
@@ -74,6 +74,9 @@ def test_markup_is_text_on_every_page(requester):
             errors=[{"row": 2, "field": MARKUP, "message": MARKUP}],
         ).pk,
     }
+    values["endpoint_id"] = ModelEndpoint.objects.create(
+        owner=requester, name=f"Model {MARKUP}", kind="baseline_bm25", model=MARKUP
+    ).pk
     page = Client()
     page.force_login(requester)
     api = APIClient()

@@ -30,6 +30,8 @@ from campaigns.models import (
     JobKind,
     LedgerEntry,
     LocalGrant,
+    ModelCall,
+    ModelEndpoint,
     ProviderCredential,
     ProviderOperation,
     ProviderSyncCursor,
@@ -53,6 +55,8 @@ EXTERNAL_ID = "A1SECRETWORKERID"
 # Shown only inside their parent's page.
 INLINE_ONLY = {HITItem}
 VIEW_ONLY = [
+    ModelEndpoint,
+    ModelCall,
     HIT,
     Assignment,
     LedgerEntry,
@@ -123,6 +127,17 @@ def rows(requester):
     Job.objects.create(kind=JobKind.EXPORT, campaign=campaign, export_format="jsonl")
     ProviderSyncCursor.objects.create(
         provider="mturk", scope="hit:3H000000000000000000000000001", state={"token": None}
+    )
+    endpoint = ModelEndpoint.objects.create(
+        owner=campaign.owner, name="baseline", kind="baseline_bm25"
+    )
+    ModelCall.objects.create(
+        endpoint=endpoint,
+        campaign=campaign,
+        stage=hit.stage,
+        item=item,
+        purpose="adversarial",
+        idempotency_key="model:adversarial:admin",
     )
     ProviderCredential.objects.create(
         campaign=campaign,
