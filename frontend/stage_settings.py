@@ -335,7 +335,7 @@ class SettingRows:
         elif p.kind in ("choice", "stage", "qualification"):
             widget = "select"
             empty = f"Default ({default_text})" if default_text else "— choose —"
-            if p.kind == "qualification":
+            if p.kind == "qualification" or (p.kind == "stage" and not p.required):
                 empty = "None"
             options = [("", empty), *p.options]
             if text and text not in {v for v, _ in options}:

@@ -72,7 +72,7 @@ def test_settings_added_through_the_forms_show_on_the_stage_card(page, width):
     assert page.locator("#req-0-min").get_attribute("aria-invalid") == "true"
     for selector, value in (("#rr-0-min", "0.8"), ("#br-0-amount", "0.50"), ("#esc-0-first", "3")):
         assert page.locator(selector).input_value() == value, selector
-    screenshot(page, "requester-stage-settings-refused")
+    screenshot(page, "flow-stage-settings-refused")
     _clean(page, f"stage edit refused, {width} px")
 
     page.locator("#req-0-min").fill("95")
@@ -80,7 +80,7 @@ def test_settings_added_through_the_forms_show_on_the_stage_card(page, width):
     page.get_by_text("Edit review rules as JSON").click()
     assert page.get_by_label("Review rules as JSON").is_visible()
     _clean(page, f"stage edit with the JSON open, {width} px")
-    screenshot(page, "requester-stage-settings")
+    screenshot(page, "flow-stage-settings")
     page.get_by_role("button", name="Save stage").click()
     page.locator(".messages").get_by_text("saved").wait_for()
 
@@ -105,5 +105,5 @@ def test_settings_added_through_the_forms_show_on_the_stage_card(page, width):
     ):
         assert line in said, (line, said)
     card.locator(".stage-settings").scroll_into_view_if_needed()
-    screenshot(page, "requester-stage-settings-card")
+    screenshot(page, "flow-stage-settings-card")
     _clean(page, f"campaign page with the stage's settings, {width} px")
