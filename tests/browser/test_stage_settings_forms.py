@@ -36,7 +36,9 @@ def _add(page: Any, prefix: str, choice: str) -> None:
 def _stages() -> tuple[Stage, Stage]:
     alice = UserFactory.create(username="alice")
     write = writing_campaign(alice)
-    link = stage_add(campaign=write.campaign, name="Link answers", task_type="answer_entity_linking")
+    link = stage_add(
+        campaign=write.campaign, name="Link answers", task_type="answer_entity_linking"
+    )
     return write, link
 
 
