@@ -634,6 +634,13 @@ def _value_text(value: Any) -> str:
     return str(value)
 
 
+def _name_in(names: Mapping[int, str], value: Any, missing: str) -> str:
+    """The name ``value`` (an id) has in ``names``; ``missing`` when it has none (a
+    stored value that is no id at all breaks no page)."""
+    found = names.get(value) if isinstance(value, int) else None
+    return found if found is not None else missing
+
+
 def _requirement_text(
     entry: Mapping[str, Any], stage_names: Mapping[int, str], qualification_names: Mapping[int, str]
 ) -> str:
@@ -649,12 +656,12 @@ def _requirement_text(
         return _REQUIREMENT_LABELS[str(kind)][0]
     for key, label in REFERENCE_LABELS.items():
         if entry.get(key) is not None and kind is None:
-            name = stage_names.get(entry[key], f"#{entry[key]} (not in this campaign)")
+            name = _name_in(stage_names, entry[key], f"{entry[key]} (not in this campaign)")
             text = f"{label} “{name}”"
             return f"{text}, round {entry['round']}" if entry.get("round") else text
     if entry.get("qualification_type_id") is not None:
         qid = entry["qualification_type_id"]
-        text = f"Holds your qualification “{qualification_names.get(qid, f'#{qid}')}”"
+        text = f"Holds your qualification “{_name_in(qualification_names, qid, f'#{qid}')}”"
         return f"{text}, score at least {entry['min']}" if entry.get("min") is not None else text
     return json.dumps(entry, ensure_ascii=False)
 
@@ -698,12 +705,13 @@ def summary_lines(
     ]
     handoff = stage.handoff or {}
     options = ", ".join(
-        f"{k.replace('_', ' ')} {stage_names.get(v, v) if k.endswith('_to') else _value_text(v)}"
+        f"{k.replace('_', ' ')} "
+        f"{_name_in(stage_names, v, str(v)) if k.endswith('_to') else _value_text(v)}"
         for k, v in handoff.items()
     )
     links: list[str] = []
     if stage.next_stage_id:
-        text = f"Feeds “{stage_names.get(stage.next_stage_id, stage.next_stage_id)}”"
+        text = f"Feeds “{_name_in(stage_names, stage.next_stage_id, str(stage.next_stage_id))}”"
         links = [f"{text}: {options}" if options else text]
     elif options:
         links = [f"Hand-off options (no next stage): {options}"]
