@@ -21,15 +21,14 @@ from campaigns.tasktypes.config_fields import ConfigField, config_fields
 from campaigns.workforce.selectors import qualification_type_choices
 from frontend.forms import MoneyFormField
 from frontend.stage_settings import (
-    HELP_EXAMPLES,
     BonusRuleRows,
     EscalationRows,
     HandoffRows,
     RequirementRows,
     ReviewRuleRows,
     SettingRows,
-    help_examples,
 )
+from frontend.stage_summary import HELP_EXAMPLES, help_examples
 
 CONFIG_PREFIX = "cfg__"
 # Form field -> stage field, for those that are not the same name.

@@ -42,7 +42,7 @@ from campaigns.work.selectors.access import WORKABLE_STATES
 from campaigns.workforce.selectors import qualification_type_choices
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
-from frontend.stage_settings import SETTING_TITLES, summary_lines
+from frontend.stage_summary import SETTING_TITLES, summary_lines
 from frontend.views.common import (
     add_domain_errors,
     campaign_or_404,

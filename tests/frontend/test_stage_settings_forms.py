@@ -20,7 +20,7 @@ from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Stage
 from campaigns.workforce.qualifications import qualification_type_create
 from frontend.stage_forms import StageEditForm
-from frontend.stage_settings import HELP_EXAMPLES, help_examples, summary_lines
+from frontend.stage_summary import HELP_EXAMPLES, help_examples, summary_lines
 from frontend.views.stages import _editable
 from qaportal.errors import DomainError
 from tests.campaigns.workforce.test_quiz_gate import WHYQA
