@@ -13,10 +13,22 @@ from typing import Any
 from django import forms
 
 from campaigns.design.platform import platform_for
+from campaigns.design.requirement_checks import requirement_problems
+from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import Stage
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.config_fields import ConfigField, config_fields
+from campaigns.workforce.selectors import qualification_type_choices
 from frontend.forms import MoneyFormField
+from frontend.stage_settings import (
+    BonusRuleRows,
+    EscalationRows,
+    HandoffRows,
+    RequirementRows,
+    ReviewRuleRows,
+    SettingRows,
+)
+from frontend.stage_summary import HELP_EXAMPLES, help_examples
 
 CONFIG_PREFIX = "cfg__"
 # Form field -> stage field, for those that are not the same name.
@@ -28,7 +40,17 @@ JSON_FIELDS = ("qualification_requirements", "review_rules", "bonus_rules", "esc
 # The platform-neutral requirement kinds that name countries ({"kind": "country",
 # "countries": ["US", "GB"]}; the recipes' "locale" is the same requirement).
 COUNTRY_KINDS = ("country", "locale")
-HIDDEN_ORIGINALS = ("config_json_original", "countries_original")
+# The settings edited as rows of inputs, the JSON a click away (``frontend.stage_settings``).
+ROW_SETTINGS = (*JSON_FIELDS, "handoff")
+HIDDEN_ORIGINALS = (
+    "config_json_original",
+    "countries_original",
+    *(f"{name}_original" for name in ROW_SETTINGS),
+)
+BOTH_CHANGED = (
+    "You changed this both in the form and in its JSON; change it in one place "
+    "(both are kept below)."
+)
 
 
 def _country_requirement(requirements: Any) -> tuple[int, dict[str, Any]] | None:
@@ -144,7 +166,8 @@ class StageEditForm(forms.Form):
     qualification_requirements = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text='A list, e.g. [{"kind": "approval_rate", "min": 95}] or [{"quiz_stage": 3}].',
+        label="Qualification requirements as JSON",
+        help_text="A list of requirements; the form above writes it.",
     )
     countries = forms.MultipleChoiceField(
         required=False,
@@ -153,23 +176,25 @@ class StageEditForm(forms.Form):
         widget=forms.SelectMultiple(attrs={"size": 8}),
         help_text="Only workers who live in one of these countries (Ctrl- or ⌘-click for "
         'several; none selected: anywhere). Written into the requirements as {"kind": '
-        '"country", "countries": [...]}, which the JSON above still shows.',
+        '"country", "countries": [...]}, which the requirements above then show.',
     )
     countries_original = forms.CharField(required=False, widget=forms.HiddenInput)
     review_rules = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
+        label="Review rules as JSON",
         help_text="A list of rules that approve or reject submissions automatically.",
     )
     bonus_rules = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 3}),
+        label="Bonus rules as JSON",
         help_text="A list of rules that pay bonuses on approved work.",
     )
     escalation_rule = forms.JSONField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),
-        label="Escalation rule",
+        label="Escalation rule as JSON",
         help_text="When to add assignments on disagreement (an object; {} for none).",
     )
     show_reward_to_local_workers = forms.BooleanField(
@@ -194,7 +219,7 @@ class StageEditForm(forms.Form):
     )
     handoff = forms.JSONField(
         required=False,
-        label="Hand-off options",
+        label="Hand-off options as JSON",
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Which accepted outputs become items of the next stage, and how "
         "(an object; {} for the task type's default).",
@@ -207,6 +232,11 @@ class StageEditForm(forms.Form):
         "replaces the settings above.",
     )
     config_json_original = forms.CharField(required=False, widget=forms.HiddenInput)
+    qualification_requirements_original = forms.CharField(required=False, widget=forms.HiddenInput)
+    review_rules_original = forms.CharField(required=False, widget=forms.HiddenInput)
+    bonus_rules_original = forms.CharField(required=False, widget=forms.HiddenInput)
+    escalation_rule_original = forms.CharField(required=False, widget=forms.HiddenInput)
+    handoff_original = forms.CharField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args: Any, stage: Stage, editable: frozenset[str], **kwargs: Any) -> None:
         self.stage = stage
@@ -230,6 +260,8 @@ class StageEditForm(forms.Form):
             "config_json_original": _json_text(config),
             **{f: getattr(stage, f) for f in JSON_FIELDS},
         }
+        for name in ROW_SETTINGS:
+            initial[f"{name}_original"] = json.dumps(initial[name], sort_keys=True)
         for spec in self.config_specs:
             value = config.get(spec.name)
             if isinstance(value, bool):
@@ -243,6 +275,15 @@ class StageEditForm(forms.Form):
         kwargs["label_suffix"] = ""
         super().__init__(*args, **kwargs)
         self._country_picker(found, picked)
+        self._setting_rows()
+        first_other = next(
+            iter(stage.campaign.stages.exclude(pk=stage.pk).values_list("pk", flat=True)), None
+        )
+        for name in JSON_FIELDS:
+            if name in self.fields and HELP_EXAMPLES.get(name):
+                shape = "An object" if name == "escalation_rule" else "A list of entries"
+                examples = help_examples(name, stage_id=first_other)
+                self.fields[name].help_text = f"{shape}, e.g. {examples}."
         if platform_for(stage.campaign).moves_money:
             del self.fields["show_reward_to_local_workers"]  # platforms show the reward
         next_field = self.fields["next_stage"]
@@ -283,6 +324,74 @@ class StageEditForm(forms.Form):
                 "exclusion, a region or a platform id): edit it in the JSON above."
             )
 
+    def _setting_rows(self) -> None:
+        """The rows of inputs of each setting, from what was posted (a row added with
+        *Add*, or the rows as typed) or else from the stage."""
+        stage = self.stage
+        others = [
+            (s.pk, s.name) for s in stage.campaign.stages.exclude(pk=stage.pk).order_by("position")
+        ]
+        self.rows: dict[str, SettingRows] = {
+            "qualification_requirements": RequirementRows(
+                stages=others,
+                qualifications=qualification_type_choices(owner_id=stage.campaign.owner_id),
+            ),
+            "review_rules": ReviewRuleRows(),
+            "bonus_rules": BonusRuleRows(),
+            "escalation_rule": EscalationRows(),
+            "handoff": HandoffRows(
+                schema=self.task_type.handoff_schema,
+                stage_keys=tuple(self.task_type.handoff_stage_keys),
+                stages=others,
+            ),
+        }
+        self.rows_used: dict[str, bool] = {}
+        # *Add* sends the form back with one more row to fill: nothing is checked yet.
+        self.adding = self.is_bound and bool(self.data.get("add_row"))
+        for name, rows in self.rows.items():
+            stored = stage.handoff or {} if name == "handoff" else getattr(stage, name)
+            if self.is_bound and rows.posted(self.data):
+                rows.load_posted(self.data, adding=True)
+            else:
+                rows.load(stored)
+
+    def setting(self, name: str) -> dict[str, Any]:
+        """What the template draws for one setting: its rows, its JSON field, whether the
+        JSON is open (it was edited, or holds a problem the rows cannot show)."""
+        rows = self.rows[name]
+        bound = self[name]
+        frozen = name in self.frozen
+        context = rows.context()
+        context.update(
+            {
+                "field": bound,
+                "original": self[f"{name}_original"],
+                "frozen": frozen,
+                "json_open": bool(bound.errors) and not self.rows_used.get(name, False),
+            }
+        )
+        return context
+
+    def handoff_setting(self) -> dict[str, Any]:
+        return self.setting("handoff")
+
+    def country_bound_fields(self) -> list[forms.BoundField]:
+        return [self["countries"]] if "countries" in self.fields else []
+
+    def link_bound_fields(self) -> list[forms.BoundField]:
+        return [self["next_stage"]]
+
+    def settings_context(self) -> list[dict[str, Any]]:
+        return [
+            self.setting(n)
+            for n in (
+                "qualification_requirements",
+                "review_rules",
+                "bonus_rules",
+                "escalation_rule",
+            )
+        ]
+
     @staticmethod
     def stage_field(form_field: str) -> str:
         """The stage field a form field edits (config inputs all edit ``config``)."""
@@ -290,18 +399,23 @@ class StageEditForm(forms.Form):
             return "config"
         if form_field in ("countries", "countries_original"):
             return "qualification_requirements"
+        if form_field.endswith("_original") and form_field[: -len("_original")] in ROW_SETTINGS:
+            return form_field[: -len("_original")]
         return STAGE_FIELD_OF.get(form_field, form_field)
 
     def config_bound_fields(self) -> list[forms.BoundField]:
         return [self[CONFIG_PREFIX + s.name] for s in self.config_specs]
 
     def settings_bound_fields(self) -> list[forms.BoundField]:
+        """The stage's plain fields (the settings with rows are drawn apart)."""
         return [
             self[n]
             for n in self.fields
             if not n.startswith(CONFIG_PREFIX)
             and not n.startswith("config_json")
-            and n != "countries_original"
+            and n not in HIDDEN_ORIGINALS
+            and n not in ROW_SETTINGS
+            and n not in ("countries", "next_stage")
         ]
 
     def _config(self, cleaned: dict[str, Any]) -> dict[str, Any] | None:
@@ -339,7 +453,10 @@ class StageEditForm(forms.Form):
                     self.add_error(name, "This is a JSON object: {...}.")
             elif not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
                 self.add_error(name, "This is a JSON list of objects: [{...}, ...].")
+        self._rows_into_settings(cleaned)
         self._countries_into_requirements(cleaned)
+        if not self.adding:
+            self._settings_checked(cleaned)
         config_inputs = [n for n in self.fields if n.startswith(CONFIG_PREFIX)] + ["config_json"]
         if any(n not in self.frozen for n in config_inputs):
             config = self._config(cleaned)
@@ -355,6 +472,65 @@ class StageEditForm(forms.Form):
                         self.add_error("config_json", str(problem))
                 cleaned["config"] = config
         return cleaned
+
+    def _rows_into_settings(self, cleaned: dict[str, Any]) -> None:
+        """Each setting from its rows, unless its JSON was edited (then the JSON, as
+        before the rows existed). Both edited, differently: refused, both kept."""
+        for name, rows in self.rows.items():
+            self.rows_used[name] = False
+            if name in self.frozen or not rows.posted(self.data) or self.has_error(name):
+                continue
+            try:
+                original = json.loads(cleaned.get(f"{name}_original") or "null")
+            except json.JSONDecodeError:
+                original = None
+            typed = cleaned.get(name)
+            if typed in (None, ""):
+                typed = {} if rows.single else []
+            from_rows = rows.value()
+            json_changed = f"{name}_original" not in self.data or typed != original
+            if json_changed and from_rows != original and from_rows != typed:
+                self.add_error(name, BOTH_CHANGED)
+            elif not json_changed:
+                cleaned[name] = from_rows
+                self.rows_used[name] = True
+
+    def _settings_checked(self, cleaned: dict[str, Any]) -> None:
+        """The checks saving runs (``requirement_problems``, the rule rooms' checks, the
+        task type's hand-off schema), their messages beside the inputs they name."""
+        problems: dict[str, list[str]] = {}
+        if "qualification_requirements" not in self.frozen and not self.has_error(
+            "qualification_requirements"
+        ):
+            found = requirement_problems(cleaned.get("qualification_requirements") or [])
+            if found:
+                problems["qualification_requirements"] = found
+        rules = ("review_rules", "bonus_rules", "escalation_rule")
+        if any(n not in self.frozen for n in rules) and not any(self.has_error(n) for n in rules):
+            found_rules = stage_rules_problems(
+                review_rules=cleaned.get("review_rules") or [],
+                bonus_rules=cleaned.get("bonus_rules") or [],
+                escalation_rule=cleaned.get("escalation_rule") or {},
+            )
+            problems.update({k: v for k, v in found_rules.items() if k not in self.frozen})
+        if "handoff" not in self.frozen and not self.has_error("handoff"):
+            found = [str(p) for p in self.task_type.validate_handoff(cleaned.get("handoff") or {})]
+            if found:
+                problems["handoff"] = found
+        for name, messages in problems.items():
+            self.add_error(name, messages)
+        self.rows_place_errors()
+
+    def rows_place_errors(self) -> None:
+        """Put the errors of the settings edited by rows beside their inputs (also
+        those the service raised on saving)."""
+        for name, rows in self.rows.items():
+            if not self.rows_used.get(name):
+                continue
+            placed = {m for r in rows.rows for ms in r.errors.values() for m in ms}
+            placed |= {m for r in rows.rows for m in r.row_errors} | set(rows.errors)
+            fresh = [str(m) for m in self.errors.get(name, []) if str(m) not in placed]
+            rows.place_messages(fresh)
 
     def _countries_into_requirements(self, cleaned: dict[str, Any]) -> None:
         """A changed country selection rewrites the requirements' country requirement

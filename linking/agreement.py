@@ -28,6 +28,8 @@ from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
+from campaigns.design.stage_rules import ParamCheck
+
 LinkKey = tuple[int, int, str]
 LinkSet = frozenset[LinkKey]
 NIL = "NIL"
@@ -258,6 +260,45 @@ class BonusRule:
     def amount_for(self, agreed: LinkSet) -> Decimal:
         entities = sum(1 for _, _, qid in agreed if qid != NIL)
         return self.amount * max(0, entities - self.beyond)
+
+
+def _whole_from(lowest: int) -> ParamCheck:
+    def check(value: Any) -> str | None:
+        ok = isinstance(value, int) and not isinstance(value, bool) and value >= lowest
+        return None if ok else f"must be a whole number >= {lowest}"
+
+    return ParamCheck(check, "integer", minimum=lowest)
+
+
+def _positive_amount(value: Any) -> str | None:
+    try:
+        amount = Decimal(str(value))
+    except ArithmeticError:
+        return 'must be a positive decimal such as "0.05"'
+    ok = amount.is_finite() and amount > 0 and not isinstance(value, bool)
+    return None if ok else 'must be a positive decimal such as "0.05"'
+
+
+# The parameters of linking's rules with their defaults, for the stage form (the checks
+# below are what saving runs).
+ESCALATION_PARAMS = {
+    ESCALATION_RULE: {
+        "annotators": (_whole_from(1), DEFAULT_ANNOTATORS),
+        "max": (_whole_from(1), DEFAULT_MAX_ANNOTATORS),
+        "seen_annotators": (_whole_from(1), DEFAULT_SEEN_ANNOTATORS),
+    }
+}
+BONUS_PARAMS = {
+    BONUS_RULE: {
+        "amount": (ParamCheck(_positive_amount, "money"), None),
+        "beyond": (_whole_from(0), 1),
+    }
+}
+RULE_HELP = {
+    ESCALATION_RULE: "Ask annotators per item; while they disagree on the entities, add "
+    "one more, up to max (seen_annotators for spans already linked elsewhere).",
+    BONUS_RULE: "Pay amount for each agreed entity beyond the first beyond.",
+}
 
 
 def escalation_rule_validate(rule: Any) -> list[str]:

@@ -51,6 +51,9 @@ RULE_CHECKS = RuleChecks(
     escalation_rules=frozenset({agreement.ESCALATION_RULE}),
     bonus_rules_validate=agreement.bonus_rules_validate,
     escalation_rule_validate=agreement.escalation_rule_validate,
+    bonus_rule_params=agreement.BONUS_PARAMS,
+    escalation_rule_params=agreement.ESCALATION_PARAMS,
+    rule_help=agreement.RULE_HELP,
 )
 
 

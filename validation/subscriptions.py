@@ -17,6 +17,10 @@ from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
 from campaigns.work.events import answer_stored
 from qaportal.outbox import task_after_commit
 from validation.rules.settings import (
+    BONUS_RULES,
+    ESCALATION_RULES,
+    RULE_HELP,
+    RULES,
     bonus_rules_validate,
     escalation_rule_validate,
     review_rules_validate,
@@ -30,6 +34,10 @@ RULE_CHECKS = RuleChecks(
     review_rules_validate=review_rules_validate,
     bonus_rules_validate=bonus_rules_validate,
     escalation_rule_validate=escalation_rule_validate,
+    review_rule_params=RULES,
+    bonus_rule_params=BONUS_RULES,
+    escalation_rule_params=ESCALATION_RULES,
+    rule_help=RULE_HELP,
 )
 
 

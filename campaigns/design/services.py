@@ -14,13 +14,16 @@ from django.utils.text import slugify
 
 from campaigns.design.owners import check_stage_money_rules
 from campaigns.design.platform import platform_for, platform_names
+from campaigns.design.requirement_checks import (
+    requirement_problems,
+    requirement_stage_ids,
+)
 from campaigns.design.stage_rules import stage_rules_problems
 from campaigns.models import (
     Campaign,
     CampaignState,
     Item,
     Provider,
-    QualificationKind,
     QualificationType,
     Stage,
 )
@@ -210,7 +213,7 @@ def stage_add(
     with transaction.atomic():
         campaign = Campaign.objects.select_for_update().get(pk=campaign.pk)
         _check_editable(campaign)
-        _check_requirement_shapes(qualification_requirements)
+        _check_requirement_shapes(qualification_requirements, campaign=campaign)
         _check_qualification_types(campaign=campaign, requirements=qualification_requirements)
         if campaign.stages.filter(name=name).exists():
             raise DomainError(
@@ -243,75 +246,26 @@ def stage_add(
         )
 
 
-# Requirements that name a stage of the campaign by id (``workforce.requirements``), and
-# the round number the round ones may add.
-STAGE_REFERENCE_KEYS = ("quiz_stage", "round_stage", "graders_stage")
-
-
-def _whole(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
-
-
-def _check_stage_references(requirements: Any) -> None:
-    """Refuse a stage reference that is not a stage id (a name, ``"1e3"``, a list) and a
-    round that is not a round number: stored, they broke every page that reads them."""
-    bad: list[str] = []
-    for req in requirements if isinstance(requirements, list) else []:
-        if not isinstance(req, dict):
-            continue
-        for key in STAGE_REFERENCE_KEYS:
-            if req.get(key) is not None and not _whole(req[key]):
-                bad.append(f"{key} must be a stage's id (a whole number), not {req[key]!r:.40}")
-        if req.get("round") is not None and not _whole(req["round"]):
-            bad.append(f"round must be a whole number from 1, not {req['round']!r:.40}")
-    if bad:
-        raise DomainError(" ".join(bad), errors={"qualification_requirements": bad})
-
-
-# What a requirement names: a platform filter ("kind"), one of the owner's
-# qualification types, another stage of the campaign (a quiz passed, a round qualified,
-# its graders) or an MTurk qualification by its own id.
-REQUIREMENT_ANCHORS = (
-    "kind",
-    "qualification_type_id",
-    "quiz_stage",
-    "round_stage",
-    "graders_stage",
-    "mturk_qualification_id",
-)
-REQUIREMENT_KINDS = frozenset(str(k) for k in QualificationKind) | {"country"}
-REQUIREMENT_EXAMPLE = '{"kind": "approval_rate", "min": 95}'
-
-
-def _check_requirement_shapes(requirements: Any) -> None:
-    """Refuse a requirement that names nothing qaportal knows (it would be stored and
-    silently enforce nothing), naming the requirement and the key to use."""
-    if requirements is None:
-        return
-    if not isinstance(requirements, list):
-        raise DomainError(
-            f"qualification_requirements is a list, e.g. [{REQUIREMENT_EXAMPLE}].",
-            errors={"qualification_requirements": ["not a list"]},
+def _check_requirement_shapes(requirements: Any, *, campaign: Campaign | None = None) -> None:
+    """Refuse requirements with problems (``requirement_problems``: naming nothing known,
+    an unknown kind, a system requirement's wrong parameter), and, given ``campaign``, a
+    requirement naming a stage that is not one of its stages (stored, it would refuse
+    every worker at publishing)."""
+    problems = requirement_problems(requirements)
+    if campaign is not None and not problems:
+        named = requirement_stage_ids(requirements)
+        ids = set(
+            campaign.stages.filter(pk__in=[i for _, _, i in named]).values_list("pk", flat=True)
         )
-    for n, req in enumerate(requirements, start=1):
-        if not isinstance(req, dict):
-            problem = f"requirement {n} is not an object, e.g. {REQUIREMENT_EXAMPLE}"
-        elif not any(req.get(k) is not None for k in REQUIREMENT_ANCHORS):
-            keys = ", ".join(sorted(str(k) for k in req)) or "none"
-            problem = (
-                f"requirement {n} (keys: {keys}) names none of "
-                f"{', '.join(REQUIREMENT_ANCHORS)}; e.g. {REQUIREMENT_EXAMPLE}"
-            )
-        elif "kind" in req and str(req["kind"]) not in REQUIREMENT_KINDS:
-            problem = (
-                f"requirement {n}: unknown kind {str(req['kind'])[:40]!r} "
-                f"(known: {', '.join(sorted(REQUIREMENT_KINDS))})"
-            )
-        else:
-            continue
+        problems = [
+            f"requirement {n}: {key} {i} is not a stage of this campaign"
+            for n, key, i in named
+            if i not in ids
+        ]
+    if problems:
         raise DomainError(
-            f"Qualification requirements: {problem}.",
-            errors={"qualification_requirements": [problem]},
+            f"Qualification requirements: {'; '.join(problems)}.",
+            errors={"qualification_requirements": problems},
         )
 
 
@@ -319,7 +273,6 @@ def _check_qualification_types(*, campaign: Campaign, requirements: Any) -> None
     """Refuse a requirement naming a qualification type that does not exist or that
     belongs to someone other than the campaign's owner (it would leak their grants and
     let their quiz decide who works here)."""
-    _check_stage_references(requirements)
     wanted: list[Any] = [
         req.get("qualification_type_id")
         for req in (requirements or [])
@@ -441,7 +394,7 @@ def stage_update(
                 errors={"state": [campaign.state], **{f: ["frozen"] for f in sorted(frozen)}},
             )
         if "qualification_requirements" in changes:
-            _check_requirement_shapes(changes["qualification_requirements"])
+            _check_requirement_shapes(changes["qualification_requirements"], campaign=campaign)
             _check_qualification_types(
                 campaign=campaign, requirements=changes["qualification_requirements"]
             )

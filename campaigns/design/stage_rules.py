@@ -8,13 +8,35 @@ their ``AppConfig.ready()``; design asks them all, never importing them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from campaigns.models import Stage
 
 Check = Callable[[Any], list[str]]
+
+
+@dataclass(frozen=True)
+class ParamCheck:
+    """One rule parameter's check, with what a form needs to ask for it: ``kind``
+    ("number", "integer", "boolean", "choice", "names", "list", "money",
+    "qualification" or "text"), the ``options`` of a choice and the bounds of a number.
+    Called like the check it wraps (a problem in words, or None)."""
+
+    fn: Callable[[Any], str | None]
+    kind: str
+    options: tuple[Any, ...] = ()
+    minimum: float | None = None
+    maximum: float | None = None
+
+    def __call__(self, value: Any) -> str | None:
+        return self.fn(value)
+
+
+# rule name -> {parameter: (check, default)}; a default of None means required (or,
+# for a "qualification", none).
+RuleParams = Mapping[str, Mapping[str, tuple[Callable[[Any], str | None], Any]]]
 
 
 @dataclass(frozen=True)
@@ -28,6 +50,12 @@ class RuleChecks:
     review_rules_validate: Check | None = None
     bonus_rules_validate: Check | None = None
     escalation_rule_validate: Check | None = None
+    # The rules this room runs and their parameters, for forms (``stage_rule_kinds``).
+    review_rule_params: RuleParams = field(default_factory=dict)
+    bonus_rule_params: RuleParams = field(default_factory=dict)
+    escalation_rule_params: RuleParams = field(default_factory=dict)
+    # What each of these rules does, in one sentence, by rule name.
+    rule_help: Mapping[str, str] = field(default_factory=dict)
 
 
 _CHECKS: dict[str, RuleChecks] = {}
@@ -36,6 +64,31 @@ _CHECKS: dict[str, RuleChecks] = {}
 def stage_rule_checks_register(checks: RuleChecks) -> None:
     """Register (or replace) ``checks.owner``'s rule checks (at start-up)."""
     _CHECKS[checks.owner] = checks
+
+
+RULE_SETTINGS = ("review_rules", "bonus_rules", "escalation_rule")
+
+
+def stage_rule_kinds(setting: str) -> dict[str, Mapping[str, tuple[Any, Any]]]:
+    """Every rule the registered rooms run for ``setting`` ("review_rules",
+    "bonus_rules" or "escalation_rule"), by name, with its parameters."""
+    attribute = {
+        "review_rules": "review_rule_params",
+        "bonus_rules": "bonus_rule_params",
+        "escalation_rule": "escalation_rule_params",
+    }[setting]
+    kinds: dict[str, Mapping[str, tuple[Any, Any]]] = {}
+    for checks in _CHECKS.values():
+        kinds.update(getattr(checks, attribute))
+    return kinds
+
+
+def stage_rule_help(rule: str) -> str:
+    """What ``rule`` does, in a sentence ("" when no room says)."""
+    for checks in _CHECKS.values():
+        if rule in checks.rule_help:
+            return checks.rule_help[rule]
+    return ""
 
 
 def stage_rules_problems(

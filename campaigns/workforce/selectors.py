@@ -1,10 +1,11 @@
-"""Reads of the workforce room: protocol arms of stages and campaigns."""
+"""Reads of the workforce room: protocol arms of stages and campaigns, and the
+requester's qualification types."""
 
 from __future__ import annotations
 
 import random
 
-from campaigns.models import Campaign, Stage
+from campaigns.models import Campaign, QualificationType, Stage
 
 
 def stage_arm(stage: Stage) -> str:
@@ -25,3 +26,10 @@ def arm_for_position(*, campaign_id: int, arms: list[str], position: int) -> str
     order = list(arms)
     random.Random(f"qaportal-arms:{campaign_id}:{block}").shuffle(order)
     return order[index]
+
+
+def qualification_type_choices(*, owner_id: int) -> list[tuple[int, str]]:
+    """``(id, name)`` of the qualification types ``owner_id`` owns, by name: what a stage
+    of theirs may require."""
+    rows = QualificationType.objects.filter(owner_id=owner_id).order_by("name", "pk")
+    return [(pk, name) for pk, name in rows.values_list("pk", "name")]

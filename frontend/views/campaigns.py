@@ -39,8 +39,10 @@ from campaigns.recipes.services import campaign_create_with_recipe, recipe_cost
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.item_template import item_columns
 from campaigns.work.selectors.access import WORKABLE_STATES
+from campaigns.workforce.selectors import qualification_type_choices
 from campaigns.workforce.unenforced import stage_unenforced_requirements
 from frontend.forms import CampaignCreateForm, ItemUploadForm, StageAddForm
+from frontend.stage_summary import SETTING_TITLES, summary_lines
 from frontend.views.common import (
     add_domain_errors,
     campaign_or_404,
@@ -199,8 +201,14 @@ def _render_detail(
     progress = campaign_progress(campaign=campaign)
     counts = {p.stage_id: p for p in progress.stages}
     stages = list(campaign.stages.select_related("next_stage").order_by("position"))
+    stage_names = {s.pk: s.name for s in stages}
+    qualification_names = dict(qualification_type_choices(owner_id=campaign.owner_id))
     for stage in stages:
         p = counts[stage.pk]
+        said = summary_lines(
+            stage, stage_names=stage_names, qualification_names=qualification_names
+        )
+        stage.settings_summary = [(t, said[k]) for k, t in SETTING_TITLES]  # type: ignore[attr-defined]
         stage.item_count = sum(p.items.values())  # type: ignore[attr-defined]
         stage.hit_count = sum(p.hits.values())  # type: ignore[attr-defined]
         stage.assignment_count = sum(p.assignments.values())  # type: ignore[attr-defined]

@@ -109,6 +109,8 @@ def stage_edit_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRespo
     if request.method == "GET":
         return _render_edit(request, campaign, stage, StageEditForm(stage=stage, editable=editable))
     form = StageEditForm(request.POST, stage=stage, editable=editable)
+    if form.adding:  # *Add*: the form again with one more row to fill, nothing saved
+        return _render_edit(request, campaign, stage, form)
     if not form.is_valid():
         return _render_edit(request, campaign, stage, form, status=400)
     changes = form.changes()
@@ -122,6 +124,7 @@ def stage_edit_view(request: HttpRequest, slug: str, stage_id: int) -> HttpRespo
             stage = stage_link(stage=stage, next_stage=next_stage, handoff=handoff)
     except DomainError as exc:
         add_domain_errors(form, exc)
+        form.rows_place_errors()
         stage.refresh_from_db()
         return _render_edit(request, campaign, stage, form, status=400)
     if changes or link is not None:

@@ -74,12 +74,17 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
         "Items per HIT",
         "Time per assignment (minutes)",
         "HITs available for (hours)",
-        "Qualification requirements",
-        "Review rules",
-        "Bonus rules",
-        "Escalation rule",
+        "Qualification requirements as JSON",
+        "Review rules as JSON",
+        "Bonus rules as JSON",
+        "Escalation rule as JSON",
         "Accepted output feeds",
-        "Hand-off options",
+        "Hand-off options as JSON",
+        "Add to qualification requirements",
+        "Add to review rules",
+        "Add to bonus rules",
+        "Add to escalation",
+        "Target",
     ):
         assert form.get_by_label(label, exact=True).is_editable(), label
     # The task type's own setting, from its schema: label, help text and default.

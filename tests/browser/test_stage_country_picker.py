@@ -53,7 +53,8 @@ def test_countries_are_picked_by_name(page, width):
     ]
     # A refusal is said beside the list, and the page stays usable.
     page.goto(edit_url(stage))
-    page.get_by_label("Qualification requirements").fill(
+    page.get_by_text("Edit qualification requirements as JSON").click()
+    page.get_by_label("Qualification requirements as JSON").fill(
         '[{"kind": "country", "countries": ["FR"]}]'
     )
     page.get_by_label("Countries workers live in").select_option(["DE"])

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from campaigns.design.stage_rules import ParamCheck
 from validation.gold import DEFAULT_SENTENCE_THRESHOLD
 from validation.projections import (
     DEFAULT_TEXT_FIELDS,
@@ -40,7 +41,7 @@ def _num(lo: float, hi: float | None = None) -> Callable[[Any], str | None]:
             return f"must be between {lo} and {hi}" if hi is not None else f"must be >= {lo}"
         return None
 
-    return check
+    return ParamCheck(check, "number", minimum=lo, maximum=hi)
 
 
 def _int(lo: int) -> Callable[[Any], str | None]:
@@ -49,27 +50,30 @@ def _int(lo: int) -> Callable[[Any], str | None]:
             return "must be an integer"
         return None if v >= lo else f"must be >= {lo}"
 
-    return check
+    return ParamCheck(check, "integer", minimum=lo)
 
 
 def _choice(*options: Any) -> Callable[[Any], str | None]:
-    return lambda v: None if v in options else f"must be one of {', '.join(map(str, options))}"
+    def check(v: Any) -> str | None:
+        return None if v in options else f"must be one of {', '.join(map(str, options))}"
+
+    return ParamCheck(check, "choice", options=options)
 
 
-def _bool(v: Any) -> str | None:
+def _is_bool(v: Any) -> str | None:
     return None if isinstance(v, bool) else "must be true or false"
 
 
-def _str_list(v: Any) -> str | None:
+def _is_str_list(v: Any) -> str | None:
     ok = isinstance(v, list) and v and all(isinstance(s, str) and s for s in v)
     return None if ok else "must be a non-empty list of names"
 
 
-def _any_list(v: Any) -> str | None:
+def _is_any_list(v: Any) -> str | None:
     return None if isinstance(v, list) else "must be a list"
 
 
-def _money(v: Any) -> str | None:
+def _is_money(v: Any) -> str | None:
     try:
         amount = Decimal(str(v))
     except (InvalidOperation, ValueError):
@@ -79,10 +83,22 @@ def _money(v: Any) -> str | None:
     return None if amount == amount.quantize(Decimal("0.01")) else "must be whole cents"
 
 
-def _qualification(v: Any) -> str | None:
+def _is_qualification(v: Any) -> str | None:
     return (
         None if v is None or (isinstance(v, int) and not isinstance(v, bool)) else "must be an id"
     )
+
+
+def _is_name(v: Any) -> str | None:
+    return None if isinstance(v, str) else "must be a name"
+
+
+_bool = ParamCheck(_is_bool, "boolean")
+_str_list = ParamCheck(_is_str_list, "names")
+_any_list = ParamCheck(_is_any_list, "list")
+_money = ParamCheck(_is_money, "money")
+_qualification = ParamCheck(_is_qualification, "qualification")
+_name = ParamCheck(_is_name, "text")
 
 
 _DECIDING = {
@@ -103,7 +119,7 @@ RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
     "consensus": {
         "min": (_num(0, 1), 0.5),
         "min_answers": (_int(2), 3),
-        "dimension": (lambda v: None if isinstance(v, str) else "must be a name", "answerable"),
+        "dimension": (_name, "answerable"),
         "action": (_DECIDING["action"][0], HOLD),
         "on_missing": (_DECIDING["on_missing"][0], HOLD),
     },
@@ -152,7 +168,7 @@ RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "discard_labels": (_any_list, []),
         "require": (_choice("plurality", "absolute"), "plurality"),
         "ties": (_choice("none", "first"), "none"),
-        "dimension": (lambda v: None if isinstance(v, str) else "must be a name", "answerable"),
+        "dimension": (_name, "answerable"),
     },
 }
 
@@ -182,6 +198,34 @@ ESCALATION_RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] 
         "drop_if_no_answer": (_int(1), 2),
         "extend_to": (_int(1), 8),
     },
+}
+
+
+# What each rule does, for the stage form (the module docstring of
+# ``validation.rules`` says it at length).
+RULE_HELP = {
+    "auto_approve": "Approve every submission as it arrives.",
+    "gold_accuracy": "Approve a worker whose accuracy on gold items is at least min, once "
+    "they answered min_gold of them; otherwise the action.",
+    "consensus": "Approve when the share of items where the worker's label equals the "
+    "majority is at least min (items with min_answers answers).",
+    "peer_overlap": "Approve when the answer matches a peer's on the same item by metric "
+    "(sentence overlap or ROUGE) at least min.",
+    "work_time": "Hold or reject work done faster than min_seconds (per item if ticked).",
+    "paste_share": "Hold or reject answers with more than max of their text pasted.",
+    "duplicates": "Hold or reject texts that repeat earlier ones (token Jaccard at least "
+    "threshold) in more than max_share of the answer.",
+    "no_answer_rate": "Hold or reject a worker who says “no answer” more than max of the "
+    "time, once they gave min_answers answers.",
+    "gold_disqualify": "Revoke a qualification and/or block a worker whose gold accuracy "
+    "falls under min after min_gold gold items.",
+    "final_labels": "How the dashboard's final labels are voted (who counts, which labels "
+    "are discarded, plurality or absolute majority).",
+    "gold_bonus": "Pay amount to a worker for every block gold items with correct of them right.",
+    "wage_floor": "Top approved work up to hourly for its measured time (at most "
+    "cap_seconds counted).",
+    "early_stop": "Ask first workers; drop the item if drop_if_no_answer of them say “no "
+    "answer”, otherwise extend to extend_to.",
 }
 
 

@@ -80,3 +80,13 @@ def test_a_bad_reference_stored_earlier_breaks_no_page(requester, stages, token_
     page = Client()
     page.force_login(requester)
     assert page.get("/campaigns/q/").status_code == 200
+
+
+def test_a_bad_reference_stored_earlier_opens_on_the_edit_page(requester, stages):
+    _quiz, writing = stages
+    Stage.objects.filter(pk=writing.pk).update(
+        qualification_requirements=[{"quiz_stage": "Qualification quiz"}, {"round_stage": [1]}]
+    )
+    page = Client()
+    page.force_login(requester)
+    assert page.get(f"/campaigns/q/stages/{writing.pk}/edit/").status_code == 200
