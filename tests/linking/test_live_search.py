@@ -55,7 +55,8 @@ def fake(settings):
 
 def test_off_in_the_embedded_default(working, settings):
     client, assignment = working
-    assert settings.WIKIDATA_OFFLINE and not settings.LINKING_LIVE_SEARCH
+    assert settings.WIKIDATA_OFFLINE
+    assert not settings.LINKING_LIVE_SEARCH
     assert not live_search_allowed()
     data = client.get(URL, {"a": assignment.pk, "q": "Ada Lovelace"}).json()
     assert data == {"query": "Ada Lovelace", "candidates": [], "wikidata": False}
@@ -76,13 +77,15 @@ def test_finds_a_common_entity_missing_from_the_offline_index(working, fake):
         {"id": "Q7259", "label": "Ada Lovelace", "description": "English mathematician (1815-1852)"}
     ]
     (call,) = fake.calls("wbsearchentities")
-    assert call.params["search"] == "ada lovelace" and call.params["type"] == "item"
+    assert call.params["search"] == "ada lovelace"
+    assert call.params["type"] == "item"
     assert call.headers["User-Agent"].startswith(AGENT)
     assert "maxlag" not in call.params  # a person is waiting: no maxlag
     assert WikidataCacheEntry.objects.filter(kind="search").count() == 1
     # Cache first: the same (normalised) query asks nobody again.
     again = client.get(URL, {"a": assignment.pk, "q": "Ada  Lovelace"}).json()
-    assert again["candidates"] == data["candidates"] and again["wikidata"] is True
+    assert again["candidates"] == data["candidates"]
+    assert again["wikidata"] is True
     assert len(fake.calls("wbsearchentities")) == 1
 
 
@@ -90,7 +93,8 @@ def test_offline_hits_come_first_and_each_id_once(fake):
     hits, live = worker_search(query="Tom Cruise")
     assert live is True
     ids = [h["id"] for h in hits]
-    assert ids[0] == "Q37079" and ids.count("Q37079") == 1
+    assert ids[0] == "Q37079"
+    assert ids.count("Q37079") == 1
     # The offline index's description (which questions name it) is the one kept.
     assert "named in" in hits[0]["description"]
 
@@ -101,7 +105,8 @@ def test_a_slow_wikidata_costs_one_timeout_then_the_offline_list(working, fake, 
     fake.latency = 1.0
     response = client.get(URL, {"a": assignment.pk, "q": "tom cruise"})
     data = response.json()
-    assert data["wikidata"] is False and data["partial"] is True
+    assert data["wikidata"] is False
+    assert data["partial"] is True
     assert [c["id"] for c in data["candidates"]][:1] == ["Q37079"]  # the offline index's
     assert cache.get(LIVE_DOWN_KEY)
     # Live search rests a while: the next query does not wait on Wikidata again.
@@ -110,7 +115,8 @@ def test_a_slow_wikidata_costs_one_timeout_then_the_offline_list(working, fake, 
     cache.delete(LIVE_DOWN_KEY)
     fake.latency = 0.0
     later = client.get(URL, {"a": assignment.pk, "q": "ada lovelace"}).json()
-    assert later["wikidata"] is True and later["candidates"][0]["id"] == "Q7259"
+    assert later["wikidata"] is True
+    assert later["candidates"][0]["id"] == "Q7259"
 
 
 def test_a_live_source_searches_with_the_short_timeout(working, fake, settings):
