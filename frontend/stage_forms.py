@@ -130,7 +130,11 @@ class StageEditForm(forms.Form):
     instructions = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text="Shown to workers above the task as “Notes from the requester”.",
+        help_text=(
+            "Shown to workers above the task as “Notes from the requester”. A setting in "
+            "braces, e.g. {questions_per_hit} or {items_per_hit}, reads as the stage's "
+            "current value, so the notes follow the settings."
+        ),
     )
     reward = MoneyFormField(
         min_value=Decimal("0"), max_digits=8, decimal_places=2, help_text="Per assignment."

@@ -34,3 +34,23 @@ def offline_index(path: str | Path = BUNDLED_INDEX) -> OfflineIndex:
             if index is None:
                 index = _offline[key] = OfflineIndex.from_file(path)
     return index
+
+
+def live_search_allowed() -> bool:
+    """Whether ``LINKING_LIVE_SEARCH`` is on and ``WIKIDATA_USER_AGENT`` is set (live
+    requests need one)."""
+    agent = str(getattr(settings, "WIKIDATA_USER_AGENT", "") or "").strip()
+    return bool(getattr(settings, "LINKING_LIVE_SEARCH", False)) and bool(agent)
+
+
+def live_search_source() -> WikidataClient | None:
+    """The client the worker's search box asks Wikidata through when
+    ``LINKING_LIVE_SEARCH`` allows it (and ``WIKIDATA_USER_AGENT`` names who asks),
+    else None. It is off the critical path: one try within
+    ``LINKING_LIVE_SEARCH_TIMEOUT`` seconds, never queued behind other requests to
+    the host for longer, so the page falls back to the offline list instead of
+    waiting. Answers are cached like every live search (``WikidataCacheEntry``)."""
+    if not live_search_allowed():
+        return None
+    timeout = float(getattr(settings, "LINKING_LIVE_SEARCH_TIMEOUT", 3.0))
+    return WikidataClient(timeout=timeout, max_retries=0, max_wait=0, gate_wait=timeout)

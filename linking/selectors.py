@@ -21,7 +21,7 @@ from linking.agreement import (
     entity_links,
     link_set,
 )
-from linking.client import candidate_source
+from linking.client import candidate_source, live_search_allowed, live_search_source
 from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
 from linking.spans import VALUE_KINDS
 from linking.types import CandidateSource, is_qid, normalise_query
@@ -34,6 +34,10 @@ logger = logging.getLogger(__name__)
 SUGGESTION_LIMIT = 10
 SUGGESTION_CACHE_PREFIX = "linking:sg:v1:"
 DEFAULT_SUGGESTION_CACHE_TTL = 24 * 3600
+# After a live search fails, the search box uses the offline index alone this long
+# (seconds): a down or slow Wikidata costs one timeout, not one per keystroke.
+LIVE_DOWN_KEY = "linking:sg:live-down"
+LIVE_DOWN_SECONDS = 60
 ANSWERED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED)
 
 
@@ -43,9 +47,12 @@ class Suggestion(TypedDict):
     description: str
 
 
-def suggestion_cache_key(*, query: str, language: str = "en", limit: int = SUGGESTION_LIMIT) -> str:
-    """The shared-cache key of one suggestion list (the normalised query, hashed)."""
-    raw = f"{language}|{limit}|{normalise_query(query)}"
+def suggestion_cache_key(
+    *, query: str, language: str = "en", limit: int = SUGGESTION_LIMIT, live: bool = False
+) -> str:
+    """The shared-cache key of one suggestion list (the normalised query, hashed);
+    ``live``: the offline index's hits merged with Wikidata's own (``worker_search``)."""
+    raw = f"{language}|{limit}|{normalise_query(query)}" + ("|live" if live else "")
     return SUGGESTION_CACHE_PREFIX + hashlib.sha1(raw.encode(), usedforsecurity=False).hexdigest()
 
 
@@ -77,6 +84,71 @@ def suggestions_search(
     ttl = int(getattr(settings, "LINKING_SUGGESTION_CACHE_TTL", DEFAULT_SUGGESTION_CACHE_TTL))
     cache.set(key, hits, ttl)
     return hits, False
+
+
+def worker_search_is_live() -> bool:
+    """Whether the worker's search box asks Wikidata itself: the candidate source is
+    live, or the offline index is backed by live search (``LINKING_LIVE_SEARCH``)."""
+    return not getattr(settings, "WIKIDATA_OFFLINE", False) or live_search_allowed()
+
+
+def worker_search_cache_key(*, query: str, limit: int = SUGGESTION_LIMIT) -> str:
+    """The shared-cache key under which ``worker_search`` keeps ``query``'s list."""
+    offline = bool(getattr(settings, "WIKIDATA_OFFLINE", False))
+    return suggestion_cache_key(query=query, limit=limit, live=offline and live_search_allowed())
+
+
+def worker_search(
+    *, query: str, language: str = "en", limit: int = SUGGESTION_LIMIT
+) -> tuple[list[Suggestion], bool]:
+    """The worker's search box: ranked candidates for ``query`` and whether Wikidata
+    itself was searched (False: the offline index alone, which holds only some items).
+
+    With a live source, ``suggestions_search`` through the interactive client (one
+    try within ``LINKING_LIVE_SEARCH_TIMEOUT``); ``WikidataError`` propagates. With
+    the offline index and ``LINKING_LIVE_SEARCH`` on, the index's hits merged with
+    Wikidata's (``wbsearchentities``, cached in the database and, merged, in the
+    shared cache); when Wikidata fails or is slow, the index's hits alone, and live
+    search rests for ``LIVE_DOWN_SECONDS``.
+    """
+    live = live_search_source()
+    if not getattr(settings, "WIKIDATA_OFFLINE", False):
+        hits, _ = suggestions_search(query=query, language=language, limit=limit, source=live)
+        return hits, True
+    offline_hits, _ = suggestions_search(query=query, language=language, limit=limit)
+    if live is None or not normalise_query(query):
+        return offline_hits, False
+    key = suggestion_cache_key(query=query, language=language, limit=limit, live=True)
+    cached = cache.get(key)
+    if cached is not None:
+        return cached, True
+    if cache.get(LIVE_DOWN_KEY):
+        return offline_hits, False
+    try:
+        page = live.search(query, language=language, limit=limit)
+    except WikidataError as exc:
+        logger.warning("live search for %r failed, offline list only: %s", query, exc)
+        cache.set(LIVE_DOWN_KEY, 1, LIVE_DOWN_SECONDS)
+        return offline_hits, False
+    live_hits = [
+        Suggestion(id=h["id"], label=h["label"], description=h["description"]) for h in page.hits
+    ]
+    merged = _merge_hits(offline_hits, live_hits, limit=limit)
+    ttl = int(getattr(settings, "LINKING_SUGGESTION_CACHE_TTL", DEFAULT_SUGGESTION_CACHE_TTL))
+    cache.set(key, merged, ttl)
+    return merged, True
+
+
+def _merge_hits(
+    offline: list[Suggestion], live: list[Suggestion], *, limit: int
+) -> list[Suggestion]:
+    """The index's best half first (its descriptions name the campaign's questions),
+    then Wikidata's ranking, then the rest of the index; each id once."""
+    half = (limit + 1) // 2
+    out: dict[str, Suggestion] = {}
+    for hit in offline[:half] + live + offline[half:]:
+        out.setdefault(hit["id"], hit)
+    return list(out.values())[:limit]
 
 
 def qid_targets(*, qids: Iterable[str], source: CandidateSource | None = None) -> dict[str, str]:

@@ -153,6 +153,7 @@ class WikidataClient:
         backoff_max: float | None = None,
         max_wait: float | None = None,
         max_concurrent: int | None = None,
+        gate_wait: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         session: requests.Session | None = None,
     ) -> None:
@@ -186,6 +187,10 @@ class WikidataClient:
         self.max_wait = float(setting("WIKIDATA_MAX_WAIT", max_wait, DEFAULT_MAX_WAIT))
         limit = int(setting("WIKIDATA_MAX_CONCURRENT_PER_HOST", max_concurrent, 1))
         self.gate = host_gate(self.api_url, limit=limit)
+        # None: wait for the host as long as it takes (background work); a number: an
+        # interactive client gives up (WikidataUnavailable) rather than queue behind
+        # other requests or a server-asked pause for longer than that.
+        self.gate_wait = gate_wait
         self.sleep = sleep
         self._local = threading.local()
         self._session = session
@@ -290,9 +295,14 @@ class WikidataClient:
         problem = ""
         for attempt in range(self.max_retries + 1):
             wait: float | None = None
-            self.gate.semaphore.acquire()
+            if self.gate_wait is None:
+                self.gate.semaphore.acquire()
+            elif not self.gate.semaphore.acquire(timeout=self.gate_wait):
+                raise WikidataUnavailable(f"{self.api_url} busy for {self.gate_wait:g} s")
             try:
                 pause = self.gate.pause_left()
+                if self.gate_wait is not None and pause > self.gate_wait:
+                    raise WikidataUnavailable(f"{self.api_url} paused for {pause:.0f} s")
                 if pause > 0:
                     self.sleep(pause)
                 with self.gate.lock:

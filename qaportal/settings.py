@@ -618,3 +618,9 @@ WIKIDATA_MAX_CONCURRENT_PER_HOST = int(os.environ.get("WIKIDATA_MAX_CONCURRENT_P
 # how long a query's candidates stay in the cache (seconds).
 LINKING_SUGGEST_RATE_PER_MINUTE = int(os.environ.get("LINKING_SUGGEST_RATE_PER_MINUTE", "240"))
 LINKING_SUGGESTION_CACHE_TTL = int(os.environ.get("LINKING_SUGGESTION_CACHE_TTL", "86400"))
+# The worker's linking search box also asks Wikidata itself (wbsearchentities) when the
+# offline index has no match: on once WIKIDATA_USER_AGENT is set (a Wikidata endpoint is
+# configured), off in the embedded offline default. One try within the timeout
+# (seconds); past it the page says it searched the offline list only.
+LINKING_LIVE_SEARCH = env_bool("LINKING_LIVE_SEARCH", default=bool(WIKIDATA_USER_AGENT))
+LINKING_LIVE_SEARCH_TIMEOUT = float(os.environ.get("LINKING_LIVE_SEARCH_TIMEOUT", "3"))

@@ -91,10 +91,11 @@ WRITE = StageSpec(
     "per topic x type cell; a numeric value for count and superlative answers, and the "
     "counted entities for count; §3: 250 questions per type, 500 generic, per topic",
     instructions=(
-        "Write five different questions about the topic, each of the complexity type "
-        "shown, with their answers. Use any source you like. For count questions give "
-        "the number and the entities counted (at least five when there are more); for "
-        "superlative questions give the value that makes the answer the most or least."
+        "Write {questions_per_hit} different questions about the topic, each of the "
+        "complexity type shown, with their answers. Use any source you like. For count "
+        "questions give the number and the entities counted (at least five when there are "
+        "more); for superlative questions give the value that makes the answer the most or "
+        "least."
     ),
     config={"questions_per_hit": QUESTIONS_PER_HIT, "expected_outputs_per_assignment": 4},
     reward=Decimal("1.25"),

@@ -317,7 +317,8 @@ def _tutorial(arm: str) -> StageSpec:
         source="§3.3 tutorial (CROWD and EXPERT only): steps, a practice quiz with "
         "feedback, a scored quiz, then the tutorial's writing task; App. B: $3.50 for "
         "the tutorial",
-        instructions="Work through the short tutorial, then answer the five scored questions.",
+        instructions="Work through the short tutorial, then answer the {question_count} scored "
+        "questions.",
         config={**TUTORIAL_QUIZ, "arm": arm},
         reward=Decimal("3.50"),
         estimated_minutes=20,
@@ -330,9 +331,9 @@ def _tutorial(arm: str) -> StageSpec:
 
 
 WRITING_INSTRUCTIONS = (
-    "Read the passage and write two multiple-choice questions about it, each with four "
-    "options of which exactly one is right. Good questions need a careful reading of the "
-    "whole passage; good wrong options are plausible."
+    "Read the passage and write {questions_per_passage} multiple-choice questions about it, "
+    "each with four options of which exactly one is right. Good questions need a careful "
+    "reading of the whole passage; good wrong options are plausible."
 )
 
 
@@ -535,7 +536,10 @@ VALIDATION_QUIZ_STAGE = StageSpec(
     name="Validation quiz",
     task_type="quiz",
     source="§4 validation qualification: a quiz of 5 questions, 3 right to pass, $2.50",
-    instructions="Answer five questions about short passages; three right answers qualify you.",
+    instructions=(
+        "Answer {question_count} questions about short passages; {pass_points} right answers "
+        "qualify you."
+    ),
     config=VALIDATION_QUIZ,
     reward=Decimal("2.50"),
     estimated_minutes=15,

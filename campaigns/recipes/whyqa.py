@@ -185,7 +185,7 @@ ANSWER = StageSpec(
     "No-Answer, $0.06 per HIT; §3.2: 3 assignments first, dropped when 2 of 3 say "
     "No-Answer, otherwise 8 answers; §2.3: quiz and 80 % approval",
     instructions=(
-        "Select the one to three sentences of the article that answer the question, "
+        "Select the one to {max_sentences} sentences of the article that answer the question, "
         'or tick "no answer" if the article does not answer it.'
     ),
     config={

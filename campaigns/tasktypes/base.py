@@ -758,6 +758,15 @@ class TaskType:
         """The stage config with ``config_defaults`` filled in."""
         return {**self.config_defaults, **(config or {})}
 
+    def instruction_numbers(self, config: Mapping[str, Any] | None) -> dict[str, float]:
+        """The counts a stage's instructions may name as ``{name}``
+        (``campaigns.tasktypes.instructions``): the effective config's numbers."""
+        return {
+            key: value
+            for key, value in self.effective_config(config).items()
+            if isinstance(value, int | float) and not isinstance(value, bool)
+        }
+
     def view(
         self,
         *,

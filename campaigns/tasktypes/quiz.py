@@ -296,6 +296,22 @@ class Quiz(TaskType):
         ),
     )
 
+    def instruction_numbers(self, config: Mapping[str, Any] | None) -> dict[str, float]:
+        """Besides the config's numbers: ``question_count``, the pass mark
+        ``pass_points`` (when the scoring gives one) and the retake's ``max_tries``."""
+        cfg = self.effective_config(config)
+        numbers = super().instruction_numbers(cfg)
+        questions = cfg.get("questions")
+        if isinstance(questions, list):
+            numbers["question_count"] = len(questions)
+        scoring = cfg.get("scoring")
+        if isinstance(scoring, Mapping) and isinstance(scoring.get("pass_points"), int | float):
+            numbers["pass_points"] = scoring["pass_points"]
+        retake = cfg.get("retake")
+        if isinstance(retake, Mapping) and isinstance(retake.get("max_tries"), int):
+            numbers["max_tries"] = retake["max_tries"]
+        return numbers
+
     def validate_config(self, config: Any) -> list[FieldError]:
         errors = super().validate_config(config)
         if errors:

@@ -12,8 +12,16 @@ from django.utils.safestring import SafeString, mark_safe
 
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import Field
+from campaigns.tasktypes.instructions import stage_instructions
 
 register = template.Library()
+
+
+@register.filter
+def stage_notes(stage: Any) -> str:
+    """The stage's instructions as workers read them: ``{questions_per_hit}`` and the
+    other placeholders filled from the stage's current settings."""
+    return stage_instructions(stage)
 
 
 @register.simple_tag(takes_context=True)

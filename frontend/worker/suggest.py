@@ -14,7 +14,7 @@ from campaigns.models import Assignment, AssignmentStatus
 from campaigns.tasktypes import task_type_get
 from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.loading import assignment_load
-from linking.selectors import SUGGESTION_LIMIT, suggestion_cache_key, suggestions_search
+from linking.selectors import worker_search, worker_search_cache_key, worker_search_is_live
 from linking.wikidata import WikidataError
 
 logger = logging.getLogger(__name__)
@@ -59,7 +59,10 @@ def _error(message: str, status: int) -> JsonResponse:
 @require_GET
 def suggest(request: HttpRequest) -> JsonResponse:
     """``GET /work/suggest/?a=<assignment id>&q=<text>``: ranked Wikidata candidates
-    ``{"query", "candidates": [{"id", "label", "description"}]}``, cache first.
+    ``{"query", "candidates": [{"id", "label", "description"}], "wikidata"}``, cache
+    first; ``wikidata`` says whether Wikidata itself was searched (false: the offline
+    index alone, which holds only some items, so the page words an empty list so
+    that a worker does not take a real entity for one missing from Wikidata).
 
     Only for the worker holding assignment ``a`` (accepted, not yet submitted) on a
     linking stage, as the worker pages know them (session workers, or the logged-in
@@ -76,7 +79,7 @@ def suggest(request: HttpRequest) -> JsonResponse:
     # One round trip for who holds the assignment (remembered for this browser) and
     # the suggestions; the database is asked only when the holder is not known.
     auth_key = f"{AUTH_PREFIX}{request.session.session_key}:{raw_id}"
-    sg_key = suggestion_cache_key(query=query, limit=SUGGESTION_LIMIT) if query else ""
+    sg_key = worker_search_cache_key(query=query) if query else ""
     found = cache.get_many([auth_key, sg_key] if sg_key else [auth_key])
     worker_id = found.get(auth_key)
     if worker_id is None:
@@ -97,15 +100,23 @@ def suggest(request: HttpRequest) -> JsonResponse:
         response["Retry-After"] = "30"
         return response
     if sg_key in found:
-        response = JsonResponse({"query": query, "candidates": found[sg_key]})
-        response["Cache-Control"] = "private, max-age=300"
-        return response
+        live = worker_search_is_live()
+        return _answer({"query": query, "candidates": found[sg_key], "wikidata": live})
     payload: dict[str, object] = {"query": query}
     try:
-        payload["candidates"], _ = suggestions_search(query=query, limit=SUGGESTION_LIMIT)
+        payload["candidates"], payload["wikidata"] = worker_search(query=query)
     except WikidataError as exc:
         logger.warning("suggestions for %r unavailable: %s", query, exc)
-        payload.update(candidates=[], unavailable=True)
+        payload.update(candidates=[], unavailable=True, wikidata=False)
+    return _answer(payload)
+
+
+def _answer(payload: dict[str, object]) -> JsonResponse:
+    """The list as JSON; one given without Wikidata while Wikidata should have been
+    asked (slow or down) is marked ``partial``: the page does not keep it, so the next
+    search tries Wikidata again."""
+    if not payload.get("wikidata") and worker_search_is_live():
+        payload["partial"] = True
     response = JsonResponse(payload)
     response["Cache-Control"] = "private, max-age=300"
     return response

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.browser.a11y import AXE
+
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--no-sandbox",
@@ -44,6 +46,9 @@ def browser() -> Iterator[object]:
 @pytest.fixture
 def page(browser, live_server):
     context = browser.new_context(base_url=live_server.url, viewport={"width": 390, "height": 844})
+    # axe-core in every page from the start, so a check never reloads a page that a
+    # POST produced (tests/browser/a11y.py).
+    context.add_init_script(path=str(AXE))
     page = context.new_page()
     page.set_default_timeout(10_000)
     yield page

@@ -11,6 +11,7 @@ from decimal import Decimal
 import pytest
 
 from campaigns.models import AssignmentStatus, Datasheet
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 
@@ -50,6 +51,7 @@ def test_requester_completes_the_datasheet_and_downloads_the_dataset(page, tmp_p
     page.get_by_text("Saved: the next hf export includes this datasheet.").wait_for()
     assert int(page.locator(".open-questions").inner_text().split()[0]) == before - 1
     assert "IRB 2026-117" in Datasheet.objects.get(campaign=campaign).text
+    assert_person_can_use(page, where="datasheet, saved", touch=False)
 
     page.goto(f"/campaigns/{campaign.slug}/#export")
     with page.expect_download() as download_info:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,
@@ -50,6 +51,7 @@ def test_export_button_shows_progress_and_downloads_the_named_file(
     assert page.locator("#job-status").inner_text() == "done"
     assert page.locator("#job-row-count").inner_text() == "6"
     checksum = page.locator("#job-checksum").inner_text()
+    assert_person_can_use(page, where="export job, done", touch=False)
     page.screenshot(path=str(tmp_path / "job.png"))
 
     with page.expect_download() as info:

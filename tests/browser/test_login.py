@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import CampaignFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -12,6 +13,7 @@ def test_requester_logs_in_and_sees_only_own_campaigns(page):
     CampaignFactory.create(owner=alice, name="Alice's Mintaka")
     CampaignFactory.create(owner=UserFactory.create(username="bob"), name="Bob's WhyQA")
     page.goto("/accounts/login/")
+    assert_person_can_use(page, where="login page", touch=False)
     page.get_by_label("Username").fill("alice")
     page.get_by_label("Password").fill("correct horse battery")
     page.get_by_role("button", name="Log in").click()
@@ -19,3 +21,4 @@ def test_requester_logs_in_and_sees_only_own_campaigns(page):
     body = page.locator("body").inner_text()
     assert "Alice's Mintaka" in body
     assert "Bob's WhyQA" not in body
+    assert_person_can_use(page, where="campaign list", touch=False)

@@ -17,6 +17,7 @@ import pytest
 from campaigns import tasktypes
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITItem
 from tests.browser import mturk_urls
+from tests.browser.a11y import axe_violations, layout_problems
 from tests.campaigns.work.conftest import TEMPLATES_DIR, EchoTask, add_items
 from tests.factories import CampaignFactory, StageFactory
 
@@ -69,6 +70,14 @@ def _in_mturk(page, mturk_origin: str, task_origin: str, assignment_id: str):
     return page.frame_locator("#task")
 
 
+def _person_can_use_the_frame(page, *, where: str) -> None:
+    """The checks on the task page inside the frame (the fake MTurk page around it is
+    the test's own): axe-core is in every frame (the page fixture's init script)."""
+    frame = next(f for f in page.frames if f is not page.main_frame)
+    problems = axe_violations(frame) + layout_problems(frame)
+    assert not problems, f"{where}:\n" + "\n".join(problems)
+
+
 def test_mturk_worker_previews_accepts_and_submits_in_the_frame(page, mturk_site, hit):
     mturk_origin, task_origin = mturk_site
 
@@ -77,8 +86,11 @@ def test_mturk_worker_previews_accepts_and_submits_in_the_frame(page, mturk_site
     assert preview.get_by_text("a cat on a mat").is_visible()
     assert preview.get_by_role("button", name="Submit").count() == 0
     assert not Assignment.objects.exists()
+    _person_can_use_the_frame(page, where="MTurk preview in the frame")
 
     task = _in_mturk(page, mturk_origin, task_origin, ASSIGNMENT_ID)
+    task.locator('[name="items/0/text"]').wait_for()
+    _person_can_use_the_frame(page, where="MTurk task in the frame")
     task.locator('[name="items/0/text"]').fill("A cat sits on a mat.")
     task.get_by_role("button", name="Submit").click()
 

@@ -14,6 +14,7 @@ import pytest
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.simulate import simulate_crowd
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -55,6 +56,7 @@ def test_requester_publishes_watches_progress_and_bulk_approves(page, live_serve
     page.get_by_text("The campaign is now pilot").wait_for()
     progress = page.locator("#progress .progress-total")
     assert "0 done, 3 to go" in progress.inner_text()
+    assert_person_can_use(page, where="campaign page, pilot started", touch=False)
 
     # Simulated workers submit while the page is open; the live section follows.
     campaign = Campaign.objects.get(slug="browser-pilot")
@@ -96,6 +98,7 @@ def test_requester_publishes_watches_progress_and_bulk_approves(page, live_serve
     page.get_by_text("Approved 3 assignments.").wait_for()
     assert dialogs == ["Approve 3 assignment(s)?"]
     assert Assignment.objects.filter(status=AssignmentStatus.APPROVED).count() == 3
+    assert_person_can_use(page, where="review queue after a bulk approval", touch=False)
 
     # The dataset in Mintaka's schema, downloaded from the campaign page.
     page.get_by_role("link", name="Browser pilot").click()

@@ -14,6 +14,7 @@ import pytest
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, Stage
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -94,6 +95,7 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     assert "Default: 5." in field.inner_text()
     assert page.locator("#what-changes-title").is_visible()
     assert "Nothing is published yet" in page.locator(".what-changes").inner_text()
+    assert_person_can_use(page, where="stage edit page", touch=False)
 
     # The preview shows the worker's page with the stage's first item, and follows edits.
     frame = page.frame_locator("#stage-preview")
@@ -116,6 +118,7 @@ def test_stage_config_is_a_form_from_the_schema_with_json_and_a_live_preview(pag
     form.get_by_role("button", name="Save stage").click()
     error = page.locator(".field.has-error", has=page.get_by_label("Questions per hit"))
     assert "less than or equal to 20" in error.inner_text()
+    assert_person_can_use(page, where="stage edit page, a refused value", touch=False)
     stage.refresh_from_db()
     assert stage.config == {}
 
@@ -179,6 +182,7 @@ def test_a_live_stage_says_what_may_still_change_and_keeps_the_rest(page):
     )
     assert page.get_by_label("Questions per hit").is_disabled()
     assert page.get_by_role("button", name="Clone this stage").count() == 0
+    assert_person_can_use(page, where="stage edit page, live", touch=False)
 
     page.get_by_label("Instructions").fill("Now with an example of a good question.")
     page.get_by_role("button", name="Save stage").click()
@@ -212,6 +216,7 @@ def test_going_live_on_a_paid_platform_states_the_money_first(page):
     assert "total 3.60 USD" in summary
     assert "sandbox: no real money" in page.locator("#confirm-title").inner_text()
     assert page.get_by_role("button", name="Go live: commit 3.60 USD").is_visible()
+    assert_person_can_use(page, where="go-live confirmation", touch=False)
 
     page.get_by_role("link", name="Cancel").click()
     page.wait_for_url(f"**/campaigns/{stage.campaign.slug}/")
@@ -246,6 +251,7 @@ def test_upload_shows_the_columns_and_its_template_uploads_as_is(page, tmp_path)
     page.locator("form.upload input[type=file]").set_input_files(str(upload))
     page.locator("form.upload").get_by_role("button", name="Upload", exact=True).click()
     page.get_by_text("Stored 1 item from template.csv").wait_for()
+    assert_person_can_use(page, where="campaign page after an upload", touch=False)
 
 
 def test_a_second_campaign_with_the_same_name_is_refused_on_the_form(page):
@@ -259,4 +265,5 @@ def test_a_second_campaign_with_the_same_name_is_refused_on_the_form(page):
     error = page.locator(".field.has-error", has=page.get_by_label("Name"))
     assert "You have a campaign named 'Mintaka pilot' already" in error.inner_text()
     assert "e.g. 'Mintaka pilot (2)'" in error.inner_text()
+    assert_person_can_use(page, where="new campaign form, a refused name", touch=False)
     assert Campaign.objects.filter(name="Mintaka pilot").count() == 1

@@ -19,6 +19,7 @@ from campaigns.models import Campaign, CampaignState, Item, ItemSource
 from campaigns.platforms.publishing import campaign_start
 from campaigns.recipes.services import campaign_create_with_recipe
 from campaigns.work.invites import invite_create, invite_token
+from tests.browser.a11y import assert_person_can_use
 from tests.browser.test_requester_design import log_in
 from tests.factories import UserFactory
 from tests.helpers import local_pipeline, submitted_assignment
@@ -244,5 +245,6 @@ def test_requester_pages_at_1280_and_390_without_horizontal_scroll(page, tmp_pat
             if page.locator("#quality").count():
                 page.locator("#quality .live[data-live-updated]").wait_for(state="attached")
             assert _no_horizontal_scroll(page), f"{name} at {width_name} px scrolls sideways"
+            assert_person_can_use(page, where=f"{name} at {width_name} px", touch=False)
             page.screenshot(path=str(out / f"requester-{name}-{width_name}.png"), full_page=True)
     assert len(list(out.glob("requester-*.png"))) == 2 * len(PAGES)

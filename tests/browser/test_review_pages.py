@@ -4,7 +4,7 @@ Entity-link review: the three annotators of one item side by side, each span
 highlighted in the text, each id with its Wikidata label and a link; a decision is
 saved without a page reload and the keyboard (j/k, 1 to 9, d) still drives the page.
 Assignment review: rule verdicts in words, "Select all on this page" (and "*").
-Both pass axe-core (no serious or critical violation) at 1280 and 390 px.
+Both pass axe-core (no violation of any impact) at 1280 and 390 px.
 """
 
 from __future__ import annotations

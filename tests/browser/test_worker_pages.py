@@ -18,6 +18,7 @@ from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Assignment, AssignmentStatus
 from campaigns.platforms.publishing import campaign_start
 from campaigns.work.invites import invite_create, invite_token
+from tests.browser.a11y import assert_person_can_use
 from tests.factories import UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -72,12 +73,14 @@ def test_worker_writes_count_questions(page):
         "Best Costume Design" in page.locator('[name="questions/1/counted_entities"]').input_value()
     )
     assert not Assignment.objects.filter(status=AssignmentStatus.SUBMITTED).exists()
+    assert_person_can_use(page, where="refused answer, errors shown")
 
     # Typed key by key, as a person would: the page's telemetry counts the keystrokes.
     first.press("End")
     first.press_sequentially("?")
     page.get_by_role("button", name="Submit").click()
     page.get_by_role("heading", name="Thank you!").wait_for()
+    assert_person_can_use(page, where="thank-you page")
 
     stored = Assignment.objects.get(hit__stage=stage)
     assert stored.status == AssignmentStatus.SUBMITTED
@@ -107,6 +110,7 @@ def test_worker_selects_answer_sentences(page):
     )
     _start_and_accept(page, invite_path)
 
+    assert_person_can_use(page, where="sentence selection task")
     page.get_by_label(sentences[2]).check()
     page.get_by_label(sentences[3]).check()
     page.get_by_role("button", name="Submit").click()

@@ -87,7 +87,12 @@ def test_wikidata_down_gives_an_empty_list_not_an_error(working, monkeypatch):
     monkeypatch.setattr("linking.selectors.candidate_source", lambda **kw: Down())
     response = client.get(URL, {"a": assignment.pk, "q": "anything new"})
     assert response.status_code == 200
-    assert response.json() == {"query": "anything new", "candidates": [], "unavailable": True}
+    assert response.json() == {
+        "query": "anything new",
+        "candidates": [],
+        "unavailable": True,
+        "wikidata": False,
+    }
 
 
 def test_rate_limited_per_worker(working, settings):

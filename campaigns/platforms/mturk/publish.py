@@ -25,6 +25,7 @@ from campaigns.platforms.mturk.xml import qualification_requirements
 from campaigns.platforms.operations import operation_request
 from campaigns.platforms.publishing import hits_being_published, publish_key
 from campaigns.platforms.review import campaign_budget_check
+from campaigns.tasktypes.instructions import stage_instructions
 from campaigns.work.publishing import stage_publish
 from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
@@ -94,7 +95,7 @@ def mturk_stage_publish(*, stage: Stage, allow_partial: bool = True) -> Provider
                 stage_id=stage.pk,
                 hit_ids=hit_ids,
                 title=f"{campaign.name}: {stage.name}",
-                description=stage.instructions or stage.name,
+                description=stage_instructions(stage) or stage.name,
                 keywords=str(config.get("keywords", "")),
                 reward=Decimal(stage.reward),
                 duration_seconds=int(stage.assignment_duration.total_seconds()),

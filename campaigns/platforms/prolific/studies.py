@@ -65,6 +65,7 @@ from campaigns.platforms.review import (
 )
 from campaigns.platforms.workers import block_group_name, qualification_group_name
 from campaigns.tasktypes import task_type_get
+from campaigns.tasktypes.instructions import stage_instructions
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNotAllowedError,
@@ -224,7 +225,7 @@ def prolific_stage_publish(
         body = study_body(
             key=key,
             name=f"{campaign.name}: {stage.name}",
-            description=stage.instructions,
+            description=stage_instructions(stage),
             stage_id=stage.pk,
             places=places,
             reward=Decimal(stage.reward),

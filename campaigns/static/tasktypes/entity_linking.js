@@ -12,7 +12,9 @@
 // - Each row gets a search box (empty, the span's words as placeholder): as the worker
 //   types (debounced), /work/suggest/ answers with ranked Wikidata candidates; picking
 //   one fills the id and cancels any search still on its way, so the page never moves
-//   under the worker's next click.
+//   under the worker's next click. An empty list says whether Wikidata itself was
+//   searched or only the offline list, and that "Not in Wikidata" is for an entity
+//   that truly has no item (issue 36).
 // The server's validation stays authoritative (offsets, overlaps, ids).
 (function () {
   "use strict";
@@ -55,7 +57,9 @@
         return r.json();
       })
       .then(function (data) {
-        if (!data.busy && !data.unavailable) answers.set(key, data);
+        // A list given without Wikidata while Wikidata is slow or down ("partial")
+        // is not kept: the next search asks again.
+        if (!data.busy && !data.unavailable && !data.partial) answers.set(key, data);
         return data;
       });
   }
@@ -191,17 +195,21 @@
       list.hidden = candidates.length === 0;
       search.setAttribute("aria-expanded", candidates.length ? "true" : "false");
       setActive(-1);
+      // An empty list must not read as "not in Wikidata": the offline list holds only
+      // some items, and even Wikidata's search misses other names and spellings.
+      var onlyIf = "tick \u201cNot in Wikidata\u201d only if it truly has no item.";
       status.textContent = data.busy ? "Too many searches; wait a moment."
-        : data.unavailable ? "Wikidata cannot be searched right now: type the id, or tick \u201cNot in Wikidata\u201d."
+        : data.unavailable ? "Wikidata cannot be searched from here right now. Search by name on wikidata.org and type the id; " + onlyIf
         : candidates.length ? candidates.length + " suggestions for \u201c" + data.query + "\u201d."
-        : "No suggestions: try other words, or tick \u201cNot in Wikidata\u201d.";
+        : data.wikidata ? "No suggestion found for \u201c" + data.query + "\u201d. Search by another name or spelling; " + onlyIf
+        : "No suggestion found here: this list holds only some Wikidata items. Search by name on wikidata.org and type the id; " + onlyIf;
     }
     function lookup() {
       var query = (search.value.trim() || words).trim();
       if (!query) { close(); return; }
       var mine = ++seq;
       fetchCandidates(query).then(function (data) {
-        if (mine === seq && document.activeElement === search) { shownFor = query; show({ query: query, candidates: data.candidates, busy: data.busy, unavailable: data.unavailable }); }
+        if (mine === seq && document.activeElement === search) { shownFor = query; show({ query: query, candidates: data.candidates, busy: data.busy, unavailable: data.unavailable, wikidata: data.wikidata }); }
       }).catch(function () {
         if (mine === seq) show({ candidates: [], unavailable: true });
       });

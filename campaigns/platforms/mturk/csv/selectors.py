@@ -35,6 +35,7 @@ from campaigns.platforms.mturk.csv.format import (
     mturk_reward_format,
     mturk_time_format,
 )
+from campaigns.tasktypes.instructions import stage_instructions
 
 CHUNK_SIZE = 500
 STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -139,7 +140,7 @@ def _hit_cells(hit: HIT) -> dict[str, str]:
         "HITId": hit.provider_hit_id or f"{LOCAL_HIT_PREFIX}{hit.pk}",
         "HITTypeId": hit.provider_group_id or f"{LOCAL_GROUP_PREFIX}{stage.pk}",
         "Title": stage.name,
-        "Description": stage.instructions,
+        "Description": stage_instructions(stage),
         "Keywords": "",
         "Reward": mturk_reward_format(hit.reward),
         "CreationTime": mturk_time_format(hit.published_at or hit.created_at),
