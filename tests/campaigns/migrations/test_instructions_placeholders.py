@@ -1,4 +1,4 @@
-"""Migration 0016: stages made from a recipe before the notes followed the settings get
+"""Migration 0017: stages made from a recipe before the notes followed the settings get
 the recipe sentence with its placeholder; other text is left alone."""
 
 from __future__ import annotations
