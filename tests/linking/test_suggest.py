@@ -95,9 +95,11 @@ def test_wikidata_down_gives_an_empty_list_not_an_error(working, monkeypatch):
     }
 
 
-def test_rate_limited_per_worker(working, settings):
+def test_rate_limited_per_worker(working, settings, monkeypatch):
     client, assignment, _, _ = working
     settings.LINKING_SUGGEST_RATE_PER_MINUTE = 3
+    # The limit counts per clock minute: the test's calls must not straddle two.
+    monkeypatch.setattr("frontend.worker.suggest.time.time", lambda: 1_800_000_010.0)
     codes = [client.get(URL, {"a": assignment.pk, "q": f"t{n}"}).status_code for n in range(4)]
     assert codes == [200, 200, 200, 429]
     assert client.get(URL, {"a": assignment.pk, "q": "x"})["Retry-After"] == "30"
