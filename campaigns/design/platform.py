@@ -60,6 +60,19 @@ class BonusWanted:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A review decision on one assignment, as ``Platform.decision_request`` carries it
+    out: approve (and pay) or reject; ``source`` says what decided ("requester",
+    "rule:auto_approve", …), ``reason`` why, ``feedback`` what the worker hears."""
+
+    approve: bool
+    decided_by: AbstractBaseUser | None
+    source: str
+    reason: str
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
 class CredentialField:
     """One credential a campaign's owner may store for a platform (``credential_fields``):
     ``name`` is a keyword argument of the platform's ``provider`` ``from_credentials``."""
@@ -202,17 +215,8 @@ class Platform(ABC):
 
     # --- decisions, money to workers, messages, qualifications ---------------------------
     @abstractmethod
-    def decision_request(
-        self,
-        *,
-        assignment: Assignment,
-        approve: bool,
-        decided_by: AbstractBaseUser | None,
-        source: str,
-        reason: str,
-        feedback: str,
-    ) -> Assignment:
-        """Approve (and pay) or reject ``assignment``, once: at once
+    def decision_request(self, *, assignment: Assignment, decision: Decision) -> Assignment:
+        """Carry out ``decision`` on ``assignment`` (approve and pay, or reject), once: at once
         (``decides_at_once``) or asked of the platform; the assignment as it now stands."""
 
     @abstractmethod
@@ -304,6 +308,7 @@ def platform_names() -> list[str]:
 __all__ = [
     "BonusWanted",
     "CredentialField",
+    "Decision",
     "FeeModel",
     "Platform",
     "SettingKey",

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 
-from campaigns.design.platform import BonusWanted, FeeModel, Platform
+from campaigns.design.platform import BonusWanted, Decision, FeeModel, Platform
 from campaigns.models import (
     HIT,
     Assignment,
@@ -156,27 +156,21 @@ class PaidPlatform(CrowdPlatform):
                 campaign=hit.stage.campaign,
             )
 
-    def decision_request(
-        self,
-        *,
-        assignment: Assignment,
-        approve: bool,
-        decided_by: AbstractBaseUser | None,
-        source: str,
-        reason: str,
-        feedback: str,
-    ) -> Assignment:
-        if approve:
+    def decision_request(self, *, assignment: Assignment, decision: Decision) -> Assignment:
+        if decision.approve:
             paid_assignment_approve(
-                assignment=assignment, decided_by=decided_by, source=source, reason=reason
+                assignment=assignment,
+                decided_by=decision.decided_by,
+                source=decision.source,
+                reason=decision.reason,
             )
         else:
             paid_assignment_reject(
                 assignment=assignment,
-                decided_by=decided_by,
-                source=source,
-                reason=reason,
-                feedback=feedback,
+                decided_by=decision.decided_by,
+                source=decision.source,
+                reason=decision.reason,
+                feedback=decision.feedback,
             )
         assignment.refresh_from_db()
         return assignment
