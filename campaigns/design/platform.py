@@ -73,6 +73,17 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class WorkerMessage:
+    """A message to some workers of a campaign (``Platform.workers_message``): sent once
+    per ``key`` (None: a fresh one each time)."""
+
+    workers: list[Worker]
+    subject: str
+    body: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class CredentialField:
     """One credential a campaign's owner may store for a platform (``credential_fields``):
     ``name`` is a keyword argument of the platform's ``provider`` ``from_credentials``."""
@@ -244,16 +255,9 @@ class Platform(ABC):
 
     @abstractmethod
     def workers_message(
-        self,
-        *,
-        campaign: Campaign,
-        actor: AbstractBaseUser,
-        workers: list[Worker],
-        subject: str,
-        body: str,
-        key: str | None = None,
+        self, *, campaign: Campaign, actor: AbstractBaseUser, message: WorkerMessage
     ) -> Any:
-        """Send a message to ``workers`` of ``campaign`` (once per ``key``)."""
+        """Send ``message`` to its workers of ``campaign`` (once per its ``key``)."""
 
     @abstractmethod
     def qualification_grant(
@@ -312,6 +316,7 @@ __all__ = [
     "FeeModel",
     "Platform",
     "SettingKey",
+    "WorkerMessage",
     "platform_for",
     "platform_names",
     "platform_register",

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 
-from campaigns.design.platform import BonusWanted, Decision, FeeModel, Platform
+from campaigns.design.platform import BonusWanted, Decision, FeeModel, Platform, WorkerMessage
 from campaigns.models import (
     HIT,
     Assignment,
@@ -68,17 +68,15 @@ class CrowdPlatform(Platform):
         )
 
     def workers_message(
-        self,
-        *,
-        campaign: Campaign,
-        actor: AbstractBaseUser,
-        workers: list[Worker],
-        subject: str,
-        body: str,
-        key: str | None = None,
+        self, *, campaign: Campaign, actor: AbstractBaseUser, message: WorkerMessage
     ) -> Any:
         return workers_message(
-            campaign=campaign, actor=actor, workers=workers, subject=subject, body=body, key=key
+            campaign=campaign,
+            actor=actor,
+            workers=message.workers,
+            subject=message.subject,
+            body=message.body,
+            key=message.key,
         )
 
     def qualification_grant(
