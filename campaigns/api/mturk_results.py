@@ -29,7 +29,7 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
 from campaigns.api.exports import export_stream_check
-from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
+from campaigns.api.idempotency import idempotent_action
 from campaigns.api.parsers import CsvParser, upload_limit_exceeded
 from campaigns.exports import export_format_get
 from campaigns.exports.services import export_reveal_check
@@ -112,6 +112,12 @@ UPLOAD_REQUEST = {
     "multipart/form-data": MTurkResultsUploadSerializer,
     "text/csv": OpenApiTypes.STR,
 }
+# What an upload of MTurk's file can answer besides its result.
+UPLOAD_ERRORS = {
+    400: REJECTED_FILE,
+    404: NOT_VISIBLE,
+    413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
+}
 
 
 class CampaignMTurkResultsApi(APIView):
@@ -158,9 +164,8 @@ class CampaignMTurkResultsApi(APIView):
         )
         return response
 
-    @extend_schema(
+    @idempotent_action(
         parameters=[
-            IDEMPOTENCY_KEY,
             OpenApiParameter(
                 "stage",
                 OpenApiTypes.INT,
@@ -168,15 +173,8 @@ class CampaignMTurkResultsApi(APIView):
             ),
         ],
         request=UPLOAD_REQUEST,
-        responses={
-            201: MTurkImportResultSerializer,
-            400: REJECTED_FILE,
-            404: NOT_VISIBLE,
-            413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
-            422: IDEMPOTENCY_CONFLICT,
-        },
+        responses={201: MTurkImportResultSerializer, **UPLOAD_ERRORS},
     )
-    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         """Import MTurk's batch results file, all or nothing; the same file again adds nothing."""
         campaign = campaign_or_404(request=request, slug=slug)
@@ -202,18 +200,10 @@ class CampaignMTurkResultsReviewApi(APIView):
 
     parser_classes = [MultiPartParser, CsvParser]
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=UPLOAD_REQUEST,
-        responses={
-            200: MTurkReviewResultSerializer,
-            400: REJECTED_FILE,
-            404: NOT_VISIBLE,
-            413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
-            422: IDEMPOTENCY_CONFLICT,
-        },
+        responses={200: MTurkReviewResultSerializer, **UPLOAD_ERRORS},
     )
-    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
         content, filename = _upload(request)
