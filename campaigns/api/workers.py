@@ -84,9 +84,11 @@ class OperationBriefSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _worker_or_404(campaign: Campaign, pseudonym: str) -> Worker:
+def _worker_or_404(request: Request, slug: str, pseudonym: str) -> tuple[Campaign, Worker]:
+    """The campaign ``slug`` (as ``campaign_or_404`` finds it) and its worker ``pseudonym``."""
+    campaign = campaign_or_404(request=request, slug=slug)
     try:
-        return campaign_worker_get(campaign=campaign, pseudonym=pseudonym)
+        return campaign, campaign_worker_get(campaign=campaign, pseudonym=pseudonym)
     except Worker.DoesNotExist:
         raise Http404("No worker with this pseudonym in this campaign.") from None
 
@@ -158,8 +160,7 @@ class WorkerBlockApi(APIView):
         },
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = self.BlockInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         _, op = worker_block(
@@ -184,8 +185,7 @@ class WorkerUnblockApi(APIView):
         },
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         lifted = worker_unblock(campaign=campaign, actor=authenticated_user(request), worker=worker)
         op = lifted[1] if lifted else None
         return Response({"worker": worker.pseudonym, "blocked": False, "operation": _operation(op)})
@@ -216,8 +216,7 @@ class WorkerQualifyApi(APIView):
         },
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = self.QualifyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -284,8 +283,7 @@ class WorkerMessageApi(APIView):
         },
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = MessageFields(data=request.data)
         serializer.is_valid(raise_exception=True)
         return _message(request, campaign, [worker], serializer.validated_data)
