@@ -90,14 +90,10 @@ class MCQuestionWriting(tt.TaskType):
         }
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
-        errors: list[tt.FieldError] = []
         questions = answer["questions"]
-        if len(questions) != cfg["questions_per_passage"]:
-            errors.append(
-                tt.FieldError(
-                    "questions", f"Write exactly {cfg['questions_per_passage']} questions."
-                )
-            )
+        errors = tt.count_errors(
+            "questions", questions, wanted=cfg["questions_per_passage"], what="questions"
+        )
         for i, q in enumerate(questions):
             base = f"questions/{i}"
             errors += tt.text_errors(f"{base}/question", q["question"], what="The question")

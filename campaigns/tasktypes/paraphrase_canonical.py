@@ -216,15 +216,13 @@ class ParaphraseCanonical(PerItemTask):
     def entry_errors(
         self, entry: Entry, data: Entry, at: str, cfg: tt.Config
     ) -> list[tt.FieldError]:
-        errors = []
         paraphrases = entry["paraphrases"]
-        if len(paraphrases) != cfg["paraphrases_per_item"]:
-            errors.append(
-                tt.FieldError(
-                    f"{at}/paraphrases",
-                    f"Write exactly {cfg['paraphrases_per_item']} paraphrase(s).",
-                )
-            )
+        errors = tt.count_errors(
+            f"{at}/paraphrases",
+            paraphrases,
+            wanted=cfg["paraphrases_per_item"],
+            what="paraphrase(s)",
+        )
         for j, text in enumerate(paraphrases):
             errors += self._paraphrase_errors(
                 f"{at}/paraphrases/{j}", text, data, paraphrases[:j], cfg

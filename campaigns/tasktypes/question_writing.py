@@ -275,12 +275,11 @@ class QuestionWriting(tt.TaskType):
         return {"questions": questions}
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
-        errors: list[tt.FieldError] = []
-        n = cfg["questions_per_hit"]
         ctype = tt.get_path(items, 0, "data", "complexity_type", default="generic")
         pairs = answer["questions"]
-        if len(pairs) != n:
-            errors.append(tt.FieldError("questions", f"Write exactly {n} questions."))
+        errors = tt.count_errors(
+            "questions", pairs, wanted=cfg["questions_per_hit"], what="questions"
+        )
         for i, pair in enumerate(pairs):
             errors += self._pair_errors(i, pair, ctype)
         errors += tt.duplicate_errors(

@@ -117,14 +117,10 @@ class WhyQuestionFromPartialArticle(tt.TaskType):
         return {"questions": [tt.form_text(form, f"questions/{i}") for i in range(n)]}
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
-        errors: list[tt.FieldError] = []
         questions = answer["questions"]
-        if len(questions) != cfg["questions_per_article"]:
-            errors.append(
-                tt.FieldError(
-                    "questions", f"Write exactly {cfg['questions_per_article']} questions."
-                )
-            )
+        errors = tt.count_errors(
+            "questions", questions, wanted=cfg["questions_per_article"], what="questions"
+        )
         for i, question in enumerate(questions):
             path = f"questions/{i}"
             problems = tt.text_errors(path, question, what="The question")
