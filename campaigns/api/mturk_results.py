@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -30,7 +29,7 @@ from rest_framework.views import APIView
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
 from campaigns.api.exports import export_stream_check
 from campaigns.api.idempotency import idempotent_action
-from campaigns.api.parsers import CsvParser, upload_limit_exceeded
+from campaigns.api.parsers import CsvParser, upload_read
 from campaigns.exports import export_format_get
 from campaigns.exports.services import export_reveal_check
 from campaigns.platforms.mturk.csv.results import mturk_import_stage, mturk_results_import
@@ -100,12 +99,7 @@ class MTurkReviewResultSerializer(serializers.Serializer):
 
 
 def _upload(request: Request) -> tuple[bytes, str]:
-    serializer = MTurkResultsUploadSerializer(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    upload = serializer.validated_data["file"]
-    if upload.size > settings.ITEM_UPLOAD_MAX_BYTES:
-        raise upload_limit_exceeded(upload.size)
-    return upload.read(), upload.name or "upload.csv"
+    return upload_read(MTurkResultsUploadSerializer(data=request.data), default_name="upload.csv")
 
 
 UPLOAD_REQUEST = {
