@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+from qaportal.jsonsafe import clip_message
+
+MAX_LISTED_ERRORS = 100  # the problems an ``UploadRejected`` lists, at the most
 
 
 class DomainError(Exception):
@@ -23,6 +28,27 @@ class UploadRejected(DomainError):
     """An item upload with problems; nothing of it was stored."""
 
     code = "upload_rejected"
+
+
+@dataclass
+class UploadProblems:
+    """Row-level problems of one upload, in the shape ``UploadRejected.errors`` carries;
+    each reader words its own refusal from ``ordered``."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, row: int | None, path: str, message: str) -> None:
+        self.items.append(
+            {"row": row, "field": clip_message(path), "message": clip_message(message)}
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def ordered(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Every problem in row order, and the first ``MAX_LISTED_ERRORS`` (those listed)."""
+        ordered = sorted(self.items, key=lambda p: p["row"] or 0)
+        return ordered, ordered[:MAX_LISTED_ERRORS]
 
 
 class StateConflict(DomainError):

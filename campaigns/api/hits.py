@@ -25,7 +25,7 @@ from campaigns.api.common import (
     campaign_or_404,
     money_field,
 )
-from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
+from campaigns.api.idempotency import idempotent_action
 from campaigns.api.idempotency_store import IdempotencyKeyReused
 from campaigns.api.review import AssignmentOutputSerializer, ItemBriefSerializer
 from campaigns.models import (
@@ -228,8 +228,7 @@ class AssignmentBonusApi(APIView):
         )
         reason = serializers.CharField(max_length=300, help_text="Shown to the worker.")
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=BonusInputSerializer,
         responses={
             201: BonusOutputSerializer,
@@ -238,10 +237,8 @@ class AssignmentBonusApi(APIView):
                 "worker's identity is not confirmed (identity_unconfirmed)."
             ),
             404: NOT_VISIBLE,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
         serializer = self.BonusInputSerializer(data=request.data)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -87,3 +87,21 @@ def idempotent(method: ViewMethod) -> ViewMethod:
         return Response(result.body, status=result.status, headers=headers)
 
     return wrapper
+
+
+def idempotent_action(
+    *, request: Any, responses: Mapping[Any, Any], parameters: Sequence[Any] = ()
+) -> Callable[[ViewMethod], ViewMethod]:
+    """``idempotent`` with its schema: ``request`` and ``responses`` as ``extend_schema``
+    takes them, the ``Idempotency-Key`` header before ``parameters`` and the 422 of a
+    reused key after ``responses``."""
+
+    def decorate(method: ViewMethod) -> ViewMethod:
+        documented: ViewMethod = extend_schema(
+            parameters=[IDEMPOTENCY_KEY, *parameters],
+            request=request,
+            responses={**responses, 422: IDEMPOTENCY_CONFLICT},
+        )(idempotent(method))
+        return documented
+
+    return decorate

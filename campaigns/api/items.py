@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import stage_or_404
 from campaigns.api.jobs import JobSerializer
-from campaigns.api.parsers import RAW_FILE_PARSERS, upload_limit_exceeded
+from campaigns.api.parsers import RAW_FILE_PARSERS, upload_read
 from campaigns.design.items import items_upload, items_upload_check
 from campaigns.design.selectors import item_list_visible
 from campaigns.jobs import job_as_dict, job_upload_start
@@ -102,7 +102,9 @@ class StageItemUploadApi(APIView):
     def post(self, request: Request, stage_id: int) -> Response:
         # Visibility before the body is parsed: a hidden stage is 404, whatever was sent.
         stage = stage_or_404(request=request, stage_id=stage_id)
-        content, filename = _upload_payload(request)
+        content, filename = upload_read(
+            ItemUploadMultipartSerializer(data=request.data), default_name="upload"
+        )
         if len(content) > settings.ITEM_UPLOAD_INLINE_MAX_BYTES:
             # Large files are stored by a worker (all or nothing still): follow the job.
             items_upload_check(stage=stage)
@@ -115,12 +117,3 @@ class StageItemUploadApi(APIView):
             return response
         result = items_upload(stage=stage, content=content, filename=filename)
         return Response(ItemUploadResultSerializer(result).data, status=status.HTTP_201_CREATED)
-
-
-def _upload_payload(request: Request) -> tuple[bytes, str]:
-    serializer = ItemUploadMultipartSerializer(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    upload = serializer.validated_data["file"]
-    if upload.size > settings.ITEM_UPLOAD_MAX_BYTES:
-        raise upload_limit_exceeded(upload.size)
-    return upload.read(), upload.name or "upload"

@@ -15,7 +15,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
@@ -29,8 +28,8 @@ from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, authenticated_user, campaign_or_404
 from campaigns.api.exports import export_stream_check
-from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
-from campaigns.api.parsers import CsvParser, upload_limit_exceeded
+from campaigns.api.idempotency import idempotent_action
+from campaigns.api.parsers import CsvParser, upload_read
 from campaigns.exports import export_format_get
 from campaigns.exports.services import export_reveal_check
 from campaigns.platforms.mturk.csv.results import mturk_import_stage, mturk_results_import
@@ -100,17 +99,18 @@ class MTurkReviewResultSerializer(serializers.Serializer):
 
 
 def _upload(request: Request) -> tuple[bytes, str]:
-    serializer = MTurkResultsUploadSerializer(data=request.data)
-    serializer.is_valid(raise_exception=True)
-    upload = serializer.validated_data["file"]
-    if upload.size > settings.ITEM_UPLOAD_MAX_BYTES:
-        raise upload_limit_exceeded(upload.size)
-    return upload.read(), upload.name or "upload.csv"
+    return upload_read(MTurkResultsUploadSerializer(data=request.data), default_name="upload.csv")
 
 
 UPLOAD_REQUEST = {
     "multipart/form-data": MTurkResultsUploadSerializer,
     "text/csv": OpenApiTypes.STR,
+}
+# What an upload of MTurk's file can answer besides its result.
+UPLOAD_ERRORS = {
+    400: REJECTED_FILE,
+    404: NOT_VISIBLE,
+    413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
 }
 
 
@@ -158,9 +158,8 @@ class CampaignMTurkResultsApi(APIView):
         )
         return response
 
-    @extend_schema(
+    @idempotent_action(
         parameters=[
-            IDEMPOTENCY_KEY,
             OpenApiParameter(
                 "stage",
                 OpenApiTypes.INT,
@@ -168,15 +167,8 @@ class CampaignMTurkResultsApi(APIView):
             ),
         ],
         request=UPLOAD_REQUEST,
-        responses={
-            201: MTurkImportResultSerializer,
-            400: REJECTED_FILE,
-            404: NOT_VISIBLE,
-            413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
-            422: IDEMPOTENCY_CONFLICT,
-        },
+        responses={201: MTurkImportResultSerializer, **UPLOAD_ERRORS},
     )
-    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         """Import MTurk's batch results file, all or nothing; the same file again adds nothing."""
         campaign = campaign_or_404(request=request, slug=slug)
@@ -202,18 +194,10 @@ class CampaignMTurkResultsReviewApi(APIView):
 
     parser_classes = [MultiPartParser, CsvParser]
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=UPLOAD_REQUEST,
-        responses={
-            200: MTurkReviewResultSerializer,
-            400: REJECTED_FILE,
-            404: NOT_VISIBLE,
-            413: OpenApiResponse(description="Larger than ITEM_UPLOAD_MAX_BYTES."),
-            422: IDEMPOTENCY_CONFLICT,
-        },
+        responses={200: MTurkReviewResultSerializer, **UPLOAD_ERRORS},
     )
-    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
         content, filename = _upload(request)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.http import QueryDict
 from django.utils.datastructures import MultiValueDict
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.parsers import BaseParser, DataAndFiles
 
 
@@ -22,6 +22,16 @@ class PayloadTooLargeError(exceptions.APIException):
 def upload_limit_exceeded(size: int) -> PayloadTooLargeError:
     limit: int = settings.ITEM_UPLOAD_MAX_BYTES
     return PayloadTooLargeError(f"The upload has {size} bytes or more; the limit is {limit}.")
+
+
+def upload_read(serializer: serializers.Serializer, *, default_name: str) -> tuple[bytes, str]:
+    """The content and name of the ``file`` of ``serializer`` (bound to the request's
+    data) once it validates; ``PayloadTooLargeError`` over ``ITEM_UPLOAD_MAX_BYTES``."""
+    serializer.is_valid(raise_exception=True)
+    upload = serializer.validated_data["file"]
+    if upload.size > settings.ITEM_UPLOAD_MAX_BYTES:
+        raise upload_limit_exceeded(upload.size)
+    return upload.read(), upload.name or default_name
 
 
 class RawFileParser(BaseParser):

@@ -25,7 +25,7 @@ from campaigns.api.common import (
     campaign_or_404,
     money_field,
 )
-from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
+from campaigns.api.idempotency import idempotent_action
 from campaigns.insights.workers import (
     ORDERING_FIELDS,
     campaign_worker_get,
@@ -84,9 +84,11 @@ class OperationBriefSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-def _worker_or_404(campaign: Campaign, pseudonym: str) -> Worker:
+def _worker_or_404(request: Request, slug: str, pseudonym: str) -> tuple[Campaign, Worker]:
+    """The campaign ``slug`` (as ``campaign_or_404`` finds it) and its worker ``pseudonym``."""
+    campaign = campaign_or_404(request=request, slug=slug)
     try:
-        return campaign_worker_get(campaign=campaign, pseudonym=pseudonym)
+        return campaign, campaign_worker_get(campaign=campaign, pseudonym=pseudonym)
     except Worker.DoesNotExist:
         raise Http404("No worker with this pseudonym in this campaign.") from None
 
@@ -148,21 +150,17 @@ class WorkerBlockApi(APIView):
     class BlockInputSerializer(StrictInputSerializer):
         reason = serializers.CharField(max_length=5000)
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=BlockInputSerializer,
         responses={
             200: WorkerBlockOutputSerializer,
             400: BAD_INPUT,
             403: OWNER_ONLY,
             404: WORKER_NOT_FOUND,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = self.BlockInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         _, op = worker_block(
@@ -178,20 +176,16 @@ class WorkerUnblockApi(APIView):
     """Lift the owner's block of the worker. Owner or staff only. Unblocking a worker
     who is not blocked answers 200 with ``operation: null``."""
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=None,
         responses={
             200: WorkerBlockOutputSerializer,
             403: OWNER_ONLY,
             404: WORKER_NOT_FOUND,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         lifted = worker_unblock(campaign=campaign, actor=authenticated_user(request), worker=worker)
         op = lifted[1] if lifted else None
         return Response({"worker": worker.pseudonym, "blocked": False, "operation": _operation(op)})
@@ -213,20 +207,16 @@ class WorkerQualifyApi(APIView):
         action = serializers.ChoiceField(choices=["grant", "revoke"], default="grant")
         value = serializers.IntegerField(default=1, min_value=0, max_value=1_000_000)
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=QualifyInputSerializer,
         responses={
             200: WorkerQualifyOutputSerializer,
             400: BAD_INPUT,
             404: WORKER_NOT_FOUND,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = self.QualifyInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
@@ -284,20 +274,16 @@ class WorkerMessageApi(APIView):
     """Send the worker a message (a ``notify`` provider operation). Without an
     ``Idempotency-Key`` every request sends a new message."""
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=MessageFields,
         responses={
             201: MessageOutputSerializer,
             400: BAD_INPUT,
             404: WORKER_NOT_FOUND,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
-        campaign = campaign_or_404(request=request, slug=slug)
-        worker = _worker_or_404(campaign, pseudonym)
+        campaign, worker = _worker_or_404(request, slug, pseudonym)
         serializer = MessageFields(data=request.data)
         serializer.is_valid(raise_exception=True)
         return _message(request, campaign, [worker], serializer.validated_data)
@@ -314,17 +300,14 @@ class CampaignMessageApi(APIView):
             help_text="Pseudonyms of workers of this campaign.",
         )
 
-    @extend_schema(
-        parameters=[IDEMPOTENCY_KEY],
+    @idempotent_action(
         request=ManyMessageInputSerializer,
         responses={
             201: MessageOutputSerializer,
             400: BAD_INPUT,
             404: NOT_VISIBLE,
-            422: IDEMPOTENCY_CONFLICT,
         },
     )
-    @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
         serializer = self.ManyMessageInputSerializer(data=request.data)

@@ -7,7 +7,7 @@ import io
 import json
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from django.conf import settings
@@ -18,14 +18,13 @@ from django.utils import timezone
 from campaigns.design.events import items_added
 from campaigns.models import Campaign, CampaignState, Item, ItemSource, ItemStatus, Stage
 from campaigns.tasktypes import TaskType, UnknownTaskTypeError, task_type_get
-from qaportal.errors import DomainError, UploadRejected
+from qaportal.errors import DomainError, UploadProblems, UploadRejected
 from qaportal.jsonsafe import clip_message
 
 # Items may be added while work can still be published; a completed campaign is final.
 UPLOAD_STATES = frozenset(
     {CampaignState.DRAFT, CampaignState.PILOT, CampaignState.LIVE, CampaignState.PAUSED}
 )
-MAX_LISTED_ERRORS = 100
 BULK_BATCH_SIZE = 1000
 # Rows per COPY (and per progress report while storing).
 COPY_CHUNK = 20000
@@ -59,23 +58,9 @@ class _Row:
     gold: Any = None
 
 
-@dataclass
-class _Problems:
-    """Row-level problems of one upload, in the shape ``UploadRejected.errors`` carries."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, row: int | None, path: str, message: str) -> None:
-        self.items.append(
-            {"row": row, "field": clip_message(path), "message": clip_message(message)}
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
-
+class _Problems(UploadProblems):
     def reject(self, *, filename: str, numbering: str) -> UploadRejected:
-        ordered = sorted(self.items, key=lambda p: p["row"] or 0)
-        listed = ordered[:MAX_LISTED_ERRORS]
+        ordered, listed = self.ordered()
         rows = len({p["row"] for p in ordered})
         message = (
             f"Nothing from {clip_message(repr(filename))} was stored: {len(ordered)} problem(s) in "

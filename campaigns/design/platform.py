@@ -60,6 +60,30 @@ class BonusWanted:
 
 
 @dataclass(frozen=True)
+class Decision:
+    """A review decision on one assignment, as ``Platform.decision_request`` carries it
+    out: approve (and pay) or reject; ``source`` says what decided ("requester",
+    "rule:auto_approve", …), ``reason`` why, ``feedback`` what the worker hears."""
+
+    approve: bool
+    decided_by: AbstractBaseUser | None
+    source: str
+    reason: str
+    feedback: str = ""
+
+
+@dataclass(frozen=True)
+class WorkerMessage:
+    """A message to some workers of a campaign (``Platform.workers_message``): sent once
+    per ``key`` (None: a fresh one each time)."""
+
+    workers: list[Worker]
+    subject: str
+    body: str
+    key: str | None = None
+
+
+@dataclass(frozen=True)
 class CredentialField:
     """One credential a campaign's owner may store for a platform (``credential_fields``):
     ``name`` is a keyword argument of the platform's ``provider`` ``from_credentials``."""
@@ -202,17 +226,8 @@ class Platform(ABC):
 
     # --- decisions, money to workers, messages, qualifications ---------------------------
     @abstractmethod
-    def decision_request(
-        self,
-        *,
-        assignment: Assignment,
-        approve: bool,
-        decided_by: AbstractBaseUser | None,
-        source: str,
-        reason: str,
-        feedback: str,
-    ) -> Assignment:
-        """Approve (and pay) or reject ``assignment``, once: at once
+    def decision_request(self, *, assignment: Assignment, decision: Decision) -> Assignment:
+        """Carry out ``decision`` on ``assignment`` (approve and pay, or reject), once: at once
         (``decides_at_once``) or asked of the platform; the assignment as it now stands."""
 
     @abstractmethod
@@ -240,16 +255,9 @@ class Platform(ABC):
 
     @abstractmethod
     def workers_message(
-        self,
-        *,
-        campaign: Campaign,
-        actor: AbstractBaseUser,
-        workers: list[Worker],
-        subject: str,
-        body: str,
-        key: str | None = None,
+        self, *, campaign: Campaign, actor: AbstractBaseUser, message: WorkerMessage
     ) -> Any:
-        """Send a message to ``workers`` of ``campaign`` (once per ``key``)."""
+        """Send ``message`` to its workers of ``campaign`` (once per its ``key``)."""
 
     @abstractmethod
     def qualification_grant(
@@ -304,9 +312,11 @@ def platform_names() -> list[str]:
 __all__ = [
     "BonusWanted",
     "CredentialField",
+    "Decision",
     "FeeModel",
     "Platform",
     "SettingKey",
+    "WorkerMessage",
     "platform_for",
     "platform_names",
     "platform_register",

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from django.db.models import Sum
+from django.db.models import QuerySet, Sum
 
 from campaigns.design.platform import platform_for
 from campaigns.design.services import stage_update
@@ -86,6 +86,19 @@ def stage_wage_topup_pay(*, stage: Stage) -> list[TopUp]:
     return topups
 
 
+def _timed_assignments(stage: Stage) -> QuerySet[Assignment]:
+    """The stage's stored assignments (submitted or decided) that measured their work time."""
+    return Assignment.objects.filter(
+        hit__stage=stage,
+        status__in=(
+            AssignmentStatus.SUBMITTED,
+            AssignmentStatus.APPROVED,
+            AssignmentStatus.REJECTED,
+        ),
+        work_seconds__isnull=False,
+    )
+
+
 def stage_estimate_from_pilot(*, stage: Stage, least_assignments: int = 5) -> int | None:
     """Set the stage's ``config["estimated_minutes"]`` to the median time its stored
     assignments took (``work_seconds``, rounded up to the minute), noting
@@ -94,17 +107,7 @@ def stage_estimate_from_pilot(*, stage: Stage, least_assignments: int = 5) -> in
     hourly rate then price the stage by it (the stage page, the go-live confirmation).
     Goes through ``stage_update`` (its state rules: a draft or a pilot)."""
     seconds: list[int] = sorted(
-        s
-        for s in Assignment.objects.filter(
-            hit__stage=stage,
-            status__in=(
-                AssignmentStatus.SUBMITTED,
-                AssignmentStatus.APPROVED,
-                AssignmentStatus.REJECTED,
-            ),
-            work_seconds__isnull=False,
-        ).values_list("work_seconds", flat=True)
-        if s is not None
+        s for s in _timed_assignments(stage).values_list("work_seconds", flat=True) if s is not None
     )
     if len(seconds) < max(1, least_assignments):
         return None
@@ -144,15 +147,7 @@ def stage_pilot_estimate_set(*, stage: Stage, least_assignments: int = 5) -> Pil
     minimum (Prolific) at that many minutes."""
     minutes = stage_estimate_from_pilot(stage=stage, least_assignments=least_assignments)
     if minutes is None:
-        measured = Assignment.objects.filter(
-            hit__stage=stage,
-            status__in=(
-                AssignmentStatus.SUBMITTED,
-                AssignmentStatus.APPROVED,
-                AssignmentStatus.REJECTED,
-            ),
-            work_seconds__isnull=False,
-        ).count()
+        measured = _timed_assignments(stage).count()
         raise StateConflict(
             f"The pilot has {measured} submitted assignment(s) with a measured time; the "
             f"estimate needs at least {least_assignments}. Run the pilot further first.",

@@ -15,7 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 
-from campaigns.design.platform import BonusWanted, FeeModel, Platform
+from campaigns.design.platform import BonusWanted, Decision, FeeModel, Platform, WorkerMessage
 from campaigns.models import (
     HIT,
     Assignment,
@@ -68,17 +68,15 @@ class CrowdPlatform(Platform):
         )
 
     def workers_message(
-        self,
-        *,
-        campaign: Campaign,
-        actor: AbstractBaseUser,
-        workers: list[Worker],
-        subject: str,
-        body: str,
-        key: str | None = None,
+        self, *, campaign: Campaign, actor: AbstractBaseUser, message: WorkerMessage
     ) -> Any:
         return workers_message(
-            campaign=campaign, actor=actor, workers=workers, subject=subject, body=body, key=key
+            campaign=campaign,
+            actor=actor,
+            workers=message.workers,
+            subject=message.subject,
+            body=message.body,
+            key=message.key,
         )
 
     def qualification_grant(
@@ -156,27 +154,21 @@ class PaidPlatform(CrowdPlatform):
                 campaign=hit.stage.campaign,
             )
 
-    def decision_request(
-        self,
-        *,
-        assignment: Assignment,
-        approve: bool,
-        decided_by: AbstractBaseUser | None,
-        source: str,
-        reason: str,
-        feedback: str,
-    ) -> Assignment:
-        if approve:
+    def decision_request(self, *, assignment: Assignment, decision: Decision) -> Assignment:
+        if decision.approve:
             paid_assignment_approve(
-                assignment=assignment, decided_by=decided_by, source=source, reason=reason
+                assignment=assignment,
+                decided_by=decision.decided_by,
+                source=decision.source,
+                reason=decision.reason,
             )
         else:
             paid_assignment_reject(
                 assignment=assignment,
-                decided_by=decided_by,
-                source=source,
-                reason=reason,
-                feedback=feedback,
+                decided_by=decision.decided_by,
+                source=decision.source,
+                reason=decision.reason,
+                feedback=decision.feedback,
             )
         assignment.refresh_from_db()
         return assignment

@@ -203,18 +203,8 @@ def paid_assignment_approve(
         earlier = _approval_requested(locked)
         if earlier is not None:
             return earlier
-        op, _ = operation_request(
-            provider=locked.provider,
-            kind=OperationKind.APPROVE,
-            key=f"approve:assignment:{locked.pk}",
-            payload={
-                "assignment_id": locked.pk,
-                "submission_id": locked.provider_assignment_id,
-                "decided_by_id": decided_by.pk if decided_by is not None else None,
-                "source": source[:80],
-                "reason": reason,
-            },
-            campaign=locked.hit.stage.campaign,
+        op = _decision_operation(
+            locked, OperationKind.APPROVE, decided_by=decided_by, source=source, reason=reason
         )
         _approval_ledger(locked, op)
     return op
@@ -330,22 +320,44 @@ def paid_assignment_reject(
             )
         if _decision_pending(locked, OperationKind.REJECT):
             raise DomainError("An approval of this assignment was already requested.")
-        op, _ = operation_request(
-            provider=locked.provider,
-            kind=OperationKind.REJECT,
-            key=f"reject:assignment:{locked.pk}",
-            payload={
-                "assignment_id": locked.pk,
-                "submission_id": locked.provider_assignment_id,
-                "rejection_category": rejection_category,
-                "message": message,
-                "decided_by_id": decided_by.pk if decided_by is not None else None,
-                "source": source[:80],
-                "reason": reason,
-                "feedback": feedback,
-            },
-            campaign=locked.hit.stage.campaign,
+        op = _decision_operation(
+            locked,
+            OperationKind.REJECT,
+            decided_by=decided_by,
+            source=source,
+            reason=reason,
+            rejection_category=rejection_category,
+            message=message,
+            feedback=feedback,
         )
+    return op
+
+
+def _decision_operation(
+    locked: Assignment,
+    kind: OperationKind,
+    *,
+    decided_by: AbstractBaseUser | None,
+    source: str,
+    reason: str,
+    **details: str,
+) -> ProviderOperation:
+    """Request the ``kind`` decision (approve or reject) on ``locked``, once: idempotency
+    key ``<kind>:assignment:<id>``; ``details`` go into the payload as they are."""
+    op, _ = operation_request(
+        provider=locked.provider,
+        kind=kind,
+        key=f"{kind.value}:assignment:{locked.pk}",
+        payload={
+            "assignment_id": locked.pk,
+            "submission_id": locked.provider_assignment_id,
+            **details,
+            "decided_by_id": decided_by.pk if decided_by is not None else None,
+            "source": source[:80],
+            "reason": reason,
+        },
+        campaign=locked.hit.stage.campaign,
+    )
     return op
 
 

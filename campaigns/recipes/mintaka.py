@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from campaigns.recipes.base import Recipe, StageSpec
+from campaigns.tasktypes.question_writing import COMPLEXITY_TYPES
 from campaigns.tasktypes.translation import MINTAKA_LANGUAGES
 
 # Category names as the release spells them (``category`` in mintaka_*.json).
@@ -26,17 +27,6 @@ TOPICS = (
     "politics",
     "videogames",
     "history",
-)
-COMPLEXITY_TYPES = (
-    "count",
-    "comparative",
-    "superlative",
-    "ordinal",
-    "multihop",
-    "intersection",
-    "difference",
-    "yesno",
-    "generic",
 )
 # §3: per topic, 250 questions of each of the 8 complexity types and 500 generic:
 # 2,500 per topic, 20,000 in all. Paper-scale data, kept explicit for the pilot/paper

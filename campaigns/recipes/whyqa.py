@@ -18,6 +18,7 @@ The sample article and quiz below are qaportal's own text, written for this reci
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 from campaigns.recipes.base import Recipe, StageSpec
 
@@ -37,53 +38,46 @@ QUIZ_PASSAGE = (
     "been built in 1820 by a family of weavers. (4) Its owners could not afford an "
     "electric motor. (5) Today the building is a museum."
 )
+
+
+def _quiz_question(
+    qid: str, prompt: str, groups: str, *, unanswerable: bool = False
+) -> dict[str, Any]:
+    """A quiz question on ``QUIZ_PASSAGE``: select up to 3 of its five sentences, graded
+    by ``groups`` (one word a sentence: essential, ok or wrong). An answerable question
+    needs 2 points; an unanswerable one wants "no answer"."""
+    question: dict[str, Any] = {
+        "id": qid,
+        "prompt": prompt,
+        "context": QUIZ_PASSAGE,
+        "multiple": True,
+        "max_selected": 3,
+    }
+    if unanswerable:
+        question["unanswerable"] = True
+    question["options"] = [
+        {"id": f"s{n}", "text": f"Sentence {n}", "group": group}
+        for n, group in enumerate(groups.split(), start=1)
+    ]
+    if not unanswerable:
+        question["required_points"] = 2
+    return question
+
+
 QUIZ = {
     "questions": [
-        {
-            "id": "q1",
-            "prompt": "Why did the old mill stop working?",
-            "context": QUIZ_PASSAGE,
-            "multiple": True,
-            "max_selected": 3,
-            "options": [
-                {"id": "s1", "text": "Sentence 1", "group": "ok"},
-                {"id": "s2", "text": "Sentence 2", "group": "essential"},
-                {"id": "s3", "text": "Sentence 3", "group": "wrong"},
-                {"id": "s4", "text": "Sentence 4", "group": "essential"},
-                {"id": "s5", "text": "Sentence 5", "group": "wrong"},
-            ],
-            "required_points": 2,
-        },
-        {
-            "id": "q2",
-            "prompt": "Why did the wheel no longer turn in summer?",
-            "context": QUIZ_PASSAGE,
-            "multiple": True,
-            "max_selected": 3,
-            "options": [
-                {"id": "s1", "text": "Sentence 1", "group": "wrong"},
-                {"id": "s2", "text": "Sentence 2", "group": "essential"},
-                {"id": "s3", "text": "Sentence 3", "group": "wrong"},
-                {"id": "s4", "text": "Sentence 4", "group": "wrong"},
-                {"id": "s5", "text": "Sentence 5", "group": "wrong"},
-            ],
-            "required_points": 2,
-        },
-        {
-            "id": "q3",
-            "prompt": "Why did the weavers choose this river?",
-            "context": QUIZ_PASSAGE,
-            "multiple": True,
-            "max_selected": 3,
-            "unanswerable": True,
-            "options": [
-                {"id": "s1", "text": "Sentence 1", "group": "wrong"},
-                {"id": "s2", "text": "Sentence 2", "group": "wrong"},
-                {"id": "s3", "text": "Sentence 3", "group": "wrong"},
-                {"id": "s4", "text": "Sentence 4", "group": "wrong"},
-                {"id": "s5", "text": "Sentence 5", "group": "wrong"},
-            ],
-        },
+        _quiz_question(
+            "q1", "Why did the old mill stop working?", "ok essential wrong essential wrong"
+        ),
+        _quiz_question(
+            "q2", "Why did the wheel no longer turn in summer?", "wrong essential wrong wrong wrong"
+        ),
+        _quiz_question(
+            "q3",
+            "Why did the weavers choose this river?",
+            "wrong wrong wrong wrong wrong",
+            unanswerable=True,
+        ),
     ],
     "scoring": {
         "group_points": {"essential": 2, "ok": 1, "wrong": -1},

@@ -33,7 +33,7 @@ import random
 import re
 import string
 import unicodedata
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -385,6 +385,13 @@ def trivial_variant_reason(candidate: str, original: str, *, max_similarity: flo
             "order changed); please rephrase it in your own words."
         )
     return None
+
+
+def count_errors(path: str, texts: Sized, *, wanted: int, what: str) -> list[FieldError]:
+    """ "Write exactly ``wanted`` ``what``." at ``path`` when ``texts`` has another length."""
+    if len(texts) == wanted:
+        return []
+    return [FieldError(path, f"Write exactly {wanted} {what}.")]
 
 
 def duplicate_errors(texts: list[tuple[str, str]], *, what: str) -> list[FieldError]:

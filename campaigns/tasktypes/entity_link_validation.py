@@ -25,20 +25,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    form_text,
-    label_text,
-    per_item_answer_schema,
-    schema_errors,
-    simulated_qid,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.entity_linking import QID_PATTERN, normalise_qid
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 
@@ -101,52 +88,54 @@ class EntityLinkValidation(PerItemTask):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_unsure": True, "allow_correction": True}
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {"verdict": {"type": ["string", "null"]}, "corrected_qid": {"type": ["string", "null"]}},
         required=["verdict"],
     )
 
-    def validate_item(self, data: Any) -> list[FieldError]:
-        errors = schema_errors(self.input_schema, data)
+    def validate_item(self, data: Any) -> list[tt.FieldError]:
+        errors = tt.schema_errors(self.input_schema, data)
         if errors:
             return errors
         if data.get("span_in") == "answer" and "answer" not in data:
-            return [FieldError("answer", "The span is in the answer, but no answer is given.")]
+            return [tt.FieldError("answer", "The span is in the answer, but no answer is given.")]
         text = linked_text(data)
         start, end = data["start"], data["end"]
         if not start < end <= len(text):
-            errors.append(FieldError("end", "The span is outside the text."))
+            errors.append(tt.FieldError("end", "The span is outside the text."))
         elif text[start:end] != data["text"]:
-            errors.append(FieldError("text", "The text does not match the offsets."))
+            errors.append(tt.FieldError("text", "The text does not match the offsets."))
         return errors
 
     def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The verdict on the link."""
-        return label_text(entry.get("verdict"))
+        return tt.label_text(entry.get("verdict"))
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
-        corrected = form_text(form, f"{at}/corrected_qid")
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
+        corrected = tt.form_text(form, f"{at}/corrected_qid")
         return {
-            "verdict": form_text(form, f"{at}/verdict") or None,
+            "verdict": tt.form_text(form, f"{at}/verdict") or None,
             "corrected_qid": normalise_qid(corrected) if corrected else None,
         }
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         errors = []
         verdict, corrected = entry["verdict"], entry.get("corrected_qid")
         if verdict not in [v for v in VERDICTS if v != "unsure" or cfg["allow_unsure"]]:
-            errors.append(FieldError(f"{at}/verdict", "Choose one of the options."))
+            errors.append(tt.FieldError(f"{at}/verdict", "Choose one of the options."))
         path = f"{at}/corrected_qid"
         if not corrected:
             return errors
         if not cfg["allow_correction"]:
-            errors.append(FieldError(path, "Corrections are not collected here."))
+            errors.append(tt.FieldError(path, "Corrections are not collected here."))
         elif verdict != "wrong":
-            errors.append(FieldError(path, 'Give a corrected id only with "wrong".'))
+            errors.append(tt.FieldError(path, 'Give a corrected id only with "wrong".'))
         elif not re.match(QID_PATTERN, corrected):
-            errors.append(FieldError(path, "A Wikidata id looks like Q42."))
+            errors.append(tt.FieldError(path, "A Wikidata id looks like Q42."))
         elif corrected == data.get("qid"):
-            errors.append(FieldError(path, "This is the id you are checking; give another."))
+            errors.append(tt.FieldError(path, "This is the id you are checking; give another."))
         return errors
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +144,7 @@ class EntityLinkValidation(PerItemTask):
         votes: Counter[str] = Counter()
         corrections: Counter[str] = Counter()
         for answer in answers:
-            entry = answer_for_item(answer, item)
+            entry = tt.answer_for_item(answer, item)
             if entry is None or entry.get("verdict") not in VERDICTS:
                 continue
             votes[entry["verdict"]] += 1
@@ -172,13 +161,15 @@ class EntityLinkValidation(PerItemTask):
             "corrections": dict(corrections.most_common()),
         }
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
         return {
             **super().page(form, items, cfg, answer),
             "allow_correction": cfg["allow_correction"],
         }
 
-    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+    def row(self, form: tt.FormView, data: Entry, at: str, entry: Entry, cfg: tt.Config) -> Entry:
         text = linked_text(data)
         start, end = data.get("start", 0), data.get("end", 0)
         verdict = form.field(f"{at}/verdict", entry.get("verdict"))
@@ -206,14 +197,16 @@ class EntityLinkValidation(PerItemTask):
             "corrected_qid": form.field(f"{at}/corrected_qid", entry.get("corrected_qid")),
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers check the id against the plausible one (``simulated_qid``) and
         correct it when it differs; sloppy ones mostly say "correct", sometimes
         mistype a correction; spammers click anything or nothing."""
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})
-            expected = simulated_qid(str(data.get("text", "")))
+            expected = tt.simulated_qid(str(data.get("text", "")))
             corrected = ""
             if profile == "good":
                 verdict = "correct" if data.get("qid") == expected else "wrong"

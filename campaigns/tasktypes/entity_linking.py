@@ -42,25 +42,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import combinations
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    derived_external_id,
-    form_bool,
-    form_indices,
-    form_text,
-    get_path,
-    object_list_schema,
-    parse_int_or_text,
-    per_item_answer_schema,
-    schema_errors,
-    simulated_qid,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 from campaigns.tasktypes.question_writing import yes_no_value
 
@@ -166,9 +148,9 @@ class _EntityLinking(PerItemTask):
         "min_links": 0,
         "allow_not_in_wikidata": True,
     }
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {
-            "links": object_list_schema(
+            "links": tt.object_list_schema(
                 {
                     "start": {"type": ["integer", "string"]},
                     "end": {"type": ["integer", "string"]},
@@ -196,35 +178,37 @@ class _EntityLinking(PerItemTask):
     def proposed_spans(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
         return list(data.get("proposed_spans") or [])
 
-    def validate_item(self, data: Any) -> list[FieldError]:
-        errors = schema_errors(self.input_schema, data)
+    def validate_item(self, data: Any) -> list[tt.FieldError]:
+        errors = tt.schema_errors(self.input_schema, data)
         if errors:
             return errors
         text = self.linked_text(data)
         for j, span in enumerate(data.get("proposed_spans") or []):
             if not 0 <= span["start"] < span["end"] <= len(text):
-                errors.append(FieldError(f"proposed_spans/{j}", "The span is outside the text."))
+                errors.append(tt.FieldError(f"proposed_spans/{j}", "The span is outside the text."))
             elif text[span["start"] : span["end"]] != span["text"]:
                 errors.append(
-                    FieldError(f"proposed_spans/{j}/text", "The text does not match the offsets.")
+                    tt.FieldError(
+                        f"proposed_spans/{j}/text", "The text does not match the offsets."
+                    )
                 )
         return errors
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
         links = []
-        for j in form_indices(form, f"{at}/spans"):
+        for j in tt.form_indices(form, f"{at}/spans"):
             row = f"{at}/spans/{j}"
-            qid_text = form_text(form, f"{row}/qid")
-            none = form_bool(form, f"{row}/none")
-            if form_bool(form, f"{row}/skip"):
+            qid_text = tt.form_text(form, f"{row}/qid")
+            none = tt.form_bool(form, f"{row}/none")
+            if tt.form_bool(form, f"{row}/skip"):
                 continue  # marked "not an entity" on the page
             if not qid_text and not none:
                 continue  # "no entity here": nothing was typed or ticked
             links.append(
                 {
-                    "start": parse_int_or_text(form_text(form, f"{row}/start")),
-                    "end": parse_int_or_text(form_text(form, f"{row}/end")),
-                    "text": form_text(form, f"{row}/text"),
+                    "start": tt.parse_int_or_text(tt.form_text(form, f"{row}/start")),
+                    "end": tt.parse_int_or_text(tt.form_text(form, f"{row}/end")),
+                    "text": tt.form_text(form, f"{row}/text"),
                     "qid": normalise_qid(qid_text) if qid_text else None,
                     "none": none,
                 }
@@ -238,51 +222,53 @@ class _EntityLinking(PerItemTask):
         entries = super().parse_form(form=form, items=items, config=config)["items"]
         return {"items": _redirects_resolved(entries)}
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         return self._links_errors(f"{at}/links", entry["links"], data, cfg)
 
     def _links_errors(
         self, base: str, links: list[dict[str, Any]], data: dict[str, Any], cfg: dict[str, Any]
-    ) -> list[FieldError]:
+    ) -> list[tt.FieldError]:
         text = self.linked_text(data)
-        errors: list[FieldError] = []
+        errors: list[tt.FieldError] = []
         if len(links) > cfg["max_links"]:
-            errors.append(FieldError(base, f"Link at most {cfg['max_links']} spans."))
+            errors.append(tt.FieldError(base, f"Link at most {cfg['max_links']} spans."))
         if len(links) < cfg["min_links"]:
-            errors.append(FieldError(base, f"Link at least {cfg['min_links']} span(s)."))
+            errors.append(tt.FieldError(base, f"Link at least {cfg['min_links']} span(s)."))
         spans_ok = []
         for k, link in enumerate(links):
             path = f"{base}/{k}"
             start, end = link["start"], link["end"]
             qid, none = link.get("qid"), bool(link.get("none"))
             if not isinstance(start, int) or not isinstance(end, int):
-                errors.append(FieldError(f"{path}/text", "The span's position is missing."))
+                errors.append(tt.FieldError(f"{path}/text", "The span's position is missing."))
             elif not 0 <= start < end <= len(text):
-                errors.append(FieldError(f"{path}/text", "The span is outside the text."))
+                errors.append(tt.FieldError(f"{path}/text", "The span is outside the text."))
             elif text[start:end] != link["text"]:
-                errors.append(FieldError(f"{path}/text", "The span does not match the text."))
+                errors.append(tt.FieldError(f"{path}/text", "The span does not match the text."))
             else:
                 spans_ok.append((start, end, k, link["text"]))
             if qid and none:
                 errors.append(
-                    FieldError(
+                    tt.FieldError(
                         f"{path}/qid", 'Give a Wikidata id or tick "not in Wikidata", not both.'
                     )
                 )
             elif none and not cfg["allow_not_in_wikidata"]:
-                errors.append(FieldError(f"{path}/qid", "Give a Wikidata id."))
+                errors.append(tt.FieldError(f"{path}/qid", "Give a Wikidata id."))
             elif not qid and not none:
                 errors.append(
-                    FieldError(f"{path}/qid", 'Give a Wikidata id or tick "not in Wikidata".')
+                    tt.FieldError(f"{path}/qid", 'Give a Wikidata id or tick "not in Wikidata".')
                 )
             elif qid and not re.match(QID_PATTERN, qid):
-                errors.append(FieldError(f"{path}/qid", "A Wikidata id looks like Q42."))
+                errors.append(tt.FieldError(f"{path}/qid", "A Wikidata id looks like Q42."))
         spans_ok.sort()
         reach, widest = -1, ""
         for start, end, k, words in spans_ok:
             if start < reach:
                 errors.append(
-                    FieldError(
+                    tt.FieldError(
                         f"{base}/{k}/text",
                         f"“{words}” overlaps “{widest}”: link only one of them"
                         " (mark the other “not an entity”).",
@@ -304,7 +290,7 @@ class _EntityLinking(PerItemTask):
         sets: list[set[tuple[int, int, str]]] = []
         examples: dict[tuple[int, int, str], dict[str, Any]] = {}
         for answer in answers:
-            entry = answer_for_item(answer, item)
+            entry = tt.answer_for_item(answer, item)
             if entry is None:
                 continue
             keys = set()
@@ -335,11 +321,13 @@ class _EntityLinking(PerItemTask):
             "majority": [v for v in votes if v["votes"] * 2 > len(sets)],
         }
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
         blocks = []
         for i, item in enumerate(items):
             data = item.get("data", {})
-            answered = get_path(answer, "items", i, "links")
+            answered = tt.get_path(answer, "items", i, "links")
             # A fresh page starts from the links agreed elsewhere in the campaign.
             prefilled = [] if answered is not None else list(data.get("prefilled_links") or [])
             links = answered or prefilled
@@ -434,7 +422,7 @@ class _EntityLinking(PerItemTask):
                 content = [link["start"], link["end"], link["text"], link["qid"]]
                 out.append(
                     {
-                        "external_id": derived_external_id(
+                        "external_id": tt.derived_external_id(
                             str(source.get("external_id", "")), f"l{k + 1}", content
                         ),
                         "data": produced,
@@ -459,11 +447,13 @@ class _EntityLinking(PerItemTask):
             }
             source_id = str(source.get("external_id", ""))
             out.append(
-                {"external_id": derived_external_id(source_id, "q", produced), "data": produced}
+                {"external_id": tt.derived_external_id(source_id, "q", produced), "data": produced}
             )
         return out
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """One row per proposed span, as the page posts it (start, end, text, and the id
         typed or "not in Wikidata" ticked). Good workers link every span that names
         something to its plausible id (``simulated_qid``) and skip numbers and yes/no;
@@ -487,7 +477,7 @@ class _EntityLinking(PerItemTask):
                 form[f"{row}/start"] = [str(span["start"])]
                 form[f"{row}/end"] = [str(span["end"])]
                 form[f"{row}/text"] = [span["text"]]
-                qid, none = (simulated_qid(span["text"]) if span in linkable else ""), False
+                qid, none = (tt.simulated_qid(span["text"]) if span in linkable else ""), False
                 if profile == "sloppy":
                     roll = rng.random()
                     if roll < 0.1:

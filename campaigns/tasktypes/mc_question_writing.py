@@ -18,29 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    SIM_NOISE_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    TaskType,
-    answer_list_schema,
-    derived_external_id,
-    duplicate_errors,
-    form_text,
-    get_path,
-    parse_int_or_text,
-    text_errors,
-)
+from campaigns.tasktypes import base as tt
 
 OPTIONS = 4
 OPTION_LETTERS = "ABCD"
 
 
-class MCQuestionWriting(TaskType):
+class MCQuestionWriting(tt.TaskType):
     name = "mc_question_writing"
     graded_by_rubric = True
     label = "Multiple-choice question writing"
@@ -71,7 +55,7 @@ class MCQuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_passage": 2, "justification": "off"}
-    answer_schema: ClassVar[dict] = answer_list_schema(
+    answer_schema: ClassVar[dict] = tt.answer_list_schema(
         "questions",
         {
             "question": {"type": "string"},
@@ -94,48 +78,46 @@ class MCQuestionWriting(TaskType):
         return {
             "questions": [
                 {
-                    "question": form_text(form, f"questions/{i}/question"),
+                    "question": tt.form_text(form, f"questions/{i}/question"),
                     "options": [
-                        form_text(form, f"questions/{i}/options/{o}") for o in range(OPTIONS)
+                        tt.form_text(form, f"questions/{i}/options/{o}") for o in range(OPTIONS)
                     ],
-                    "correct": parse_int_or_text(form_text(form, f"questions/{i}/correct")),
-                    "justification": form_text(form, f"questions/{i}/justification"),
+                    "correct": tt.parse_int_or_text(tt.form_text(form, f"questions/{i}/correct")),
+                    "justification": tt.form_text(form, f"questions/{i}/justification"),
                 }
                 for i in range(k)
             ]
         }
 
-    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
-        errors: list[FieldError] = []
+    def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
         questions = answer["questions"]
-        if len(questions) != cfg["questions_per_passage"]:
-            errors.append(
-                FieldError("questions", f"Write exactly {cfg['questions_per_passage']} questions.")
-            )
+        errors = tt.count_errors(
+            "questions", questions, wanted=cfg["questions_per_passage"], what="questions"
+        )
         for i, q in enumerate(questions):
             base = f"questions/{i}"
-            errors += text_errors(f"{base}/question", q["question"], what="The question")
+            errors += tt.text_errors(f"{base}/question", q["question"], what="The question")
             options = q["options"]
             if len(options) != OPTIONS:
-                errors.append(FieldError(f"{base}/options", f"Give exactly {OPTIONS} options."))
+                errors.append(tt.FieldError(f"{base}/options", f"Give exactly {OPTIONS} options."))
             for o, option in enumerate(options):
-                errors += text_errors(f"{base}/options/{o}", option, what="The option")
-            errors += duplicate_errors(
+                errors += tt.text_errors(f"{base}/options/{o}", option, what="The option")
+            errors += tt.duplicate_errors(
                 [(f"{base}/options/{o}", t) for o, t in enumerate(options)], what="option"
             )
             correct = q["correct"]
             if not isinstance(correct, int) or not 0 <= correct < len(options):
-                errors.append(FieldError(f"{base}/correct", "Mark which option is correct."))
+                errors.append(tt.FieldError(f"{base}/correct", "Mark which option is correct."))
             justification = q.get("justification", "")
             if cfg["justification"] == "required":
-                errors += text_errors(
+                errors += tt.text_errors(
                     f"{base}/justification", justification, what="The justification"
                 )
             elif cfg["justification"] == "optional":
-                errors += text_errors(
+                errors += tt.text_errors(
                     f"{base}/justification", justification, required=False, what="The justification"
                 )
-        errors += duplicate_errors(
+        errors += tt.duplicate_errors(
             [(f"questions/{i}/question", q["question"]) for i, q in enumerate(questions)],
             what="question",
         )
@@ -166,7 +148,7 @@ class MCQuestionWriting(TaskType):
                 data["writer_correct"] = q["correct"]
             out.append(
                 {
-                    "external_id": derived_external_id(
+                    "external_id": tt.derived_external_id(
                         str(source.get("external_id", "")),
                         f"mc{i + 1}",
                         [q["question"], q["options"]],
@@ -176,11 +158,13 @@ class MCQuestionWriting(TaskType):
             )
         return out
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
-        passage = get_path(items, 0, "data", default={}) or {}
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
+        passage = tt.get_path(items, 0, "data", default={}) or {}
         blocks = []
         for i in range(cfg["questions_per_passage"]):
-            q = get_path(answer, "questions", i, default={}) or {}
+            q = tt.get_path(answer, "questions", i, default={}) or {}
             correct = form.field(f"questions/{i}/correct", q.get("correct"))
             blocks.append(
                 {
@@ -191,7 +175,7 @@ class MCQuestionWriting(TaskType):
                             "letter": OPTION_LETTERS[o],
                             "index": o,
                             "field": form.field(
-                                f"questions/{i}/options/{o}", get_path(q, "options", o)
+                                f"questions/{i}/options/{o}", tt.get_path(q, "options", o)
                             ),
                             "correct_id": f"{correct.id}-{o}",
                             "is_correct": q.get("correct") == o,
@@ -214,11 +198,13 @@ class MCQuestionWriting(TaskType):
             "count_error": count_error,
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers write distinct questions with four distinct options and mark the
         right one; sloppy ones sometimes repeat an option or forget the mark;
         spammers fill every box with the same junk."""
-        passage = str(get_path(items, 0, "data", "passage", default="") or "")
+        passage = str(tt.get_path(items, 0, "data", "passage", default="") or "")
         words = [w.strip(".,;:!?\"'()") for w in passage.split()]
         words = [w for w in words if len(w) > 3] or ["passage"]
         form: dict[str, list[str]] = {}
@@ -242,7 +228,7 @@ class MCQuestionWriting(TaskType):
                 else:
                     correct = ""
             elif profile == "spammer" and rng.random() < 0.7:
-                junk = rng.choice(SIM_NOISE_WORDS)
+                junk = rng.choice(tt.SIM_NOISE_WORDS)
                 question, options, justification = junk, [junk] * OPTIONS, junk
             form[f"{base}/question"] = [question]
             for o, option in enumerate(options):

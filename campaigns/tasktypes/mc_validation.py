@@ -17,18 +17,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    form_text,
-    parse_int_or_text,
-    per_item_answer_schema,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 
@@ -69,17 +58,21 @@ class MCValidation(PerItemTask):
             }
         },
     }
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {"choice": {"type": ["integer", "string", "null"]}}
     )
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
-        return {"choice": parse_int_or_text(form_text(form, f"{at}/choice"))}
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
+        return {"choice": tt.parse_int_or_text(tt.form_text(form, f"{at}/choice"))}
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         choice, n = entry["choice"], len(data.get("options", []))
         if choice != INVALID and not (isinstance(choice, int) and 0 <= choice < n):
-            return [FieldError(f"{at}/choice", "Choose an option, or mark the question invalid.")]
+            return [
+                tt.FieldError(f"{at}/choice", "Choose an option, or mark the question invalid.")
+            ]
         return []
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +81,7 @@ class MCValidation(PerItemTask):
         data = item.get("data", {})
         votes: Counter[str] = Counter()
         for answer in answers:
-            entry = answer_for_item(answer, item)
+            entry = tt.answer_for_item(answer, item)
             if entry is not None and entry.get("choice") is not None:
                 votes[str(entry["choice"])] += 1
         validator_votes = dict(votes)
@@ -105,7 +98,7 @@ class MCValidation(PerItemTask):
             "writer_agrees": None if not isinstance(writer, int) else majority == str(writer),
         }
 
-    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+    def row(self, form: tt.FormView, data: Entry, at: str, entry: Entry, cfg: tt.Config) -> Entry:
         f = form.field(f"{at}/choice", entry.get("choice"))
         choices: list[dict[str, Any]] = [
             {"value": str(o), "label": f"{OPTION_LETTERS[o]}. {t}", "id": f"{f.id}-{o}"}
@@ -128,7 +121,9 @@ class MCValidation(PerItemTask):
             "choices": choices,
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers mostly find the writer's option; sloppy ones guess; spammers
         always pick A or leave the question unanswered."""
         form: dict[str, list[str]] = {}

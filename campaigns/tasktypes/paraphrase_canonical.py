@@ -25,24 +25,7 @@ import random
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    SIM_NOISE_WORDS,
-    STOP_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    derived_external_id,
-    form_text,
-    get_path,
-    normalise_text,
-    per_item_answer_schema,
-    text_errors,
-    trivial_variant_reason,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 
 FUNCTIONS = ["none", "count", "superlative", "comparative"]
@@ -58,8 +41,8 @@ _WH_SAME = {"which": "what", "what's": "what", "whats": "what"}
 def _content_sequence(text: str) -> list[str]:
     """The content words of ``text`` in order (``normalise_text``, stop words out,
     "which" read as "what")."""
-    words = (_WH_SAME.get(t, t) for t in normalise_text(text).split())
-    return [t for t in words if t not in STOP_WORDS]
+    words = (_WH_SAME.get(t, t) for t in tt.normalise_text(text).split())
+    return [t for t in words if t not in tt.STOP_WORDS]
 
 
 def _word_edit_distance(a: list[str], b: list[str]) -> int:
@@ -109,8 +92,10 @@ def canonical_copy_reason(candidate: str, canonical: str, *, max_edit_ratio: flo
 
 def mentions(text: str, forms: list[str]) -> bool:
     """Whether ``text`` contains one of ``forms`` as whole words (case/punctuation-insensitive)."""
-    haystack = f" {normalise_text(text)} "
-    return any(f" {normalise_text(form)} " in haystack for form in forms if normalise_text(form))
+    haystack = f" {tt.normalise_text(text)} "
+    return any(
+        f" {tt.normalise_text(form)} " in haystack for form in forms if tt.normalise_text(form)
+    )
 
 
 _SIM_FRAMES = ("Tell me", "I would like to know", "Do you know", "Please name", "Find out")
@@ -129,7 +114,7 @@ def _simulated_paraphrase(
     """A rewording that keeps every entity label: a new frame, the canonical's other
     content words in reverse order, and filler words, retried until it is no
     trivial variant of the canonical question or of ``avoid``."""
-    label_words = {w for label in labels for w in normalise_text(label).split()}
+    label_words = {w for label in labels for w in tt.normalise_text(label).split()}
     rest = [w for w in _content_sequence(canonical) if w not in label_words and w != "what"]
     candidate = canonical
     for _ in range(20):
@@ -141,7 +126,7 @@ def _simulated_paraphrase(
         )
         others = [canonical, *avoid]
         if all(
-            trivial_variant_reason(candidate, o, max_similarity=cfg["max_similarity"]) is None
+            tt.trivial_variant_reason(candidate, o, max_similarity=cfg["max_similarity"]) is None
             and canonical_copy_reason(candidate, o, max_edit_ratio=cfg["max_edit_ratio"]) is None
             for o in others
         ):
@@ -220,24 +205,24 @@ class ParaphraseCanonical(PerItemTask):
         "require_entity_mention": True,
         "max_edit_ratio": 0.2,
     }
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {"paraphrases": {"type": "array", "items": {"type": "string"}}}
     )
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
         n = cfg["paraphrases_per_item"]
-        return {"paraphrases": [form_text(form, f"{at}/paraphrases/{j}") for j in range(n)]}
+        return {"paraphrases": [tt.form_text(form, f"{at}/paraphrases/{j}") for j in range(n)]}
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
-        errors = []
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         paraphrases = entry["paraphrases"]
-        if len(paraphrases) != cfg["paraphrases_per_item"]:
-            errors.append(
-                FieldError(
-                    f"{at}/paraphrases",
-                    f"Write exactly {cfg['paraphrases_per_item']} paraphrase(s).",
-                )
-            )
+        errors = tt.count_errors(
+            f"{at}/paraphrases",
+            paraphrases,
+            wanted=cfg["paraphrases_per_item"],
+            what="paraphrase(s)",
+        )
         for j, text in enumerate(paraphrases):
             errors += self._paraphrase_errors(
                 f"{at}/paraphrases/{j}", text, data, paraphrases[:j], cfg
@@ -246,24 +231,26 @@ class ParaphraseCanonical(PerItemTask):
 
     def _paraphrase_errors(
         self, path: str, text: str, data: dict[str, Any], earlier: list[str], cfg: dict[str, Any]
-    ) -> list[FieldError]:
-        problems = text_errors(path, text, what="The paraphrase")
+    ) -> list[tt.FieldError]:
+        problems = tt.text_errors(path, text, what="The paraphrase")
         if problems:
             return problems
         # No "?" rule: a paraphrase may be a command, as GraphQuestions' own (Su et al.
         # 2016, Table 2: "Find terrorist organizations involved in September 11 attacks.").
-        reason = trivial_variant_reason(
+        reason = tt.trivial_variant_reason(
             text, data["canonical_question"], max_similarity=cfg["max_similarity"]
         ) or canonical_copy_reason(
             text, data["canonical_question"], max_edit_ratio=cfg["max_edit_ratio"]
         )
         if reason:
-            return [FieldError(path, reason)]
+            return [tt.FieldError(path, reason)]
         for other in earlier:
-            if trivial_variant_reason(
+            if tt.trivial_variant_reason(
                 text, other, max_similarity=cfg["max_similarity"]
             ) or canonical_copy_reason(text, other, max_edit_ratio=cfg["max_edit_ratio"]):
-                return [FieldError(path, "This paraphrase is almost the same as an earlier one.")]
+                return [
+                    tt.FieldError(path, "This paraphrase is almost the same as an earlier one.")
+                ]
         if cfg["require_entity_mention"]:
             missing = [
                 e["label"]
@@ -272,7 +259,7 @@ class ParaphraseCanonical(PerItemTask):
             ]
             if missing:
                 return [
-                    FieldError(
+                    tt.FieldError(
                         path, "Mention " + ", ".join(missing) + " (or a listed name for it)."
                     )
                 ]
@@ -283,9 +270,9 @@ class ParaphraseCanonical(PerItemTask):
         seen: set[str] = set()
         out = []
         for answer in answers:
-            entry = answer_for_item(answer, item) or {}
+            entry = tt.answer_for_item(answer, item) or {}
             for text in entry.get("paraphrases", []):
-                key = normalise_text(text)
+                key = tt.normalise_text(text)
                 if key and key not in seen:
                     seen.add(key)
                     out.append(text)
@@ -301,7 +288,7 @@ class ParaphraseCanonical(PerItemTask):
             for j, text in enumerate(entry.get("paraphrases", [])):
                 out.append(
                     {
-                        "external_id": derived_external_id(
+                        "external_id": tt.derived_external_id(
                             str(items[i].get("external_id", "")), f"p{j + 1}", text
                         ),
                         "data": {
@@ -313,19 +300,21 @@ class ParaphraseCanonical(PerItemTask):
                 )
         return out
 
-    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+    def row(self, form: tt.FormView, data: Entry, at: str, entry: Entry, cfg: tt.Config) -> Entry:
         return {
             "canonical_question": data.get("canonical_question", ""),
             "characteristics": data.get("characteristics", {}),
             "entities": data.get("entities", []),
             "count_error": form.error(f"{at}/paraphrases"),
             "fields": [
-                form.field(f"{at}/paraphrases/{j}", get_path(entry, "paraphrases", j))
+                form.field(f"{at}/paraphrases/{j}", tt.get_path(entry, "paraphrases", j))
                 for j in range(cfg["paraphrases_per_item"])
             ],
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers reword the canonical question (new frame, words reordered and
         added), keeping every entity's label; sloppy ones sometimes drop the "?" or
         shout the canonical question; spammers paste it, with or without a prefix, or
@@ -345,7 +334,7 @@ class ParaphraseCanonical(PerItemTask):
                     text = rng.choice([text.rstrip("?"), canonical.upper()])
                 elif profile == "spammer":
                     text = rng.choice(
-                        [canonical, f"{rng.choice(SIM_NOISE_WORDS)}?", f"So, {canonical}", text]
+                        [canonical, f"{rng.choice(tt.SIM_NOISE_WORDS)}?", f"So, {canonical}", text]
                     )
                 done.append(text)
                 form[f"items/{i}/paraphrases/{j}"] = [text]

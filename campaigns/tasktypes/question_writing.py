@@ -23,26 +23,9 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.answer_types import detect_answer_type as linking_answer_type
-from campaigns.tasktypes.base import (
-    MAX_TEXT_LENGTH,
-    SIM_NOISE_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    TaskType,
-    answer_list_schema,
-    derived_external_id,
-    duplicate_errors,
-    form_text,
-    get_path,
-    parse_number_or_text,
-    text_errors,
-)
 from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
 
 COMPLEXITY_TYPES = [
@@ -201,7 +184,7 @@ def _example_schema() -> dict[str, Any]:
     }
 
 
-class QuestionWriting(TaskType):
+class QuestionWriting(tt.TaskType):
     name = "question_writing"
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
@@ -233,7 +216,7 @@ class QuestionWriting(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"questions_per_hit": 5}
-    answer_schema: ClassVar[dict] = answer_list_schema(
+    answer_schema: ClassVar[dict] = tt.answer_list_schema(
         "questions",
         {
             "question": {"type": "string"},
@@ -276,13 +259,13 @@ class QuestionWriting(TaskType):
         n = self.effective_config(config)["questions_per_hit"]
         questions = []
         for i in range(n):
-            entities_text = form_text(form, f"questions/{i}/counted_entities")
+            entities_text = tt.form_text(form, f"questions/{i}/counted_entities")
             questions.append(
                 {
-                    "question": form_text(form, f"questions/{i}/question"),
-                    "answer": form_text(form, f"questions/{i}/answer"),
-                    "numeric_value": parse_number_or_text(
-                        form_text(form, f"questions/{i}/numeric_value")
+                    "question": tt.form_text(form, f"questions/{i}/question"),
+                    "answer": tt.form_text(form, f"questions/{i}/answer"),
+                    "numeric_value": tt.parse_number_or_text(
+                        tt.form_text(form, f"questions/{i}/numeric_value")
                     ),
                     "counted_entities": [
                         line.strip() for line in entities_text.split("\n") if line.strip()
@@ -291,53 +274,52 @@ class QuestionWriting(TaskType):
             )
         return {"questions": questions}
 
-    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
-        errors: list[FieldError] = []
-        n = cfg["questions_per_hit"]
-        ctype = get_path(items, 0, "data", "complexity_type", default="generic")
+    def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
+        ctype = tt.get_path(items, 0, "data", "complexity_type", default="generic")
         pairs = answer["questions"]
-        if len(pairs) != n:
-            errors.append(FieldError("questions", f"Write exactly {n} questions."))
+        errors = tt.count_errors(
+            "questions", pairs, wanted=cfg["questions_per_hit"], what="questions"
+        )
         for i, pair in enumerate(pairs):
             errors += self._pair_errors(i, pair, ctype)
-        errors += duplicate_errors(
+        errors += tt.duplicate_errors(
             [(f"questions/{i}/question", p["question"]) for i, p in enumerate(pairs)],
             what="question",
         )
         return errors
 
-    def _pair_errors(self, i: int, pair: dict[str, Any], ctype: str) -> list[FieldError]:
+    def _pair_errors(self, i: int, pair: dict[str, Any], ctype: str) -> list[tt.FieldError]:
         base = f"questions/{i}"
         question, answer = pair["question"], pair["answer"]
-        errors = text_errors(f"{base}/question", question, what="The question")
+        errors = tt.text_errors(f"{base}/question", question, what="The question")
         if not errors and not question.rstrip().endswith("?"):
-            errors.append(FieldError(f"{base}/question", 'End the question with "?".'))
-        answer_errors = text_errors(f"{base}/answer", answer, what="The answer")
+            errors.append(tt.FieldError(f"{base}/question", 'End the question with "?".'))
+        answer_errors = tt.text_errors(f"{base}/answer", answer, what="The answer")
         if not answer_errors and ctype == "yesno" and yes_no_value(answer) is None:
-            answer_errors.append(FieldError(f"{base}/answer", 'Answer "Yes" or "No".'))
+            answer_errors.append(tt.FieldError(f"{base}/answer", 'Answer "Yes" or "No".'))
         errors += answer_errors
 
         value = pair.get("numeric_value")
         if isinstance(value, str) and ctype == "superlative" and _is_value_with_unit(value):
             value = None  # "2,341 miles": the value that makes it the most (§4.1)
         elif isinstance(value, str):
-            errors.append(FieldError(f"{base}/numeric_value", "Enter a number, e.g. 42 or 3.5."))
+            errors.append(tt.FieldError(f"{base}/numeric_value", "Enter a number, e.g. 42 or 3.5."))
             value = None
         elif value is None and ctype in NUMERIC_TYPES and not pair.get("numeric_value"):
             errors.append(
-                FieldError(f"{base}/numeric_value", "This question type needs a numeric value.")
+                tt.FieldError(f"{base}/numeric_value", "This question type needs a numeric value.")
             )
         entities = pair.get("counted_entities") or []
         if ctype == "count":
             if value is not None and (value < 0 or value != int(value)):
                 errors.append(
-                    FieldError(f"{base}/numeric_value", "A count is a whole number (0 or more).")
+                    tt.FieldError(f"{base}/numeric_value", "A count is a whole number (0 or more).")
                 )
             elif value is not None:
                 need = min(int(value), MIN_LISTED_ENTITIES)
                 if int(value) <= MIN_LISTED_ENTITIES and len(entities) != int(value):
                     errors.append(
-                        FieldError(
+                        tt.FieldError(
                             f"{base}/counted_entities",
                             f"List all {int(value)} counted items, one per line "
                             f"(you listed {len(entities)}).",
@@ -345,14 +327,14 @@ class QuestionWriting(TaskType):
                     )
                 elif len(entities) < need:
                     errors.append(
-                        FieldError(
+                        tt.FieldError(
                             f"{base}/counted_entities",
                             f"List at least {need} of the counted items, one per line.",
                         )
                     )
         for entity in entities:
-            if len(entity) > MAX_TEXT_LENGTH:
-                errors.append(FieldError(f"{base}/counted_entities", "An item is too long."))
+            if len(entity) > tt.MAX_TEXT_LENGTH:
+                errors.append(tt.FieldError(f"{base}/counted_entities", "An item is too long."))
                 break
         return errors
 
@@ -387,7 +369,7 @@ class QuestionWriting(TaskType):
                 complexity_type=ctype,
                 counted_entities=pair.get("counted_entities") or (),
             )
-            external_id = derived_external_id(
+            external_id = tt.derived_external_id(
                 str(source.get("external_id", "")), f"q{i + 1}", [pair["question"], pair["answer"]]
             )
             if handoff.get("translate_to") is not None:
@@ -408,7 +390,7 @@ class QuestionWriting(TaskType):
                     produced = {"question": pair["question"], "answer": text}
                     out.append(
                         {
-                            "external_id": derived_external_id(external_id, "q", produced),
+                            "external_id": tt.derived_external_id(external_id, "q", produced),
                             "data": produced,
                             "route": "unlinked_to",
                         }
@@ -432,13 +414,15 @@ class QuestionWriting(TaskType):
             out.append({"external_id": external_id, "data": data})
         return out
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
-        cell = get_path(items, 0, "data", default={}) or {}
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
+        cell = tt.get_path(items, 0, "data", default={}) or {}
         ctype = cell.get("complexity_type", "generic")
         examples = (cfg.get("examples") or {}).get(ctype) or DEFAULT_EXAMPLES.get(ctype, [])
         rows = []
         for i in range(cfg["questions_per_hit"]):
-            pair = get_path(answer, "questions", i, default={}) or {}
+            pair = tt.get_path(answer, "questions", i, default={}) or {}
             rows.append(
                 {
                     "number": i + 1,
@@ -469,16 +453,18 @@ class QuestionWriting(TaskType):
             "count_error": form.errors.get("questions", ""),
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Question/answer pairs of the cell's type: good ones end with "?", give numbers
         for count/superlative and list what they count; sloppy ones sometimes miss a
         rule; spammers paste the same junk everywhere or leave fields empty."""
         n = cfg["questions_per_hit"]
-        cell = get_path(items, 0, "data", default={}) or {}
+        cell = tt.get_path(items, 0, "data", default={}) or {}
         topic = str(cell.get("topic", "things"))
         ctype = str(cell.get("complexity_type", "generic"))
         if profile == "spammer" and rng.random() < 0.7:
-            junk = rng.choice(SIM_NOISE_WORDS)
+            junk = rng.choice(tt.SIM_NOISE_WORDS)
             blank = rng.random() < 0.3
             form: dict[str, list[str]] = {}
             for i in range(n):
@@ -490,7 +476,7 @@ class QuestionWriting(TaskType):
         pairs = [_simulated_pair(i, topic, ctype, rng) for i in range(n)]
         if profile == "spammer":  # the least that passes: short, generic, copied
             for i, pair in enumerate(pairs):
-                pair["question"] = f"{topic} {rng.choice(SIM_NOISE_WORDS)} {i + 1}?"
+                pair["question"] = f"{topic} {rng.choice(tt.SIM_NOISE_WORDS)} {i + 1}?"
         if profile == "sloppy" and rng.random() < 0.35:
             i = rng.randrange(n)
             defect = rng.choice(["no_mark", "no_number", "repeat", "empty_answer"])

@@ -38,20 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    TaskType,
-    answer_list_schema,
-    form_bool,
-    form_list,
-    get_path,
-    object_list_schema,
-)
+from campaigns.tasktypes import base as tt
 
 _EPSILON = 1e-9
 
@@ -182,11 +169,11 @@ def _question_schema(
 
 
 def _question_view(
-    form: FormView, answer: Any, part: str, i: int, q: Mapping[str, Any]
+    form: tt.FormView, answer: Any, part: str, i: int, q: Mapping[str, Any]
 ) -> tuple[dict[str, Any], Mapping[str, Any]]:
     """What the page shows of question ``i`` of ``part`` ("questions" or "practice"),
     and the worker's response to it. The options carry no answer key."""
-    response = get_path(answer, part, i, default={}) or {}
+    response = tt.get_path(answer, part, i, default={}) or {}
     selected = set(response.get("selected") or [])
     f = form.field(f"{part}/{i}/selected")
     return {
@@ -207,7 +194,7 @@ def _question_view(
     }, response
 
 
-class Quiz(TaskType):
+class Quiz(tt.TaskType):
     name = "quiz"
     is_quiz = True
     label = "Qualification quiz"
@@ -282,7 +269,7 @@ class Quiz(TaskType):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"allow_no_answer": True}
-    answer_schema: ClassVar[dict] = answer_list_schema(
+    answer_schema: ClassVar[dict] = tt.answer_list_schema(
         "questions",
         {
             "id": {"type": "string"},
@@ -290,7 +277,7 @@ class Quiz(TaskType):
             "no_answer": {"type": "boolean"},
         },
         required=["id", "selected"],
-        practice=object_list_schema(
+        practice=tt.object_list_schema(
             {"id": {"type": "string"}, "selected": {"type": "array", "items": {"type": "string"}}},
             required=["id", "selected"],
         ),
@@ -312,28 +299,28 @@ class Quiz(TaskType):
             numbers["max_tries"] = retake["max_tries"]
         return numbers
 
-    def validate_config(self, config: Any) -> list[FieldError]:
+    def validate_config(self, config: Any) -> list[tt.FieldError]:
         errors = super().validate_config(config)
         if errors:
             return errors
         ids = [q["id"] for q in config["questions"]]
         if len(set(ids)) != len(ids):
-            errors.append(FieldError("questions", "Question ids must be unique."))
+            errors.append(tt.FieldError("questions", "Question ids must be unique."))
         practice_ids = [q["id"] for q in config.get("practice", [])]
         if len(set(practice_ids)) != len(practice_ids):
-            errors.append(FieldError("practice", "Practice question ids must be unique."))
+            errors.append(tt.FieldError("practice", "Practice question ids must be unique."))
         for i, q in enumerate(config.get("practice", [])):
             if not any(o.get("correct") for o in q["options"]):
-                errors.append(FieldError(f"practice/{i}/options", "Mark the correct option(s)."))
+                errors.append(tt.FieldError(f"practice/{i}/options", "Mark the correct option(s)."))
         groups = set(_scoring(config)["group_points"])
         for i, q in enumerate(config["questions"]):
             option_ids = [o["id"] for o in q["options"]]
             if len(set(option_ids)) != len(option_ids):
-                errors.append(FieldError(f"questions/{i}/options", "Option ids must be unique."))
+                errors.append(tt.FieldError(f"questions/{i}/options", "Option ids must be unique."))
             for j, o in enumerate(q["options"]):
                 if not q.get("unanswerable") and o.get("group") not in groups:
                     errors.append(
-                        FieldError(f"questions/{i}/options/{j}/group", "Unknown scoring group.")
+                        tt.FieldError(f"questions/{i}/options/{j}/group", "Unknown scoring group.")
                     )
         return errors
 
@@ -344,52 +331,56 @@ class Quiz(TaskType):
             "questions": [
                 {
                     "id": q["id"],
-                    "selected": form_list(form, f"questions/{i}/selected"),
-                    "no_answer": form_bool(form, f"questions/{i}/no_answer"),
+                    "selected": tt.form_list(form, f"questions/{i}/selected"),
+                    "no_answer": tt.form_bool(form, f"questions/{i}/no_answer"),
                 }
                 for i, q in enumerate(config.get("questions", []))
             ]
         }
         if config.get("practice"):
             answer["practice"] = [
-                {"id": q["id"], "selected": form_list(form, f"practice/{i}/selected")}
+                {"id": q["id"], "selected": tt.form_list(form, f"practice/{i}/selected")}
                 for i, q in enumerate(config["practice"])
             ]
         return answer
 
-    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
-        errors: list[FieldError] = []
+    def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
+        errors: list[tt.FieldError] = []
         questions = cfg.get("questions", [])
         responses = answer["questions"]
         if [r["id"] for r in responses] != [q["id"] for q in questions]:
-            return [FieldError("questions", "Answer every question of the quiz.")]
+            return [tt.FieldError("questions", "Answer every question of the quiz.")]
         for i, (q, r) in enumerate(zip(questions, responses, strict=True)):
             path = f"questions/{i}/selected"
             selected, no_answer = r["selected"], bool(r.get("no_answer"))
             valid = {o["id"] for o in q["options"]}
             if no_answer and not cfg["allow_no_answer"]:
-                errors.append(FieldError(path, "Choose an answer."))
+                errors.append(tt.FieldError(path, "Choose an answer."))
             elif no_answer and selected:
-                errors.append(FieldError(path, 'Either choose options or "no answer", not both.'))
+                errors.append(
+                    tt.FieldError(path, 'Either choose options or "no answer", not both.')
+                )
             elif not selected and not no_answer:
-                errors.append(FieldError(path, "Answer this question."))
+                errors.append(tt.FieldError(path, "Answer this question."))
             elif any(s not in valid for s in selected):
-                errors.append(FieldError(path, "Choose among the options shown."))
+                errors.append(tt.FieldError(path, "Choose among the options shown."))
             elif not q.get("multiple") and len(selected) > 1:
-                errors.append(FieldError(path, "Choose one option."))
+                errors.append(tt.FieldError(path, "Choose one option."))
             elif q.get("max_selected") and len(selected) > q["max_selected"]:
-                errors.append(FieldError(path, f"Choose at most {q['max_selected']} options."))
+                errors.append(tt.FieldError(path, f"Choose at most {q['max_selected']} options."))
         practice = {q["id"]: q for q in cfg.get("practice", [])}
         for i, r in enumerate(answer.get("practice") or []):
             q = practice.get(r["id"])
             valid = {o["id"] for o in q["options"]} if q else set()
             if q is None or any(s not in valid for s in r["selected"]):
                 errors.append(
-                    FieldError(f"practice/{i}/selected", "Choose among the options shown.")
+                    tt.FieldError(f"practice/{i}/selected", "Choose among the options shown.")
                 )
         return errors
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
         blocks = []
         for i, q in enumerate(cfg.get("questions", [])):
             block, response = _question_view(form, answer, "questions", i, q)
@@ -422,7 +413,9 @@ class Quiz(TaskType):
             "allow_no_answer": cfg["allow_no_answer"],
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers mostly pick options scoring points (they read carefully) and say
         "no answer" to unanswerable questions; sloppy ones pick one option at
         random; spammers pick nothing or everything."""

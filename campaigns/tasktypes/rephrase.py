@@ -16,21 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    SIM_NOISE_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    derived_external_id,
-    form_text,
-    per_item_answer_schema,
-    simulated_rephrasing,
-    text_errors,
-    trivial_variant_reason,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.per_item import Entry, PerItemTask, item_entries_of
 
 
@@ -67,27 +53,29 @@ class Rephrase(PerItemTask):
         "max_similarity": 0.8,
         "require_question_mark": True,
     }
-    answer_schema: ClassVar[dict] = per_item_answer_schema({"rephrasing": {"type": "string"}})
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema({"rephrasing": {"type": "string"}})
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,
         "properties": {"include_original": {"type": "boolean"}},
     }
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
-        return {"rephrasing": form_text(form, f"{at}/rephrasing")}
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
+        return {"rephrasing": tt.form_text(form, f"{at}/rephrasing")}
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         path, text = f"{at}/rephrasing", entry["rephrasing"]
-        problems = text_errors(path, text, what="The rephrasing")
+        problems = tt.text_errors(path, text, what="The rephrasing")
         if not problems and cfg["require_question_mark"] and not text.endswith("?"):
-            problems.append(FieldError(path, 'End the question with "?".'))
+            problems.append(tt.FieldError(path, 'End the question with "?".'))
         if not problems:
-            reason = trivial_variant_reason(
+            reason = tt.trivial_variant_reason(
                 text, data["question"], max_similarity=cfg["max_similarity"]
             )
             if reason:
-                problems.append(FieldError(path, reason))
+                problems.append(tt.FieldError(path, reason))
         return problems
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
@@ -108,7 +96,7 @@ class Rephrase(PerItemTask):
                 data["original_question"] = items[i]["data"]["question"]
             out.append(
                 {
-                    "external_id": derived_external_id(
+                    "external_id": tt.derived_external_id(
                         str(items[i].get("external_id", "")), "r", entry["rephrasing"]
                     ),
                     "data": data,
@@ -116,14 +104,16 @@ class Rephrase(PerItemTask):
             )
         return out
 
-    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+    def row(self, form: tt.FormView, data: Entry, at: str, entry: Entry, cfg: tt.Config) -> Entry:
         return {
             "question": data.get("question", ""),
             "context": data.get("context", ""),
             "field": form.field(f"{at}/rephrasing", entry.get("rephrasing")),
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers reword each question; sloppy ones sometimes only change its case
         or drop the "?"; spammers paste the original or junk."""
         form: dict[str, list[str]] = {}
@@ -131,10 +121,10 @@ class Rephrase(PerItemTask):
         careless = rng.randrange(len(items)) if items and rng.random() < 0.3 else -1
         for i, item in enumerate(items):
             original = str(item.get("data", {}).get("question", ""))
-            text = simulated_rephrasing(original, rng=rng, max_similarity=cfg["max_similarity"])
+            text = tt.simulated_rephrasing(original, rng=rng, max_similarity=cfg["max_similarity"])
             if profile == "sloppy" and i == careless:
                 text = rng.choice([original.lower(), text.rstrip("?")])
             elif profile == "spammer":
-                text = rng.choice([original, original, f"{rng.choice(SIM_NOISE_WORDS)}?", text])
+                text = rng.choice([original, original, f"{rng.choice(tt.SIM_NOISE_WORDS)}?", text])
             form[f"items/{i}/rephrasing"] = [text]
         return form

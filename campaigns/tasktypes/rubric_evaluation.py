@@ -23,19 +23,7 @@ from collections import Counter
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    form_text,
-    label_text,
-    per_item_answer_schema,
-    text_errors,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.mc_question_writing import OPTION_LETTERS
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 
@@ -133,7 +121,7 @@ class RubricEvaluation(PerItemTask):
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"show_justification": True}
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {
             "answerable": {"type": ["string", "null"]},
             "reading_depth": {"type": ["string", "null"]},
@@ -146,27 +134,29 @@ class RubricEvaluation(PerItemTask):
 
     def entry_label(self, entry: Mapping[str, Any], dimension: str) -> Hashable | None:
         """The grade given on rubric dimension ``dimension`` (default "answerable")."""
-        return label_text(entry.get(dimension))
+        return tt.label_text(entry.get(dimension))
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
-        entry: Entry = {d: form_text(form, f"{at}/{d}") or None for d in DIMENSIONS}
-        entry["feedback"] = form_text(form, f"{at}/feedback")
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
+        entry: Entry = {d: tt.form_text(form, f"{at}/{d}") or None for d in DIMENSIONS}
+        entry["feedback"] = tt.form_text(form, f"{at}/feedback")
         return entry
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         errors = []
         for d in DIMENSIONS:
             codes = [c for c, _ in RUBRIC[d]["choices"]]
             if entry[d] not in codes:
-                errors.append(FieldError(f"{at}/{d}", "Choose one of the options."))
-        errors += text_errors(
+                errors.append(tt.FieldError(f"{at}/{d}", "Choose one of the options."))
+        errors += tt.text_errors(
             f"{at}/feedback", entry.get("feedback", ""), required=False, what="Feedback"
         )
         return errors
 
     def aggregate(self, *, answers: list[dict[str, Any]], item: dict[str, Any]) -> dict[str, Any]:
         """Per dimension: label counts, and the mean position on the ordinal scales."""
-        entries = [e for a in answers if (e := answer_for_item(a, item))]
+        entries = [e for a in answers if (e := tt.answer_for_item(a, item))]
         out: dict[str, Any] = {"answers": len(entries)}
         for d in DIMENSIONS:
             counts = Counter(e.get(d) for e in entries if e.get(d))
@@ -177,7 +167,7 @@ class RubricEvaluation(PerItemTask):
             out[d] = summary
         return out
 
-    def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
+    def row(self, form: tt.FormView, data: Entry, at: str, entry: Entry, cfg: tt.Config) -> Entry:
         dims = []
         for d in DIMENSIONS:
             f = form.field(f"{at}/{d}", entry.get(d))
@@ -204,7 +194,9 @@ class RubricEvaluation(PerItemTask):
             "feedback": form.field(f"{at}/feedback", entry.get("feedback")),
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers grade every dimension (mostly "answerable"); sloppy ones grade at
         random and sometimes skip one; spammers click the first choice or skip."""
         form: dict[str, list[str]] = {}

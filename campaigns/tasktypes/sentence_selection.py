@@ -21,25 +21,7 @@ from collections import Counter
 from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    DEFAULT_SENTENCE_THRESHOLD,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    answer_for_item,
-    content_tokens,
-    derived_external_id,
-    form_bool,
-    form_list,
-    form_text,
-    get_path,
-    parse_int_or_text,
-    per_item_answer_schema,
-    text_errors,
-)
+from campaigns.tasktypes import base as tt
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 from campaigns.tasktypes.why_question import article_sentences
 
@@ -63,7 +45,7 @@ def sentence_overlap(a: Collection[int] | None, b: Collection[int] | None) -> fl
 
 
 def gold_match_sentences(
-    entry: Mapping[str, Any], gold: Any, *, threshold: float = DEFAULT_SENTENCE_THRESHOLD
+    entry: Mapping[str, Any], gold: Any, *, threshold: float = tt.DEFAULT_SENTENCE_THRESHOLD
 ) -> bool:
     """Sentence-id overlap with the gold selection ≥ ``threshold`` (no answer = no answer).
     Gold: ``{"sentences": [...]}``, ``{"no_answer": true}`` or a bare list of ids."""
@@ -124,7 +106,7 @@ class SentenceSelectionAnswer(PerItemTask):
         "additionalProperties": False,
         "properties": {"context": {"enum": ["title", "none"]}},
     }
-    answer_schema: ClassVar[dict] = per_item_answer_schema(
+    answer_schema: ClassVar[dict] = tt.per_item_answer_schema(
         {
             "sentences": {"type": "array", "items": {"type": ["integer", "string"]}},
             "no_answer": {"type": "boolean"},
@@ -144,35 +126,37 @@ class SentenceSelectionAnswer(PerItemTask):
         """Sentence-id overlap with the gold selection ≥ the rule's threshold."""
         return gold_match_sentences(entry, gold, threshold=threshold)
 
-    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: Config) -> Entry:
+    def entry_from_form(self, form: Mapping[str, Any], at: str, cfg: tt.Config) -> Entry:
         return {
-            "sentences": [parse_int_or_text(v) for v in form_list(form, f"{at}/sentences")],
-            "no_answer": form_bool(form, f"{at}/no_answer"),
-            "comment": form_text(form, f"{at}/comment"),
+            "sentences": [tt.parse_int_or_text(v) for v in tt.form_list(form, f"{at}/sentences")],
+            "no_answer": tt.form_bool(form, f"{at}/no_answer"),
+            "comment": tt.form_text(form, f"{at}/comment"),
         }
 
-    def entry_errors(self, entry: Entry, data: Entry, at: str, cfg: Config) -> list[FieldError]:
+    def entry_errors(
+        self, entry: Entry, data: Entry, at: str, cfg: tt.Config
+    ) -> list[tt.FieldError]:
         errors = []
         limit, path = cfg["max_sentences"], f"{at}/sentences"
         chosen = entry["sentences"]
         count = len(data.get("sentences", []))
         if entry["no_answer"] and chosen:
             errors.append(
-                FieldError(path, 'Either select sentences or tick "no answer", not both.')
+                tt.FieldError(path, 'Either select sentences or tick "no answer", not both.')
             )
         elif not entry["no_answer"] and not chosen:
-            errors.append(FieldError(path, 'Select at least one sentence or tick "no answer".'))
+            errors.append(tt.FieldError(path, 'Select at least one sentence or tick "no answer".'))
         elif len(chosen) > limit:
-            errors.append(FieldError(path, f"Select at most {limit} sentences."))
+            errors.append(tt.FieldError(path, f"Select at most {limit} sentences."))
         elif any(not isinstance(s, int) or not 0 <= s < count for s in chosen):
-            errors.append(FieldError(path, "Select sentences from the list."))
+            errors.append(tt.FieldError(path, "Select sentences from the list."))
         elif len(set(chosen)) != len(chosen):
-            errors.append(FieldError(path, "Each sentence can be selected once."))
+            errors.append(tt.FieldError(path, "Each sentence can be selected once."))
         comment = entry.get("comment", "")
         if comment and not cfg["allow_comment"]:
-            errors.append(FieldError(f"{at}/comment", "Comments are not collected here."))
+            errors.append(tt.FieldError(f"{at}/comment", "Comments are not collected here."))
         else:
-            errors += text_errors(f"{at}/comment", comment, required=False, what="The comment")
+            errors += tt.text_errors(f"{at}/comment", comment, required=False, what="The comment")
         return errors
 
     def next_items(
@@ -199,7 +183,7 @@ class SentenceSelectionAnswer(PerItemTask):
                 produced["context"] = str(data["title"])
             out.append(
                 {
-                    "external_id": derived_external_id(
+                    "external_id": tt.derived_external_id(
                         str(source.get("external_id", "")), "r", question
                     ),
                     "data": produced,
@@ -216,7 +200,7 @@ class SentenceSelectionAnswer(PerItemTask):
         no_answer = 0
         n = 0
         for answer in answers:
-            entry = answer_for_item(answer, item)
+            entry = tt.answer_for_item(answer, item)
             if entry is None:
                 continue
             n += 1
@@ -250,11 +234,13 @@ class SentenceSelectionAnswer(PerItemTask):
             for n, question in enumerate(questions, start=1)
         ]
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
         blocks = []
         for i, item in enumerate(items):
             data = item.get("data", {})
-            entry = get_path(answer, "items", i, default={}) or {}
+            entry = tt.get_path(answer, "items", i, default={}) or {}
             chosen = {str(s) for s in entry.get("sentences", [])}
             headers = {b["sentence"]: b["header"] for b in data.get("section_breaks", [])}
             sentences_field = form.field(f"items/{i}/sentences")
@@ -286,7 +272,9 @@ class SentenceSelectionAnswer(PerItemTask):
             "allow_comment": cfg["allow_comment"],
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers tick the 1..3 sentences sharing most words with the question
         (or "no answer" when none does); sloppy ones tick at random, sometimes too
         many or none; spammers tick "no answer", everything, or both."""
@@ -299,9 +287,9 @@ class SentenceSelectionAnswer(PerItemTask):
             chosen: list[int] = []
             no_answer = False
             if profile == "good":
-                wanted = content_tokens(str(data.get("question", "")))
+                wanted = tt.content_tokens(str(data.get("question", "")))
                 scored = sorted(
-                    ((len(wanted & content_tokens(t)), j) for j, t in enumerate(sentences)),
+                    ((len(wanted & tt.content_tokens(t)), j) for j, t in enumerate(sentences)),
                     key=lambda sj: (-sj[0], sj[1]),
                 )
                 chosen = [j for score, j in scored[: rng.randint(1, limit)] if score > 0]

@@ -23,27 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    MAX_TEXT_LENGTH,
-    SIM_NOISE_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    TaskType,
-    form_list,
-    form_text,
-    get_path,
-    parse_number_or_text,
-    text_errors,
-)
+from campaigns.tasktypes import base as tt
 
 KINDS = ["text", "long_text", "single", "multiple", "number"]
 
 
-class Survey(TaskType):
+class Survey(tt.TaskType):
     name = "survey"
     label = "Survey"
     description = "Free-form questions: text, choices and numbers; optionally anonymous."
@@ -72,7 +57,11 @@ class Survey(TaskType):
                         "options": {"type": "array", "items": {"type": "string", "minLength": 1}},
                         "min": {"type": "number"},
                         "max": {"type": "number"},
-                        "max_length": {"type": "integer", "minimum": 1, "maximum": MAX_TEXT_LENGTH},
+                        "max_length": {
+                            "type": "integer",
+                            "minimum": 1,
+                            "maximum": tt.MAX_TEXT_LENGTH,
+                        },
                     },
                     "if": {"properties": {"kind": {"enum": ["single", "multiple"]}}},
                     "then": {"required": ["options"], "properties": {"options": {"minItems": 1}}},
@@ -87,12 +76,12 @@ class Survey(TaskType):
         "properties": {"responses": {"type": "object"}},
     }
 
-    def validate_config(self, config: Any) -> list[FieldError]:
+    def validate_config(self, config: Any) -> list[tt.FieldError]:
         errors = super().validate_config(config)
         if not errors:
             ids = [q["id"] for q in config["questions"]]
             if len(set(ids)) != len(ids):
-                errors.append(FieldError("questions", "Question ids must be unique."))
+                errors.append(tt.FieldError("questions", "Question ids must be unique."))
         return errors
 
     def parse_form(
@@ -102,55 +91,57 @@ class Survey(TaskType):
         for q in config.get("questions", []):
             name = f"responses/{q['id']}"
             if q["kind"] == "multiple":
-                responses[q["id"]] = form_list(form, name)
+                responses[q["id"]] = tt.form_list(form, name)
             elif q["kind"] == "number":
-                responses[q["id"]] = parse_number_or_text(form_text(form, name))
+                responses[q["id"]] = tt.parse_number_or_text(tt.form_text(form, name))
             else:
-                responses[q["id"]] = form_text(form, name)
+                responses[q["id"]] = tt.form_text(form, name)
         return {"responses": responses}
 
-    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
-        errors: list[FieldError] = []
+    def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
+        errors: list[tt.FieldError] = []
         responses = answer["responses"]
         known = {q["id"] for q in cfg.get("questions", [])}
         for key in responses:
             if key not in known:
-                errors.append(FieldError(f"responses/{key}", "Unknown question."))
+                errors.append(tt.FieldError(f"responses/{key}", "Unknown question."))
         for q in cfg.get("questions", []):
             errors += self._response_errors(q, responses.get(q["id"]))
         return errors
 
-    def _response_errors(self, q: Mapping[str, Any], value: Any) -> list[FieldError]:
+    def _response_errors(self, q: Mapping[str, Any], value: Any) -> list[tt.FieldError]:
         path = f"responses/{q['id']}"
         required = bool(q.get("required"))
         empty = value is None or value == "" or value == []
         if empty:
-            return [FieldError(path, "Please answer this question.")] if required else []
+            return [tt.FieldError(path, "Please answer this question.")] if required else []
         kind = q["kind"]
         if kind in {"text", "long_text"}:
-            return text_errors(
-                path, value, required=required, max_length=q.get("max_length", MAX_TEXT_LENGTH)
+            return tt.text_errors(
+                path, value, required=required, max_length=q.get("max_length", tt.MAX_TEXT_LENGTH)
             )
         if kind == "single":
             if value not in q["options"]:
-                return [FieldError(path, "Choose one of the options.")]
+                return [tt.FieldError(path, "Choose one of the options.")]
             return []
         if kind == "multiple":
             if not isinstance(value, list) or any(v not in q["options"] for v in value):
-                return [FieldError(path, "Choose among the options shown.")]
+                return [tt.FieldError(path, "Choose among the options shown.")]
             return []
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return [FieldError(path, "Enter a number.")]
+            return [tt.FieldError(path, "Enter a number.")]
         if "min" in q and value < q["min"]:
-            return [FieldError(path, f"Enter a number of at least {q['min']}.")]
+            return [tt.FieldError(path, f"Enter a number of at least {q['min']}.")]
         if "max" in q and value > q["max"]:
-            return [FieldError(path, f"Enter a number of at most {q['max']}.")]
+            return [tt.FieldError(path, f"Enter a number of at most {q['max']}.")]
         return []
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
         blocks = []
         for q in cfg.get("questions", []):
-            value = get_path(answer, "responses", q["id"])
+            value = tt.get_path(answer, "responses", q["id"])
             f = form.field(f"responses/{q['id']}", value)
             chosen = set(value) if isinstance(value, list) else {value}
             blocks.append(
@@ -168,7 +159,9 @@ class Survey(TaskType):
             "anonymous": cfg["anonymous"],
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Good workers answer every question within its limits; sloppy ones skip
         optional ones and sometimes type a number in words; spammers type junk."""
         form: dict[str, list[str]] = {}
@@ -178,7 +171,7 @@ class Survey(TaskType):
             if profile == "sloppy" and not q.get("required") and rng.random() < 0.5:
                 continue
             if profile == "spammer" and rng.random() < 0.6:
-                form[name] = [rng.choice(SIM_NOISE_WORDS)]
+                form[name] = [rng.choice(tt.SIM_NOISE_WORDS)]
                 continue
             if kind == "number":
                 low = float(q.get("min", 18))
@@ -192,6 +185,6 @@ class Survey(TaskType):
             elif kind == "multiple":
                 form[name] = rng.sample(q["options"], rng.randint(1, len(q["options"])))
             else:
-                limit = q.get("max_length", MAX_TEXT_LENGTH)
+                limit = q.get("max_length", tt.MAX_TEXT_LENGTH)
                 form[name] = ["Everything worked well for me, thank you."[:limit]]
         return form

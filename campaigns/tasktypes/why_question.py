@@ -21,21 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
-from campaigns.tasktypes.base import (
-    SIM_NOISE_WORDS,
-    Config,
-    FieldError,
-    FormView,
-    Items,
-    Rng,
-    SimulatedForm,
-    TaskType,
-    derived_external_id,
-    duplicate_errors,
-    form_text,
-    get_path,
-    text_errors,
-)
+from campaigns.tasktypes import base as tt
 
 _WHY_RE = re.compile(r"^why\b", re.IGNORECASE)
 
@@ -86,7 +72,7 @@ def article_sentences(article: Mapping[str, Any]) -> tuple[list[str], list[dict[
     return sentences, breaks
 
 
-class WhyQuestionFromPartialArticle(TaskType):
+class WhyQuestionFromPartialArticle(tt.TaskType):
     name = "why_question_from_partial_article"
     label = "Why-questions from a partial article"
     description = "Read the outline of an article and ask why-questions it may answer."
@@ -128,28 +114,26 @@ class WhyQuestionFromPartialArticle(TaskType):
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
     ) -> dict[str, Any]:
         n = self.effective_config(config)["questions_per_article"]
-        return {"questions": [form_text(form, f"questions/{i}") for i in range(n)]}
+        return {"questions": [tt.form_text(form, f"questions/{i}") for i in range(n)]}
 
-    def answer_errors(self, answer: Any, items: Items, cfg: Config) -> list[FieldError]:
-        errors: list[FieldError] = []
+    def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
         questions = answer["questions"]
-        if len(questions) != cfg["questions_per_article"]:
-            errors.append(
-                FieldError("questions", f"Write exactly {cfg['questions_per_article']} questions.")
-            )
+        errors = tt.count_errors(
+            "questions", questions, wanted=cfg["questions_per_article"], what="questions"
+        )
         for i, question in enumerate(questions):
             path = f"questions/{i}"
-            problems = text_errors(path, question, what="The question")
+            problems = tt.text_errors(path, question, what="The question")
             if not problems and not _WHY_RE.match(question):
-                problems.append(FieldError(path, 'Start the question with "Why".'))
+                problems.append(tt.FieldError(path, 'Start the question with "Why".'))
             if not problems and not question.endswith("?"):
-                problems.append(FieldError(path, 'End the question with "?".'))
+                problems.append(tt.FieldError(path, 'End the question with "?".'))
             if not problems and len(question.split()) < cfg["min_question_words"]:
                 problems.append(
-                    FieldError(path, f"Use at least {cfg['min_question_words']} words.")
+                    tt.FieldError(path, f"Use at least {cfg['min_question_words']} words.")
                 )
             errors += problems
-        errors += duplicate_errors(
+        errors += tt.duplicate_errors(
             [(f"questions/{i}", q) for i, q in enumerate(questions)], what="question"
         )
         return errors
@@ -174,7 +158,7 @@ class WhyQuestionFromPartialArticle(TaskType):
             }
             out.append(
                 {
-                    "external_id": derived_external_id(
+                    "external_id": tt.derived_external_id(
                         str(source.get("external_id", "")), f"why{i + 1}", question
                     ),
                     "data": data,
@@ -190,8 +174,10 @@ class WhyQuestionFromPartialArticle(TaskType):
         """The article itself: one item, whose outline the writers see."""
         return [{"external_id": str(article["article_id"]), **article}]
 
-    def page(self, form: FormView, items: Items, cfg: Config, answer: Any) -> dict[str, Any]:
-        article = get_path(items, 0, "data", default={}) or {}
+    def page(
+        self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
+    ) -> dict[str, Any]:
+        article = tt.get_path(items, 0, "data", default={}) or {}
         outline = [
             {
                 "header": section.get("header", ""),
@@ -202,7 +188,7 @@ class WhyQuestionFromPartialArticle(TaskType):
         rows = [
             {
                 "number": i + 1,
-                "field": form.field(f"questions/{i}", get_path(answer, "questions", i)),
+                "field": form.field(f"questions/{i}", tt.get_path(answer, "questions", i)),
             }
             for i in range(cfg["questions_per_article"])
         ]
@@ -214,11 +200,13 @@ class WhyQuestionFromPartialArticle(TaskType):
             "count_error": count_error,
         }
 
-    def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
+    def simulate(
+        self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng
+    ) -> tt.SimulatedForm:
         """Why-questions about the outline's headers and first sentences; sloppy ones
         sometimes forget "Why" or the "?"; spammers paste the first sentences."""
         n = cfg["questions_per_article"]
-        article = get_path(items, 0, "data", default={}) or {}
+        article = tt.get_path(items, 0, "data", default={}) or {}
         title = str(article.get("title", "this")).strip() or "this"
         firsts = [
             str(p[0])
@@ -227,7 +215,7 @@ class WhyQuestionFromPartialArticle(TaskType):
             if p
         ] or [title]
         if profile == "spammer" and rng.random() < 0.7:
-            texts = [rng.choice([*firsts, *SIM_NOISE_WORDS]) for _ in range(n)]
+            texts = [rng.choice([*firsts, *tt.SIM_NOISE_WORDS]) for _ in range(n)]
             return {f"questions/{i}": [t] for i, t in enumerate(texts)}
         headers = [
             str(s.get("header", "")) for s in article.get("sections", []) if s.get("header")
@@ -247,7 +235,7 @@ class WhyQuestionFromPartialArticle(TaskType):
                 for i, q in enumerate(questions, start=offset)
             ]
         if profile == "spammer":
-            questions = [f"Why {title} {i + 1} {rng.choice(SIM_NOISE_WORDS)}?" for i in range(n)]
+            questions = [f"Why {title} {i + 1} {rng.choice(tt.SIM_NOISE_WORDS)}?" for i in range(n)]
         if profile == "sloppy" and rng.random() < 0.35:
             i = rng.randrange(n)
             questions[i] = rng.choice(

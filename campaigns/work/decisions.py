@@ -38,7 +38,7 @@ from django.db.models import Case, F, IntegerField, Value, When
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import Decision, platform_for
 from campaigns.models import Assignment, AssignmentStatus, Worker
 from campaigns.work.events import assignment_decided
 from qaportal.errors import DomainError
@@ -171,36 +171,24 @@ def assignment_decide(
     """
     if not approve and not reason.strip():
         raise DomainError("A rejection needs a reason.", errors={"reason": ["required"]})
-    return platform_for(assignment).decision_request(
-        assignment=assignment,
-        approve=approve,
-        decided_by=decided_by,
-        source=source,
-        reason=reason,
-        feedback=feedback,
+    decision = Decision(
+        approve=approve, decided_by=decided_by, source=source, reason=reason, feedback=feedback
     )
+    return platform_for(assignment).decision_request(assignment=assignment, decision=decision)
 
 
-def assignment_decision_take(
-    *,
-    assignment: Assignment,
-    approve: bool,
-    decided_by: AbstractBaseUser | None,
-    source: str,
-    reason: str,
-    feedback: str,
-) -> Assignment:
-    """Record a decision at once: ``Platform.decision_request`` of a platform that
+def assignment_decision_take(*, assignment: Assignment, decision: Decision) -> Assignment:
+    """Record ``decision`` at once: ``Platform.decision_request`` of a platform that
     ``decides_at_once`` (the local workforce). Idempotent; the assignment as it now
     stands. Locking: the assignment row."""
     with transaction.atomic():
         decided, _ = _decide(
             assignment=assignment,
-            status=AssignmentStatus.APPROVED if approve else AssignmentStatus.REJECTED,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-            feedback=feedback,
+            status=AssignmentStatus.APPROVED if decision.approve else AssignmentStatus.REJECTED,
+            decided_by=decision.decided_by,
+            source=decision.source,
+            reason=decision.reason,
+            feedback=decision.feedback,
         )
     return decided
 

@@ -43,7 +43,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from campaigns.design.platform import platform_for
+from campaigns.design.platform import WorkerMessage, platform_for
 from campaigns.models import (
     Assignment,
     AssignmentStatus,
@@ -390,14 +390,13 @@ def round_close(
                     source=f"round-graders:{stage.pk}:{round_number}",
                     value=o.rank,
                 )
-            platform.workers_message(
-                campaign=campaign,
-                actor=actor,
+            message = WorkerMessage(
                 workers=[worker],
                 subject=subject or f"Your results in round {round_number}",
                 body=o.message,
                 key=f"round-feedback:{stage.pk}:{round_number}:{worker.pk}",
             )
+            platform.workers_message(campaign=campaign, actor=actor, message=message)
         if grading_bonus is not None and grading_bonus > 0:
             for grading in _round_grading(
                 stage=stage, grading_stage=grading_stage, outcomes=outcomes

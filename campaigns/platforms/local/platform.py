@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
-
-from campaigns.design.platform import FeeModel
+from campaigns.design.platform import Decision, FeeModel
 from campaigns.models import HIT, Assignment, Campaign, Stage
 from campaigns.platforms.base import NoFees
 from campaigns.platforms.local.provider import LocalProvider
@@ -50,22 +48,6 @@ class LocalPlatform(CrowdPlatform):
         """The places open at once, each key's operation written done (``places_open``)."""
         places_open(locked=hits, wanted=wanted)
 
-    def decision_request(
-        self,
-        *,
-        assignment: Assignment,
-        approve: bool,
-        decided_by: AbstractBaseUser | None,
-        source: str,
-        reason: str,
-        feedback: str,
-    ) -> Assignment:
+    def decision_request(self, *, assignment: Assignment, decision: Decision) -> Assignment:
         """Recorded at once (``assignment_decision_take``)."""
-        return assignment_decision_take(
-            assignment=assignment,
-            approve=approve,
-            decided_by=decided_by,
-            source=source,
-            reason=reason,
-            feedback=feedback,
-        )
+        return assignment_decision_take(assignment=assignment, decision=decision)

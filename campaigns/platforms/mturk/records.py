@@ -21,7 +21,6 @@ from django.utils import timezone
 from campaigns.models import (
     HIT,
     Assignment,
-    AssignmentStatus,
     OperationKind,
     Provider,
     ProviderOperation,
@@ -30,10 +29,10 @@ from campaigns.models import (
 from campaigns.platforms.mturk.checks import short_worker
 from campaigns.platforms.operations import operation_effect
 from campaigns.platforms.review import submission_identity
+from campaigns.work.submission import STORED_STATES
 
 logger = logging.getLogger(__name__)
 
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 UPDATE_ROWS = 1000  # assignment rows per UPDATE statement
 
 
@@ -129,7 +128,7 @@ def sync_batch_apply(reads: list[HITRead], *, hits: dict[str, int], stats: SyncS
             record = by_id.get(a.provider_assignment_id or "")
             if record is not None:
                 seen.add(record["assignment_id"])
-            elif a.status not in STORED or a.hit_id not in complete:
+            elif a.status not in STORED_STATES or a.hit_id not in complete:
                 continue  # not read this round, or not submitted on our page
             if _record(a, record):
                 changed.append(a)
@@ -201,12 +200,12 @@ def _record(a: Assignment, record: dict[str, Any] | None) -> bool:
         )
         if record["answer_error"]:
             mturk["answer_error"] = record["answer_error"]
-        if a.status not in STORED and record["answers"] is not None:
+        if a.status not in STORED_STATES and record["answers"] is not None:
             # MTurk has a submission our page never stored: keep MTurk's copy for review.
             mturk["answers"] = record["answers"]
     if details.get("identity") == identity and details.get("mturk", {}) == mturk:
         return False
-    if identity["status"] != "confirmed" and a.status in STORED:
+    if identity["status"] != "confirmed" and a.status in STORED_STATES:
         logger.warning("mturk: assignment %s flagged (%s)", a.pk, identity["status"])
     details["identity"] = identity
     if mturk:

@@ -197,18 +197,21 @@ class WorkersMixin:
 
     def block(self, call: OperationCall) -> dict[str, Any]:
         """``CreateWorkerBlock`` (MTurk needs a reason; the worker does not see it)."""
-        worker = check_worker_id(call.payload.get("participant_id"))
-        reason = check_text(
-            call.payload.get("reason") or "Blocked by the requester.", "Reason", maximum=REASON_MAX
-        )
-        self.client.call("create_worker_block", WorkerId=worker, Reason=reason)
-        return {"blocked": True}
+        return self._block_set(call, blocked=True, default_reason="Blocked by the requester.")
 
     def unblock(self, call: OperationCall) -> dict[str, Any]:
         """``DeleteWorkerBlock`` (deleting a block that is not there succeeds on MTurk)."""
+        return self._block_set(call, blocked=False, default_reason="Block lifted.")
+
+    def _block_set(
+        self, call: OperationCall, *, blocked: bool, default_reason: str
+    ) -> dict[str, Any]:
+        """Create (``blocked``) or delete the block of the payload's ``participant_id``,
+        with the payload's ``reason`` (else ``default_reason``)."""
         worker = check_worker_id(call.payload.get("participant_id"))
         reason = check_text(
-            call.payload.get("reason") or "Block lifted.", "Reason", maximum=REASON_MAX
+            call.payload.get("reason") or default_reason, "Reason", maximum=REASON_MAX
         )
-        self.client.call("delete_worker_block", WorkerId=worker, Reason=reason)
-        return {"blocked": False}
+        operation = "create_worker_block" if blocked else "delete_worker_block"
+        self.client.call(operation, WorkerId=worker, Reason=reason)
+        return {"blocked": blocked}

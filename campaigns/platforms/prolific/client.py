@@ -152,6 +152,11 @@ class ProlificClient:
             )
             self._sleep(wait)
 
+    def _post_once(self, path: str, body: Any = None) -> Any:
+        """POST ``body`` to ``path``, never retried (Prolific would act twice): the
+        decoded JSON, as ``request`` answers it."""
+        return self.request("POST", path, json=body, idempotent=False)
+
     def listed(self, path: str, *, params: dict[str, Any] | None = None) -> list[Any]:
         """The ``results`` of a list operation whose reference documents no paging."""
         body = self.request("GET", path, params=params)
@@ -184,7 +189,7 @@ class ProlificClient:
 
     def study_create(self, body: dict[str, Any]) -> dict[str, Any]:
         """POST /api/v1/studies/ — a draft study. Not idempotent: look up before retrying."""
-        return dict(self.request("POST", "/api/v1/studies/", json=body, idempotent=False))
+        return dict(self._post_once("/api/v1/studies/", body))
 
     def study_get(self, study_id: str) -> dict[str, Any]:
         return dict(self.request("GET", f"/api/v1/studies/{study_id}/"))
@@ -233,43 +238,27 @@ class ProlificClient:
 
     def bonus_setup(self, *, study_id: str, csv_bonuses: str) -> dict[str, Any]:
         """POST /api/v1/submissions/bonus-payments/ — sets up, pays nothing."""
-        return dict(
-            self.request(
-                "POST",
-                "/api/v1/submissions/bonus-payments/",
-                json={"study_id": study_id, "csv_bonuses": csv_bonuses},
-                idempotent=False,
-            )
-        )
+        body = {"study_id": study_id, "csv_bonuses": csv_bonuses}
+        return dict(self._post_once("/api/v1/submissions/bonus-payments/", body))
 
     def bonus_pay(self, bulk_id: str) -> Any:
         """POST /api/v1/bulk-bonus-payments/{id}/pay/ — NOT idempotent: pays every time."""
-        return self.request("POST", f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/", idempotent=False)
+        return self._post_once(f"/api/v1/bulk-bonus-payments/{bulk_id}/pay/")
 
     # --- messages, participant groups ------------------------------------------------
 
     def message_bulk(self, *, participant_ids: list[str], body: str, study_id: str) -> Any:
         """POST /api/v1/messages/bulk/ with ``ids``, ``body``, ``study_id``."""
-        return self.request(
-            "POST",
-            "/api/v1/messages/bulk/",
-            json={"ids": participant_ids, "body": body, "study_id": study_id},
-            idempotent=False,
-        )
+        message = {"ids": participant_ids, "body": body, "study_id": study_id}
+        return self._post_once("/api/v1/messages/bulk/", message)
 
     def participant_groups(self, *, workspace_id: str) -> list[dict[str, Any]]:
         """GET /api/v1/participant-groups/?workspace_id=… (``filter``, form style)."""
         return self.listed("/api/v1/participant-groups/", params={"workspace_id": workspace_id})
 
     def participant_group_create(self, *, workspace_id: str, name: str) -> dict[str, Any]:
-        return dict(
-            self.request(
-                "POST",
-                "/api/v1/participant-groups/",
-                json={"workspace_id": workspace_id, "name": name},
-                idempotent=False,
-            )
-        )
+        body = {"workspace_id": workspace_id, "name": name}
+        return dict(self._post_once("/api/v1/participant-groups/", body))
 
     def participant_group_add(self, group_id: str, participant_ids: list[str]) -> Any:
         """POST …/participants/ — members already in the group are ignored (idempotent)."""
@@ -298,19 +287,12 @@ class ProlificClient:
 
     def test_participant_create(self, *, email: str) -> dict[str, Any]:
         """POST /api/v1/researchers/participants/ with ``email``: a test participant."""
-        return dict(
-            self.request(
-                "POST", "/api/v1/researchers/participants/", json={"email": email}, idempotent=False
-            )
-            or {}
-        )
+        return dict(self._post_once("/api/v1/researchers/participants/", {"email": email}) or {})
 
     def study_test(self, study_id: str) -> dict[str, Any]:
         """POST /api/v1/studies/{id}/test-study: publish a draft to the test participants;
         ``{"study_id", "study_url"}`` of the test study Prolific makes."""
-        return dict(
-            self.request("POST", f"/api/v1/studies/{study_id}/test-study", idempotent=False) or {}
-        )
+        return dict(self._post_once(f"/api/v1/studies/{study_id}/test-study") or {})
 
     # --- hooks (api-reference/webhooks) ----------------------------------------------
 
@@ -322,14 +304,7 @@ class ProlificClient:
 
     def hook_secret_create(self, *, workspace_id: str) -> dict[str, Any]:
         """POST /api/v1/hooks/secrets/ — the workspace's signing secret (one active)."""
-        return dict(
-            self.request(
-                "POST",
-                "/api/v1/hooks/secrets/",
-                json={"workspace_id": workspace_id},
-                idempotent=False,
-            )
-        )
+        return dict(self._post_once("/api/v1/hooks/secrets/", {"workspace_id": workspace_id}))
 
     def hook_subscriptions(self, *, workspace_id: str, is_enabled: bool) -> list[dict[str, Any]]:
         """GET /api/v1/hooks/subscriptions/?workspace_id=…&is_enabled=… (without

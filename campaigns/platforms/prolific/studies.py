@@ -73,12 +73,11 @@ from campaigns.work.allocation import (
 )
 from campaigns.work.publishing import stage_publish
 from campaigns.work.selectors.access import WORKABLE_STATES
+from campaigns.work.submission import STORED_STATES
 from campaigns.workforce.requirements import stage_requirements
 from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
-
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 # --- Publishing --------------------------------------------------------------------------
@@ -451,7 +450,7 @@ def submissions_apply(*, study_id: str, records: list[SubmissionRecord]) -> int:
                 continue
             if status != a.status:
                 freed[a.hit_id] = freed.get(a.hit_id, 0) + 1
-            if identity["status"] != "confirmed" and a.status in STORED:
+            if identity["status"] != "confirmed" and a.status in STORED_STATES:
                 logger.warning("prolific: assignment %s flagged (%s)", a.pk, identity["status"])
             Assignment.objects.filter(pk=a.pk).update(review_details=details, status=status)
             changed += 1

@@ -10,16 +10,14 @@ import csv
 import io
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from django.conf import settings
 
 from campaigns.platforms.mturk.csv.format import cell_restore
-from qaportal.errors import UploadRejected
+from qaportal.errors import UploadProblems, UploadRejected
 from qaportal.jsonsafe import clip_message
 
-MAX_LISTED_ERRORS = 100
 ID_QUERY_CHUNK = 5000
 UTF8_BOM = b"\xef\xbb\xbf"
 NUMBERING = (
@@ -28,23 +26,11 @@ NUMBERING = (
 )
 
 
-@dataclass
-class CsvProblems:
-    """Problems of one file, in the shape ``UploadRejected.errors`` carries."""
-
-    items: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, row: int | None, column: str, message: str) -> None:
-        self.items.append(
-            {"row": row, "field": clip_message(column), "message": clip_message(message)}
-        )
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
+class CsvProblems(UploadProblems):
+    """Problems of one file (``add``: row, column, message)."""
 
     def reject(self, *, filename: str, what: str) -> UploadRejected:
-        ordered = sorted(self.items, key=lambda p: p["row"] or 0)
-        listed = ordered[:MAX_LISTED_ERRORS]
+        ordered, listed = self.ordered()
         first = listed[0]
         where = f"row {first['row']}" if first["row"] else "the file"
         if first["field"]:

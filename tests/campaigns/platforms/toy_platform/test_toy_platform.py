@@ -11,6 +11,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from campaigns.design.platform import (
+    WorkerMessage,
     platform_for,
     platform_names,
     platform_register,
@@ -132,10 +133,9 @@ def test_a_stage_runs_on_toy_crowd_from_publish_to_message(toy, requester):
     platform.workers_message(
         campaign=campaign,
         actor=requester,
-        workers=[first.worker],
-        subject="Thanks",
-        body="Round two opens tomorrow.",
-        key="m1",
+        message=WorkerMessage(
+            workers=[first.worker], subject="Thanks", body="Round two opens tomorrow.", key="m1"
+        ),
     )
     run_operations()
     assert toy.messages == [
