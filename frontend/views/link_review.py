@@ -21,36 +21,20 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from campaigns.models import Assignment, Campaign, HITItem, Item, Stage
+from campaigns.models import Campaign, Item, Stage
 from campaigns.tasktypes import task_type_get, task_type_names
 from campaigns.tasktypes.base import FormView, TaskType, answer_for_item
 from frontend.views.common import campaign_or_404, request_user
-from linking.client import offline_index
-from linking.models import WikidataCacheEntry
-from linking.selectors import SUGGESTION_LIMIT, link_review_queue, suggestions_search
+from linking.selectors import (
+    SUGGESTION_LIMIT,
+    annotation_links,
+    entity_labels,
+    link_review_queue,
+    suggestions_search,
+)
 from linking.services import entity_link_decide
-from linking.types import is_qid
 from linking.wikidata import WikidataError
 from qaportal.errors import DomainError
-
-# Labels come from the Wikidata cache only: the page never waits on Wikidata.
-LABEL_LANGUAGE = "en"
-
-
-def cached_labels(qids: set[str]) -> dict[str, str]:
-    """Labels of the ids the Wikidata cache holds (one query, no request to Wikidata)."""
-    if not qids:
-        return {}
-    keys = {f"{LABEL_LANGUAGE}:{q}": q for q in qids}
-    labels: dict[str, str] = {}
-    rows = WikidataCacheEntry.objects.filter(
-        kind=WikidataCacheEntry.Kind.ENTITY, key__in=list(keys)
-    ).values_list("key", "response")
-    for key, response in rows:
-        entity = response.get("entity") if isinstance(response, Mapping) else None
-        if isinstance(entity, Mapping) and entity.get("label"):
-            labels[keys[key]] = str(entity["label"])
-    return labels
 
 
 def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[str, Any]]:
@@ -66,7 +50,7 @@ def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[st
         for link in annotation["links"]
         if isinstance(link, Mapping) and link.get("qid")
     }
-    labels = entity_labels(qids)
+    labels = entity_labels(qids=qids)
     rows = []
     for entry in queue:
         item: Item = entry["item"]
@@ -211,18 +195,6 @@ def linked_answer(
     return blocks
 
 
-def entity_labels(qids: set[str]) -> dict[str, str]:
-    """Labels from the Wikidata cache, then from the bundled offline index (both local:
-    the page never waits on Wikidata); an id neither knows has no label."""
-    labels = cached_labels(qids)
-    missing = [q for q in qids if q not in labels and is_qid(q)]
-    if missing:
-        for qid, entity in offline_index().get_entities(missing).items():
-            if entity and entity.get("label"):
-                labels[qid] = str(entity["label"])
-    return labels
-
-
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
@@ -264,19 +236,6 @@ def highlighted_segments(text: str, links: Sequence[Mapping[str, Any]]) -> list[
     if at < len(text):
         pieces.append({"text": text[at:], "link": None})
     return pieces
-
-
-def annotator_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
-    """The links one annotator (an assignment of a HIT holding ``item``) gave ``item``;
-    None if that assignment does not hold an answer for it."""
-    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
-    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
-    if assignment is None:
-        return None
-    entry = answer_for_item(assignment.answers, {"external_id": item.external_id})
-    if entry is None or not isinstance(entry.get("links"), list):
-        return None
-    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
 
 
 def linking_item_or_404(*, campaign: Campaign, item_id: int) -> Item:
@@ -350,7 +309,7 @@ def link_review_decide_view(request: HttpRequest, slug: str, item_id: int) -> Ht
         except ValueError as exc:
             return _answer(request, back, f"Item {item.external_id}: {exc}", ok=False)
     elif choice.isdigit():
-        links = annotator_links(item=item, assignment_id=int(choice))
+        links = annotation_links(item=item, assignment_id=int(choice))
         if links is None:
             return _answer(request, back, f"Item {item.external_id}: no such annotation.", ok=False)
     else:

@@ -55,11 +55,11 @@ from frontend.views.common import (
 from frontend.views.confirm import confirm_first
 from frontend.views.link_review import (
     answer_qids,
-    entity_labels,
     link_review_rows,
     linked_answer,
     review_anchor,
 )
+from linking.selectors import entity_labels
 from qaportal.errors import DomainError
 from qaportal.money import MoneyFormatError, money_parse
 from qaportal.outbox import task_after_commit
@@ -294,7 +294,7 @@ def _review_page(
         if task_type_get(a.hit.stage.task_type).links_entities
     }
     labels = entity_labels(
-        {q for a in assignments if a.pk in linking for q in answer_qids(a.answers)}
+        qids={q for a in assignments if a.pk in linking for q in answer_qids(a.answers)}
     )
     rows = []
     for a in assignments:
@@ -335,13 +335,11 @@ def _review_page(
             }
         )
     # Where a decided row's plain form comes back to: the row after it.
-    for row, after in zip(rows, [*rows[1:], None], strict=False):
-        row["next_anchor"] = (
-            f"assignment-{after['assignment'].pk}" if after is not None else "review-queue"
-        )
+    for row, after in zip(rows, [*assignments[1:], None], strict=False):
+        row["next_anchor"] = f"assignment-{after.pk}" if after is not None else "review-queue"
     link_review = link_review_rows(campaign=campaign, stage=stage)
-    for entry, after in zip(link_review, [*link_review[1:], None], strict=False):
-        entry["next_anchor"] = f"link-item-{after['item'].pk}" if after else "link-review"
+    for entry, following in zip(link_review, [*link_review[1:], None], strict=False):
+        entry["next_anchor"] = f"link-item-{following['item'].pk}" if following else "link-review"
     can_decide = platform_for(campaign).decides_at_once
     context = {
         "campaign": campaign,
