@@ -66,7 +66,8 @@ def test_linking_stage_summary_points_to_the_links_to_decide(alice_client, reque
     assert response.context["linking_rows"] == 3
     # "Enter links yourself" is the worker page's block, its comments not shown.
     assert f'data-tt-prefix="items/review-{item.pk}/spans"' in html
-    assert "{#" not in html and "{%" not in html
+    assert "{#" not in html
+    assert "{%" not in html
 
 
 def test_linking_submissions_read_as_highlighted_text(alice_client, requester):
