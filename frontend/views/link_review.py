@@ -6,6 +6,7 @@ submissions as the worker saw them, the text with their spans highlighted."""
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 from collections import Counter
@@ -35,6 +36,8 @@ from linking.selectors import (
 from linking.services import entity_link_decide
 from linking.wikidata import WikidataError
 from qaportal.errors import DomainError
+
+logger = logging.getLogger(__name__)
 
 
 def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[str, Any]]:
@@ -109,9 +112,9 @@ def _text_label(text: str, data: Mapping[str, Any]) -> str:
 def link_editor(
     *, item: Item, text: str, given: Sequence[Sequence[Mapping[str, Any]]]
 ) -> dict[str, Any]:
-    """ "Enter links yourself" as the worker page's linking block (the same rows, the
-    same script): every span an annotator linked is a row, filled in with the first
-    annotator's id; the requester adds spans by selecting words in the text."""
+    """The block of "Enter links yourself": the worker page's linking block (the same
+    rows, the same script), every span an annotator linked a row, filled in with the
+    first annotator's id; the requester adds spans by selecting words in the text."""
     form = FormView(errors={})
     first = {(_int(lk.get("start")), _int(lk.get("end"))): lk for lk in (given[0] if given else [])}
     spans: dict[tuple[int, int], str] = {}
@@ -168,8 +171,8 @@ def linked_answer(
     (``labels``: from ``entity_labels``)."""
     blocks = []
     for item in items:
-        data = item.get("data") if isinstance(item.get("data"), Mapping) else {}
-        assert isinstance(data, Mapping)
+        raw = item.get("data")
+        data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
         text = task_type.linked_text(data) if hasattr(task_type, "linked_text") else ""
         entry = answer_for_item(answers, item)
         links = entry.get("links") if isinstance(entry, Mapping) else None
@@ -363,7 +366,8 @@ def link_review_suggest_view(request: HttpRequest, slug: str) -> JsonResponse:
     payload: dict[str, object] = {"query": query}
     try:
         payload["candidates"], _ = suggestions_search(query=query, limit=SUGGESTION_LIMIT)
-    except WikidataError:
+    except WikidataError as exc:
+        logger.warning("suggestions for %r unavailable: %s", query, exc)
         payload.update(candidates=[], unavailable=True)
     response = JsonResponse(payload)
     response["Cache-Control"] = "private, max-age=300"

@@ -18,6 +18,7 @@ from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.tasktypes import task_type_get
 from frontend.views.link_review import answer_qids, link_editor, linked_answer, review_anchor
 from linking.models import EntityLinkResolution, ResolutionStatus, WikidataCacheEntry
+from linking.wikidata import WikidataError
 from tests.campaigns.api.review_builders import (
     TOM,
     VAL,
@@ -279,3 +280,15 @@ def test_suggestions_have_a_rate(alice_client, requester, settings):
     url = _url("link-review-suggest", item.stage.campaign)
     codes = [alice_client.get(url, {"q": "Tom"}).status_code for _ in range(3)]
     assert codes == [200, 200, 429]
+
+
+def test_suggestions_say_when_wikidata_cannot_be_reached(alice_client, requester, monkeypatch):
+    item, _ = link_review_item(requester, slug="links")
+
+    def down(**_kwargs: Any) -> None:
+        raise WikidataError("timed out")
+
+    monkeypatch.setattr("frontend.views.link_review.suggestions_search", down)
+    response = alice_client.get(_url("link-review-suggest", item.stage.campaign), {"q": "Tom"})
+    assert response.status_code == 200
+    assert response.json() == {"query": "Tom", "candidates": [], "unavailable": True}
