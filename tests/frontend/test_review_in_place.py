@@ -292,3 +292,21 @@ def test_suggestions_say_when_wikidata_cannot_be_reached(alice_client, requester
     response = alice_client.get(_url("link-review-suggest", item.stage.campaign), {"q": "Tom"})
     assert response.status_code == 200
     assert response.json() == {"query": "Tom", "candidates": [], "unavailable": True}
+
+
+def test_decided_linking_work_reads_the_same_way(alice_client, requester):
+    item, annotations = link_review_item(requester, slug="links")
+    url = _url("review-decide", item.stage.campaign, assignment_id=annotations[0].pk)
+    alice_client.post(url, {"decision": "approve"}, **JSON)
+
+    response = alice_client.get(
+        _url("campaign-review", item.stage.campaign), {"status": "approved"}
+    )
+
+    (row,) = response.context["rows"]
+    assert [s["text"] for s in row["linked"][0]["segments"]] == [
+        "Tom Cruise",
+        " and ",
+        "Val Kilmer",
+    ]
+    assert "Override: reject" in response.content.decode()
