@@ -32,7 +32,7 @@ from frontend.views.jobs import (
     job_download_view,
     job_status_view,
 )
-from frontend.views.link_review import link_review_decide_view
+from frontend.views.link_review import link_review_decide_view, link_review_suggest_view
 from frontend.views.model_endpoints import (
     model_endpoint_delete_view,
     model_endpoint_edit_view,
@@ -218,6 +218,11 @@ urlpatterns = [
         "campaigns/<slug:slug>/link-review/<int:item_id>/decide/",
         link_review_decide_view,
         name="link-review-decide",
+    ),
+    path(
+        "campaigns/<slug:slug>/link-review/suggest/",
+        link_review_suggest_view,
+        name="link-review-suggest",
     ),
     path("campaigns/<slug:slug>/items/<int:item_id>/", item_history_view, name="item-history"),
     path("campaigns/<slug:slug>/export/<slug:name>/", campaign_export_view, name="campaign-export"),

@@ -1,5 +1,6 @@
 """Reads for linking: suggestions (cache first), redirect targets, agreement per stage,
-the unresolved items awaiting the requester, and links agreed elsewhere."""
+the unresolved items awaiting the requester (with one annotation's links and the ids'
+labels), and links agreed elsewhere."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, TypedDict
 from django.conf import settings
 from django.core.cache import cache
 
-from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Stage
+from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
 from campaigns.tasktypes.base import answer_for_item
 from linking.agreement import (
     AgreementSummary,
@@ -21,8 +22,13 @@ from linking.agreement import (
     entity_links,
     link_set,
 )
-from linking.client import candidate_source, live_search_allowed, live_search_source
-from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus
+from linking.client import (
+    candidate_source,
+    live_search_allowed,
+    live_search_source,
+    offline_index,
+)
+from linking.models import AgreedLink, EntityLinkResolution, ResolutionStatus, WikidataCacheEntry
 from linking.spans import VALUE_KINDS
 from linking.types import CandidateSource, is_qid, normalise_query
 from linking.wikidata import WikidataError
@@ -275,6 +281,49 @@ def link_review_queue(*, campaign: Campaign, stage: Stage | None = None) -> list
             }
         )
     return queue
+
+
+# Labels come from the Wikidata cache and the bundled index only: a page never waits on
+# Wikidata for them.
+LABEL_LANGUAGE = "en"
+
+
+def entity_labels(*, qids: Iterable[str]) -> dict[str, str]:
+    """Labels of ``qids`` from the Wikidata cache (one query), then from the bundled
+    offline index; an id neither knows has no entry. No request to Wikidata."""
+    wanted = {q for q in qids if q}
+    if not wanted:
+        return {}
+    keys = {f"{LABEL_LANGUAGE}:{q}": q for q in wanted}
+    labels: dict[str, str] = {}
+    rows = WikidataCacheEntry.objects.filter(
+        kind=WikidataCacheEntry.Kind.ENTITY, key__in=list(keys)
+    ).values_list("key", "response")
+    for key, response in rows:
+        entity = response.get("entity") if isinstance(response, Mapping) else None
+        if isinstance(entity, Mapping) and entity.get("label"):
+            labels[keys[key]] = str(entity["label"])
+    missing = [q for q in wanted if q not in labels and is_qid(q)]
+    if missing:
+        for qid, entity in offline_index().get_entities(missing).items():
+            if entity and entity.get("label"):
+                labels[qid] = str(entity["label"])
+    return labels
+
+
+def annotation_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
+    """The links one annotation (an assignment of a HIT holding ``item``) gave ``item``;
+    None if that assignment holds no answer for it."""
+    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
+    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
+    entry = (
+        None
+        if assignment is None
+        else answer_for_item(assignment.answers, {"external_id": item.external_id})
+    )
+    if entry is None or not isinstance(entry.get("links"), list):
+        return None
+    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
 
 
 def links_resolve_redirects(

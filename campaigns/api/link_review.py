@@ -1,5 +1,6 @@
 """Entity-link review endpoints: the queue of a campaign's entity-link items its
-annotators could not settle, and the requester's decision on one of them.
+annotators could not settle (each link with its id's label), and the requester's
+decision on one of them.
 
 Everything hangs off a campaign the user may see (owner, collaborators, staff);
 anything else answers 404, exactly as if it did not exist. Workers appear by
@@ -27,11 +28,10 @@ from campaigns.api.common import (
 )
 from campaigns.api.review import ItemBriefSerializer
 from campaigns.design.selectors import campaign_list_visible
-from campaigns.models import Assignment, HITItem, Item
+from campaigns.models import Item
 from campaigns.tasktypes import task_type_names
-from campaigns.tasktypes.base import answer_for_item
 from linking.models import EntityLinkResolution
-from linking.selectors import link_review_queue
+from linking.selectors import annotation_links, entity_labels, link_review_queue
 from linking.services import entity_link_decide
 
 
@@ -43,10 +43,22 @@ class LinkSerializer(serializers.Serializer):
     none = serializers.BooleanField(required=False, help_text="Not in Wikidata.")
 
 
+class LabelledLinkSerializer(LinkSerializer):
+    def get_fields(self) -> dict[str, serializers.Field]:
+        # Added here: a declared field named "label" would shadow ``Field.label``.
+        fields = super().get_fields()
+        fields["label"] = serializers.CharField(
+            default="",
+            help_text="The id's label from the Wikidata cache or the bundled offline "
+            "index; empty when neither knows it (the API never waits on Wikidata).",
+        )
+        return fields
+
+
 class LinkAnnotationSerializer(serializers.Serializer):
     assignment_id = serializers.IntegerField()
     worker = serializers.CharField(help_text="The annotator's pseudonym.")
-    links = LinkSerializer(many=True)
+    links = LabelledLinkSerializer(many=True)
 
 
 class LinkReviewEntrySerializer(serializers.Serializer):
@@ -93,6 +105,16 @@ class CampaignLinkReviewApi(APIView):
                 raise serializers.ValidationError(
                     {"stage": ["No stage with this id in this campaign."]}
                 )
+        queue = link_review_queue(campaign=campaign, stage=stage)
+        labels = entity_labels(
+            qids={
+                str(link["qid"])
+                for entry in queue
+                for annotation in entry["annotations"]
+                for link in annotation["links"]
+                if isinstance(link, Mapping) and link.get("qid")
+            }
+        )
         entries = [
             {
                 "item": {
@@ -102,25 +124,21 @@ class CampaignLinkReviewApi(APIView):
                 },
                 "stage": entry["stage"].pk,
                 "stage_name": entry["stage"].name,
-                "annotations": entry["annotations"],
+                "annotations": [
+                    {
+                        **annotation,
+                        "links": [
+                            {**link, "label": labels.get(str(link.get("qid") or ""), "")}
+                            for link in annotation["links"]
+                            if isinstance(link, Mapping)
+                        ],
+                    }
+                    for annotation in entry["annotations"]
+                ],
             }
-            for entry in link_review_queue(campaign=campaign, stage=stage)
+            for entry in queue
         ]
         return Response(LinkReviewEntrySerializer(entries, many=True).data)
-
-
-def _annotator_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
-    """The links one annotation (an assignment of a HIT holding ``item``) gave ``item``."""
-    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
-    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
-    entry = (
-        None
-        if assignment is None
-        else answer_for_item(assignment.answers, {"external_id": item.external_id})
-    )
-    if entry is None or not isinstance(entry.get("links"), list):
-        return None
-    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
 
 
 class LinkReviewDecideApi(APIView):
@@ -165,7 +183,7 @@ class LinkReviewDecideApi(APIView):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         if "assignment" in data:
-            links = _annotator_links(item=item, assignment_id=data["assignment"])
+            links = annotation_links(item=item, assignment_id=data["assignment"])
             if links is None:
                 raise serializers.ValidationError(
                     {"assignment": ["No annotation of this item with this id."]}

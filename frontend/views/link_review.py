@@ -1,49 +1,43 @@
 """The entity-link review queue: items three annotators could not settle, and the
-requester's decision (one annotator's links, or links entered by hand)."""
+requester's decision (one annotator's links, or links entered by hand: spans picked in
+the text, ids from the same suggestions the worker page searches); and linking
+submissions as the worker saw them, the text with their spans highlighted."""
 
 from __future__ import annotations
 
 import json
+import logging
+import re
+import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
-from campaigns.models import Assignment, Campaign, HITItem, Item, Stage
+from campaigns.models import Campaign, Item, Stage
 from campaigns.tasktypes import task_type_get, task_type_names
-from campaigns.tasktypes.base import answer_for_item
+from campaigns.tasktypes.base import FormView, TaskType, answer_for_item
 from frontend.views.common import campaign_or_404, request_user
-from linking.client import offline_index
-from linking.models import WikidataCacheEntry
-from linking.selectors import link_review_queue
+from linking.selectors import (
+    SUGGESTION_LIMIT,
+    annotation_links,
+    entity_labels,
+    link_review_queue,
+    suggestions_search,
+)
 from linking.services import entity_link_decide
-from linking.types import is_qid
+from linking.wikidata import WikidataError
 from qaportal.errors import DomainError
 
-# Labels come from the Wikidata cache only: the page never waits on Wikidata.
-LABEL_LANGUAGE = "en"
-
-
-def cached_labels(qids: set[str]) -> dict[str, str]:
-    """Labels of the ids the Wikidata cache holds (one query, no request to Wikidata)."""
-    if not qids:
-        return {}
-    keys = {f"{LABEL_LANGUAGE}:{q}": q for q in qids}
-    labels: dict[str, str] = {}
-    rows = WikidataCacheEntry.objects.filter(
-        kind=WikidataCacheEntry.Kind.ENTITY, key__in=list(keys)
-    ).values_list("key", "response")
-    for key, response in rows:
-        entity = response.get("entity") if isinstance(response, Mapping) else None
-        if isinstance(entity, Mapping) and entity.get("label"):
-            labels[keys[key]] = str(entity["label"])
-    return labels
+logger = logging.getLogger(__name__)
 
 
 def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[str, Any]]:
@@ -59,7 +53,7 @@ def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[st
         for link in annotation["links"]
         if isinstance(link, Mapping) and link.get("qid")
     }
-    labels = entity_labels(qids)
+    labels = entity_labels(qids=qids)
     rows = []
     for entry in queue:
         item: Item = entry["item"]
@@ -99,24 +93,109 @@ def link_review_rows(*, campaign: Campaign, stage: Stage | None) -> list[dict[st
                 "stage": entry["stage"],
                 "question": str(data.get("question", "")),
                 "answer": str(data.get("answer", "")),
-                "text_label": "answer" if text and text == data.get("answer") else "question",
+                "text_label": _text_label(text, data),
                 "annotations": annotations,
                 "start_json": annotations[0]["json"] if annotations else "[]",
+                "editor_items": [link_editor(item=item, text=text, given=given)],
+                "allow_none": task_type.effective_config(entry["stage"].config)[
+                    "allow_not_in_wikidata"
+                ],
             }
         )
     return rows
 
 
-def entity_labels(qids: set[str]) -> dict[str, str]:
-    """Labels from the Wikidata cache, then from the bundled offline index (both local:
-    the page never waits on Wikidata); an id neither knows has no label."""
-    labels = cached_labels(qids)
-    missing = [q for q in qids if q not in labels and is_qid(q)]
-    if missing:
-        for qid, entity in offline_index().get_entities(missing).items():
-            if entity and entity.get("label"):
-                labels[qid] = str(entity["label"])
-    return labels
+def _text_label(text: str, data: Mapping[str, Any]) -> str:
+    return "answer" if text and text == data.get("answer") else "question"
+
+
+def link_editor(
+    *, item: Item, text: str, given: Sequence[Sequence[Mapping[str, Any]]]
+) -> dict[str, Any]:
+    """The block of "Enter links yourself": the worker page's linking block (the same
+    rows, the same script), every span an annotator linked a row, filled in with the
+    first annotator's id; the requester adds spans by selecting words in the text."""
+    form = FormView(errors={})
+    first = {(_int(lk.get("start")), _int(lk.get("end"))): lk for lk in (given[0] if given else [])}
+    spans: dict[tuple[int, int], str] = {}
+    for links in given:
+        for link in links:
+            start, end = _int(link.get("start")), _int(link.get("end"))
+            if 0 <= start < end <= len(text):
+                spans.setdefault((start, end), text[start:end])
+    rows = []
+    for j, ((start, end), words) in enumerate(sorted(spans.items())):
+        prefix = f"items/review-{item.pk}/spans/{j}"
+        link = first.get((start, end), {})
+        rows.append(
+            {
+                "number": j + 1,
+                "start": start,
+                "end": end,
+                "text": words,
+                "kind": "",
+                "seen": False,
+                "qid": form.field(f"{prefix}/qid", link.get("qid") if not link.get("none") else ""),
+                "none": form.field(f"{prefix}/none", bool(link.get("none"))),
+                "prefix": prefix,
+                "error": "",
+            }
+        )
+    # The worker page's block (``index`` names its fields and ids: one per item here).
+    return {"index": f"review-{item.pk}", "text": text, "rows": rows, "next_row": len(rows)}
+
+
+def answer_qids(answers: Any) -> set[str]:
+    """Every Wikidata id a linking answer gives (to look their labels up at once)."""
+    entries = answers.get("items") if isinstance(answers, Mapping) else None
+    if not isinstance(entries, list):
+        entries = [answers] if isinstance(answers, Mapping) else []
+    return {
+        str(link["qid"])
+        for entry in entries
+        if isinstance(entry, Mapping) and isinstance(entry.get("links"), list)
+        for link in entry["links"]
+        if isinstance(link, Mapping) and link.get("qid")
+    }
+
+
+def linked_answer(
+    *,
+    task_type: TaskType,
+    items: Sequence[Mapping[str, Any]],
+    answers: Any,
+    labels: Mapping[str, str],
+) -> list[dict[str, Any]]:
+    """A linking submission as the worker saw it: per item its question and answer, the
+    linked text with the worker's spans highlighted, and each link with its id's label
+    (``labels``: from ``entity_labels``)."""
+    blocks = []
+    for item in items:
+        raw = item.get("data")
+        data: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+        text = task_type.linked_text(data) if hasattr(task_type, "linked_text") else ""
+        entry = answer_for_item(answers, item)
+        links = entry.get("links") if isinstance(entry, Mapping) else None
+        shown = [
+            {**link, "label": labels.get(str(link.get("qid") or ""), ""), "agreed": True}
+            for link in sorted(
+                (lk for lk in links or [] if isinstance(lk, Mapping)),
+                key=lambda lk: (_int(lk.get("start")), _int(lk.get("end"))),
+            )
+        ]
+        blocks.append(
+            {
+                "id": item.get("id"),
+                "external_id": item.get("external_id", ""),
+                "question": str(data.get("question", "")),
+                "answer": str(data.get("answer", "")),
+                "text_label": _text_label(text, data),
+                "segments": highlighted_segments(text, shown),
+                "shown": shown,
+                "answered": entry is not None,
+            }
+        )
+    return blocks
 
 
 def _int(value: Any) -> int:
@@ -162,19 +241,6 @@ def highlighted_segments(text: str, links: Sequence[Mapping[str, Any]]) -> list[
     return pieces
 
 
-def annotator_links(*, item: Item, assignment_id: int) -> list[Mapping[str, Any]] | None:
-    """The links one annotator (an assignment of a HIT holding ``item``) gave ``item``;
-    None if that assignment does not hold an answer for it."""
-    hit_ids = HITItem.objects.filter(item=item).values("hit_id")
-    assignment = Assignment.objects.filter(pk=assignment_id, hit_id__in=hit_ids).first()
-    if assignment is None:
-        return None
-    entry = answer_for_item(assignment.answers, {"external_id": item.external_id})
-    if entry is None or not isinstance(entry.get("links"), list):
-        return None
-    return [dict(link) for link in entry["links"] if isinstance(link, Mapping)]
-
-
 def linking_item_or_404(*, campaign: Campaign, item_id: int) -> Item:
     """An item of one of the campaign's linking stages; 404 otherwise."""
     item = (
@@ -210,15 +276,34 @@ def _answer(request: HttpRequest, back: str, message: str, *, ok: bool) -> HttpR
     return redirect(back)
 
 
+# What a form may name as the place to come back to: an id of the review page.
+_ANCHOR = re.compile(r"[a-z][a-z0-9-]{0,63}")
+
+
+def review_anchor(raw: Any, default: str) -> str:
+    """``raw`` if it can be an element id of the review page, else ``default``."""
+    return raw if isinstance(raw, str) and _ANCHOR.fullmatch(raw) else default
+
+
+def _review_back(request: HttpRequest, campaign: Campaign) -> str:
+    """The review page the form came from (its stage filter), at the next item to decide
+    (the form's ``next``: the decided one leaves the queue)."""
+    url = reverse("frontend:campaign-review", kwargs={"slug": campaign.slug})
+    stage = str(request.POST.get("stage", ""))
+    query = f"?stage={stage}" if stage.isdigit() else ""
+    return f"{url}{query}#{review_anchor(request.POST.get('next'), 'link-review')}"
+
+
 @login_required
 @require_POST
 def link_review_decide_view(request: HttpRequest, slug: str, item_id: int) -> HttpResponse:
     """Settle an item: ``choice`` is an annotator's assignment id (take their links) or
     "custom" (the ``links`` JSON); through ``linking.services.entity_link_decide``.
-    Answers JSON to the page's script (no reload), a redirect to a plain form post."""
+    Answers JSON to the page's script (no reload), a redirect to a plain form post
+    (back to the review page at the next item)."""
     campaign = campaign_or_404(request, slug)
     item = linking_item_or_404(campaign=campaign, item_id=item_id)
-    back = reverse("frontend:campaign-review", kwargs={"slug": campaign.slug}) + "#link-review"
+    back = _review_back(request, campaign)
     choice = request.POST.get("choice", "")
     links: list[Mapping[str, Any]] | None
     if choice == "custom":
@@ -227,7 +312,7 @@ def link_review_decide_view(request: HttpRequest, slug: str, item_id: int) -> Ht
         except ValueError as exc:
             return _answer(request, back, f"Item {item.external_id}: {exc}", ok=False)
     elif choice.isdigit():
-        links = annotator_links(item=item, assignment_id=int(choice))
+        links = annotation_links(item=item, assignment_id=int(choice))
         if links is None:
             return _answer(request, back, f"Item {item.external_id}: no such annotation.", ok=False)
     else:
@@ -243,3 +328,47 @@ def link_review_decide_view(request: HttpRequest, slug: str, item_id: int) -> Ht
     n = len(links)
     message = f"Item {item.external_id} decided with {n} link{'s' if n != 1 else ''}."
     return _answer(request, back, message, ok=True)
+
+
+SUGGEST_RATE_PREFIX = "linking:sg:rate:requester:"
+MAX_QUERY_LENGTH = 200
+DEFAULT_RATE_PER_MINUTE = 240
+
+
+def _suggest_rate_allowed(user_id: int) -> bool:
+    """At most ``LINKING_SUGGEST_RATE_PER_MINUTE`` searches per requester per clock
+    minute, as for a worker (a counter in the shared cache)."""
+    limit = int(getattr(settings, "LINKING_SUGGEST_RATE_PER_MINUTE", DEFAULT_RATE_PER_MINUTE))
+    key = f"{SUGGEST_RATE_PREFIX}{user_id}:{int(time.time() // 60)}"
+    try:
+        count = cache.incr(key)
+    except ValueError:
+        if cache.add(key, 1, 90):
+            return True
+        count = cache.incr(key)
+    return count <= limit
+
+
+@login_required
+@require_GET
+def link_review_suggest_view(request: HttpRequest, slug: str) -> JsonResponse:
+    """``GET …/link-review/suggest/?q=<text>``: the ranked Wikidata candidates the worker
+    page's search gets (``linking.selectors.suggestions_search``, cache first, the
+    offline index or Wikidata), for "Enter links yourself" on the review page of a
+    campaign the user may see (404 otherwise). ``{"query", "candidates"}``; empty with
+    ``"unavailable": true`` when Wikidata cannot be reached; 429 past the rate."""
+    campaign_or_404(request, slug)
+    query = " ".join(request.GET.get("q", "").split())[:MAX_QUERY_LENGTH]
+    if not _suggest_rate_allowed(request_user(request).pk):
+        response = JsonResponse({"error": "Too many searches; wait a moment."}, status=429)
+        response["Retry-After"] = "30"
+        return response
+    payload: dict[str, object] = {"query": query}
+    try:
+        payload["candidates"], _ = suggestions_search(query=query, limit=SUGGESTION_LIMIT)
+    except WikidataError as exc:
+        logger.warning("suggestions for %r unavailable: %s", query, exc)
+        payload.update(candidates=[], unavailable=True)
+    response = JsonResponse(payload)
+    response["Cache-Control"] = "private, max-age=300"
+    return response

@@ -23,7 +23,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db.models import F, QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -34,6 +34,7 @@ from campaigns.models import Assignment, AssignmentStatus, Campaign
 from campaigns.platforms import fee_model_for
 from campaigns.platforms.worker_actions import assignment_bonus_pay, worker_block
 from campaigns.platforms.worker_pages import task_context_readonly
+from campaigns.tasktypes import task_type_get
 from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
@@ -52,7 +53,13 @@ from frontend.views.common import (
     stage_or_404,
 )
 from frontend.views.confirm import confirm_first
-from frontend.views.link_review import link_review_rows
+from frontend.views.link_review import (
+    answer_qids,
+    link_review_rows,
+    linked_answer,
+    review_anchor,
+)
+from linking.selectors import entity_labels
 from qaportal.errors import DomainError
 from qaportal.money import MoneyFormatError, money_parse
 from qaportal.outbox import task_after_commit
@@ -124,16 +131,21 @@ def _int_or_none(raw: str | None) -> int | None:
     return int(raw) if raw and raw.isdigit() else None
 
 
-def _back_to_review(request: HttpRequest, campaign: Campaign) -> HttpResponse:
-    """Back to the queue the decision came from (its stage and status filters, its page)."""
-    return redirect(
-        _review_url(
-            campaign,
-            stage_id=_int_or_none(request.POST.get("stage")),
-            page=_int_or_none(request.POST.get("page")),
-            status=request.POST.get("status"),
-        )
+def _back_to_review(request: HttpRequest, campaign: Campaign, *, anchor: str = "") -> HttpResponse:
+    """Back to the queue the decision came from (its stage and status filters, its page),
+    at ``anchor`` (an element id of the page) when given."""
+    url = _review_url(
+        campaign,
+        stage_id=_int_or_none(request.POST.get("stage")),
+        page=_int_or_none(request.POST.get("page")),
+        status=request.POST.get("status"),
     )
+    return redirect(f"{url}#{anchor}" if anchor else url)
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    """The review page's script asks for JSON (a decision in place, no reload)."""
+    return "application/json" in request.headers.get("Accept", "")
 
 
 def _number_text(value: Any) -> str:
@@ -276,6 +288,14 @@ def _review_page(
         campaign=campaign, worker_ids={a.worker_id for a in assignments}
     )
     fees = fee_model_for(campaign.provider)
+    linking = {
+        a.pk: task_type_get(a.hit.stage.task_type)
+        for a in assignments
+        if task_type_get(a.hit.stage.task_type).links_entities
+    }
+    labels = entity_labels(
+        qids={q for a in assignments if a.pk in linking for q in answer_qids(a.answers)}
+    )
     rows = []
     for a in assignments:
         review = review_summary(a.review_details)
@@ -303,8 +323,23 @@ def _review_page(
                 and review is not None
                 and review["decision"] == "hold",
                 "overrides": _overrides(a.review_details),
+                # A linking submission reads as text with the worker's spans marked.
+                "linked": linked_answer(
+                    task_type=linking[a.pk],
+                    items=items.get(a.hit_id, []),
+                    answers=a.answers,
+                    labels=labels,
+                )
+                if a.pk in linking
+                else None,
             }
         )
+    # Where a decided row's plain form comes back to: the row after it.
+    for row, after in zip(rows, [*assignments[1:], None], strict=False):
+        row["next_anchor"] = f"assignment-{after.pk}" if after is not None else "review-queue"
+    link_review = link_review_rows(campaign=campaign, stage=stage)
+    for entry, following in zip(link_review, [*link_review[1:], None], strict=False):
+        entry["next_anchor"] = f"link-item-{following['item'].pk}" if following else "link-review"
     can_decide = platform_for(campaign).decides_at_once
     context = {
         "campaign": campaign,
@@ -324,7 +359,8 @@ def _review_page(
         "moves_money": platform_for(campaign).moves_money,
         "shows_money": shows_money(campaign),
         "can_manage": campaign_can_manage(campaign=campaign, user=request_user(request)),
-        "link_review": link_review_rows(campaign=campaign, stage=stage),
+        "link_review": link_review,
+        "linking_rows": sum(1 for row in rows if row["linked"] is not None),
     }
     return render(request, "frontend/campaign_review.html", context, status=http_status)
 
@@ -382,11 +418,27 @@ def review_decide_view(request: HttpRequest, slug: str, assignment_id: int) -> H
     if assignment is None:
         raise Http404("No such assignment in this campaign.")
     form = ReviewDecisionForm(request.POST)
+    # A plain form comes back at the next row (this one leaves the queue once decided).
+    anchor = review_anchor(request.POST.get("next"), f"assignment-{assignment.pk}")
     if not form.is_valid():
-        for errors in form.errors.values():
-            for error in errors:
-                messages.error(request, f"Assignment #{assignment.pk}: {error}")
-        return _back_to_review(request, campaign)
+        problems = [
+            f"Assignment #{assignment.pk}: {error}"
+            for errors in form.errors.values()
+            for error in errors
+        ]
+        if _wants_json(request):
+            return JsonResponse(
+                {
+                    "ok": False,
+                    "outcome": "invalid",
+                    "status": assignment.status,
+                    "message": " ".join(problems),
+                },
+                status=400,
+            )
+        for problem in problems:
+            messages.error(request, problem)
+        return _back_to_review(request, campaign, anchor=f"assignment-{assignment.pk}")
     decision = form.cleaned_data["decision"]
     outcome, message = _review_decide(
         assignment=assignment,
@@ -398,12 +450,28 @@ def review_decide_view(request: HttpRequest, slug: str, assignment_id: int) -> H
         next_stage = assignment.hit.stage.next_stage
         if decision == "approve" and next_stage is not None:
             message += f" Its answer goes on to “{next_stage.name}”."
+    if _wants_json(request):
+        assignment.refresh_from_db(fields=["status"])
+        # "already": someone (or a rule) decided first; the page shows what stands.
+        code = {"decided": 200, "already": 409}.get(outcome, 400)
+        return JsonResponse(
+            {
+                "ok": outcome == "decided",
+                "outcome": outcome,
+                "status": assignment.status,
+                "message": message,
+            },
+            status=code,
+        )
+    if outcome == "decided":
         messages.success(request, message)
     elif outcome == "already":
         messages.warning(request, message)
     else:
         messages.error(request, message)
-    return _back_to_review(request, campaign)
+    return _back_to_review(
+        request, campaign, anchor=anchor if outcome == "decided" else f"assignment-{assignment.pk}"
+    )
 
 
 @login_required
@@ -559,7 +627,7 @@ def review_bonus_view(request: HttpRequest, slug: str, assignment_id: int) -> Ht
         return _review_page(request, campaign, request.POST, http_status=400)
     if not key.isalnum():
         messages.error(request, "The bonus form is incomplete; reload the page and try again.")
-        return _back_to_review(request, campaign)
+        return _back_to_review(request, campaign, anchor=f"assignment-{assignment.pk}")
     try:
         assignment_bonus_pay(
             assignment=assignment,
@@ -575,7 +643,7 @@ def review_bonus_view(request: HttpRequest, slug: str, assignment_id: int) -> Ht
             f"Bonus of {amount:.2f} {campaign.currency} to {assignment.worker.pseudonym} "
             f"for assignment #{assignment.pk} is on its way.",
         )
-    return _back_to_review(request, campaign)
+    return _back_to_review(request, campaign, anchor=f"assignment-{assignment.pk}")
 
 
 @login_required
@@ -597,4 +665,4 @@ def review_block_view(request: HttpRequest, slug: str, assignment_id: int) -> Ht
         messages.error(request, f"Not blocked: {exc}")
     else:
         messages.success(request, f"{assignment.worker.pseudonym} is blocked.")
-    return _back_to_review(request, campaign)
+    return _back_to_review(request, campaign, anchor=f"assignment-{assignment.pk}")

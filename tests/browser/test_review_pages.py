@@ -100,6 +100,7 @@ def test_link_review_side_by_side_without_reloads(browser, live_server, width):
 
         # A refused decision says why, in place.
         entry.get_by_label("Enter links yourself").check()
+        entry.locator(".link-json summary").click()  # the JSON, a click away
         entry.get_by_label('JSON: start, end, text, qid or "none": true').fill("[{")
         entry.get_by_role("button", name="Decide again").click()
         status.get_by_text("not valid JSON").wait_for()

@@ -1,5 +1,7 @@
-// The review queue: keyboard shortcuts and a confirmation of the money a bulk decision
-// moves. Without this script every form still works (no confirmation, no shortcuts).
+// The review queue: decisions in place (fetch, no reload), keyboard shortcuts and a
+// confirmation of the money a bulk decision moves. Without this script every form still
+// works: a plain post comes back to the same place on the page (no confirmation, no
+// shortcuts). A refused or failed request says why in the row and keeps what was typed.
 (function () {
   "use strict";
   var rows = Array.prototype.slice.call(document.querySelectorAll("li.review"));
@@ -78,30 +80,121 @@
     boxes.forEach(function (b) { b.addEventListener("change", syncAll); });
   }
 
-  // Entity-link decisions without a page reload: the form posts with fetch, the item
-  // says what was decided (or why not) in place, and the keyboard moves on.
+  // --- decisions in place ------------------------------------------------------------
+
+  // Posts ``form`` (plus ``extra`` fields) asking for JSON; ``done(data, httpStatus)``
+  // gets the server's answer, or {ok: false, message} when it could not be reached.
+  function post(form, extra, done) {
+    var body = new FormData(form);
+    Object.keys(extra || {}).forEach(function (k) { body.set(k, extra[k]); });
+    fetch(form.action, {
+      method: "POST", body: body, credentials: "same-origin",
+      headers: { Accept: "application/json" }
+    }).then(function (r) {
+      return r.json().catch(function () {
+        return { ok: false, message: "The server answered " + r.status + "; nothing changed. Try again." };
+      }).then(function (data) { done(data, r.status); });
+    }).catch(function () {
+      done({ ok: false, message: "Not saved: the server could not be reached. Try again." }, 0);
+    });
+  }
+
+  function say(status, message, ok) {
+    if (!status) { return; }
+    status.textContent = message;
+    status.classList.toggle("error", !ok);
+  }
+
+  function nextAfter(row) {
+    var i = rows.indexOf(row);
+    if (i >= 0 && i === current) {
+      for (var n = i + 1; n < rows.length; n++) {
+        if (!rows[n].classList.contains("decided")) { focusRow(n); return; }
+      }
+    }
+  }
+
+  var countEl = document.querySelector(".queue-count");
+  function countDown(selector) {
+    var el = selector ? document.querySelector(selector) : countEl;
+    if (!el) { return; }
+    var m = /^\d+/.exec(el.textContent.trim());
+    if (m) {
+      var left = Math.max(0, parseInt(m[0], 10) - 1);
+      el.firstChild.textContent = el.firstChild.textContent.replace(/\d+/, String(left))
+        .replace(/\b(item|assignment)s?\b/, "$1" + (left === 1 ? "" : "s"));
+    }
+  }
+
+  // Approve or reject one assignment: the row says what happened, its buttons rest.
+  function decideAssignment(form, decision) {
+    var row = form.closest("li.review");
+    var status = form.querySelector(".decide-status");
+    var buttons = Array.prototype.slice.call(form.querySelectorAll('button[type="submit"]'));
+    if (form.getAttribute("aria-busy") === "true") { return; }
+    form.setAttribute("aria-busy", "true");
+    buttons.forEach(function (b) { b.disabled = true; });
+    say(status, decision === "approve" ? "Approving…" : "Rejecting…", true);
+    post(form, { decision: decision }, function (data, code) {
+      form.removeAttribute("aria-busy");
+      say(status, data.message || (data.ok ? "Decided." : "Not decided."), !!data.ok);
+      var badge = row && row.querySelector(".review-head .status");
+      if (badge && data.status && data.status !== "submitted") {
+        badge.textContent = data.status;
+        badge.className = "status status-" + data.status;
+      }
+      if (data.ok || code === 409) {
+        // Decided (here, or already elsewhere): nothing more to do in this row.
+        row.classList.add("decided");
+        var box = row.querySelector('input[name="ids"]');
+        if (box) { box.checked = false; box.disabled = true; }
+        var feedback = form.querySelector("textarea");
+        if (feedback) { feedback.readOnly = true; }
+        countDown();
+        nextAfter(row);
+      } else {
+        buttons.forEach(function (b) { b.disabled = false; });
+        if (data.outcome === "invalid") {
+          var text = form.querySelector("textarea");
+          if (text) { text.focus(); }
+        }
+      }
+    });
+  }
+  Array.prototype.slice.call(document.querySelectorAll("form.assignment-decide")).forEach(function (form) {
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      var decision = event.submitter && event.submitter.value === "reject" ? "reject" : "approve";
+      decideAssignment(form, decision);
+    });
+    var feedback = form.querySelector("textarea");
+    if (feedback) {
+      feedback.addEventListener("keydown", function (event) {
+        if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+          event.preventDefault();
+          decideAssignment(form, "reject");
+        }
+      });
+    }
+  });
+
+  // Entity-link decisions: the item says what was decided (or why not) in place, and
+  // the keyboard moves on.
   function decideLinks(form) {
     var status = form.querySelector(".decide-status");
     var button = form.querySelector('button[type="submit"]');
     if (button.disabled) { return; }
     button.disabled = true;
-    if (status) { status.textContent = "Saving…"; }
-    fetch(form.action, {
-      method: "POST", body: new FormData(form), credentials: "same-origin",
-      headers: { Accept: "application/json" }
-    }).then(function (r) {
-      return r.json().catch(function () { return { ok: false, message: "The server answered " + r.status + "." }; });
-    }).then(function (data) {
-      if (status) { status.textContent = data.message || (data.ok ? "Decided." : "Not decided."); }
-      status.classList.toggle("error", !data.ok);
+    say(status, "Saving…", true);
+    post(form, null, function (data) {
+      say(status, data.message || (data.ok ? "Decided." : "Not decided."), !!data.ok);
       var item = form.closest("li.review");
       if (data.ok && item) {
+        if (!item.classList.contains("decided")) { countDown(".jump-links strong"); }
         item.classList.add("decided");
         button.textContent = "Decide again";
+        nextAfter(item);
       }
-      button.disabled = false;
-    }).catch(function () {
-      if (status) { status.textContent = "Not saved: the server could not be reached. Try again."; }
       button.disabled = false;
     });
   }
@@ -114,23 +207,44 @@
       var i = rows.indexOf(form.closest("li.review"));
       if (i >= 0 && i !== current) { focusRow(i); }
     });
+    // "Enter links yourself": the spans and candidates picked in the editor are the
+    // links the JSON box holds (and posts); touching either chooses "yourself".
+    var custom = form.querySelector('input[name="choice"][value="custom"]');
+    var json = form.querySelector('textarea[name="links"]');
+    var editor = form.querySelector(".link-editor");
+    if (editor && json) {
+      editor.addEventListener("tt-change", function (event) {
+        var item = event.target._item;
+        if (!item) { return; }
+        json.value = JSON.stringify(item.links());
+        if (custom) { custom.checked = true; }
+      });
+      editor.addEventListener("input", function () { if (custom) { custom.checked = true; } });
+    }
+    if (json && custom) { json.addEventListener("input", function () { custom.checked = true; }); }
   });
 
+  function typing(target) {
+    if (!target || !target.tagName) { return false; }
+    if (target.isContentEditable) { return true; }
+    if (target.tagName === "TEXTAREA" || target.tagName === "SELECT") { return true; }
+    return target.tagName === "INPUT" && !/^(checkbox|radio|button|submit|reset)$/.test(target.type);
+  }
+
   document.addEventListener("keydown", function (event) {
-    var target = event.target;
     if (event.ctrlKey || event.metaKey || event.altKey) { return; }
-    if (target && /^(INPUT|TEXTAREA|SELECT|BUTTON)$/.test(target.tagName) && target.type !== "checkbox" && target.type !== "radio") { return; }
+    if (typing(event.target)) { return; }
     var row = rows[current];
     switch (event.key) {
       case "j": focusRow(current + 1); break;
       case "k": focusRow(current - 1); break;
       case "x":
-        if (row) { var box = row.querySelector('input[name="ids"]'); if (box) { box.checked = !box.checked; } }
+        if (row) { var box = row.querySelector('input[name="ids"]'); if (box && !box.disabled) { box.checked = !box.checked; } }
         break;
       case "a":
         if (row) {
-          var approve = row.querySelector('form.decide button[value="approve"]');
-          if (approve) { approve.click(); }
+          var form = row.querySelector("form.assignment-decide");
+          if (form && !row.classList.contains("decided")) { event.preventDefault(); decideAssignment(form, "approve"); }
         }
         break;
       case "r":
@@ -150,6 +264,12 @@
           }
         }
         break;
+      case "l": {
+        var firstLink = rows.filter(function (r) { return r.classList.contains("link-review-item") && !r.classList.contains("decided"); })[0]
+          || rows.filter(function (r) { return r.classList.contains("link-review-item"); })[0];
+        if (firstLink) { event.preventDefault(); focusRow(rows.indexOf(firstLink)); firstLink.scrollIntoView({ block: "start" }); }
+        break;
+      }
       case "*":
         if (all && boxes.length) { all.checked = !all.checked; all.dispatchEvent(new Event("change")); }
         break;

@@ -24,7 +24,7 @@ from campaigns.models import (
 )
 from campaigns.platforms.publishing import campaign_start
 from campaigns.work.publishing import stage_publish
-from linking.models import AgreedLink, EntityLinkResolution
+from linking.models import AgreedLink, EntityLinkResolution, WikidataCacheEntry
 from tests.campaigns.api.review_builders import (
     RULES,
     TOM,
@@ -442,3 +442,22 @@ def test_anonymous_gets_401(api_client, bobs_work, route):
 def test_staff_reach_every_route(staff_client, bobs_work, route):
     response = _call(staff_client, route, bobs_work)
     assert response.status_code in {200, 202}, response.content
+
+
+def test_link_review_queue_gives_each_id_its_label(token_client, requester):
+    item, _annotations = link_review_item(requester, slug="links")
+    # Val Kilmer from the Wikidata cache, Tom Cruise from the bundled offline index;
+    # Q1 is in neither: an empty label, and no request to Wikidata.
+    WikidataCacheEntry.objects.create(
+        kind="entity",
+        key="en:Q193048",
+        response={"entity": {"id": "Q193048", "label": "Val Kilmer"}},
+        fetched_at="2026-01-01T00:00:00Z",
+        expires_at="2099-01-01T00:00:00Z",
+    )
+
+    response = token_client.get(f"/api/v1/campaigns/{item.stage.campaign.slug}/link-review/")
+
+    (entry,) = response.json()
+    labels = [[link["label"] for link in a["links"]] for a in entry["annotations"]]
+    assert labels == [["Tom Cruise", "Val Kilmer"], ["Tom Cruise", ""], ["Tom Cruise", ""]]

@@ -251,6 +251,9 @@ def test_renders_empty(name, preview):
     assert 'class="tt-instructions' in html
     assert 'class="tt-error' not in html
     assert (" disabled" in html) is preview
+    # No template comment shows as text (a {# #} comment is one line only).
+    assert "{#" not in html
+    assert "{%" not in html
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
