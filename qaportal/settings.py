@@ -114,7 +114,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "qaportal.request_metrics.RequestMetricsBefore",
     "qaportal.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "qaportal.middleware.ContentSecurityPolicyMiddleware",
@@ -126,7 +126,7 @@ MIDDLEWARE = [
     "qaportal.middleware.PrivateCacheMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "qaportal.request_metrics.RequestMetricsAfter",
 ]
 
 ROOT_URLCONF = "qaportal.urls"
