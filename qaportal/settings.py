@@ -115,7 +115,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "qaportal.request_metrics.RequestMetricsBefore",
     "qaportal.logs.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "qaportal.middleware.ContentSecurityPolicyMiddleware",
@@ -127,7 +127,7 @@ MIDDLEWARE = [
     "qaportal.middleware.PrivateCacheMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    "qaportal.request_metrics.RequestMetricsAfter",
 ]
 
 ROOT_URLCONF = "qaportal.urls"

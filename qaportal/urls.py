@@ -26,6 +26,16 @@ auth_urlpatterns = [
 ]
 
 urlpatterns = [
+    # The worker pages first, the busiest URLs: resolved before the other prefixes are
+    # tried. No pattern below starts like these, so the order changes nothing else; the
+    # platforms stay before "work/" (Prolific's entry is under work/prolific/).
+    # Each registered platform's worker entry and webhooks, in its own folder.
+    *(
+        path(platform.url_prefix, include(platform.urls_module))
+        for platform in platforms_registered()
+        if platform.urls_module
+    ),
+    path("work/", include("frontend.worker.urls")),
     # Before the admin's own: its login keeps the one lockout policy (qaportal.login_limit).
     path("admin/login/", AdminLoginView.as_view(), name="admin-login"),
     path("admin/", admin.site.urls),
@@ -35,13 +45,6 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("api/v1/", include("campaigns.api.urls")),
     path("accounts/", include(auth_urlpatterns)),
-    # Each registered platform's worker entry and webhooks, in its own folder.
-    *(
-        path(platform.url_prefix, include(platform.urls_module))
-        for platform in platforms_registered()
-        if platform.urls_module
-    ),
-    path("work/", include("frontend.worker.urls")),
     path("", include("frontend.urls")),
 ]
 handler500 = "qaportal.error_views.server_error"
