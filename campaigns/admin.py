@@ -436,12 +436,7 @@ class ModelEndpointAdmin(ViewOnlyMixin, admin.ModelAdmin):
         "base_url",
         "model",
         "key_hint",
-        "prompt_templates",
-        "timeout_seconds",
-        "concurrency",
-        "price_in_per_1k",
-        "price_out_per_1k",
-        "currency",
+        *ModelEndpoint.TUNING_FIELDS,
         "created_at",
         "updated_at",
     )

@@ -41,12 +41,7 @@ class ModelEndpointOutputSerializer(serializers.ModelSerializer[ModelEndpoint]):
             "model",
             "key_set",
             "key_hint",
-            "prompt_templates",
-            "timeout_seconds",
-            "concurrency",
-            "price_in_per_1k",
-            "price_out_per_1k",
-            "currency",
+            *ModelEndpoint.TUNING_FIELDS,
             "created_at",
             "updated_at",
         ]

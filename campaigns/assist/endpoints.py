@@ -35,12 +35,7 @@ FIELDS = (
     "base_url",
     "model",
     "api_key",
-    "prompt_templates",
-    "timeout_seconds",
-    "concurrency",
-    "price_in_per_1k",
-    "price_out_per_1k",
-    "currency",
+    *ModelEndpoint.TUNING_FIELDS,
 )
 MAX_TIMEOUT = Decimal("120")
 

@@ -91,17 +91,17 @@ def stage_rule_help(rule: str) -> str:
     return ""
 
 
+def _every_room(check: Callable[[RuleChecks], Check | None], value: Any) -> list[str]:
+    """The problems every registered room that has ``check`` finds in ``value``."""
+    return [p for c in _CHECKS.values() if (fn := check(c)) is not None for p in fn(value)]
+
+
 def stage_rules_problems(
     *, review_rules: Any, bonus_rules: Any, escalation_rule: Any
 ) -> dict[str, list[str]]:
     """Problems by field (only fields with problems appear)."""
     problems: dict[str, list[str]] = {}
-    review = [
-        p
-        for c in _CHECKS.values()
-        if c.review_rules_validate is not None
-        for p in c.review_rules_validate(review_rules)
-    ]
+    review = _every_room(lambda c: c.review_rules_validate, review_rules)
     if review:
         problems["review_rules"] = review
     if not isinstance(bonus_rules, list):
@@ -128,12 +128,7 @@ def stage_rules_problems(
                 "escalation_rule must be {} or a rule named one of: " + ", ".join(sorted(known))
             ]
         else:
-            escalation = [
-                p
-                for c in _CHECKS.values()
-                if c.escalation_rule_validate is not None
-                for p in c.escalation_rule_validate(escalation_rule)
-            ]
+            escalation = _every_room(lambda c: c.escalation_rule_validate, escalation_rule)
             if escalation:
                 problems["escalation_rule"] = escalation
     return problems

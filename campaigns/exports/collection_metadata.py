@@ -19,7 +19,7 @@ from django.db import connection
 from django.db.models import F, QuerySet
 
 from campaigns.exports.common import FORMULA_STARTS, Tally, csv_safe, iso, keyset_rows
-from campaigns.models import Assignment, AssignmentStatus, Campaign
+from campaigns.models import HANDED_IN, Assignment, AssignmentStatus, Campaign
 from qaportal.dbrouter import read_connection
 
 METADATA_COLUMNS = (
@@ -35,7 +35,6 @@ METADATA_COLUMNS = (
     "submit_time",
     "work_time_seconds",
 )
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 FIELDS = (
     "status",
     "provider_assignment_id",
@@ -62,7 +61,7 @@ def _csv_text(rows: Iterable[Sequence[Any]]) -> str:
 
 
 def _queryset(campaign: Campaign) -> QuerySet[Assignment]:
-    return Assignment.objects.filter(hit__stage__campaign=campaign, status__in=STORED)
+    return Assignment.objects.filter(hit__stage__campaign=campaign, status__in=HANDED_IN)
 
 
 def collection_metadata_stream(

@@ -260,6 +260,29 @@ def hf_folder_write(
     return HFExportResult(folder=target, contents=contents)
 
 
+@contextmanager
+def _hf_folder_temporary(
+    *,
+    prefix: str,
+    campaign: Campaign,
+    tally: Tally | None,
+    on_done: Callable[[ExportContents], None] | None,
+    options: dict[str, Any],
+) -> Iterator[Path]:
+    """The campaign's ``hf`` folder written into a new temporary directory (as
+    ``<dir>/<slug>``, the directory free for what is made from it), removed with all in
+    it on leaving; ``on_done`` gets what the export contained once the folder is written."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        folder = work / campaign.slug
+        result = hf_folder_write(campaign=campaign, target=folder, tally=tally, **options)
+        if on_done is not None:
+            on_done(result.contents)
+        yield folder
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def hf_zip_stream(
     *,
     campaign: Campaign,
@@ -271,21 +294,16 @@ def hf_zip_stream(
     """The ``hf`` folder as a zip, streamed from a temporary file a block at a time
     (the folder and the zip are removed afterwards). ``on_done`` gets what the export
     contained once the folder is written."""
-    work = Path(tempfile.mkdtemp(prefix="qaportal-hf-"))
-    try:
-        folder = work / campaign.slug
-        result = hf_folder_write(campaign=campaign, target=folder, tally=tally, **options)
-        if on_done is not None:
-            on_done(result.contents)
-        archive = work / "export.zip"
+    with _hf_folder_temporary(
+        prefix="qaportal-hf-", campaign=campaign, tally=tally, on_done=on_done, options=options
+    ) as folder:
+        archive = folder.parent / "export.zip"
         with zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as zf:
             for path in sorted(folder.rglob("*")):
                 if path.is_file():
                     zf.write(path, f"{campaign.slug}/{path.relative_to(folder)}")
         with archive.open("rb") as f:
             yield from iter(lambda: f.read(256 * 1024), b"")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 def croissant_stream(
@@ -298,11 +316,11 @@ def croissant_stream(
 ) -> Iterator[str]:
     """The ``croissant.json`` of the ``hf`` export alone: the folder is built in a
     temporary place (the file names the data files' checksums), then removed."""
-    work = Path(tempfile.mkdtemp(prefix="qaportal-croissant-"))
-    try:
-        result = hf_folder_write(campaign=campaign, target=work, tally=tally, **options)
-        if on_done is not None:
-            on_done(result.contents)
-        yield (work / "croissant.json").read_text(encoding="utf-8")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    with _hf_folder_temporary(
+        prefix="qaportal-croissant-",
+        campaign=campaign,
+        tally=tally,
+        on_done=on_done,
+        options=options,
+    ) as folder:
+        yield (folder / "croissant.json").read_text(encoding="utf-8")

@@ -15,6 +15,7 @@ from django.db.models import Avg, Count, Q, Sum, TextField
 from django.db.models.functions import Cast, Length
 
 from campaigns.models import (
+    HANDED_IN,
     Assignment,
     AssignmentStatus,
     Campaign,
@@ -27,7 +28,6 @@ from campaigns.workforce.selectors import stage_arm
 from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_agreement
 
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 SPENT_KINDS = (
     LedgerKind.REWARD,
     LedgerKind.PLATFORM_FEE,
@@ -73,7 +73,7 @@ def campaign_arm_comparison(*, campaign: Campaign, with_agreement: bool = True) 
     )
     totals: dict[str, list[float]] = {}
     for r in (
-        Assignment.objects.filter(hit__stage_id__in=list(arm_of), status__in=STORED)
+        Assignment.objects.filter(hit__stage_id__in=list(arm_of), status__in=HANDED_IN)
         .values("hit__stage_id")
         .annotate(
             n=Count("pk"),

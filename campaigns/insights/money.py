@@ -38,6 +38,7 @@ from django.db.models.functions import Coalesce
 
 from campaigns.design.platform import FeeModel, platform_for
 from campaigns.models import (
+    HANDED_IN,
     HIT,
     Assignment,
     AssignmentStatus,
@@ -56,7 +57,6 @@ from validation.selectors import hourly_wage
 
 ZERO = Decimal("0.00")
 COUNTED_STATUSES = (LedgerStatus.PLANNED, LedgerStatus.COMMITTED, LedgerStatus.PAID)
-WORK_DONE = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 _MONEY = DecimalField(max_digits=14, decimal_places=2)
 
 
@@ -240,7 +240,7 @@ def _add_counts_and_wages(
     *, campaign: Campaign, rows: dict[int | None, StageCosts], floor: Decimal
 ) -> None:
     """Approved assignments and the median work time of submitted work, per stage."""
-    work = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=WORK_DONE)
+    work = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=HANDED_IN)
     per_stage = grouped_with_median(
         queryset=work,
         group="hit__stage_id",

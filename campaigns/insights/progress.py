@@ -15,6 +15,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Sum
 from django.utils import timezone
 
 from campaigns.models import (
+    HANDED_IN,
     HIT,
     Assignment,
     AssignmentStatus,
@@ -28,7 +29,6 @@ from qaportal.dbrouter import replica_reads
 
 # Submissions in this window give the rate the estimate extrapolates.
 RATE_WINDOW = timedelta(hours=1)
-DONE_STATES = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 @dataclass
@@ -188,7 +188,7 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         .values("hit__stage_id", "status")
         .annotate(
             n=Count("pk"),
-            recent=Count("pk", filter=Q(submitted_at__gte=since, status__in=DONE_STATES)),
+            recent=Count("pk", filter=Q(submitted_at__gte=since, status__in=HANDED_IN)),
         )
     ):
         progress = stages[a_row["hit__stage_id"]][1]
@@ -210,7 +210,7 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         stage_done.items_done = done_row["n"]
     for stage_id, (stage, progress) in stages.items():
         progress.items_done = min(progress.items_done, progress.items_total)
-        progress.done = sum(progress.assignments.get(s, 0) for s in DONE_STATES)
+        progress.done = sum(progress.assignments.get(s, 0) for s in HANDED_IN)
         progress.remaining = (
             places_left.get(stage_id, 0)
             + progress.assignments.get(AssignmentStatus.ACCEPTED, 0)

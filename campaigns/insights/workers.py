@@ -20,6 +20,7 @@ from django.core.cache import cache
 from django.db.models import Count, Max, Q, Sum
 
 from campaigns.models import (
+    HANDED_IN,
     Assignment,
     AssignmentStatus,
     Campaign,
@@ -37,7 +38,6 @@ from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_quality
 
 ZERO = Decimal("0.00")
-WORK_DONE = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 QUALITY_CACHE_SECONDS = 600
 EARNING_KINDS = (LedgerKind.REWARD, LedgerKind.BONUS, LedgerKind.QUIZ_PAYMENT)
 
@@ -155,7 +155,7 @@ def campaign_worker_table(
     is one of ``ORDERING_FIELDS``, ``-`` first for descending; empty values sort last.
     """
     work = Assignment.objects.filter(hit__stage__campaign=campaign).order_by()
-    done = Q(status__in=WORK_DONE)
+    done = Q(status__in=HANDED_IN)
     rows: dict[int, WorkerRow] = {}
     counts = work.values("worker_id").annotate(
         assignments=Count("id"),

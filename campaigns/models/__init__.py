@@ -8,6 +8,7 @@ from campaigns.models.assist import (
 )
 from campaigns.models.campaign import Campaign, Item, Stage
 from campaigns.models.choices import (
+    HANDED_IN,
     AssignmentStatus,
     CampaignState,
     HITStatus,
@@ -37,6 +38,7 @@ from campaigns.models.workers import (
 )
 
 __all__ = [
+    "HANDED_IN",
     "HIT",
     "Assignment",
     "AssignmentStatus",

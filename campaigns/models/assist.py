@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import ClassVar
 
 from django.conf import settings
 from django.core.validators import MinValueValidator
@@ -37,6 +38,17 @@ class ModelEndpoint(models.Model):
     ``prompt_templates`` maps a task type's name (or ``"default"``) to a template with
     ``{question}`` and ``{context}``.
     """
+
+    # What its owner tunes once the endpoint is named and addressed, in the order the
+    # admin, the API and ``campaigns.assist.endpoints`` show and take them.
+    TUNING_FIELDS: ClassVar[tuple[str, ...]] = (
+        "prompt_templates",
+        "timeout_seconds",
+        "concurrency",
+        "price_in_per_1k",
+        "price_out_per_1k",
+        "currency",
+    )
 
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="model_endpoints"

@@ -79,6 +79,8 @@ ASSIGNMENT_HOLDING_STATES = (
     AssignmentStatus.APPROVED,
     AssignmentStatus.REJECTED,
 )
+# An assignment in one of these states was handed in: its answers are stored, decided or not.
+HANDED_IN = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 class QualificationKind(models.TextChoices):

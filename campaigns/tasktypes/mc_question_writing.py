@@ -195,6 +195,7 @@ class MCQuestionWriting(tt.TaskType):
             "passage": passage.get("passage", ""),
             "questions": blocks,
             "justification": cfg["justification"],
+            "justification_optional": cfg["justification"] == "optional",
             "count_error": count_error,
         }
 

@@ -185,7 +185,7 @@ def _question_view(
         "options": [
             {
                 "value": o["id"],
-                "text": o["text"],
+                "label": o["text"],
                 "id": f"{f.id}-{o['id']}",
                 "checked": o["id"] in selected,
             }

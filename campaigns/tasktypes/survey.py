@@ -148,8 +148,9 @@ class Survey(tt.TaskType):
                 {
                     "q": q,
                     "field": f,
+                    "multiple": q["kind"] == "multiple",
                     "options": [
-                        {"value": o, "id": f"{f.id}-{n}", "checked": o in chosen}
+                        {"value": o, "label": o, "id": f"{f.id}-{n}", "checked": o in chosen}
                         for n, o in enumerate(q.get("options", []))
                     ],
                 }

@@ -9,9 +9,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from campaigns.models import Assignment, QualificationGrant, QualificationType, Stage, Worker
+from campaigns.models import (
+    HANDED_IN,
+    Assignment,
+    QualificationGrant,
+    QualificationType,
+    Stage,
+    Worker,
+)
 from campaigns.workforce.qualification_types import quiz_qualification_type
-from campaigns.workforce.requirements import TRIED, quiz_retake_refusal
+from campaigns.workforce.requirements import quiz_retake_refusal
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,7 @@ def stage_quiz_gates(*, stage: Stage, worker: Worker, now: datetime) -> list[Qui
             if qt.pk in held:
                 continue
             last = (
-                Assignment.objects.filter(hit__stage=quiz, worker=worker, status__in=TRIED)
+                Assignment.objects.filter(hit__stage=quiz, worker=worker, status__in=HANDED_IN)
                 .select_related("hit__stage__campaign", "worker")
                 .order_by("-submitted_at", "-pk")
                 .first()

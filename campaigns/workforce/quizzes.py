@@ -31,7 +31,6 @@ from django.db import transaction
 from campaigns.design.platform import platform_for
 from campaigns.models import (
     Assignment,
-    AssignmentStatus,
     Stage,
 )
 from campaigns.tasktypes import QuizScore, score_quiz
@@ -41,7 +40,6 @@ from qaportal.errors import DomainError
 logger = logging.getLogger(__name__)
 
 # A quiz try counts once it is submitted, whatever the review made of it.
-TRIED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 def quiz_submission_grade(*, assignment: Assignment, stage: Stage) -> QuizScore:

@@ -11,8 +11,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from campaigns.models import (
+    HANDED_IN,
     Assignment,
-    AssignmentStatus,
     QualificationGrant,
     QualificationType,
     Stage,
@@ -27,7 +27,6 @@ from campaigns.workforce.qualification_types import (
 from qaportal.errors import DomainError
 
 # A quiz try counts once it is submitted, whatever the review made of it.
-TRIED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 
 def quiz_retake_refusal(*, stage: Stage, worker: Worker, now: datetime) -> str | None:
@@ -39,7 +38,7 @@ def quiz_retake_refusal(*, stage: Stage, worker: Worker, now: datetime) -> str |
     max_tries = int(retake.get("max_tries", 1))
     delay = timedelta(minutes=float(retake.get("delay_minutes", 0)))
     tries = list(
-        Assignment.objects.filter(hit__stage=stage, worker=worker, status__in=TRIED)
+        Assignment.objects.filter(hit__stage=stage, worker=worker, status__in=HANDED_IN)
         .order_by("-submitted_at", "-pk")
         .values_list("submitted_at", "review_details")
     )

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from django.db.models import Q
 
-from campaigns.models import Assignment, AssignmentStatus, HITItem, Item, Stage, Worker
+from campaigns.models import HANDED_IN, Assignment, AssignmentStatus, HITItem, Item, Stage, Worker
 from validation.aggregation import MajorityVote, majority_vote
 from validation.agreement import krippendorff_alpha, percent_agreement
 from validation.labels import LabelTable
@@ -29,7 +29,6 @@ from validation.rules.facts import GoldTally, ItemRef, Submission, facts_build
 from validation.rules.settings import RULES, params_of
 from validation.ten_way import ten_way_gold_labels, ten_way_settings
 
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 LOAD_CHUNK = 10_000
 DEFAULT_WAGE_FLOOR = Decimal("15.00")  # USD per hour
 
@@ -69,7 +68,7 @@ def stage_submissions(
     in id order; one query, fetched ``LOAD_CHUNK`` rows at a time (a server-side cursor
     on PostgreSQL); ``scope`` narrows them further. ``few``: the scope keeps a handful
     (one HIT's and one worker's), read at once without the cursor's extra statements."""
-    base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
+    base = Assignment.objects.filter(hit__stage=stage, status__in=HANDED_IN)
     if scope is not None:
         base = base.filter(scope)
     query = base.order_by("pk").values_list(*_FIELDS)

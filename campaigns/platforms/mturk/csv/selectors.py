@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from django.db import connection
 from django.db.models import Prefetch
 
-from campaigns.models import HIT, Assignment, AssignmentStatus, HITItem, Item
+from campaigns.models import HANDED_IN, HIT, Assignment, AssignmentStatus, HITItem, Item
 from campaigns.platforms.mturk.csv.format import (
     ANSWER_PREFIX,
     INPUT_PREFIX,
@@ -38,7 +38,6 @@ from campaigns.platforms.mturk.csv.format import (
 from campaigns.tasktypes.instructions import stage_instructions
 
 CHUNK_SIZE = 500
-STORED = (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
 
 # Per-campaign cost: from the campaign's stages to their HITs (indexed), then each HIT's
 # first item by (hit, position) (the unique index, LIMIT 1). A correlated MIN(position)
@@ -75,7 +74,7 @@ def mturk_csv_columns(*, campaign_id: int) -> list[str]:
     ``Approve``, ``Reject``. Two queries on PostgreSQL (the key sets are computed there)."""
     if connection.vendor == "postgresql":
         inputs = _keys_sql(_INPUT_KEYS_SQL, [campaign_id])
-        answers = _keys_sql(_ANSWER_KEYS_SQL, [campaign_id, [str(s) for s in STORED]])
+        answers = _keys_sql(_ANSWER_KEYS_SQL, [campaign_id, [str(s) for s in HANDED_IN]])
     else:  # the embedded SQLite default: walk the rows, keeping only the keys
         inputs = set()
         for data in (
@@ -87,7 +86,7 @@ def mturk_csv_columns(*, campaign_id: int) -> list[str]:
                 inputs.update(data)
         answers = set()
         for answer in (
-            Assignment.objects.filter(hit__stage__campaign_id=campaign_id, status__in=STORED)
+            Assignment.objects.filter(hit__stage__campaign_id=campaign_id, status__in=HANDED_IN)
             .values_list("answers", flat=True)
             .iterator(chunk_size=CHUNK_SIZE)
         ):
@@ -123,7 +122,7 @@ def _hits(campaign_id: int) -> Iterator[HIT]:
             ),
             Prefetch(
                 "assignments",
-                queryset=Assignment.objects.filter(status__in=STORED)
+                queryset=Assignment.objects.filter(status__in=HANDED_IN)
                 .select_related("worker")
                 .order_by("id"),
                 to_attr="stored_assignments",

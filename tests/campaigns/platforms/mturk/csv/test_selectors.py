@@ -13,7 +13,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from campaigns.models import HIT, Assignment, HITItem, Item, ItemSource, Stage
+from campaigns.models import HANDED_IN, HIT, Assignment, HITItem, Item, ItemSource, Stage
 from campaigns.platforms.mturk.csv import selectors
 from tests.factories import CampaignFactory, StageFactory, WorkerFactory
 
@@ -68,7 +68,7 @@ def _queries(campaign_id: int) -> dict[str, tuple[str, list[Any]]]:
         "input keys": (selectors._INPUT_KEYS_SQL, [campaign_id]),
         "answer keys": (
             selectors._ANSWER_KEYS_SQL,
-            [campaign_id, [str(s) for s in selectors.STORED]],
+            [campaign_id, [str(s) for s in HANDED_IN]],
         ),
     }
 
