@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Q, Sum
 
 from campaigns.models import (
     Assignment,
@@ -32,6 +32,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.work.selectors.counts import stage_work_versions
 from campaigns.workforce.stats import medians_by
 from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_quality
@@ -236,22 +237,10 @@ def campaign_worker_table(
 
 
 def stage_work_fingerprints(*, campaign: Campaign) -> dict[int, str]:
-    """Per stage with work, a string that changes whenever a submission or decision does."""
-    rows = (
-        Assignment.objects.filter(hit__stage__campaign=campaign)
-        .order_by()
-        .values("hit__stage_id")
-        .annotate(
-            n=Count("id"),
-            decided=Count("id", filter=Q(decided_at__isnull=False)),
-            last_submitted=Max("submitted_at"),
-            last_decided=Max("decided_at"),
-        )
-    )
-    return {
-        r["hit__stage_id"]: f"{r['n']}:{r['decided']}:{r['last_submitted']}:{r['last_decided']}"
-        for r in rows
-    }
+    """Per stage with work, a string that changes whenever a submission or decision does
+    (or any other change of an assignment's status): from the assignment counters the
+    database keeps, a few rows whatever the number of assignments."""
+    return stage_work_versions(stage_ids=campaign.stages.values_list("pk", flat=True))
 
 
 def _stage_worker_quality(

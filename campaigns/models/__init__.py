@@ -13,6 +13,7 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
+from campaigns.models.counts import StageAssignmentCount
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
 from campaigns.models.jobs import Job, JobKind, JobStatus
@@ -64,6 +65,7 @@ __all__ = [
     "QualificationKind",
     "QualificationType",
     "Stage",
+    "StageAssignmentCount",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

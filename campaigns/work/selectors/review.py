@@ -23,6 +23,7 @@ from campaigns.models import (
     LocalGrant,
     Stage,
 )
+from campaigns.work.selectors.counts import stage_assignment_counts
 
 
 def assignment_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Assignment]:
@@ -41,12 +42,17 @@ def assignment_list_for_campaign(
     """The campaign's assignments (optionally one status, one stage), oldest submission first.
 
     Unsubmitted ones come last, in id order. Worker, stage and decider are joined in.
+    Filtered by the campaign's stage ids as constants, so that PostgreSQL's statistics
+    of the HITs per stage tell a large campaign (read the queue's index in order and
+    stop at the page) from a small one beside it (read its few HITs' assignments).
     """
-    qs = Assignment.objects.filter(hit__stage__campaign=campaign)
+    if stage is not None:
+        stage_ids = [stage.pk]
+    else:
+        stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    qs = Assignment.objects.filter(hit__stage_id__in=stage_ids)
     if status:
         qs = qs.filter(status=status)
-    if stage is not None:
-        qs = qs.filter(hit__stage=stage)
     return qs.select_related("worker", "hit__stage", "decided_by").order_by(
         F("submitted_at").asc(nulls_last=True), "id"
     )
@@ -59,6 +65,18 @@ def assignment_review_queue(
     return assignment_list_for_campaign(
         campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage
     )
+
+
+def review_queue_size(*, campaign: Campaign, status: str, stage: Stage | None = None) -> int:
+    """How many of the campaign's assignments (one stage's, when given) are in ``status``:
+    the length of the queue ``assignment_list_for_campaign`` gives for it, read from the
+    counters the database keeps (a few rows, however long the queue)."""
+    if stage is not None:
+        stage_ids = [stage.pk]
+    else:
+        stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    counts = stage_assignment_counts(stage_ids=stage_ids)
+    return sum(by_status.get(status, 0) for by_status in counts.values())
 
 
 def hit_items_by_hit(*, hit_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
