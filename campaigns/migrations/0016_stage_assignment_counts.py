@@ -160,12 +160,17 @@ class Migration(migrations.Migration):
                 ),
             ],
             options={
+                "default_manager_name": "not_dumped",
                 "constraints": [
                     models.UniqueConstraint(
                         fields=("stage", "status"), name="stageassignmentcount_unique"
                     )
                 ],
             },
+        ),
+        migrations.AlterModelManagers(
+            name="stageassignmentcount",
+            managers=[("not_dumped", models.Manager())],
         ),
         migrations.RunPython(triggers_create, triggers_drop),
     ]
