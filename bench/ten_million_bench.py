@@ -381,6 +381,8 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="measure an earlier build")
     parser.add_argument("--no-explain", action="store_true")
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--pages", help="only these pages (comma-separated, e.g. 'review queue')")
+    parser.add_argument("--only", help="only this campaign (big or small)")
     args = parser.parse_args()
     if not args.reuse:
         base.recreate_database(os.environ["DATABASE_URL"])
@@ -416,7 +418,9 @@ def main() -> None:
         "costs page": "/campaigns/{slug}/costs/",
     }
     figures: dict[str, Any] = {"load_before": os.getloadavg()}
-    for slug in ("big", "small"):
+    if args.pages:
+        pages = {k: v for k, v in pages.items() if k in args.pages.split(",")}
+    for slug in [args.only] if args.only else ["big", "small"]:
         campaign = Campaign.objects.get(slug=slug)
         size = Assignment.objects.filter(hit__stage__campaign=campaign).count()
         print(f"\n{slug}: {size:,} assignments; load {os.getloadavg()}")
