@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -154,7 +155,7 @@ def recent_submissions(*, stage_ids: list[int], since: datetime) -> QuerySet[Any
     )
 
 
-def _items_done(*, stage_ids: list[int], hit_rows: list[dict[str, Any]]) -> dict[int, int]:
+def _items_done(*, stage_ids: list[int], hit_rows: Sequence[Mapping[str, Any]]) -> dict[int, int]:
     """Items done per stage: an item is done when a HIT holding it has no free place and
     nobody working on it. Counted on the HIT-item links (no join to the items, no
     DISTINCT: about half the cost); an item in several HITs (gold) is capped by the
