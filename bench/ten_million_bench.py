@@ -435,7 +435,7 @@ def main() -> None:
                 client,
                 url.format(slug=slug),
                 requests=args.requests,
-                explain=slug == "big" and not args.no_explain,
+                explain=(slug == "big" or bool(args.only)) and not args.no_explain,
             )
             figures[f"{slug} {label}"] = {k: v for k, v in r.items() if k != "slowest"}
             print(

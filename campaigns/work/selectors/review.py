@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, QuerySet, Sum
 
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import (
@@ -22,6 +22,7 @@ from campaigns.models import (
     InviteLink,
     LocalGrant,
     Stage,
+    StageAssignmentCount,
 )
 from campaigns.work.selectors.counts import stage_assignment_counts
 
@@ -58,13 +59,36 @@ def assignment_list_for_campaign(
     )
 
 
+# A campaign holding at least this share of the site's review queue (or a queue of
+# QUEUE_WALK_ALWAYS) reads its first page by walking the queue's index in submission
+# order (at most 25 / share entries); a smaller one reads its own HITs' submitted work
+# and sorts it. PostgreSQL cannot tell the two apart from its statistics alone (a small
+# campaign's stages look like the average stage), so the counters decide.
+QUEUE_WALK_SHARE = 0.005
+QUEUE_WALK_ALWAYS = 50_000
+
+
 def assignment_review_queue(
     *, campaign: Campaign, stage: Stage | None = None
 ) -> QuerySet[Assignment]:
     """Submitted assignments awaiting a decision, oldest submission first."""
-    return assignment_list_for_campaign(
+    queue = assignment_list_for_campaign(
         campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage
     )
+    size = review_queue_size(campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage)
+    if size >= QUEUE_WALK_ALWAYS:
+        return queue
+    site = (
+        StageAssignmentCount.objects.filter(status=AssignmentStatus.SUBMITTED).aggregate(
+            n=Sum("n")
+        )["n"]
+        or 0
+    )
+    if size >= site * QUEUE_WALK_SHARE:
+        return queue
+    # The same order (a submitted assignment always has its submission time), written
+    # so that the queue's index (submitted_at ASC NULLS LAST) cannot serve it.
+    return queue.order_by(F("submitted_at").asc(nulls_first=True), "id")
 
 
 def review_queue_size(*, campaign: Campaign, status: str, stage: Stage | None = None) -> int:

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from campaigns.insights.progress import recent_submissions
 from campaigns.models import StageAssignmentCount
+from campaigns.work.selectors import review
 from campaigns.work.selectors.review import assignment_review_queue
 from tests.campaigns.work.test_decisions import _work
 
@@ -34,7 +35,8 @@ def _plan(queryset: QuerySet[Any]) -> str:
         return "\n".join(row[0] for row in cursor.fetchall())
 
 
-def test_review_queue_first_page_of_a_big_campaign_reads_the_queue_index_in_order():
+def test_review_queue_first_page_of_a_big_campaign_reads_the_queue_index_in_order(monkeypatch):
+    monkeypatch.setattr(review, "QUEUE_WALK_SHARE", 0.5)  # a share this small data can show
     big, _, _ = _work(150)
     small, _, _ = _work(2)
     plan = _plan(assignment_review_queue(campaign=big.campaign)[:25])
