@@ -28,12 +28,14 @@ the bonuses it records), so ``spent`` there is what was recorded, not salaries.
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import Count, DecimalField, F, Q, QuerySet, Sum
+from django.core.cache import cache
+from django.db.models import DecimalField, F, QuerySet, Sum
 from django.db.models.functions import Coalesce
 
 from campaigns.design.platform import FeeModel, platform_for
@@ -50,10 +52,13 @@ from campaigns.models import (
 )
 from campaigns.payments.budget import spending_total
 from campaigns.payments.costs import campaign_cost_estimate
-from campaigns.workforce.stats import grouped_with_median
+from campaigns.work.selectors.counts import stage_assignment_counts, stage_work_versions
+from campaigns.workforce.stats import medians_by
 from qaportal.dbrouter import replica_reads
 from qaportal.money import CENT
 from validation.selectors import hourly_wage
+
+MEDIANS_CACHE_SECONDS = 600
 
 ZERO = Decimal("0.00")
 COUNTED_STATUSES = (LedgerStatus.PLANNED, LedgerStatus.COMMITTED, LedgerStatus.PAID)
@@ -239,20 +244,12 @@ def _add_held(
 def _add_counts_and_wages(
     *, campaign: Campaign, rows: dict[int | None, StageCosts], floor: Decimal
 ) -> None:
-    """Approved assignments and the median work time of submitted work, per stage."""
-    work = Assignment.objects.filter(hit__stage__campaign=campaign, status__in=HANDED_IN)
-    per_stage = grouped_with_median(
-        queryset=work,
-        group="hit__stage_id",
-        value="work_seconds",
-        approved=Count("id", filter=Q(status=AssignmentStatus.APPROVED)),
-    )
-    medians: dict[int, float] = {}
-    for r in per_stage.values():
-        if r["hit__stage_id"] in rows:
-            rows[r["hit__stage_id"]].approved = r["approved"]
-        if r["median"] is not None:
-            medians[r["hit__stage_id"]] = float(r["median"])
+    """Approved assignments (from the counters the database keeps) and the median work
+    time of submitted work (cached until the stage's assignments change), per stage."""
+    stage_ids = [pk for pk in rows if pk is not None]
+    for stage_id, by_status in stage_assignment_counts(stage_ids=stage_ids).items():
+        rows[stage_id].approved = by_status.get(AssignmentStatus.APPROVED, 0)
+    medians = _stage_work_medians(campaign=campaign, stage_ids=stage_ids)
     stage_rewards = dict(campaign.stages.values_list("pk", "reward"))
     for stage_id, median in medians.items():
         row = rows.get(stage_id)
@@ -261,6 +258,27 @@ def _add_counts_and_wages(
         row.median_work_seconds = median
         row.hourly_wage = hourly_wage(stage_rewards[stage_id], median)
         row.below_wage_floor = row.hourly_wage is not None and row.hourly_wage < floor
+
+
+def _stage_work_medians(*, campaign: Campaign, stage_ids: list[int]) -> dict[int, float]:
+    """The median work time of each stage's submitted work, cached under the stages'
+    work versions (``stage_work_versions``): a submission or decision recomputes it, a
+    page view reads one cache key."""
+    versions = stage_work_versions(stage_ids=stage_ids)
+    digest = hashlib.sha256(repr(sorted(versions.items())).encode()).hexdigest()[:32]
+    key = f"qaportal:stage-work-medians:{campaign.pk}:{digest}"
+    found: dict[int, float] | None = cache.get(key)
+    if found is None:
+        work = Assignment.objects.filter(hit__stage_id__in=stage_ids, status__in=HANDED_IN)
+        found = {
+            stage_id: float(median)
+            for stage_id, median in medians_by(
+                queryset=work, group="hit__stage_id", value="work_seconds"
+            ).items()
+            if median is not None
+        }
+        cache.set(key, found, MEDIANS_CACHE_SECONDS)
+    return found
 
 
 def ledger_list(*, campaign: Campaign) -> QuerySet[LedgerEntry]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.core.cache import cache
-from django.db.models import Count, Max, Q, Sum
+from django.db.models import Count, Q, Sum
 
 from campaigns.models import (
     HANDED_IN,
@@ -33,6 +33,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.work.selectors.counts import stage_work_versions
 from campaigns.workforce.stats import medians_by
 from qaportal.dbrouter import replica_reads
 from validation.selectors import stage_quality
@@ -154,26 +155,19 @@ def campaign_worker_table(
     by an active block of the campaign's owner; ``arm`` by protocol arm. ``ordering``
     is one of ``ORDERING_FIELDS``, ``-`` first for descending; empty values sort last.
     """
-    work = Assignment.objects.filter(hit__stage__campaign=campaign).order_by()
-    done = Q(status__in=HANDED_IN)
     rows: dict[int, WorkerRow] = {}
-    counts = work.values("worker_id").annotate(
-        assignments=Count("id"),
-        submitted=Count("id", filter=done),
-        approved=Count("id", filter=Q(status=AssignmentStatus.APPROVED)),
-        rejected=Count("id", filter=Q(status=AssignmentStatus.REJECTED)),
-        awaiting=Count("id", filter=Q(status=AssignmentStatus.SUBMITTED)),
-        with_telemetry=Count("id", filter=done & Q(telemetry__has_key="paste_count")),
-        pasted=Count("id", filter=done & Q(telemetry__paste_count__gt=0)),
-    )
-    telemetry: dict[int, tuple[int, int]] = {}
-    for c in counts:
-        row = WorkerRow(worker_id=c["worker_id"], pseudonym="", provider="")
-        row.assignments, row.submitted = c["assignments"], c["submitted"]
-        row.approved, row.rejected, row.awaiting = c["approved"], c["rejected"], c["awaiting"]
+    for worker_id, (by_status, pasted, measured, median) in _worker_work(campaign=campaign).items():
+        row = WorkerRow(worker_id=worker_id, pseudonym="", provider="")
+        row.assignments = sum(by_status.values())
+        row.submitted = sum(by_status.get(s, 0) for s in HANDED_IN)
+        row.approved = by_status.get(AssignmentStatus.APPROVED, 0)
+        row.rejected = by_status.get(AssignmentStatus.REJECTED, 0)
+        row.awaiting = by_status.get(AssignmentStatus.SUBMITTED, 0)
         row.approval_rate = _rate(row.approved, row.approved + row.rejected)
-        telemetry[row.worker_id] = (c["pasted"], c["with_telemetry"])
-        rows[row.worker_id] = row
+        row.statuses = set(by_status)
+        row.paste_share = _rate(pasted, measured)
+        row.median_work_seconds = median
+        rows[worker_id] = row
     for worker_id, arm_name in CampaignWorker.objects.filter(campaign=campaign).values_list(
         "worker_id", "arm"
     ):
@@ -184,13 +178,6 @@ def campaign_worker_table(
         "pk", "pseudonym", "provider"
     ):
         rows[pk].pseudonym, rows[pk].provider = pseudonym, provider
-    for worker_id, seen in work.values_list("worker_id", "status").distinct():
-        rows[worker_id].statuses.add(seen)
-    for worker_id, (pasted, measured) in telemetry.items():
-        rows[worker_id].paste_share = _rate(pasted, measured)
-    medians = medians_by(queryset=work.filter(done), group="worker_id", value="work_seconds")
-    for worker_id, median in medians.items():
-        rows[worker_id].median_work_seconds = median
     grants = (
         QualificationGrant.objects.filter(
             worker_id__in=ids,
@@ -235,23 +222,50 @@ def campaign_worker_table(
     return _ordered(table, ordering)
 
 
-def stage_work_fingerprints(*, campaign: Campaign) -> dict[int, str]:
-    """Per stage with work, a string that changes whenever a submission or decision does."""
-    rows = (
-        Assignment.objects.filter(hit__stage__campaign=campaign)
-        .order_by()
-        .values("hit__stage_id")
-        .annotate(
-            n=Count("id"),
-            decided=Count("id", filter=Q(decided_at__isnull=False)),
-            last_submitted=Max("submitted_at"),
-            last_decided=Max("decided_at"),
-        )
-    )
-    return {
-        r["hit__stage_id"]: f"{r['n']}:{r['decided']}:{r['last_submitted']}:{r['last_decided']}"
-        for r in rows
+# {worker_id: ({status: n}, pasted, with telemetry, median work seconds)}
+WorkerWork = dict[int, tuple[dict[str, int], int, int, float | None]]
+
+
+def _worker_work(*, campaign: Campaign) -> WorkerWork:
+    """Each worker's assignments in the campaign by status, their submitted work with a
+    paste and with telemetry at all, and the median work time of their submitted work:
+    two grouped queries over the campaign's assignments, cached under the stages'
+    assignment counters (``stage_work_versions``), which every change of these numbers
+    moves (they change only with an assignment's status: its answer, telemetry and work
+    time are stored as it is submitted)."""
+    stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    versions = stage_work_versions(stage_ids=stage_ids)
+    digest = hashlib.sha256(repr(sorted(versions.items())).encode()).hexdigest()[:32]
+    key = f"qaportal:worker-work:{campaign.pk}:{digest}"
+    found: WorkerWork | None = cache.get(key)
+    if found is not None:
+        return found
+    work = Assignment.objects.filter(hit__stage_id__in=stage_ids).order_by()
+    done = Q(status__in=HANDED_IN)
+    by_worker: dict[int, dict[str, int]] = defaultdict(dict)
+    pastes: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for c in work.values("worker_id", "status").annotate(
+        n=Count("id"),
+        with_telemetry=Count("id", filter=done & Q(telemetry__has_key="paste_count")),
+        pasted=Count("id", filter=done & Q(telemetry__paste_count__gt=0)),
+    ):
+        by_worker[c["worker_id"]][c["status"]] = c["n"]
+        pastes[c["worker_id"]][0] += c["pasted"]
+        pastes[c["worker_id"]][1] += c["with_telemetry"]
+    medians = medians_by(queryset=work.filter(done), group="worker_id", value="work_seconds")
+    found = {
+        worker_id: (counts, pastes[worker_id][0], pastes[worker_id][1], medians.get(worker_id))
+        for worker_id, counts in by_worker.items()
     }
+    cache.set(key, found, QUALITY_CACHE_SECONDS)
+    return found
+
+
+def stage_work_fingerprints(*, campaign: Campaign) -> dict[int, str]:
+    """Per stage with work, a string that changes whenever a submission or decision does
+    (or any other change of an assignment's status): from the assignment counters the
+    database keeps, a few rows whatever the number of assignments."""
+    return stage_work_versions(stage_ids=campaign.stages.values_list("pk", flat=True))
 
 
 def _stage_worker_quality(

@@ -21,6 +21,7 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
+from campaigns.models.counts import StageAssignmentCount
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
 from campaigns.models.jobs import Job, JobKind, JobStatus
@@ -78,6 +79,7 @@ __all__ = [
     "QualificationKind",
     "QualificationType",
     "Stage",
+    "StageAssignmentCount",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

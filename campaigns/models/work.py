@@ -149,6 +149,14 @@ class Assignment(models.Model):
         indexes = [
             models.Index(fields=["hit", "status"]),
             models.Index(fields=["worker", "status"]),
+            # The progress estimate's recent submissions: reads the last hour's, not the table.
+            models.Index(fields=["submitted_at"], name="assignment_submitted_at"),
+            # The review queue's first page: awaiting review, oldest submission first.
+            models.Index(
+                fields=["submitted_at", "id"],
+                condition=Q(status=AssignmentStatus.SUBMITTED),
+                name="assignment_awaiting_review",
+            ),
         ]
 
     def __str__(self) -> str:

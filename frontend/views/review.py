@@ -40,6 +40,7 @@ from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
     assignment_review_queue,
     hit_items_by_hit,
+    review_queue_size,
     telemetry_summary,
     worker_history_in_campaign,
 )
@@ -281,7 +282,11 @@ def _review_page(
     if status not in STATUS_FILTERS:
         raise Http404("No such status filter.")
     queue = _queue(campaign, stage=stage, status=status)
-    page = Paginator(queue, REVIEWS_PER_PAGE).get_page(query.get("page"))
+    paginator = Paginator(queue, REVIEWS_PER_PAGE)
+    if status in (AssignmentStatus.SUBMITTED, AssignmentStatus.APPROVED, AssignmentStatus.REJECTED):
+        # The queue's length from the assignment counters, not a COUNT of the queue.
+        paginator.count = review_queue_size(campaign=campaign, status=status, stage=stage)
+    page = paginator.get_page(query.get("page"))
     assignments: list[Assignment] = list(page.object_list)
     items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
     history = worker_history_in_campaign(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.core.cache import cache
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
@@ -100,12 +101,19 @@ def test_old_submissions_give_no_rate(running):
 
 def test_query_count_does_not_grow_with_work(running, requester):
     campaign, writing, *_ = running
+    cache.clear()  # the items-done count computed, not read from the cache
     with CaptureQueriesContext(connection) as before:
         campaign_progress(campaign=campaign)
     submitted_assignment(writing, question="Which lake is deeper?")
     with CaptureQueriesContext(connection) as after:
         progress = campaign_progress(campaign=campaign)
-    assert len(after) == len(before) == 5  # stages, items, HITs, assignments, items done
+    with CaptureQueriesContext(connection) as again:
+        cached = campaign_progress(campaign=campaign)
+    assert len(again) == 6  # nothing changed: items done from the cache
+    assert cached.stages[0].items_done == progress.stages[0].items_done
+    # Stages, items, HITs, the assignment counters, recent submissions, the counters'
+    # versions (the items-done cache key), items done (the cache missed: work changed).
+    assert len(after) == len(before) == 7
     assert progress.stages[0].done == 2
     assert progress.stages[0].items_done == progress.stages[0].items_total
     assert progress.stages[0].remaining == 0

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, QuerySet
+from django.db.models import Count, F, QuerySet, Sum
 
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import (
@@ -22,7 +22,9 @@ from campaigns.models import (
     InviteLink,
     LocalGrant,
     Stage,
+    StageAssignmentCount,
 )
+from campaigns.work.selectors.counts import stage_assignment_counts
 
 
 def assignment_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Assignment]:
@@ -41,24 +43,64 @@ def assignment_list_for_campaign(
     """The campaign's assignments (optionally one status, one stage), oldest submission first.
 
     Unsubmitted ones come last, in id order. Worker, stage and decider are joined in.
+    Filtered by the campaign's stage ids as constants, so that PostgreSQL's statistics
+    of the HITs per stage tell a large campaign (read the queue's index in order and
+    stop at the page) from a small one beside it (read its few HITs' assignments).
     """
-    qs = Assignment.objects.filter(hit__stage__campaign=campaign)
+    if stage is not None:
+        stage_ids = [stage.pk]
+    else:
+        stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    qs = Assignment.objects.filter(hit__stage_id__in=stage_ids)
     if status:
         qs = qs.filter(status=status)
-    if stage is not None:
-        qs = qs.filter(hit__stage=stage)
     return qs.select_related("worker", "hit__stage", "decided_by").order_by(
         F("submitted_at").asc(nulls_last=True), "id"
     )
+
+
+# A campaign holding at least this share of the site's review queue (or a queue of
+# QUEUE_WALK_ALWAYS) reads its first page by walking the queue's index in submission
+# order (at most 25 / share entries); a smaller one reads its own HITs' submitted work
+# and sorts it. PostgreSQL cannot tell the two apart from its statistics alone (a small
+# campaign's stages look like the average stage), so the counters decide.
+QUEUE_WALK_SHARE = 0.005
+QUEUE_WALK_ALWAYS = 50_000
 
 
 def assignment_review_queue(
     *, campaign: Campaign, stage: Stage | None = None
 ) -> QuerySet[Assignment]:
     """Submitted assignments awaiting a decision, oldest submission first."""
-    return assignment_list_for_campaign(
+    queue = assignment_list_for_campaign(
         campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage
     )
+    size = review_queue_size(campaign=campaign, status=AssignmentStatus.SUBMITTED, stage=stage)
+    if size >= QUEUE_WALK_ALWAYS:
+        return queue
+    site = (
+        StageAssignmentCount.objects.filter(status=AssignmentStatus.SUBMITTED).aggregate(
+            n=Sum("n")
+        )["n"]
+        or 0
+    )
+    if size >= site * QUEUE_WALK_SHARE:
+        return queue
+    # The same order (a submitted assignment always has its submission time), written
+    # so that the queue's index (submitted_at ASC NULLS LAST) cannot serve it.
+    return queue.order_by(F("submitted_at").asc(nulls_first=True), "id")
+
+
+def review_queue_size(*, campaign: Campaign, status: str, stage: Stage | None = None) -> int:
+    """How many of the campaign's assignments (one stage's, when given) are in ``status``:
+    the length of the queue ``assignment_list_for_campaign`` gives for it, read from the
+    counters the database keeps (a few rows, however long the queue)."""
+    if stage is not None:
+        stage_ids = [stage.pk]
+    else:
+        stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    counts = stage_assignment_counts(stage_ids=stage_ids)
+    return sum(by_status.get(status, 0) for by_status in counts.values())
 
 
 def hit_items_by_hit(*, hit_ids: Iterable[int]) -> dict[int, list[dict[str, Any]]]:
@@ -84,9 +126,12 @@ def worker_history_in_campaign(
 ) -> dict[int, dict[str, int]]:
     """Each worker's assignments in ``campaign`` counted by status, in one query:
     ``{worker_id: {"submitted": 3, "approved": 10, ...}}`` (what the review queue shows
-    beside each submission)."""
+    beside each submission). By the campaign's stage ids as constants: PostgreSQL then
+    sees how many HITs a large campaign has and starts from the workers' assignments
+    (through the campaign it guessed a few HITs and walked all 333,333 of a 1M one)."""
+    stage_ids = list(campaign.stages.values_list("pk", flat=True))
     rows = (
-        Assignment.objects.filter(hit__stage__campaign=campaign, worker_id__in=set(worker_ids))
+        Assignment.objects.filter(hit__stage_id__in=stage_ids, worker_id__in=set(worker_ids))
         .order_by()
         .values("worker_id", "status")
         .annotate(n=Count("pk"))

@@ -1,0 +1,130 @@
+"""The assignment counters the database keeps (``StageAssignmentCount``, migration 0016's
+triggers) equal a full count after every kind of write: accept, submit, return, expiry,
+one decision, a batch (PostgreSQL's one statement and the portable way), a round of
+approvals, a flip, a delete; and ``stage_assignment_counts_rebuild`` /
+``manage.py counters_rebuild`` repair them."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.utils import timezone
+
+from campaigns.models import Assignment, AssignmentStatus, Stage, StageAssignmentCount
+from campaigns.work.allocation import assignment_accept
+from campaigns.work.counts import stage_assignment_counts_rebuild
+from campaigns.work.decisions import (
+    assignment_decide,
+    assignment_decision_flip,
+    assignments_approve,
+    decisions_write_many,
+)
+from campaigns.work.lifecycle import assignment_return, assignments_expire
+from campaigns.work.publishing import stage_publish
+from campaigns.work.selectors.counts import (
+    stage_assignment_counts,
+    stage_assignment_counts_full,
+    stage_work_versions,
+)
+from campaigns.work.submission import assignment_submit
+from tests.campaigns.work.test_decisions import _rows, _work
+from tests.factories import UserFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def _agree(*stages: Stage) -> dict[int, dict[str, int]]:
+    ids = [s.pk for s in stages]
+    kept = stage_assignment_counts(stage_ids=ids)
+    assert kept == stage_assignment_counts_full(stage_ids=ids)
+    return kept
+
+
+def test_accept_submit_return_and_expiry_are_counted(make_stage, invited):
+    stage = make_stage(items=4, assignments_per_hit=1)
+    stage_publish(stage=stage)
+    first, second, third = (invited(stage.campaign) for _ in range(3))
+    a = assignment_accept(stage=stage, worker=first)
+    b = assignment_accept(stage=stage, worker=second)
+    c = assignment_accept(stage=stage, worker=third)
+    assert _agree(stage) == {stage.pk: {"accepted": 3}}
+    form = {f"items/{i}/text": "fine answer" for i in range(10)}
+    assignment_submit(assignment_id=a.pk, worker=first, form=form, telemetry=None)
+    assignment_return(assignment_id=b.pk, worker=second)
+    Assignment.objects.filter(pk=c.pk).update(deadline=timezone.now() - timedelta(minutes=1))
+    assignments_expire()
+    assert _agree(stage) == {
+        stage.pk: {"submitted": 1, "returned": 1, "expired": 1},
+    }
+
+
+def test_decisions_one_a_round_and_a_flip_are_counted():
+    stage, _, rows = _work(3)  # 3 HITs x 2 workers, all submitted
+    a, b, c, d, *_ = rows
+    assignment_decide(assignment=a, approve=True, source="requester")
+    assignment_decide(assignment=b, approve=False, source="requester", reason="no")
+    assignments_approve(assignment_ids=[c.pk, d.pk], source="requester")
+    assert _agree(stage) == {stage.pk: {"submitted": 2, "approved": 3, "rejected": 1}}
+    before = stage_work_versions(stage_ids=[stage.pk])
+    requester = UserFactory.create()
+    flip = assignment_decision_flip
+    flip(
+        assignment=Assignment.objects.get(pk=b.pk), approve=True, decided_by=requester, reason="ok"
+    )
+    flip(
+        assignment=Assignment.objects.get(pk=a.pk), approve=False, decided_by=requester, reason="x"
+    )
+    # The same numbers again (one flipped each way), yet the stage's version moved on.
+    assert _agree(stage) == {stage.pk: {"submitted": 2, "approved": 3, "rejected": 1}}
+    assert stage_work_versions(stage_ids=[stage.pk]) != before
+
+
+@pytest.fixture(params=["database", "portable"])
+def way(request, monkeypatch) -> str:
+    if request.param == "portable" and connection.vendor == "postgresql":
+        monkeypatch.setattr(connection, "vendor", "portable")
+    return str(request.param)
+
+
+def test_a_batch_is_counted(way):
+    stage, _, rows = _work(3)
+    a, b, c, d, e, _ = rows
+    yes, no = AssignmentStatus.APPROVED, AssignmentStatus.REJECTED
+    batch, parts, width = _rows(
+        [(a, yes), (b, no), (c, yes), (d, ""), (e, yes)], at=timezone.now().isoformat()
+    )
+    decisions_write_many(rows=batch, parts=parts, width=width, hands_on=True)
+    assert _agree(stage) == {stage.pk: {"submitted": 2, "approved": 3, "rejected": 1}}
+
+
+def test_deletes_are_counted_and_a_stage_goes_with_its_counters():
+    stage, _, rows = _work(2)
+    other, _, _ = _work(1)
+    rows[0].delete()
+    Assignment.objects.filter(pk=rows[1].pk).delete()
+    assert _agree(stage, other) == {stage.pk: {"submitted": 2}, other.pk: {"submitted": 2}}
+    stage.delete()
+    assert not StageAssignmentCount.objects.filter(stage_id=stage.pk).exists()
+    assert _agree(other) == {other.pk: {"submitted": 2}}
+
+
+def test_rebuild_repairs_the_counters(capsys):
+    stage, _, rows = _work(2)
+    other, _, _ = _work(1)
+    assignment_decide(assignment=rows[0], approve=True, source="requester")
+    StageAssignmentCount.objects.filter(stage=stage).update(n=99)
+    StageAssignmentCount.objects.filter(stage=other).delete()
+    with pytest.raises(SystemExit):
+        call_command("counters_rebuild", "--check")
+    assert "2 differ" in capsys.readouterr().out
+    assert stage_assignment_counts_rebuild(stage_ids=[stage.pk]) == 2
+    assert stage_assignment_counts(stage_ids=[stage.pk]) == {
+        stage.pk: {"approved": 1, "submitted": 3}
+    }
+    call_command("counters_rebuild")
+    call_command("counters_rebuild", "--check")
+    assert "0 differ" in capsys.readouterr().out
+    _agree(stage, other)
