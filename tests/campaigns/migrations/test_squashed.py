@@ -72,7 +72,10 @@ def test_migrate_records_the_squash_for_a_database_at_0013():
     assert {("campaigns", name) for name in RELEASED} <= applied
 
 
-def test_the_models_need_no_new_migration():
+def test_the_models_need_no_new_migration(settings):
+    # With routers, makemigrations checks every database a router migrates: the tests'
+    # replica copy (tests/dbrouter.py) is created only for the tests that ask for it.
+    settings.DATABASE_ROUTERS = []
     out = io.StringIO()
     call_command("makemigrations", "campaigns", check=True, dry_run=True, stdout=out)
     assert "No changes detected" in out.getvalue()
