@@ -41,6 +41,7 @@ OPTION_LETTERS = "ABCD"
 
 
 class MCQuestionWriting(TaskType):
+    writes_free_text = True
     name = "mc_question_writing"
     graded_by_rubric = True
     label = "Multiple-choice question writing"

@@ -59,6 +59,7 @@ _FIELDS = (
     "telemetry",
     "submitted_at",
     "provider",
+    "llm_flag",
 )
 
 
@@ -85,6 +86,7 @@ def stage_submissions(
             telemetry=telemetry or {},
             submitted_at=submitted_at,
             provider=provider,
+            llm_flag=llm_flag,
         )
         for (
             pk,
@@ -96,6 +98,7 @@ def stage_submissions(
             telemetry,
             submitted_at,
             provider,
+            llm_flag,
         ) in rows
     ]
 
