@@ -21,6 +21,8 @@ from campaigns.models import (
     ModelCallStatus,
 )
 from campaigns.platforms.publishing import campaign_start
+from campaigns.simulate.llm import llm_workers
+from campaigns.simulate.run import simulate_crowd
 from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import assignment_accept
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
@@ -45,7 +47,7 @@ def fake():
         yield server
 
 
-def _stage(fake, *, rules=None, threshold=0.6):
+def _stage(fake, *, rules=None, threshold=0.6, items=1):
     owner = UserFactory.create()
     endpoint = model_endpoint_create(
         owner=owner,
@@ -68,7 +70,7 @@ def _stage(fake, *, rules=None, threshold=0.6):
         assignments_per_hit=3,
         reward=Decimal("0.10"),
     )
-    for n, question in enumerate(QUESTIONS[:1]):
+    for n, question in enumerate(QUESTIONS[:items]):
         Item.objects.create(
             stage=stage,
             external_id=f"q{n}",
@@ -218,3 +220,28 @@ def test_an_endpoint_the_campaign_may_not_use_never_fails_the_submission(fake):
     assignment = _submit(stage, "Into which sea does the river past Vienna empty?", TYPED)
     assert assignment.llm_flag == {"status": "endpoint_refused", "flagged": False}
     assert assignment.status == AssignmentStatus.SUBMITTED
+
+
+def test_llm_workers_are_the_share_asked_for_and_seeded():
+    chosen = llm_workers(workers=10, share=0.3, seed=4)
+    assert len(chosen) == 3
+    assert chosen == llm_workers(workers=10, share=0.3, seed=4)
+    assert not llm_workers(workers=10, share=0.0, seed=4)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_simulator_pastes_the_models_output_and_the_flag_finds_it(fake):
+    stage = _stage(fake, items=2)
+    result = simulate_crowd(
+        campaign=stage.campaign, workers=4, seed=1, shares={"good": 1.0}, llm_share=0.5
+    )
+    assert result.ok, result.errors
+    assert result.llm_pasted
+    flags = dict(
+        Assignment.objects.filter(hit__stage=stage, submitted_at__isnull=False).values_list(
+            "pk", "llm_flag"
+        )
+    )
+    for pk, flag in flags.items():
+        assert flag is not None
+        assert flag["flagged"] is (pk in result.llm_pasted)
