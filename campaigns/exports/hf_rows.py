@@ -33,8 +33,8 @@ from typing import Any
 from django.db import connection
 
 from campaigns.exports.common import first_items, keyset_sql_pages
-from campaigns.exports.model_loop import call_columns, model_calls_by_assignment
 from campaigns.exports.mintaka import in_splits, keyed_examples, pair_id_index, split_codes
+from campaigns.exports.model_loop import call_columns, model_calls_by_assignment
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,

@@ -60,9 +60,7 @@ def llm_flags_by_assignment(assignment_ids: Iterable[int]) -> dict[int, Any]:
     if not ids:
         return {}
     return dict(
-        Assignment.objects.filter(pk__in=ids, llm_flag__isnull=False).values_list(
-            "pk", "llm_flag"
-        )
+        Assignment.objects.filter(pk__in=ids, llm_flag__isnull=False).values_list("pk", "llm_flag")
     )
 
 
@@ -86,3 +84,33 @@ def campaign_uses_models(*, campaign: Campaign) -> dict[str, Any]:
         hit__stage__campaign=campaign, llm_flag__isnull=False
     ).count()
     return {"purposes": purposes, "models": models, "flagged": flagged, "scored": scored}
+
+
+def model_loop_sentences(usage: dict[str, Any]) -> list[str]:
+    """What the card, datasheet and Croissant say of ``campaign_uses_models``' record:
+    nothing when no model was in the loop."""
+    purposes = usage.get("purposes") or []
+    if not purposes:
+        return []
+    models = ", ".join(f"{m} (version {v or 'not reported'})" for m, v in usage.get("models", []))
+    out = [
+        "A language model was in the loop ("
+        + ", ".join(PURPOSE_WORDS.get(p, p) for p in purposes)
+        + f"): {models or 'no call answered'}. Each example carries the model calls made "
+        "for it (`model_calls`: the model's id, version and answer)."
+    ]
+    if "llm_flag" in purposes:
+        out.append(
+            f"{usage.get('flagged', 0):,} of {usage.get('scored', 0):,} answers checked were "
+            "flagged as possibly written by a language model (similarity to the model's "
+            "answer to the same task, with the page's paste, typing and focus telemetry); "
+            "each example carries its flag and evidence (`llm_flag`). A flag held answers for "
+            "a person's review; it never rejected one on its own."
+        )
+    return out
+
+
+PURPOSE_WORDS = {
+    "adversarial": "adversarial writing: workers saw its answers and tried to beat them",
+    "llm_flag": "checking whether answers were written by a language model",
+}
