@@ -16,12 +16,14 @@ from campaigns.assist.endpoints import model_endpoint_create
 from campaigns.exports import common, hf_rows, mintaka
 from campaigns.exports.card_facts import campaign_facts
 from campaigns.exports.datasheet import datasheet_prefill
+from campaigns.exports.graphquestions import graphquestions_stream
 from campaigns.exports.hf import hf_folder_write
 from campaigns.exports.mintaka import DEFAULT_RATIOS, mintaka_stream
 from campaigns.exports.provenance import csv_stream, jsonl_stream
-from campaigns.models import Assignment, HITItem, ModelCall, ModelCallStatus
+from campaigns.models import Assignment, AssignmentStatus, HITItem, ModelCall, ModelCallStatus
 from campaigns.work.decisions import assignment_approve
 from tests.helpers import local_pipeline, submitted_assignment
+from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation.llm_flag import flags_combine, llm_flag
 
 pytestmark = pytest.mark.django_db
@@ -159,3 +161,36 @@ def test_hf_folder_card_croissant_and_datasheet_name_the_model(flagged, tmp_path
     text = datasheet_prefill(facts=campaign_facts(campaign=campaign))
     assert "A language model was in the loop" in text
     assert "1 of 1 answers checked were flagged" in text
+
+
+def test_graphquestions_lines_carry_the_model_where_it_was_in_the_loop(requester):
+    def data(n):
+        return {
+            "canonical_question": f"what river flows through city {n}?",
+            "characteristics": {"edges": 1},
+            "entities": [{"label": f"city {n}"}],
+        }
+
+    stage = make_stage(items=2, task_type="paraphrase_canonical", data=data, per_hit=1)
+    first, second = hits(stage)
+    flagged = submit(
+        first,
+        worker("p1"),
+        {"paraphrases": ["which river runs through city 0?"]},
+        status=AssignmentStatus.APPROVED,
+    )
+    submit(
+        second,
+        worker("p2"),
+        {"paraphrases": ["city 1 has which river?"]},
+        status=AssignmentStatus.APPROVED,
+    )
+    flag = {"status": "scored", "flagged": True, "score": 0.95, "items": []}
+    Assignment.objects.filter(pk=flagged.pk).update(llm_flag=flag)
+    lines = [
+        json.loads(x) for x in "".join(graphquestions_stream(campaign=stage.campaign)).splitlines()
+    ]
+    by_text = {line["question"]: line for line in lines}
+    assert by_text["which river runs through city 0?"]["llm_flag"] == flag
+    assert by_text["which river runs through city 0?"]["model_calls"] == []
+    assert "llm_flag" not in by_text["city 1 has which river?"]
