@@ -217,7 +217,7 @@ def model_calls_reconcile_task() -> int:
     from django.conf import settings
 
     from campaigns.assist.calls import model_call_run, model_calls_reconcile
-    from campaigns.assist.flags import llm_flag_after_call
+    from campaigns.assist.flags import llm_flag_after_call, llm_flags_reconcile
 
     due = model_calls_reconcile()
     for call_id in due:
@@ -225,4 +225,6 @@ def model_calls_reconcile_task() -> int:
             llm_flag_after_call(call=model_call_run(call_id=call_id))
         else:
             model_call_run_task.delay(call_id)
+    # A flag whose recording was lost with its run (the calls final, no flag stored).
+    llm_flags_reconcile()
     return len(due)

@@ -167,3 +167,25 @@ def llm_flag_after_call(*, call: ModelCall | None) -> dict[str, Any] | None:
     ):
         return None
     return llm_flag_record(assignment_id=call.assignment_id)
+
+
+def llm_flags_reconcile(*, limit: int = 200) -> list[int]:
+    """Record the flags a lost run left unrecorded (for beat): assignments without a
+    flag whose ``llm_flag`` calls are all final. Returns the assignments recorded."""
+    waiting = (
+        ModelCall.objects.filter(
+            purpose=PURPOSE, assignment__isnull=False, assignment__llm_flag__isnull=True
+        )
+        .values_list("assignment_id", flat=True)
+        .distinct()[: limit * 4]
+    )
+    pending = set(
+        ModelCall.objects.filter(purpose=PURPOSE, assignment_id__in=list(waiting))
+        .exclude(status__in=FINAL)
+        .values_list("assignment_id", flat=True)
+    )
+    recorded = []
+    for assignment_id in sorted(set(waiting) - pending)[:limit]:
+        if llm_flag_record(assignment_id=assignment_id) is not None:
+            recorded.append(assignment_id)
+    return recorded

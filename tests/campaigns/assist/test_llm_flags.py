@@ -9,7 +9,7 @@ from decimal import Decimal
 import pytest
 
 from campaigns.assist.endpoints import model_endpoint_create
-from campaigns.assist.flags import llm_flag_record
+from campaigns.assist.flags import llm_flag_record, llm_flags_reconcile
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import (
     Assignment,
@@ -245,3 +245,16 @@ def test_the_simulator_pastes_the_models_output_and_the_flag_finds_it(fake):
     for pk, flag in flags.items():
         assert flag is not None
         assert flag["flagged"] is (pk in result.llm_pasted)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_flag_lost_with_its_run_is_recorded_by_the_reconcile(fake):
+    stage = _stage(fake)
+    own = _submit(stage, "Into which sea does the river running past Vienna empty?", TYPED)
+    assert own.llm_flag is not None
+    Assignment.objects.filter(pk=own.pk).update(llm_flag=None)  # the recording was lost
+    assert llm_flags_reconcile() == [own.pk]
+    own.refresh_from_db()
+    assert own.llm_flag is not None
+    assert own.llm_flag["flagged"] is False
+    assert llm_flags_reconcile() == []
