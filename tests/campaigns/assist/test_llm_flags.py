@@ -258,3 +258,18 @@ def test_a_flag_lost_with_its_run_is_recorded_by_the_reconcile(fake):
     assert own.llm_flag is not None
     assert own.llm_flag["flagged"] is False
     assert llm_flags_reconcile() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_api_gives_the_flag_with_the_assignment(fake, client):
+    stage = _stage(fake)
+    text = paraphrase(QUESTIONS[0])
+    flagged = _submit(stage, text, {"keystrokes": 0, "pastes": [{"length": len(text)}]})
+    client.force_login(stage.campaign.owner)
+    response = client.get(f"/api/v1/campaigns/{stage.campaign.slug}/assignments/")
+    assert response.status_code == 200
+    body = response.json()
+    rows = body["results"] if isinstance(body, dict) else body
+    (row,) = [r for r in rows if r["id"] == flagged.pk]
+    assert row["llm_flag"]["flagged"] is True
+    assert row["llm_flag"]["items"][0]["model_id"] == "fake-model-7b"
