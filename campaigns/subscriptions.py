@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.assist.flags import llm_flags_request
 from campaigns.design.events import items_added
 from campaigns.platforms.publishing import stage_publish_added
 from campaigns.work.events import answer_stored, assignment_decided
@@ -24,11 +25,17 @@ def _handoffs_run(args_lists: list[list[Any]]) -> None:
     handoffs_run(assignment_ids=[int(args[0]) for args in args_lists])
 
 
+def _llm_flags_request(*, assignment: Any, stage: Any, task_type: Any, **_: Any) -> None:
+    llm_flags_request(assignment=assignment, stage=stage, task_type=task_type)
+
+
 def subscribe() -> None:
-    """Quizzes are scored when stored; approved work is handed off after commit (a
+    """Quizzes are scored when stored; a stage with ``llm_flag`` asks its model the
+    same task (campaigns.assist.flags); approved work is handed off after commit (a
     queue of hand-offs drained in one go runs as one, ``handoffs_run``); items added to
     a pilot or live stage are published."""
     items_added.subscribe(stage_publish_added)
     answer_stored.subscribe(quiz_answer_stored)
+    answer_stored.subscribe(_llm_flags_request)
     assignment_decided.subscribe_task("campaigns.handoff_run", args=_handoff_args)
     task_batch_register("campaigns.handoff_run", _handoffs_run)

@@ -197,9 +197,11 @@ def model_call_run_task(self, call_id: int) -> str:
     from django.utils import timezone
 
     from campaigns.assist.calls import model_call_run
+    from campaigns.assist.flags import llm_flag_after_call
     from campaigns.models import ModelCallStatus
 
     call = model_call_run(call_id=call_id)
+    llm_flag_after_call(call=call)
     if call is None:
         return "missing"
     eager = getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False)
@@ -215,11 +217,14 @@ def model_calls_reconcile_task() -> int:
     from django.conf import settings
 
     from campaigns.assist.calls import model_call_run, model_calls_reconcile
+    from campaigns.assist.flags import llm_flag_after_call, llm_flags_reconcile
 
     due = model_calls_reconcile()
     for call_id in due:
         if getattr(settings, "CELERY_TASK_ALWAYS_EAGER", False):
-            model_call_run(call_id=call_id)
+            llm_flag_after_call(call=model_call_run(call_id=call_id))
         else:
             model_call_run_task.delay(call_id)
+    # A flag whose recording was lost with its run (the calls final, no flag stored).
+    llm_flags_reconcile()
     return len(due)

@@ -143,6 +143,13 @@ class AssignmentOutputSerializer(serializers.ModelSerializer):
     answers = serializers.JSONField(read_only=True)
     telemetry = serializers.DictField(read_only=True, help_text="Sanitised page telemetry.")
     telemetry_summary = serializers.SerializerMethodField()
+    llm_flag = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
+        help_text="Whether a language model may have written the answer, with the evidence "
+        "(score, components, thresholds, the model's text per item); null until the stage's "
+        "model answered, or when the stage does not ask (stage config llm_flag).",
+    )
     items = serializers.SerializerMethodField()
     decided_by = serializers.CharField(
         source="decided_by.username", read_only=True, allow_null=True
@@ -166,6 +173,7 @@ class AssignmentOutputSerializer(serializers.ModelSerializer):
             "answers",
             "telemetry",
             "telemetry_summary",
+            "llm_flag",
             "accepted_at",
             "deadline",
             "submitted_at",

@@ -20,6 +20,7 @@ from campaigns.exports.figures import (
     percent,
     stage_rows_markdown,
 )
+from campaigns.exports.model_loop import model_loop_sentences
 
 TASK_CATEGORIES = ["question-answering"]
 
@@ -260,6 +261,11 @@ def card_markdown(
         "",
         *_rules(facts),
         "",
+        *(
+            ["## Model in the loop", "", *model_loop_sentences(facts.model_loop), ""]
+            if model_loop_sentences(facts.model_loop)
+            else []
+        ),
         *_arms(facts),
         *_demographics(facts),
         "## Deviations from the source protocol",

@@ -28,6 +28,7 @@ from typing import Any
 from django.db.models import Count, Max, Min
 
 from campaigns.design.platform import platform_for
+from campaigns.exports.model_loop import campaign_uses_models
 from campaigns.insights.arms import ArmRow, campaign_arm_comparison
 from campaigns.insights.money import CampaignCosts, campaign_costs
 from campaigns.models import Assignment, AssignmentStatus, Campaign, DetachedAnswer, Stage
@@ -80,6 +81,8 @@ class CampaignFacts:
     # stages' rewards some other way (``show_reward_to_local_workers``, a planning rate):
     # rewards and wages are facts of the data; otherwise only time is.
     paid: bool = True
+    # The model in the loop (``campaigns.exports.model_loop.campaign_uses_models``).
+    model_loop: dict[str, Any] = field(default_factory=dict)
 
     @property
     def currency(self) -> str:
@@ -234,6 +237,7 @@ def campaign_facts(*, campaign: Campaign, shipped_rows: int | None = None) -> Ca
         shipped_rows=shipped_rows,
         paid=platform_for(campaign).moves_money
         or any(s.show_reward_to_local_workers for s in stages),
+        model_loop=campaign_uses_models(campaign=campaign),
     )
 
 

@@ -34,6 +34,7 @@ METADATA_COLUMNS = (
     "accept_time",
     "submit_time",
     "work_time_seconds",
+    "llm_flagged",
 )
 FIELDS = (
     "status",
@@ -49,6 +50,7 @@ FIELDS = (
     "accepted_at",
     "submitted_at",
     "work_seconds",
+    "llm_flag",
 )
 # Rows per query on PostgreSQL: a few MB of text per chunk, few round trips.
 PG_CHUNK = 20000
@@ -69,7 +71,8 @@ def collection_metadata_stream(
 ) -> Iterator[str]:
     """Per stored assignment (submitted, approved or rejected; rejected ones marked):
     worker, HIT id, assignment id, stage, reward, approval status, upload time (the
-    HIT's publication), accept and submit times, work time. CSV, in assignment id order;
+    HIT's publication), accept and submit times, work time, whether the LLM flag is
+    raised. CSV, in assignment id order;
     cells that a spreadsheet would run as formulas are neutralised (``csv_safe``)."""
     tally = tally or Tally()
     yield _csv_text([[csv_safe(v) for v in METADATA_COLUMNS]])
@@ -98,10 +101,19 @@ def _python_chunks(*, campaign: Campaign, reveal: bool, tally: Tally) -> Iterato
                     iso(r["accepted_at"]),
                     iso(r["submitted_at"]),
                     r["work_seconds"] if r["work_seconds"] is not None else "",
+                    _flagged(r["llm_flag"]),
                 )
             ]
             for r in rows
         )
+
+
+def _flagged(flag: Any) -> str:
+    """``llm_flagged``: "yes" or "no" once the stage's model answered, empty before or
+    when the stage does not ask (the evidence is in the jsonl, csv and hf exports)."""
+    if not isinstance(flag, dict):
+        return ""
+    return "yes" if flag.get("flagged") is True else "no"
 
 
 # --- PostgreSQL: the database writes the cells ------------------------------------------
@@ -150,6 +162,8 @@ def _pg_select(*, reveal: bool) -> str:
         _pg_iso(c["accepted_at"]),
         _pg_iso(c["submitted_at"]),
         c["work_seconds"],
+        f"CASE WHEN jsonb_typeof({c['llm_flag']}) IS DISTINCT FROM 'object' THEN '' "
+        f"WHEN {c['llm_flag']} -> 'flagged' = 'true'::jsonb THEN 'yes' ELSE 'no' END",
         c["id"],
     ]
     return "SELECT " + ", ".join(cells)

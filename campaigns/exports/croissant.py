@@ -14,6 +14,7 @@ from typing import Any
 from campaigns.exports.card import ExportContents
 from campaigns.exports.card_facts import CampaignFacts
 from campaigns.exports.figures import alpha, money, percent, seconds, wage
+from campaigns.exports.model_loop import model_loop_sentences
 
 CROISSANT_1_1 = "http://mlcommons.org/croissant/1.1"
 PARQUET = "application/x-parquet"
@@ -245,7 +246,8 @@ def croissant_metadata(
         ),
         data_annotation_protocol=protocol,
         data_annotation_platform=[f"{provider} (worker pages hosted by qaportal)"],
-        data_annotation_analysis=_quality_control(facts) or ["No work stored yet."],
+        data_annotation_analysis=(_quality_control(facts) or ["No work stored yet."])
+        + model_loop_sentences(facts.model_loop),
         annotations_per_item=f"Assignments per HIT: {per_item}.",
         annotator_demographics=_demographics(facts),
         data_preprocessing_protocol=[

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from campaigns.exports.card_facts import CampaignFacts, day
 from campaigns.exports.figures import money, percent, stage_rows_markdown
+from campaigns.exports.model_loop import model_loop_sentences
 from campaigns.models import Campaign, Datasheet
 
 # The mark of an answer only the requester can give; the page counts what is left.
@@ -114,6 +115,7 @@ def datasheet_prefill(*, facts: CampaignFacts) -> str:
         "**What mechanisms were used to collect the data?**",
         f"qaportal's worker pages on {c.get_provider_display()}"
         + (f", following {recipe.title}." if recipe else "."),
+        *model_loop_sentences(facts.model_loop),
         "",
         "**Were any ethical review processes conducted?**",
         _ask("IRB or ethics board, with the approval reference."),

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from campaigns.exports.common import Tally, keyset_rows
+from campaigns.exports.model_loop import llm_flags_by_assignment, model_calls_by_assignment
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item
 from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.base import answer_for_item
@@ -56,7 +57,13 @@ def _rows(campaign: Campaign, split_of: dict[str, str]) -> Iterator[dict[str, An
             items.setdefault(link["hit_id"], []).append(
                 {"external_id": link["item__external_id"], "data": link["item__data"] or {}}
             )
+        ids = [r["id"] for r in chunk]
+        calls, flags = model_calls_by_assignment(ids), llm_flags_by_assignment(ids)
         for row in chunk:
+            extra: dict[str, Any] = {}
+            if calls.get(row["id"]) or flags.get(row["id"]) is not None:
+                # Only where a model was in the loop: GraphQuestions' fields otherwise.
+                extra = {"model_calls": calls.get(row["id"], []), "llm_flag": flags.get(row["id"])}
             for item in items.get(row["hit_id"], []):
                 entry = answer_for_item(row["answers"] or {}, item) or {}
                 data = item["data"]
@@ -71,6 +78,7 @@ def _rows(campaign: Campaign, split_of: dict[str, str]) -> Iterator[dict[str, An
                         "graph_query": data.get("graph_query"),
                         "characteristics": data.get("characteristics", {}),
                         "entities": data.get("entities", []),
+                        **extra,
                     }
 
 

@@ -64,6 +64,11 @@ FIELD_NOTES = {
         "decided_at": "when it was approved (UTC)",
         "decision_source": "who or what approved it (requester, a rule)",
         "lineage": "the assignments whose output became this item, first stage first",
+        "model_calls": "the model in the loop: each call made for this assignment (purpose, "
+        "item, try, status, the model's id and version, its answer)",
+        "llm_flag": "JSON: whether a language model may have written the answer, with the "
+        "evidence (score, similarity and telemetry components, thresholds, the model's "
+        "text); null when the stage did not ask",
     },
 }
 

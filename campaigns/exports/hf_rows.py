@@ -34,6 +34,7 @@ from django.db import connection
 
 from campaigns.exports.common import first_items, keyset_sql_pages
 from campaigns.exports.mintaka import in_splits, keyed_examples, pair_id_index, split_codes
+from campaigns.exports.model_loop import call_columns, model_calls_by_assignment
 from campaigns.exports.provenance import _lineages
 from campaigns.models import (
     HIT,
@@ -151,6 +152,13 @@ def examples_features() -> Any:
             "lineage": List(
                 {"stage": Value("int64"), "assignment": Value("int64"), "worker": Value("string")}
             ),
+            "model_calls": List(
+                {
+                    name: Value("int64") if name == "try" else Value("string")
+                    for name in call_columns()
+                }
+            ),
+            "llm_flag": Json(),
         }
     )
 
@@ -170,7 +178,7 @@ def _examples_ids(campaign: Campaign) -> tuple[array[int], Any]:
 EXAMPLES_PAGE_SQL = """
 SELECT a.id, s.name, s.task_type, w.pseudonym, w.external_id, a.answers::text,
        a.submitted_at, a.decided_at, a.decision_source, it.external_id, it.data::text,
-       it.source_assignment_id
+       it.source_assignment_id, a.llm_flag::text
 FROM {assignment} a
 JOIN {hit} h ON h.id = a.hit_id
 JOIN {stage} s ON s.id = h.stage_id
@@ -224,6 +232,7 @@ def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...
                 "decided_at",
                 "decision_source",
                 "hit_id",
+                "llm_flag",
             )[:EXAMPLES_PAGE]
         )
         if not page:
@@ -236,7 +245,15 @@ def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...
         )
         none = (None, None, None)
         yield [
-            (*r[:5], _json_text(r[5]), *r[6:9], item[0], _json_text(item[1]), item[2])
+            (
+                *r[:5],
+                _json_text(r[5]),
+                *r[6:9],
+                item[0],
+                _json_text(item[1]),
+                item[2],
+                _json_text(r[10]),
+            )
             for r in page
             for item in [firsts.get(r[9], none)]
         ]
@@ -253,6 +270,7 @@ def _examples_rows(
     )
     for page in pages:
         lineages = _lineages({r[0]: r[11] for r in page if r[11] is not None}, reveal)
+        calls = model_calls_by_assignment(r[0] for r in page)
         for r in page:
             yield (
                 r[0],
@@ -268,6 +286,8 @@ def _examples_rows(
                     "decided_at": r[7],
                     "decision_source": r[8],
                     "lineage": lineages.get(r[0], []),
+                    "model_calls": calls.get(r[0], []),
+                    "llm_flag": r[12],
                 },
             )
 

@@ -31,6 +31,7 @@ from campaigns.exports.mintaka_values import (
     numeric,
     question_value,
 )
+from campaigns.exports.model_loop import llm_flags_by_assignment, model_calls_by_assignment
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
 from campaigns.tasktypes import task_type_names
 from campaigns.tasktypes.answer_types import AnswerType
@@ -305,6 +306,7 @@ def _pairs(campaign: Campaign, repeats: dict[int, int]) -> Iterator[list[dict[st
                 chunk.append(
                     {
                         "key": key,
+                        "assignment": pk,
                         "id": _example_id(base, key, repeats),
                         "base": base,
                         "question": question,
@@ -531,22 +533,29 @@ def keyed_examples(
             if link.get("qid") and not link.get("none")
         }
         labels = _labels(qids)
+        writers = [p["assignment"] for p in chunk]
+        calls, flags = model_calls_by_assignment(writers), llm_flags_by_assignment(writers)
         for p, mention in zip(chunk, mentions, strict=True):
             base = p["base"]
             qid_key = question_ids[base]
             links = question_links.get(qid_key, question_links.get(base, []))
-            yield (
-                p["key"],
-                {
-                    "id": p["id"],
-                    "question": p["question"],
-                    "translations": translations.get(base, {}),
-                    "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
-                    "answer": _answer(p, mention, answer_links.get(base), labels),
-                    "category": p["category"],
-                    "complexityType": p["complexityType"],
-                },
-            )
+            example = {
+                "id": p["id"],
+                "question": p["question"],
+                "translations": translations.get(base, {}),
+                "questionEntity": _question_entities(links, values.get(qid_key, []), labels),
+                "answer": _answer(p, mention, answer_links.get(base), labels),
+                "category": p["category"],
+                "complexityType": p["complexityType"],
+            }
+            writer = p["assignment"]
+            if calls.get(writer) or flags.get(writer) is not None:
+                # Only where a model was in the loop: Mintaka's own schema otherwise.
+                example["modelInTheLoop"] = {
+                    "modelCalls": calls.get(writer, []),
+                    "llmFlag": flags.get(writer),
+                }
+            yield (p["key"], example)
 
 
 def split_codes(n: int, *, ratios: Sequence[Decimal], seed: int) -> bytearray:

@@ -5,7 +5,9 @@ lineage (``collection-metadata``, one row per stored assignment, is
 An accepted example is an approved assignment: what a worker produced and the requester
 (or a rule) accepted. Its lineage is the chain of assignments whose output became the
 item it worked on, up to an uploaded item: ``lineage`` lists them from the first stage
-down, as ``{"stage", "assignment", "worker"}``.
+down, as ``{"stage", "assignment", "worker"}``. The model in the loop goes with each
+example: ``model_calls`` (the model's id, version and answer per call,
+``campaigns.exports.model_loop``) and ``llm_flag`` (the flag with its evidence, or null).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from campaigns.exports.common import CHUNK, Tally, csv_safe, iso, keyset_rows
+from campaigns.exports.model_loop import model_calls_by_assignment
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem
 
 EXAMPLE_FIELDS = (
@@ -32,6 +35,7 @@ EXAMPLE_FIELDS = (
     "submitted_at",
     "decided_at",
     "decision_source",
+    "llm_flag",
 )
 CSV_COLUMNS = (
     "assignment",
@@ -46,6 +50,8 @@ CSV_COLUMNS = (
     "item_data",
     "answers",
     "lineage",
+    "model_calls",
+    "llm_flag",
 )
 
 
@@ -119,6 +125,7 @@ def accepted_examples(*, campaign: Campaign, reveal: bool = False) -> Iterable[d
             r["id"]: (items.get(r["hit_id"]) or {}).get("item__source_assignment_id") for r in rows
         }
         lineages = _lineages(sources, reveal)
+        calls = model_calls_by_assignment(r["id"] for r in rows)
         for r in rows:
             item = items.get(r["hit_id"]) or {}
             yield {
@@ -137,6 +144,8 @@ def accepted_examples(*, campaign: Campaign, reveal: bool = False) -> Iterable[d
                 "decided_at": iso(r["decided_at"]),
                 "decision_source": r["decision_source"],
                 "lineage": lineages.get(r["id"], []),
+                "model_calls": calls.get(r["id"], []),
+                "llm_flag": r["llm_flag"],
             }
 
 
@@ -187,6 +196,8 @@ def csv_stream(
                 json.dumps(e["item_data"], ensure_ascii=False),
                 json.dumps(e["answers"], ensure_ascii=False),
                 json.dumps(e["lineage"], ensure_ascii=False),
+                json.dumps(e["model_calls"], ensure_ascii=False),
+                json.dumps(e["llm_flag"], ensure_ascii=False),
             ]
         )
         if len(rows) >= CHUNK:

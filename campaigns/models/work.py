@@ -118,6 +118,11 @@ class Assignment(models.Model):
     decision_reason = models.TextField(blank=True)
     feedback = models.TextField(blank=True)
     review_details = models.JSONField(default=dict, blank=True)
+    # Whether a model may have written the answer, with the evidence
+    # (``validation.llm_flag.llm_flag`` per item, combined): written by
+    # ``campaigns.assist.flags`` once the stage's model has answered; None until then
+    # or when the stage does not ask for it.
+    llm_flag = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["hit_id", "id"]

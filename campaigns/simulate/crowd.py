@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, InviteRedemption, Stage
 from campaigns.simulate.browser import Browser, Page, WSGIApp
+from campaigns.simulate.llm import ModelPaster, llm_workers
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
 from campaigns.tasktypes.base import SIMULATION_PROFILES
@@ -113,6 +114,8 @@ class SimulatedWorker:
     idle_at: int = -1
     # The thank-you page's "Next task" button, as last seen: (stage, page).
     next_task: tuple[int, Page] | None = None
+    # Pastes a language model's output into free-text fields (``--llm-share``).
+    uses_llm: bool = False
 
 
 @dataclass
@@ -185,6 +188,7 @@ class CrowdSimulation:
         requester: Callable[[Campaign], bool] | None = None,
         app: WSGIApp | None = None,
         progress: Callable[[int], None] | None = None,
+        llm_share: float = 0.0,
     ) -> None:
         self.campaign = campaign
         self.requester = requester
@@ -212,6 +216,9 @@ class CrowdSimulation:
             )
             for n, profile in enumerate(profile_mix(workers=workers, shares=shares, seed=seed))
         ]
+        for n in llm_workers(workers=workers, share=llm_share, seed=seed):
+            self.workers[n].uses_llm = True
+        self._paster = ModelPaster()
         self._assets_seen: set[str] = set()
         # Submissions, returns and approvals so far: new work can only appear when it
         # grows, so a worker that found nothing waits for it to change.
@@ -439,11 +446,27 @@ class CrowdSimulation:
             fields = task_type.simulate_form(
                 items=items, config=stage.config, profile=profile, rng=worker.rng
             )
-            fields["telemetry"] = [json.dumps(self._telemetry(worker, fields))]
+            pasted = None
+            if worker.uses_llm and attempt == 0:
+                pasted = self._paster.paste(
+                    stage_id=stage.pk,
+                    config=stage.config,
+                    task_type=stage.task_type,
+                    items=items,
+                    fields=fields,
+                    rng=worker.rng,
+                )
+            telemetry = self._telemetry(worker, fields)
+            if pasted:
+                telemetry["pastes"] = pasted
+                telemetry["keystrokes"] = worker.rng.randint(0, 12)
+            fields["telemetry"] = [json.dumps(telemetry)]
             response = worker.browser.post(
                 task.path, fields, csrf=page.csrf_token(), referer=task.path
             )
             if self._stored(worker, response):
+                if pasted:
+                    self.result.llm_pasted.append(assignment_id)
                 tally.submitted += 1
                 profile_tally.submitted += 1
                 self._count_submission()

@@ -46,6 +46,7 @@ def simulate_crowd(
     prolific_hooks: ProlificHooks | None = None,
     requester: Callable[[Campaign], bool] | None = None,
     progress: Callable[[int], None] | None = None,
+    llm_share: float = 0.0,
 ) -> SimulationResult:
     """Run ``workers`` simulated workers on ``campaign`` until no stage has work left.
 
@@ -65,7 +66,9 @@ def simulate_crowd(
     requester's side between rounds (on Prolific: sync, approve, publish hand-offs);
     called whenever the crowd has run out of work, it may act on the campaign (close a
     graded round, grant a qualification) and returns True when it did, so the workers
-    look again; the run ends when it returns False.
+    look again; the run ends when it returns False. ``llm_share``: the share of workers
+    who paste the stage's model's output into free-text fields on stages that ask for
+    the LLM flag (``campaigns.simulate.llm``; invite entry).
     Raises ``SimulationError`` when the run cannot start.
     """
     campaign = Campaign.objects.select_related("owner").get(pk=campaign.pk)
@@ -88,6 +91,8 @@ def simulate_crowd(
         _check_prolific(campaign=campaign, approve_all=approve_all)
     if workers < 1:
         raise SimulationError("Simulate at least one worker.")
+    if not 0 <= llm_share <= 1:
+        raise SimulationError("The LLM share is between 0 and 1.")
     if not Stage.objects.filter(campaign=campaign).exists():
         raise SimulationError(f"Campaign {campaign.slug!r} has no stages.")
     for stage in campaign.stages.all():
@@ -111,7 +116,7 @@ def simulate_crowd(
         }
         if entry == "study_url":
             return ProlificSimulation(hooks=prolific_hooks, requester=requester, **options).run()
-        return CrowdSimulation(requester=requester, **options).run()
+        return CrowdSimulation(requester=requester, llm_share=llm_share, **options).run()
 
     if base_url:
         return run(base_url)

@@ -55,6 +55,8 @@ class SimulationResult:
     seconds: float = 0.0
     # Prolific entry: where each stored submission sent its participant (not followed).
     completion_urls: list[str] = field(default_factory=list)
+    # The stored assignments whose free texts a worker pasted from a model (--llm-share).
+    llm_pasted: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -105,6 +107,7 @@ class SimulationResult:
             "pages": self.pages,
             "seconds": round(self.seconds, 2),
             "completion_urls": list(self.completion_urls),
+            "llm_pasted": len(self.llm_pasted),
         }
 
     def lines(self) -> list[str]:

@@ -135,8 +135,38 @@ STAGE_WIDE_CONFIG_KEYS = frozenset(
         "hold_handoff",
         "shuffle",
         "ten_way",
+        # Answers a model may have written, flagged (issue 38): {"endpoint": id,
+        # "threshold": 0..1}; checked by ``llm_flag_config_errors``, used by
+        # campaigns.assist.flags.
+        "llm_flag",
     }
 )
+
+LLM_FLAG_KEY = "llm_flag"
+
+
+def llm_flag_config_errors(value: Any, *, writes_free_text: bool) -> list[FieldError]:
+    """Problems with a stage's ``llm_flag`` setting: ``{"endpoint": <model endpoint id>,
+    "threshold": <0..1, optional>}``, only on task types whose answers hold free text."""
+    if not writes_free_text:
+        return [FieldError(LLM_FLAG_KEY, "this task type's answers hold no free text to flag")]
+    if not isinstance(value, Mapping):
+        return [FieldError(LLM_FLAG_KEY, "must be an object {endpoint, threshold}")]
+    errors = []
+    unknown = sorted(set(value) - {"endpoint", "threshold"})
+    if unknown:
+        errors.append(FieldError(LLM_FLAG_KEY, f"unknown keys {', '.join(map(str, unknown))}"))
+    endpoint = value.get("endpoint")
+    if isinstance(endpoint, bool) or not isinstance(endpoint, int) or endpoint < 1:
+        errors.append(FieldError(f"{LLM_FLAG_KEY}/endpoint", "must be a model endpoint id"))
+    threshold = value.get("threshold", 0.6)
+    if (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, int | float)
+        or not 0 < threshold <= 1
+    ):
+        errors.append(FieldError(f"{LLM_FLAG_KEY}/threshold", "must be a number in (0, 1]"))
+    return errors
 
 
 def unknown_config_keys(schema: dict[str, Any], config: Any) -> list[FieldError]:
@@ -637,6 +667,9 @@ class TaskType:
     takes_generated_questions: ClassVar[bool] = False
     # Writes examples that graded rounds rank with a rubric (Nangia et al.'s writing).
     graded_by_rubric: ClassVar[bool] = False
+    # Answers hold free text (``text_fields``) a language model could have written: a
+    # stage may ask for the LLM flag (config ``llm_flag``, campaigns.assist.flags).
+    writes_free_text: ClassVar[bool] = False
 
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""
@@ -646,9 +679,28 @@ class TaskType:
         """Problems with a stage's task-type config (empty list when valid). A key the
         schema does not list is refused by name: a misspelt setting must not be stored
         and silently ignored."""
-        return unknown_config_keys(self.config_schema, config) + schema_errors(
+        errors = unknown_config_keys(self.config_schema, config) + schema_errors(
             self.config_schema, config
         )
+        if isinstance(config, Mapping) and LLM_FLAG_KEY in config:
+            errors += llm_flag_config_errors(
+                config[LLM_FLAG_KEY], writes_free_text=self.writes_free_text
+            )
+        return errors
+
+    def model_task(self, *, data: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[str, Any]:
+        """The same task put to a model for one item, as ``(question, context)`` for
+        ``campaigns.assist.calls.model_call_request``: by default the task's description
+        with the item's texts, on the item's passage (``passage``, ``context`` or
+        ``text``), else on those texts."""
+        texts = {k: v.strip() for k, v in data.items() if isinstance(v, str) and v.strip()}
+        question = "\n".join(
+            [self.description or self.label, *(f"{k}: {v}" for k, v in texts.items())]
+        )
+        for key in ("passage", "context", "text"):
+            if texts.get(key):
+                return question, texts[key]
+        return question, list(texts.values()) or [self.label]
 
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]

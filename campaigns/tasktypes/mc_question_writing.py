@@ -25,6 +25,7 @@ OPTION_LETTERS = "ABCD"
 
 
 class MCQuestionWriting(tt.TaskType):
+    writes_free_text = True
     name = "mc_question_writing"
     graded_by_rubric = True
     label = "Multiple-choice question writing"

@@ -135,6 +135,7 @@ def _simulated_paraphrase(
 
 
 class ParaphraseCanonical(PerItemTask):
+    writes_free_text = True
     name = "paraphrase_canonical"
     dataset_part = "paraphrases"
     takes_generated_questions = True

@@ -185,6 +185,7 @@ def _example_schema() -> dict[str, Any]:
 
 
 class QuestionWriting(tt.TaskType):
+    writes_free_text = True
     name = "question_writing"
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"

@@ -21,6 +21,7 @@ from campaigns.tasktypes.per_item import Entry, PerItemTask, item_entries_of
 
 
 class Rephrase(PerItemTask):
+    writes_free_text = True
     name = "rephrase"
     rows_key = "rows"
     label = "Rephrase questions"
@@ -110,6 +111,14 @@ class Rephrase(PerItemTask):
             "context": data.get("context", ""),
             "field": form.field(f"{at}/rephrasing", entry.get("rephrasing")),
         }
+
+    def model_task(self, *, data: Mapping[str, Any], config: Mapping[str, Any]) -> tuple[str, Any]:
+        """Asks for a rephrasing of the item's question (the passage: that question)."""
+        question = str(data.get("question", ""))
+        return (
+            f"Rewrite this question in different words, keeping its meaning: {question}",
+            [question],
+        )
 
     def simulate(
         self, items: tt.Items, cfg: tt.Config, profile: str, rng: tt.Rng

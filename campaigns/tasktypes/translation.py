@@ -55,6 +55,7 @@ def translation_external_id(source_id: str, language: str) -> str:
 
 
 class Translation(PerItemTask):
+    writes_free_text = True
     name = "translation"
     rows_key = "rows"
     dataset_part = "translations"

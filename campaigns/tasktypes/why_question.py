@@ -73,6 +73,7 @@ def article_sentences(article: Mapping[str, Any]) -> tuple[list[str], list[dict[
 
 
 class WhyQuestionFromPartialArticle(tt.TaskType):
+    writes_free_text = True
     name = "why_question_from_partial_article"
     label = "Why-questions from a partial article"
     description = "Read the outline of an article and ask why-questions it may answer."

@@ -171,6 +171,7 @@ RULE_WORDS = {
     "paste_share": "Pasted text",
     "duplicates": "Duplicate answers",
     "no_answer_rate": "“No answer” rate",
+    "llm_flag": "Written by a model?",
 }
 NUMBER_WORDS = {
     "correct": "correct answers",
@@ -238,6 +239,47 @@ def review_summary(details: Any) -> dict[str, Any] | None:
         "at": review.get("at"),
         "applied": review.get("applied", True),
         "rules": rules,
+    }
+
+
+def _share(value: Any) -> str:
+    return f"{value:.0%}" if isinstance(value, int | float) else "—"
+
+
+def llm_flag_summary(flag: Any) -> dict[str, Any] | None:
+    """What the review page shows of ``Assignment.llm_flag``: whether it is raised and,
+    per item, the score against the threshold with its evidence (similarity measures,
+    telemetry, the model's text, id and version). None when there is no flag."""
+    if not isinstance(flag, Mapping):
+        return None
+    items = []
+    for f in flag.get("items") or []:
+        if not isinstance(f, Mapping):
+            continue
+        c: Mapping[str, Any] = f["components"] if isinstance(f.get("components"), Mapping) else {}
+        t: Mapping[str, Any] = f["thresholds"] if isinstance(f.get("thresholds"), Mapping) else {}
+        items.append(
+            {
+                "item": f.get("item") or "",
+                "status": str(f.get("status") or "").replace("_", " "),
+                "flagged": bool(f.get("flagged")),
+                "score": _number_text(f.get("score")) if f.get("score") is not None else "—",
+                "threshold": _number_text(t.get("flag")) if t.get("flag") is not None else "—",
+                "similarity": _number_text(c.get("similarity", "—")),
+                "rouge_l": _number_text(c.get("rouge_l", "—")),
+                "char_ngram": _number_text(c.get("char_ngram", "—")),
+                "paste_share": _share(c.get("paste_share")),
+                "untyped_share": _share(c.get("untyped_share")),
+                "focus_losses": c.get("focus_losses"),
+                "model": " ".join(str(x) for x in (f.get("model_id"), f.get("model_version")) if x),
+                "model_text": str(f.get("model_text") or ""),
+            }
+        )
+    return {
+        "flagged": bool(flag.get("flagged")),
+        "status": str(flag.get("status") or "").replace("_", " "),
+        "score": _number_text(flag.get("score")) if flag.get("score") is not None else "—",
+        "items": items,
     }
 
 
@@ -318,6 +360,7 @@ def _review_page(
                     stage=a.hit.stage, items=items.get(a.hit_id, []), answer=a.answers
                 ),
                 "telemetry": telemetry_summary(a.telemetry),
+                "llm_flag": llm_flag_summary(a.llm_flag),
                 "answer": outline(a.answers),
                 "items": [
                     {"id": i["id"], "external_id": i["external_id"], "data": outline(i["data"])}

@@ -27,6 +27,10 @@ data yet: "approve", "hold" or "skip"):
   overlap, WhyQA) or a ROUGE F ("rouge1", "rouge2", "rougeL", "rougeSU4") of the
   entry's texts.
 - ``work_time`` {min_seconds, per_item} — work time (accept to submit) ≥ the floor.
+- ``llm_flag`` {action, on_missing} — holds an answer whose LLM flag
+  (``Assignment.llm_flag``, campaigns.assist.flags) is raised, for a person: its only
+  action is hold, so a flag alone never rejects; no flag yet: ``on_missing`` (hold,
+  or skip). Needs the stage setting ``llm_flag``.
 - ``paste_share`` {max, min_chars, fields} — pasted characters (page telemetry)
   / characters of the answer's texts ≤ ``max``.
 - ``duplicates`` {threshold, max_share, fields} — share of the assignment's

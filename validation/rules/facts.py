@@ -49,6 +49,7 @@ class Submission:
     submitted_at: datetime | None = None
     entries: dict[int, dict[str, Any]] = field(default_factory=dict)  # item id -> entry
     provider: str = ""  # the assignment's provider ("" when not read)
+    llm_flag: Mapping[str, Any] | None = None  # Assignment.llm_flag (None: not there yet)
 
 
 @dataclass

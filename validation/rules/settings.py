@@ -150,6 +150,12 @@ RULES: dict[str, dict[str, tuple[Callable[[Any], str | None], Any]]] = {
         "action": (_DECIDING["action"][0], REJECT),
         "on_missing": (_DECIDING["on_missing"][0], SKIP),
     },
+    # Answers a model may have written (Assignment.llm_flag): only ever held for a person,
+    # never rejected on the flag alone; held while the flag is not there yet.
+    "llm_flag": {
+        "action": (_choice(HOLD), HOLD),
+        "on_missing": (_choice(HOLD, SKIP), HOLD),
+    },
     "no_answer_rate": {
         "max": (_num(0, 1), 0.6),
         "min_answers": (_int(1), 5),

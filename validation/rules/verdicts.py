@@ -271,6 +271,28 @@ def _no_answer_rate(worker_id: int, facts: StageFacts, p: Mapping[str, Any]) -> 
     )
 
 
+def rule_llm_flag(sub: Submission, facts: StageFacts, p: Mapping[str, Any]) -> Verdict:
+    """Hold an answer a model may have written for a person; never reject on it (the
+    rule's only action is hold). No flag yet: ``on_missing``."""
+    flag = sub.llm_flag if isinstance(sub.llm_flag, Mapping) else None
+    if flag is None:
+        return _missing("llm_flag", p, "no LLM flag yet (the model has not answered)")
+    score = flag.get("score")
+    if not flag.get("flagged"):
+        return Verdict(
+            "llm_flag",
+            PASS,
+            f"not flagged ({flag.get('status', '')})",
+            {"score": score, "status": flag.get("status")},
+        )
+    return Verdict(
+        "llm_flag",
+        HOLD,  # whatever the settings say: a flag alone never rejects
+        f"may have been written by a model (score {score})",
+        {"score": score, "status": flag.get("status")},
+    )
+
+
 RULE_FUNCTIONS: dict[str, Callable[[Submission, StageFacts, Mapping[str, Any]], Verdict]] = {
     "auto_approve": rule_auto_approve,
     "gold_accuracy": rule_gold_accuracy,
@@ -280,6 +302,7 @@ RULE_FUNCTIONS: dict[str, Callable[[Submission, StageFacts, Mapping[str, Any]], 
     "paste_share": rule_paste_share,
     "duplicates": rule_duplicates,
     "no_answer_rate": rule_no_answer_rate,
+    "llm_flag": rule_llm_flag,
 }
 # The rules a stored submission is reviewed for (``validation.review_submission``,
 # queued by ``validation.subscriptions``): every deciding rule but auto_approve, which

@@ -58,6 +58,7 @@ _FIELDS = (
     "telemetry",
     "submitted_at",
     "provider",
+    "llm_flag",
 )
 
 
@@ -84,6 +85,7 @@ def stage_submissions(
             telemetry=telemetry or {},
             submitted_at=submitted_at,
             provider=provider,
+            llm_flag=llm_flag,
         )
         for (
             pk,
@@ -95,6 +97,7 @@ def stage_submissions(
             telemetry,
             submitted_at,
             provider,
+            llm_flag,
         ) in rows
     ]
 

@@ -62,6 +62,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--concurrency", type=int, default=1, help="Workers taking turns at once (1)."
         )
+        parser.add_argument(
+            "--llm-share",
+            type=float,
+            default=0.0,
+            help="Share of workers who paste the stage's model's output into free-text "
+            "fields, on stages with the llm_flag setting (0).",
+        )
         parser.add_argument("--json", action="store_true", help="Print the summary as JSON.")
         parser.add_argument(
             "--entry",
@@ -91,6 +98,7 @@ class Command(BaseCommand):
                     concurrency=options["concurrency"],
                     entry=options["entry"],
                     progress=bar.update,
+                    llm_share=options["llm_share"],
                 )
         except DomainError as exc:
             raise CommandError(str(exc)) from exc

@@ -193,7 +193,7 @@ _ASSIGNMENT_FULL_SQL = """
 SELECT a.id, a.hit_id, a.worker_id, a.provider, a.provider_assignment_id, a.status,
   a.answers, a.accepted_at, a.deadline, a.submitted_at, a.work_seconds, a.telemetry,
   a.decided_at, a.decided_by_id, a.decision_source, a.decision_reason, a.feedback,
-  a.review_details,
+  a.review_details, a.llm_flag,
   h.id, h.stage_id, h.provider, h.provider_hit_id, h.provider_group_id,
   h.max_assignments, h.places_left, h.reward, h.status, h.created_at, h.published_at,
   h.expires_at,

@@ -81,9 +81,27 @@ def campaign(requester) -> Campaign:
         submitted_at=FRACTION,
         work_seconds=0,
     )
-    _assignment(formula, workers[2], provider_assignment_id="", work_seconds=42)
-    _assignment(formula, workers[3], provider_assignment_id="A-4", status=AssignmentStatus.REJECTED)
-    _assignment(empty, workers[4], provider_assignment_id="@5", work_seconds=7)
+    _assignment(
+        formula,
+        workers[2],
+        provider_assignment_id="",
+        work_seconds=42,
+        llm_flag={"status": "scored", "flagged": True, "score": 0.91},
+    )
+    _assignment(
+        formula,
+        workers[3],
+        provider_assignment_id="A-4",
+        status=AssignmentStatus.REJECTED,
+        llm_flag={"status": "scored", "flagged": False, "score": 0.2},
+    )
+    _assignment(
+        empty,
+        workers[4],
+        provider_assignment_id="@5",
+        work_seconds=7,
+        llm_flag={"status": "endpoint_refused", "flagged": False},
+    )
     # Not stored work: left out.
     _assignment(
         empty, workers[0], status=AssignmentStatus.ACCEPTED, submitted_at=None, work_seconds=None
@@ -129,6 +147,8 @@ def test_the_database_writes_the_python_writers_bytes(campaign, monkeypatch, rev
     assert (fourth["approval_status"], fourth["rejected"]) == ("rejected", "yes")
     assert fifth["hit_id"] == str(HIT.objects.get(provider_hit_id="").pk)
     assert (fifth["reward"], fifth["assignment_id"]) == ("0.05", "'@5")
+    flagged = [r["llm_flagged"] for r in rows]
+    assert flagged == ["", "", "yes", "no", "no"]  # empty: no flag asked for
     if reveal:
         assert third["worker"] == "'\ttab"
         assert fifth["worker"] == "'-minus"
