@@ -1,4 +1,4 @@
-"""Migration 0017: stages made from a recipe before the notes followed the settings get
+"""Migration 0016 (its recipe-notes step): stages made from a recipe before the notes followed the settings get
 the recipe sentence with its placeholder; other text is left alone."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
 
-migration = importlib.import_module("campaigns.migrations.0017_instructions_follow_settings")
+migration = importlib.import_module("campaigns.migrations.0016_wave_three")
 
 OLD_MINTAKA = (
     "Write five different questions about the topic, each of the complexity type shown, "
@@ -44,7 +44,7 @@ def test_old_recipe_sentences_follow_the_settings_after_the_migration():
     )
     assert stage_instructions(stage).startswith("Write five different")  # the bug
 
-    migration.forwards(apps, None)
+    migration.instructions_follow_settings(apps, None)
 
     stage = Stage.objects.get(pk=stage.pk)
     assert stage.instructions.startswith("Write {questions_per_hit} different questions")
