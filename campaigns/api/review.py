@@ -366,6 +366,16 @@ class _AssignmentDecisionApi(APIView):
         return Response(_assignment_out(assignment))
 
 
+# What approving or rejecting one assignment answers.
+DECISION_RESPONSES = {
+    200: AssignmentOutputSerializer,
+    400: BAD_INPUT,
+    404: NOT_VISIBLE,
+    422: IDEMPOTENCY_CONFLICT,
+    409: DECISION_CONFLICT,
+}
+
+
 class AssignmentApproveApi(_AssignmentDecisionApi):
     """Approve a submitted local assignment; its answer is handed on to the next stage.
 
@@ -381,13 +391,7 @@ class AssignmentApproveApi(_AssignmentDecisionApi):
     @extend_schema(
         parameters=[IDEMPOTENCY_KEY],
         request=ApproveInputSerializer,
-        responses={
-            200: AssignmentOutputSerializer,
-            400: BAD_INPUT,
-            404: NOT_VISIBLE,
-            422: IDEMPOTENCY_CONFLICT,
-            409: DECISION_CONFLICT,
-        },
+        responses=DECISION_RESPONSES,
     )
     @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
@@ -412,13 +416,7 @@ class AssignmentRejectApi(_AssignmentDecisionApi):
     @extend_schema(
         parameters=[IDEMPOTENCY_KEY],
         request=RejectInputSerializer,
-        responses={
-            200: AssignmentOutputSerializer,
-            400: BAD_INPUT,
-            404: NOT_VISIBLE,
-            422: IDEMPOTENCY_CONFLICT,
-            409: DECISION_CONFLICT,
-        },
+        responses=DECISION_RESPONSES,
     )
     @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:

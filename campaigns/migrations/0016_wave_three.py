@@ -194,6 +194,10 @@ def _fk(to, related_name, on_delete=CASCADE, **options):
     return models.ForeignKey(on_delete=on_delete, related_name=related_name, to=to, **options)
 
 
+def _choice(choices, **options):
+    return models.CharField(choices=choices, max_length=16, **options)
+
+
 def _money(decimal_places, max_digits, **options):
     return models.DecimalField(decimal_places=decimal_places, max_digits=max_digits, **options)
 
@@ -217,16 +221,15 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name="ledgerentry",
             name="kind",
-            field=models.CharField(
-                choices=[
+            field=_choice(
+                [
                     ("reward", "Reward"),
                     ("platform_fee", "Platform fee"),
                     ("bonus", "Bonus"),
                     ("bonus_fee", "Platform fee on a bonus"),
                     ("quiz_payment", "Quiz payment"),
                     ("model_usage", "Model usage"),
-                ],
-                max_length=16,
+                ]
             ),
         ),
         migrations.CreateModel(
@@ -236,12 +239,11 @@ class Migration(migrations.Migration):
                 ("name", models.CharField(max_length=120)),
                 (
                     "kind",
-                    models.CharField(
-                        choices=[
+                    _choice(
+                        [
                             ("openai", "OpenAI-compatible chat completions"),
                             ("baseline_bm25", "Built-in baseline (BM25 sentence retrieval)"),
-                        ],
-                        max_length=16,
+                        ]
                     ),
                 ),
                 ("base_url", models.URLField(blank=True, max_length=500)),
@@ -274,27 +276,25 @@ class Migration(migrations.Migration):
                 ("id", _id()),
                 (
                     "purpose",
-                    models.CharField(
-                        choices=[
+                    _choice(
+                        [
                             ("adversarial", "Adversarial writing"),
                             ("llm_flag", "Answers a model wrote"),
-                        ],
-                        max_length=16,
+                        ]
                     ),
                 ),
                 ("try_number", models.PositiveIntegerField(default=1)),
                 ("idempotency_key", models.CharField(max_length=200, unique=True)),
                 (
                     "status",
-                    models.CharField(
-                        choices=[
+                    _choice(
+                        [
                             ("pending", "Pending"),
                             ("running", "Running"),
                             ("done", "Done"),
                             ("unavailable", "Model unavailable"),
                         ],
                         default="pending",
-                        max_length=16,
                     ),
                 ),
                 ("prompt", models.JSONField(default=dict)),
@@ -325,26 +325,19 @@ class Migration(migrations.Migration):
                 fields=("owner", "name"), name="modelendpoint_name_per_owner"
             ),
         ),
-        migrations.AddConstraint(
-            model_name="modelendpoint",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("timeout_seconds__gt", 0)),
-                name="modelendpoint_timeout_positive",
-            ),
-        ),
-        migrations.AddConstraint(
-            model_name="modelendpoint",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("concurrency__gte", 1)),
-                name="modelendpoint_concurrency_positive",
-            ),
-        ),
-        migrations.AddConstraint(
-            model_name="modelendpoint",
-            constraint=models.CheckConstraint(
-                condition=models.Q(("price_in_per_1k__gte", 0), ("price_out_per_1k__gte", 0)),
-                name="modelendpoint_prices_non_negative",
-            ),
+        *(
+            migrations.AddConstraint(
+                model_name="modelendpoint",
+                constraint=models.CheckConstraint(condition=condition, name=name),
+            )
+            for condition, name in [
+                (models.Q(("timeout_seconds__gt", 0)), "modelendpoint_timeout_positive"),
+                (models.Q(("concurrency__gte", 1)), "modelendpoint_concurrency_positive"),
+                (
+                    models.Q(("price_in_per_1k__gte", 0), ("price_out_per_1k__gte", 0)),
+                    "modelendpoint_prices_non_negative",
+                ),
+            ]
         ),
         migrations.AddIndex(
             model_name="modelcall",
