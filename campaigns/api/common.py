@@ -41,6 +41,17 @@ def campaign_or_404(*, request: Request, slug: str) -> Campaign:
         raise Http404("No campaign with this slug.") from None
 
 
+def campaign_stage_or_400(*, campaign: Campaign, stage_id: int | None) -> Stage | None:
+    """The campaign's stage ``stage_id`` for a ``stage`` filter (None when not given);
+    an id of no stage of this campaign is a 400 on ``stage``."""
+    if stage_id is None:
+        return None
+    stage = campaign.stages.filter(pk=stage_id).first()
+    if stage is None:
+        raise serializers.ValidationError({"stage": ["No stage with this id in this campaign."]})
+    return stage
+
+
 def stage_or_404(*, request: Request, stage_id: int) -> Stage:
     """The stage if the user may see its campaign; 404 otherwise."""
     try:

@@ -25,6 +25,7 @@ from campaigns.api.common import (
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
+    campaign_stage_or_400,
 )
 from campaigns.api.review import ItemBriefSerializer
 from campaigns.design.selectors import campaign_list_visible
@@ -98,13 +99,9 @@ class CampaignLinkReviewApi(APIView):
         campaign = campaign_or_404(request=request, slug=slug)
         filters = self.LinkReviewFilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        stage = None
-        if "stage" in filters.validated_data:
-            stage = campaign.stages.filter(pk=filters.validated_data["stage"]).first()
-            if stage is None:
-                raise serializers.ValidationError(
-                    {"stage": ["No stage with this id in this campaign."]}
-                )
+        stage = campaign_stage_or_400(
+            campaign=campaign, stage_id=filters.validated_data.get("stage")
+        )
         queue = link_review_queue(campaign=campaign, stage=stage)
         labels = entity_labels(
             qids={

@@ -31,6 +31,7 @@ from campaigns.api.common import (
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
+    campaign_stage_or_400,
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
@@ -272,13 +273,9 @@ class CampaignAssignmentListApi(generics.ListAPIView):
         campaign = campaign_or_404(request=self.request, slug=self.kwargs["slug"])
         filters = self.AssignmentFilterSerializer(data=self.request.query_params)
         filters.is_valid(raise_exception=True)
-        stage = None
-        if "stage" in filters.validated_data:
-            stage = campaign.stages.filter(pk=filters.validated_data["stage"]).first()
-            if stage is None:
-                raise serializers.ValidationError(
-                    {"stage": ["No stage with this id in this campaign."]}
-                )
+        stage = campaign_stage_or_400(
+            campaign=campaign, stage_id=filters.validated_data.get("stage")
+        )
         assignments = assignment_list_for_campaign(
             campaign=campaign, status=filters.validated_data.get("status"), stage=stage
         )

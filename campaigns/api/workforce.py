@@ -28,6 +28,7 @@ from campaigns.api.common import (
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
+    campaign_stage_or_400,
     stage_or_404,
 )
 from campaigns.models import InviteLink, LocalGrant
@@ -148,13 +149,7 @@ class CampaignInviteListCreateApi(generics.ListAPIView):
         serializer = self.InviteCreateInputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
-        stage = None
-        if data["stage"] is not None:
-            stage = campaign.stages.filter(pk=data["stage"]).first()
-            if stage is None:
-                raise serializers.ValidationError(
-                    {"stage": ["No stage with this id in this campaign."]}
-                )
+        stage = campaign_stage_or_400(campaign=campaign, stage_id=data["stage"])
         invite = invite_create(
             campaign=campaign,
             stage=stage,
