@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from campaigns.assist.client import ModelUnavailable
 from campaigns.assist.endpoints import EndpointAnswer, endpoint_ask, prompt_render
+from campaigns.assist.judging import adversarial_try_settle
 from campaigns.design.owners import campaign_can_manage
 from campaigns.models import (
     Assignment,
@@ -239,6 +240,7 @@ def _finish(
             call.finished_at = now
             call.save()
             _record_cost(call)
+            adversarial_try_settle(call=call)
             return call
         assert failure is not None
         call.error = failure.reason[:500]
@@ -252,6 +254,7 @@ def _finish(
             call.status = ModelCallStatus.UNAVAILABLE
             call.finished_at = now
         call.save(update_fields=["status", "error", "next_attempt_at", "finished_at"])
+        adversarial_try_settle(call=call)
         return call
 
 
