@@ -20,6 +20,7 @@ from campaigns.assist.calls import model_call_run
 from campaigns.assist.endpoints import model_endpoint_create
 from campaigns.assist.selectors import adversarial_panel
 from campaigns.design.services import campaign_create, stage_add, stage_link
+from campaigns.insights.adversarial import campaign_fooled_rates
 from campaigns.models import (
     AdversarialTry,
     Assignment,
@@ -485,3 +486,39 @@ def test_another_workers_tries_are_not_reachable(requester):
     )
     assert response.status_code == 404
     assert not AdversarialTry.objects.exists()
+
+
+# --- The dashboard ---------------------------------------------------------------------
+
+
+def test_fooled_rates_on_the_progress_api_and_the_campaign_page(requester, token_client):
+    writing, _ = _pipeline(requester, max_tries=2)
+    _, assignment = _worker_assignment(writing)
+    adversarial_try_make(assignment=assignment, form=_form("Where does the Amazon river flow?", 0))
+    adversarial_try_make(
+        assignment=assignment, form=_form("Which river did the explorer sail in Brazil?", 2)
+    )
+
+    rates = campaign_fooled_rates(campaign=writing.campaign)
+
+    assert rates is not None
+    assert (rates.total.tries, rates.total.judged, rates.total.fooled) == (2, 2, 1)
+    assert rates.total.rate == 0.5
+    assert [(r.key, r.rate) for r in rates.by_stage] == [("Write", 0.5)]
+    assert len(rates.by_worker) == 1
+    assert len(rates.by_day) == 1
+    data = token_client.get(f"/api/v1/campaigns/{writing.campaign.slug}/progress/").json()
+    assert data["fooled"]["total"]["rate"] == 0.5
+    assert data["fooled"]["by_stage"][0]["key"] == "Write"
+    client = Client()
+    client.force_login(requester)
+    html = client.get(reverse("frontend:campaign-detail", kwargs={"slug": "beat"})).content
+    assert b"Model fooled" in html
+    assert b"1 of 2 judged tries fooled the model (50 %)" in html
+
+
+def test_no_fooled_rates_without_tries(requester, token_client):
+    writing, _ = _pipeline(requester)
+    assert campaign_fooled_rates(campaign=writing.campaign) is None
+    data = token_client.get(f"/api/v1/campaigns/{writing.campaign.slug}/progress/").json()
+    assert data["fooled"] is None
