@@ -282,6 +282,19 @@ def model_call_run(*, call_id: int) -> ModelCall | None:
     return _finish(call.pk, call.attempts, answer, None)
 
 
+def model_calls_run_due(*, assignment_id: int) -> int:
+    """Run the pending calls of ``assignment_id`` now, as a Celery worker would (the crowd
+    simulator's workers, whose queue runs at the end of a round). Returns how many ran."""
+    pending = ModelCall.objects.filter(
+        assignment_id=assignment_id, status=ModelCallStatus.PENDING
+    ).values_list("pk", flat=True)
+    ran = 0
+    for call_id in list(pending):
+        model_call_run(call_id=call_id)
+        ran += 1
+    return ran
+
+
 def model_calls_reconcile(*, limit: int = 500) -> list[int]:
     """The ids of calls to run again (for beat): pending ones that are due, and running
     ones whose run went stale (set back to pending). Queues nothing itself."""

@@ -234,14 +234,19 @@ class AdversarialPassageQuestion(PerItemTask):
         return out
 
     def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
-        """Good workers ask about a sentence in words of their own that share only a
-        word or two with it (which beats word-overlap retrieval now and then); sloppy
-        ones forget the "?" or the sentence; spammers type noise."""
+        """Good workers ask about a sentence with a word or two of it, or (two times in
+        five) with words of the next sentence, which leads word-overlap retrieval astray;
+        sloppy ones forget the "?" or the sentence; spammers type noise."""
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             sentences = [str(s) for s in item.get("data", {}).get("sentences", [])]
             j = rng.randrange(len(sentences))
             words = sorted(content_tokens(sentences[j])) or ["this"]
+            if profile == "good" and len(sentences) > 1 and rng.random() < 0.4:
+                # An adversarial phrasing: the words of a neighbouring sentence lead a
+                # word-overlap model astray from the answer.
+                other = sorted(content_tokens(sentences[(j + 1) % len(sentences)]))
+                words = other or words
             if profile == "good":
                 picked = rng.sample(words, min(len(words), rng.randint(1, 2)))
                 question = f"What does the passage say about {' and '.join(picked)}?"
