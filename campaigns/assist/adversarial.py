@@ -260,7 +260,7 @@ def adversarial_fools_verify(
 def _verify(*, assignment_id: int, try_number: int, ok: bool) -> AdversarialTry | None:
     with transaction.atomic():
         attempt = (
-            AdversarialTry.objects.select_for_update()
+            AdversarialTry.objects.select_for_update(of=("self",))
             .select_related("stage__campaign", "assignment")
             .filter(assignment_id=assignment_id, try_number=try_number)
             .first()

@@ -152,11 +152,13 @@ def _claim(call_id: int) -> tuple[ModelCall | None, bool]:
     now = timezone.now()
     with transaction.atomic():
         call = (
-            ModelCall.objects.select_for_update().select_related("endpoint").filter(pk=call_id)
+            ModelCall.objects.select_for_update(of=("self",))
+            .select_related("endpoint")
+            .filter(pk=call_id)
         ).first()
         if call is None or call.status in (ModelCallStatus.DONE, ModelCallStatus.UNAVAILABLE):
             return call, False
-        endpoint = ModelEndpoint.objects.select_for_update().get(pk=call.endpoint_id)
+        endpoint = ModelEndpoint.objects.select_for_update(no_key=True).get(pk=call.endpoint_id)
         stale = _stale_before(endpoint)
         if call.status == ModelCallStatus.RUNNING and call.started_at and call.started_at > stale:
             return call, False  # another run has it
@@ -199,7 +201,7 @@ def call_cost(*, endpoint: ModelEndpoint, prompt_tokens: int, completion_tokens:
 def _record_cost(call: ModelCall) -> None:
     """The ledger row of ``call``: the cents the campaign's running total of model costs
     (in the call's currency) crossed with it. Holds the campaign row."""
-    Campaign.objects.select_for_update().filter(pk=call.campaign_id).first()
+    Campaign.objects.select_for_update(no_key=True).filter(pk=call.campaign_id).first()
     before = ModelCall.objects.filter(
         campaign_id=call.campaign_id,
         currency=call.currency,
@@ -219,7 +221,9 @@ def _finish(
     now = timezone.now()
     with transaction.atomic():
         call = (
-            ModelCall.objects.select_for_update().select_related("endpoint").filter(pk=call_id)
+            ModelCall.objects.select_for_update(of=("self",))
+            .select_related("endpoint")
+            .filter(pk=call_id)
         ).first()
         if call is None or call.status != ModelCallStatus.RUNNING or call.attempts != attempt:
             return call  # taken over after going stale: the later run decides

@@ -34,7 +34,7 @@ def adversarial_try_settle(*, call: ModelCall) -> AdversarialTry | None:
     ):
         return None
     attempt = (
-        AdversarialTry.objects.select_for_update()
+        AdversarialTry.objects.select_for_update(of=("self",))
         .select_related("item", "stage")
         .filter(model_call_id=call.pk)
         .first()
