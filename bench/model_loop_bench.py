@@ -81,7 +81,7 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-def main() -> None:  # noqa: PLR0915 (one script, read top to bottom)
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=50)
     parser.add_argument("--tasks", type=int, default=4)
@@ -161,8 +161,15 @@ def main() -> None:  # noqa: PLR0915 (one script, read top to bottom)
         )
         token = invite_token(invite=invite)
         lock = threading.Lock()
-        timings: dict[str, list[float]] = {"plain": [], "loop": [], "poll": []}
+        kinds = ("accept", "page", "submit")
+        timings: dict[str, list[float]] = {
+            **{f"{k} {s}": [] for k in kinds for s in ("plain", "loop")},
+            "try loop": [],
+            "mark loop": [],
+            "poll loop": [],
+        }
         polls = [0]
+        refused: list[str] = []
         stop = threading.Event()
 
         def timed(kind: str, call, *a, **kw):
@@ -182,16 +189,22 @@ def main() -> None:  # noqa: PLR0915 (one script, read top to bottom)
                 client.post(f"/work/i/{token}/")
                 for stage, kind in ((plain, "plain"), (loop, "loop")):
                     for _ in range(args.tasks):
-                        r = timed(kind, client.post, f"/work/s/{stage.pk}/accept/")
+                        r = timed(f"accept {kind}", client.post, f"/work/s/{stage.pk}/accept/")
                         found = _ASSIGNMENT.search(r.get("Location", ""))
                         if not found:
                             break
                         page = f"/work/a/{found.group(1)}/"
-                        timed(kind, client.get, page)
+                        timed(f"page {kind}", client.get, page)
                         if kind == "loop":
-                            timed(kind, client.post, f"{page}try/", form)
+                            r = timed("try loop", client.post, f"{page}try/", form)
+                            if r.status_code != 302:
+                                found_error = re.search(rb'role="alert"[^>]*>(.*?)<', r.content)
+                                with lock:
+                                    refused.append(
+                                        (found_error.group(1) if found_error else b"?").decode()
+                                    )
                             while True:
-                                r = timed("poll", client.get, page)
+                                r = timed("poll loop", client.get, page)
                                 with lock:
                                     polls[0] += 1
                                 if b"data-adv-poll" not in r.content:
@@ -199,9 +212,12 @@ def main() -> None:  # noqa: PLR0915 (one script, read top to bottom)
                                 time.sleep(0.5)
                             if b"/mark/" in r.content:
                                 timed(
-                                    kind, client.post, f"{page}try/1/mark/", {"model_right": "no"}
+                                    "mark loop",
+                                    client.post,
+                                    f"{page}try/1/mark/",
+                                    {"model_right": "no"},
                                 )
-                        r = timed(kind, client.post, page, form)
+                        r = timed(f"submit {kind}", client.post, page, form)
                         done += r.status_code == 302
             finally:
                 connection.close()
@@ -239,13 +255,17 @@ def main() -> None:  # noqa: PLR0915 (one script, read top to bottom)
     done = ModelCall.objects.filter(status=ModelCallStatus.DONE).count()
     entries = LedgerEntry.objects.filter(kind=LedgerKind.MODEL_USAGE).count()
     print(f"workers {args.workers} x {args.tasks} tasks per stage; fake delay {args.delay} s")
-    for kind in ("plain", "loop", "poll"):
-        values = timings[kind] or [0.0]
+    everything = {
+        "all plain": [v for k, vs in timings.items() if k.endswith("plain") for v in vs],
+        "all loop": [v for k, vs in timings.items() if k.endswith("loop") for v in vs],
+    }
+    for kind, values in {**timings, **everything}.items():
+        values = values or [0.0]
         print(
-            f"{kind:5s}: {len(values)} requests, p50 {statistics.median(values):.1f} ms, "
+            f"{kind:12s}: {len(values)} requests, p50 {statistics.median(values):.1f} ms, "
             f"p99 {_pct(values, 0.99):.1f} ms, max {max(values):.1f} ms"
         )
-    print(f"submitted {submitted}; polls {polls[0]}")
+    print(f"submitted {submitted}; polls {polls[0]}; tries refused {len(refused)} {refused[:3]}")
     print(f"tries {tries}, model calls {calls} (done {done}), endpoint asked {asked} times")
     print(f"model_usage ledger entries {entries}")
     print(f"wall {wall:.1f} s, CPU {cpu:.1f} s (this process)")

@@ -15,14 +15,17 @@ register = template.Library()
 
 
 @register.simple_tag
-def adversarial_part(assignment: Assignment) -> dict[str, Any]:
+def adversarial_part(assignment: Assignment, action_url: str = "") -> dict[str, Any]:
     """The panel for ``assignment``, its URLs with it (``panel`` None when the stage is
-    not adversarial)."""
+    not adversarial, or the page is not the local workforce's, whose session the try
+    routes know: a platform's entry goes on without the model)."""
+    kwargs = {"assignment_id": assignment.pk}
+    if action_url != reverse("worker:assignment", kwargs=kwargs):
+        return {"panel": None}
     panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
     if panel is None:
         return {"panel": None}
     last = panel.last
-    kwargs = {"assignment_id": assignment.pk}
     return {
         "panel": panel,
         "try_url": reverse("worker:adversarial_try", kwargs=kwargs),
