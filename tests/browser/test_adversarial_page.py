@@ -80,12 +80,13 @@ def test_write_see_the_models_answer_mark_and_try_again(page):
     page.get_by_label("Francisco de Orellana sailed it in 1542.").check()
     page.get_by_role("button", name="Try again").click()
     page.get_by_role("button", name="No, the model is wrong").click()
-    page.get_by_text("You fooled the model").wait_for()
+    page.get_by_text("You fooled the model", exact=True).wait_for()
     _no_violations(page)
     page.get_by_role("button", name="Submit").click()
     page.wait_for_url("**/done/")
 
     assignment = Assignment.objects.get()
     assert assignment.status == AssignmentStatus.SUBMITTED
+    assert isinstance(assignment.answers, dict)
     assert assignment.answers["adversarial"]["p1"]["fooled"] is True
     assert [t.fooled for t in AdversarialTry.objects.order_by("try_number")] == [False, True]
