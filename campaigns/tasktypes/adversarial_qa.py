@@ -236,7 +236,8 @@ class AdversarialPassageQuestion(PerItemTask):
     def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers ask about a sentence with a word or two of it, or (two times in
         five) with words of the next sentence, which leads word-overlap retrieval astray;
-        sloppy ones forget the "?" or the sentence; spammers type noise."""
+        sloppy ones sometimes forget the "?"; spammers type noise or nothing and tick
+        every sentence."""
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             sentences = [str(s) for s in item.get("data", {}).get("sentences", [])]
@@ -251,11 +252,15 @@ class AdversarialPassageQuestion(PerItemTask):
                 picked = rng.sample(words, min(len(words), rng.randint(1, 2)))
                 question = f"What does the passage say about {' and '.join(picked)}?"
             elif profile == "sloppy":
-                question = f"what about {rng.choice(words)}" if rng.random() < 0.5 else ""
+                mark = "?" if rng.random() < 0.8 else ""
+                question = f"what about {rng.choice(words)}{mark}"
             else:
-                question = "asdf?"
+                question = "asdf" if rng.random() < 0.5 else ""
+            chosen = [str(j)]
+            if profile == "spammer" and rng.random() < 0.5:
+                chosen = [str(k) for k in range(len(sentences))]
             form[f"items/{i}/question"] = [question]
-            form[f"items/{i}/sentences"] = [str(j)] if profile != "sloppy" or j % 2 else []
+            form[f"items/{i}/sentences"] = chosen
         return form
 
 
@@ -328,7 +333,7 @@ class AdversarialFoolValidation(PerItemTask):
 
     def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good validators confirm a fool when the model's answer is not one of the
-        writer's sentences; others answer at random."""
+        writer's sentences; sloppy ones answer at random; spammers often skip it."""
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})
@@ -338,7 +343,9 @@ class AdversarialFoolValidation(PerItemTask):
                 )
                 right = bool(hits) and hits <= _sentence_ids(data.get("writer_sentences"))
                 verdict = "model_right" if right else "fooled"
-            else:
+            elif profile == "sloppy":
                 verdict = rng.choice(VERDICTS)
-            form[f"items/{i}/verdict"] = [verdict]
+            else:
+                verdict = rng.choice(("", "fooled", "model_right"))
+            form[f"items/{i}/verdict"] = [verdict] if verdict else []
         return form
