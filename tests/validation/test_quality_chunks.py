@@ -186,7 +186,8 @@ def _agreement_before(triples: list[Any]) -> AgreementSummary:
         annotators=len(table.annotators),
         labels=len(table.labels),
         per_worker={
-            table.annotators[c]: float(quality_selectors.np.mean(v)) for c, v in per.items()
+            int(table.annotators[c]): float(quality_selectors.np.mean(v))  # type: ignore[call-overload]
+            for c, v in per.items()
         },
     )
 
