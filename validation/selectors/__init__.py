@@ -199,7 +199,8 @@ class _LabelColumns:
         _, first = np.unique(pairs, axis=0, return_index=True)
         keep = np.sort(first)
         domain = np.empty(len(self.domain), dtype=object)
-        domain[:] = self.domain
+        for code, label in enumerate(self.domain):
+            domain[code] = label  # one by one: a tuple label stays one cell
         return LabelTable.from_columns(items[keep], workers[keep], domain[codes[keep]])
 
 
