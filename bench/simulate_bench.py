@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -223,6 +224,17 @@ def child(args: argparse.Namespace) -> None:
         from django.conf import settings
 
         settings.MIDDLEWARE = ["perf_probe_mw.CountQueries", *settings.MIDDLEWARE]
+    statements: Counter[str] = Counter()
+    if os.environ.get("SIMBENCH_STATEMENTS"):
+        from django.db import connection
+
+        def count(execute, sql, params, many, context):
+            statements[sql.split(None, 1)[0].upper() if sql.strip() else "?"] += 1
+            return execute(sql, params, many, context)
+
+        # The run's one thread and connection: the simulated browsers call the app in
+        # process, so every statement of every request goes through this wrapper.
+        connection.execute_wrappers.append(count)
     profiler = _profiler() if args.profile else None
     backend = _backend_cpu() if args.db == "postgres" else None
     cpu, wall = time.process_time(), time.monotonic()
@@ -242,6 +254,8 @@ def child(args: argparse.Namespace) -> None:
                 f"{n:6d} x {q / n:5.1f} queries {cpu_s / n * 1000:6.2f} ms CPU "
                 f"{wall_s / n * 1000:6.2f} ms wall = {wall_s:5.1f} s  {key}"
             )
+    if statements:
+        print(f"statements by kind: {dict(statements.most_common())} ({statements.total()})")
     counts, digest = fingerprint(campaign)
     seen_rule = seen_rule_tally(campaign)
     load = os.getloadavg()[0]

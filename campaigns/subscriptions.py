@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from campaigns.assist.adversarial import (
+    BONUS_RULE,
+    adversarial_answer_stored,
+    adversarial_fools_verify,
+    bonus_rules_validate,
+)
 from campaigns.assist.flags import llm_flags_request
 from campaigns.design.events import items_added
+from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
 from campaigns.platforms.publishing import stage_publish_added
 from campaigns.work.events import answer_stored, assignment_decided
 from campaigns.work.handoff import handoffs_run
@@ -35,6 +42,18 @@ def subscribe() -> None:
     queue of hand-offs drained in one go runs as one, ``handoffs_run``); items added to
     a pilot or live stage are published."""
     items_added.subscribe(stage_publish_added)
+    # Model in the loop: the writer's claim joins the stored answer; validators' answers
+    # confirm fools (and pay the verified_fool bonus), in the submission's transaction.
+    answer_stored.subscribe(adversarial_answer_stored)
+    answer_stored.subscribe(adversarial_fools_verify)
+    stage_rule_checks_register(
+        RuleChecks(
+            owner="assist",
+            bonus_rules=frozenset({BONUS_RULE}),
+            escalation_rules=frozenset(),
+            bonus_rules_validate=bonus_rules_validate,
+        )
+    )
     answer_stored.subscribe(quiz_answer_stored)
     answer_stored.subscribe(_llm_flags_request)
     assignment_decided.subscribe_task("campaigns.handoff_run", args=_handoff_args)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.cache import cache
+from django.db.models import Q
 
 from campaigns.models import Assignment, AssignmentStatus, Campaign, HITItem, Item, Stage
 from campaigns.tasktypes.base import answer_for_item
@@ -202,32 +203,51 @@ def value_spans(spans: Sequence[Mapping[str, Any]]) -> frozenset[tuple[int, int]
     )
 
 
-def _stage_link_sets(*, stage: Stage) -> list[tuple[list[LinkSet], LinkSet | None]]:
-    """Each item's annotators' link sets (submission order) and its pre-filled set."""
-    rows = list(
-        HITItem.objects.filter(hit__stage=stage)
-        .order_by("item_id")
-        .values_list("hit_id", "item_id", "item__external_id", "item__data")
-    )
-    answers: dict[int, list[Any]] = defaultdict(list)
-    for hit_id, answer in (
-        Assignment.objects.filter(hit__stage=stage, status__in=ANSWERED)
-        .order_by("submitted_at", "id")
-        .values_list("hit_id", "answers")
-    ):
-        answers[hit_id].append(answer)
-    out = []
-    for hit_id, _item_id, external_id, data in rows:
-        item = {"external_id": external_id}
-        sets = []
-        for answer in answers.get(hit_id, []):
-            entry = answer_for_item(answer, item)
-            if entry is not None:
-                sets.append(link_set(entry.get("links", [])))
-        values = value_spans(data.get("proposed_spans") or [])
-        prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
-        out.append(([entity_links(s, values=values) for s in sets], prefilled))
-    return out
+# HIT items read at once by ``_stage_link_sets``, with their HITs' answers.
+LINK_SETS_CHUNK = 5000
+
+
+def _stage_link_sets(
+    *, stage: Stage, chunk: int | None = None
+) -> Iterator[tuple[list[LinkSet], LinkSet | None]]:
+    """Each item's annotators' link sets (submission order) and its pre-filled set, in
+    item order; ``chunk`` HIT items at a time with the answers of their HITs, so a
+    large stage's answers are never held at once (``chunk``: ``LINK_SETS_CHUNK`` unless
+    given)."""
+    chunk = chunk or LINK_SETS_CHUNK
+    rows = HITItem.objects.filter(hit__stage=stage).order_by("item_id", "pk")
+    last: tuple[int, int] | None = None
+    while True:
+        page = (
+            rows
+            if last is None
+            else rows.filter(Q(item_id__gt=last[0]) | Q(item_id=last[0], pk__gt=last[1]))
+        )
+        batch = list(
+            page.values_list("item_id", "pk", "hit_id", "item__external_id", "item__data")[:chunk]
+        )
+        if not batch:
+            return
+        last = (batch[-1][0], batch[-1][1])
+        answers: dict[int, list[Any]] = defaultdict(list)
+        for hit_id, answer in (
+            Assignment.objects.filter(hit_id__in={r[2] for r in batch}, status__in=ANSWERED)
+            .order_by("submitted_at", "id")
+            .values_list("hit_id", "answers")
+        ):
+            answers[hit_id].append(answer)
+        for _item_id, _pk, hit_id, external_id, data in batch:
+            item = {"external_id": external_id}
+            sets = []
+            for answer in answers.get(hit_id, []):
+                entry = answer_for_item(answer, item)
+                if entry is not None:
+                    sets.append(link_set(entry.get("links", [])))
+            values = value_spans(data.get("proposed_spans") or [])
+            prefilled = link_set(data.get("prefilled_links", [])) if data.get("seen") else None
+            yield [entity_links(s, values=values) for s in sets], prefilled
+        if len(batch) < chunk:
+            return
 
 
 def stage_entity_agreement(*, stage: Stage) -> AgreementSummary:

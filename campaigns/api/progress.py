@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from campaigns.api.common import NOT_VISIBLE, campaign_or_404
+from campaigns.insights.adversarial import campaign_fooled_rates
 from campaigns.insights.arms import campaign_arm_comparison
 from campaigns.insights.progress import campaign_progress
 
@@ -44,6 +45,25 @@ class StageProgressSerializer(serializers.Serializer):
     eta_at = serializers.DateTimeField(allow_null=True)
 
 
+class FooledRowSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Stage name, worker pseudonym, arm or ISO day.")
+    tries = serializers.IntegerField()
+    judged = serializers.IntegerField(help_text="Tries the app or the worker judged.")
+    fooled = serializers.IntegerField()
+    unavailable = serializers.IntegerField(help_text="Tries the model could not answer.")
+    verified = serializers.IntegerField(help_text="Fools the validation stage confirmed.")
+    verified_rejected = serializers.IntegerField()
+    rate = serializers.FloatField(allow_null=True, help_text="fooled / judged")
+
+
+class FooledRatesSerializer(serializers.Serializer):
+    total = FooledRowSerializer()
+    by_stage = FooledRowSerializer(many=True)
+    by_worker = FooledRowSerializer(many=True)
+    by_arm = FooledRowSerializer(many=True)
+    by_day = FooledRowSerializer(many=True)
+
+
 class CampaignProgressSerializer(serializers.Serializer):
     measured_at = serializers.DateTimeField()
     window_seconds = serializers.IntegerField(help_text="The window the rate is measured in.")
@@ -52,6 +72,11 @@ class CampaignProgressSerializer(serializers.Serializer):
     percent = serializers.FloatField()
     eta_at = serializers.DateTimeField(allow_null=True)
     stages = StageProgressSerializer(many=True)
+    fooled = FooledRatesSerializer(
+        allow_null=True,
+        required=False,
+        help_text="Adversarial writing's fooled rates (null: no try yet).",
+    )
 
 
 class CampaignProgressApi(APIView):
@@ -62,7 +87,11 @@ class CampaignProgressApi(APIView):
     @extend_schema(responses={200: CampaignProgressSerializer, 404: NOT_VISIBLE})
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        return Response(CampaignProgressSerializer(campaign_progress(campaign=campaign)).data)
+        progress = campaign_progress(campaign=campaign)
+        fooled = campaign_fooled_rates(campaign=campaign)
+        data = CampaignProgressSerializer(progress).data
+        data["fooled"] = FooledRatesSerializer(fooled).data if fooled is not None else None
+        return Response(data)
 
 
 class ArmRowSerializer(serializers.Serializer):

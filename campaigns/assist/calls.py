@@ -29,6 +29,7 @@ from django.utils import timezone
 
 from campaigns.assist.client import ModelUnavailable
 from campaigns.assist.endpoints import EndpointAnswer, endpoint_ask, prompt_render
+from campaigns.assist.judging import adversarial_try_settle
 from campaigns.design.owners import campaign_can_manage
 from campaigns.models import (
     Assignment,
@@ -151,11 +152,13 @@ def _claim(call_id: int) -> tuple[ModelCall | None, bool]:
     now = timezone.now()
     with transaction.atomic():
         call = (
-            ModelCall.objects.select_for_update().select_related("endpoint").filter(pk=call_id)
+            ModelCall.objects.select_for_update(of=("self",))
+            .select_related("endpoint")
+            .filter(pk=call_id)
         ).first()
         if call is None or call.status in (ModelCallStatus.DONE, ModelCallStatus.UNAVAILABLE):
             return call, False
-        endpoint = ModelEndpoint.objects.select_for_update().get(pk=call.endpoint_id)
+        endpoint = ModelEndpoint.objects.select_for_update(no_key=True).get(pk=call.endpoint_id)
         stale = _stale_before(endpoint)
         if call.status == ModelCallStatus.RUNNING and call.started_at and call.started_at > stale:
             return call, False  # another run has it
@@ -198,7 +201,7 @@ def call_cost(*, endpoint: ModelEndpoint, prompt_tokens: int, completion_tokens:
 def _record_cost(call: ModelCall) -> None:
     """The ledger row of ``call``: the cents the campaign's running total of model costs
     (in the call's currency) crossed with it. Holds the campaign row."""
-    Campaign.objects.select_for_update().filter(pk=call.campaign_id).first()
+    Campaign.objects.select_for_update(no_key=True).filter(pk=call.campaign_id).first()
     before = ModelCall.objects.filter(
         campaign_id=call.campaign_id,
         currency=call.currency,
@@ -218,7 +221,9 @@ def _finish(
     now = timezone.now()
     with transaction.atomic():
         call = (
-            ModelCall.objects.select_for_update().select_related("endpoint").filter(pk=call_id)
+            ModelCall.objects.select_for_update(of=("self",))
+            .select_related("endpoint")
+            .filter(pk=call_id)
         ).first()
         if call is None or call.status != ModelCallStatus.RUNNING or call.attempts != attempt:
             return call  # taken over after going stale: the later run decides
@@ -239,6 +244,7 @@ def _finish(
             call.finished_at = now
             call.save()
             _record_cost(call)
+            adversarial_try_settle(call=call)
             return call
         assert failure is not None
         call.error = failure.reason[:500]
@@ -252,6 +258,7 @@ def _finish(
             call.status = ModelCallStatus.UNAVAILABLE
             call.finished_at = now
         call.save(update_fields=["status", "error", "next_attempt_at", "finished_at"])
+        adversarial_try_settle(call=call)
         return call
 
 
@@ -277,6 +284,19 @@ def model_call_run(*, call_id: int) -> ModelCall | None:
         logger.info("model call %s try %s failed: %s", call.pk, call.attempts, failure.reason)
         return _finish(call.pk, call.attempts, None, failure)
     return _finish(call.pk, call.attempts, answer, None)
+
+
+def model_calls_run_due(*, assignment_id: int) -> int:
+    """Run the pending calls of ``assignment_id`` now, as a Celery worker would (the crowd
+    simulator's workers, whose queue runs at the end of a round). Returns how many ran."""
+    pending = ModelCall.objects.filter(
+        assignment_id=assignment_id, status=ModelCallStatus.PENDING
+    ).values_list("pk", flat=True)
+    ran = 0
+    for call_id in list(pending):
+        model_call_run(call_id=call_id)
+        ran += 1
+    return ran
 
 
 def model_calls_reconcile(*, limit: int = 500) -> list[int]:

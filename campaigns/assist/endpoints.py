@@ -175,6 +175,22 @@ def model_endpoint_create(
     return _save(endpoint)
 
 
+BASELINE_NAME = "Built-in baseline (BM25)"
+
+
+def model_endpoint_baseline(*, owner: AbstractBaseUser) -> ModelEndpoint:
+    """``owner``'s built-in BM25 baseline endpoint, registered on first use (a recipe's
+    adversarial stage asks for it). Idempotent on the owner and the name."""
+    existing = ModelEndpoint.objects.filter(
+        owner_id=owner.pk, name=BASELINE_NAME, kind=ModelEndpointKind.BASELINE_BM25
+    ).first()
+    if existing is not None:
+        return existing
+    return model_endpoint_create(
+        owner=owner, values={"name": BASELINE_NAME, "kind": ModelEndpointKind.BASELINE_BM25}
+    )
+
+
 def _own(endpoint: ModelEndpoint, actor: AbstractBaseUser | AnonymousUser) -> None:
     if not actor.is_authenticated or (
         endpoint.owner_id != actor.pk and not getattr(actor, "is_staff", False)

@@ -23,11 +23,13 @@ from campaigns.models import (
     Campaign,
     CampaignState,
     Item,
+    ModelEndpoint,
     Provider,
     QualificationType,
     Stage,
 )
 from campaigns.tasktypes import UnknownTaskTypeError, task_type_get
+from campaigns.tasktypes.base import adversarial_config
 from qaportal.errors import DomainError, IllegalTransition, StateConflict
 from qaportal.jsonsafe import unstorable_path
 
@@ -153,6 +155,15 @@ def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
         raise DomainError(
             f"The configuration does not fit task type {task_type!r}.",
             errors={"config": [str(p) for p in problems]},
+        )
+    adversarial = adversarial_config(config)
+    if (
+        adversarial is not None
+        and not ModelEndpoint.objects.filter(pk=adversarial["endpoint"]).exists()
+    ):
+        raise DomainError(
+            "The configuration names a model endpoint that does not exist.",
+            errors={"config": [f"adversarial/endpoint: no endpoint {adversarial['endpoint']}"]},
         )
     return config
 

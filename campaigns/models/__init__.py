@@ -1,5 +1,7 @@
 from campaigns.models.api import ExportAudit, IdempotencyRecord
 from campaigns.models.assist import (
+    AdversarialJudge,
+    AdversarialTry,
     ModelCall,
     ModelCallPurpose,
     ModelCallStatus,
@@ -41,6 +43,8 @@ from campaigns.models.workers import (
 __all__ = [
     "HANDED_IN",
     "HIT",
+    "AdversarialJudge",
+    "AdversarialTry",
     "Assignment",
     "AssignmentStatus",
     "Campaign",

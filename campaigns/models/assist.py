@@ -152,3 +152,71 @@ class ModelCall(models.Model):
 
     def __str__(self) -> str:
         return f"model call {self.pk} ({self.purpose}, {self.status})"
+
+
+class AdversarialJudge(models.TextChoices):
+    """Who said whether the model's answer was right: the app (the task type compares the
+    answers), the worker, or nobody (the model was unavailable)."""
+
+    AUTO = "auto", "the app"
+    WORKER = "worker", "the worker"
+    NONE = "none", "nobody: the model was unavailable"
+
+
+class AdversarialTry(models.Model):
+    """One try of adversarial writing (issue 38): the worker's question and answer on an
+    item, written in the same transaction as the model call asking the model about it.
+
+    ``fooled`` is None until judged (the model's answer arrives and the app or the
+    worker judges it), True when the model got it wrong, False when right; a try the
+    model could not answer stays None with ``model_unavailable``. A fool is claimed by
+    the writer; ``verified`` records what the validation stage found (None: not yet)."""
+
+    assignment = models.ForeignKey(
+        "campaigns.Assignment", on_delete=models.CASCADE, related_name="adversarial_tries"
+    )
+    item = models.ForeignKey(
+        "campaigns.Item", on_delete=models.CASCADE, related_name="adversarial_tries"
+    )
+    stage = models.ForeignKey(
+        "campaigns.Stage", on_delete=models.CASCADE, related_name="adversarial_tries"
+    )
+    worker = models.ForeignKey(
+        "campaigns.Worker", on_delete=models.CASCADE, related_name="adversarial_tries"
+    )
+    try_number = models.PositiveIntegerField()
+    question = models.TextField()
+    entry = models.JSONField(default=dict)
+    model_call = models.OneToOneField(
+        ModelCall,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="adversarial_try",
+    )
+    model_answer = models.TextField(blank=True)
+    model_unavailable = models.BooleanField(default=False)
+    judged_by = models.CharField(max_length=8, choices=AdversarialJudge.choices, blank=True)
+    fooled = models.BooleanField(null=True, blank=True)
+    verified = models.BooleanField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    judged_at = models.DateTimeField(null=True, blank=True)
+    verified_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["assignment_id", "item_id", "try_number"]
+        indexes = [
+            models.Index(fields=["stage", "created_at"]),
+            models.Index(fields=["stage", "worker"]),
+        ]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["assignment", "item", "try_number"], name="adversarialtry_once_per_try"
+            ),
+            models.CheckConstraint(
+                condition=Q(try_number__gte=1), name="adversarialtry_numbered_from_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"adversarial try {self.try_number} of assignment {self.assignment_id}"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from campaigns.recipes.adversarial_qa import RECIPE as ADVERSARIAL_QA
 from campaigns.recipes.base import Recipe, StageSpec
 from campaigns.recipes.graphquestions import RECIPE as GRAPHQUESTIONS
 from campaigns.recipes.mintaka import RECIPE as MINTAKA
 from campaigns.recipes.nangia import RECIPE as NANGIA
 from campaigns.recipes.whyqa import RECIPE as WHYQA
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (MINTAKA, WHYQA, GRAPHQUESTIONS, NANGIA)}
+RECIPES: dict[str, Recipe] = {
+    r.name: r for r in (MINTAKA, WHYQA, GRAPHQUESTIONS, NANGIA, ADVERSARIAL_QA)
+}
 
 
 def recipe_names() -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.db import transaction
 
+from campaigns.assist.endpoints import model_endpoint_baseline
 from campaigns.design.items import items_upload
 from campaigns.design.platform import platform_for
 from campaigns.design.services import campaign_create, stage_add, stage_link
@@ -110,6 +111,16 @@ def _priced(
     return reward, config, bonus_rules
 
 
+def _model_endpoint_resolved(config: dict[str, Any], *, campaign: Campaign) -> dict[str, Any]:
+    """A stage's ``adversarial`` option without an endpoint gets the campaign owner's
+    built-in baseline (registered on first use)."""
+    adversarial = config.get("adversarial")
+    if not isinstance(adversarial, dict) or "endpoint" in adversarial:
+        return config
+    endpoint = model_endpoint_baseline(owner=campaign.owner)
+    return {**config, "adversarial": {**adversarial, "endpoint": endpoint.pk}}
+
+
 def recipe_apply(
     *,
     campaign: Campaign,
@@ -151,6 +162,7 @@ def recipe_apply(
             reward, config, bonus_rules = _priced(
                 spec, provider=locked.provider, currency=locked.currency, conversion=conversion
             )
+            config = _model_endpoint_resolved(config, campaign=locked)
             stages[spec.name] = stage_add(
                 campaign=locked,
                 name=spec.name,

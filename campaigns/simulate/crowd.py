@@ -18,6 +18,7 @@ database, in-process or not.
 
 from __future__ import annotations
 
+import html
 import json
 import random
 import re
@@ -34,12 +35,13 @@ from django.db import connection, connections
 from django.urls import reverse
 from django.utils import timezone
 
+from campaigns.assist.calls import model_calls_run_due
 from campaigns.models import HIT, Assignment, AssignmentStatus, Campaign, InviteRedemption, Stage
 from campaigns.simulate.browser import Browser, Page, WSGIApp
 from campaigns.simulate.llm import ModelPaster, llm_workers
 from campaigns.simulate.summary import SimulationResult
 from campaigns.tasktypes import task_type_get
-from campaigns.tasktypes.base import SIMULATION_PROFILES
+from campaigns.tasktypes.base import SIMULATION_PROFILES, answer_for_item
 from campaigns.work.decisions import assignments_approve
 from campaigns.work.invites import invite_create, invite_revoke, invite_token
 from campaigns.work.selectors.loading import assignment_items
@@ -54,6 +56,13 @@ MAX_RETURNS_PER_STAGE = 2
 MAX_ATTEMPTS = 3
 _ASSIGNMENT_PATH = re.compile(r"/work/a/(\d+)/$")
 _DONE_PATH = re.compile(r"/work/a/(\d+)/done/$")
+# Model in the loop: the page's "Ask the model" button, its polling and its marking.
+_ADV_TRY = re.compile(r'formaction="(/work/a/\d+/try/)"[^>]*data-adv-ask')
+_ADV_POLL = re.compile(r'data-adv-poll="([^"]+)"')
+_ADV_MARK = re.compile(r'formaction="(/work/a/\d+/try/\d+/mark/)"')
+_ADV_ANSWER = re.compile(r'<q class="w-model-answer">(.*?)</q>', re.S)
+# Tries a simulated worker makes at most on one assignment (the stage's limit applies).
+MAX_ADVERSARIAL_TRIES = 10
 
 
 def _not_for_worker(page: Page) -> bool:
@@ -441,7 +450,7 @@ class CrowdSimulation:
         items = assignment_items(assignment_id=assignment_id)
         task_type = task_type_get(stage.task_type)
         profile = worker.profile
-        page = task
+        page = self._adversarial_tries(worker, task, assignment_id, items, task_type, stage.config)
         for attempt in range(MAX_ATTEMPTS):
             fields = task_type.simulate_form(
                 items=items, config=stage.config, profile=profile, rng=worker.rng
@@ -492,6 +501,58 @@ class CrowdSimulation:
                 break
             profile = "good"
         self._return(worker, stage, task, page)
+
+    def _adversarial_tries(
+        self,
+        worker: SimulatedWorker,
+        task: Page,
+        assignment_id: int,
+        items: list[dict[str, Any]],
+        task_type: Any,
+        config: dict[str, Any],
+    ) -> Page:
+        """On an adversarial stage, ask the model until the page offers no more tries:
+        each try posts a fresh answer to "Ask the model"; while the model answers, the
+        simulated worker does what a Celery worker would (runs the calls due, off the
+        page's request) and looks again; where the page asks, it marks the model's answer
+        (good workers as the task type would judge it, others at random). Returns the
+        page to submit from (``task`` on other stages)."""
+        page = task
+        for _ in range(MAX_ADVERSARIAL_TRIES):
+            ask = _ADV_TRY.search(page.text)
+            if ask is None:
+                return page
+            fields = task_type.simulate_form(
+                items=items, config=config, profile="good", rng=worker.rng
+            )
+            page = worker.browser.post(
+                ask.group(1), fields, csrf=page.csrf_token(), referer=task.path
+            )
+            if page.status != 200:
+                return task  # refused (a bad answer): the submission says why
+            if _ADV_POLL.search(page.text):
+                model_calls_run_due(assignment_id=assignment_id)
+                page = worker.browser.get(task.path)
+            mark = _ADV_MARK.search(page.text)
+            if mark is not None:
+                answer = _ADV_ANSWER.search(page.text)
+                entry = answer_for_item(fields_entry(task_type, fields, items, config), items[0])
+                right = None
+                if answer is not None and worker.profile == "good":
+                    right = task_type.model_answer_judge(
+                        entry=entry or {},
+                        data=items[0].get("data", {}),
+                        model_answer=html.unescape(answer.group(1)),
+                    )
+                if right is None:
+                    right = worker.rng.random() < 0.5
+                page = worker.browser.post(
+                    mark.group(1),
+                    {"model_right": ["yes" if right else "no"]},
+                    csrf=page.csrf_token(),
+                    referer=task.path,
+                )
+        return page
 
     # The status of the page a stored submission ends on (the thank-you page).
     _stored_status = 200
@@ -580,3 +641,11 @@ class CrowdSimulation:
             f"{page.method} {page.requested} ({what}; ended at {page.url})"
             + (f": {page.text[:200]}" if page.status == 0 else "")
         )
+
+
+def fields_entry(
+    task_type: Any, fields: dict[str, list[str]], items: list[dict[str, Any]], config: Any
+) -> Any:
+    """The answer ``fields`` make, as the task type parses them (a QueryDict's lists)."""
+    form = {k: v[0] if len(v) == 1 else v for k, v in fields.items() if v}
+    return task_type.parse_form(form=form, items=items, config=config)

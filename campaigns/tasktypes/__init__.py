@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from campaigns.tasktypes.adversarial_qa import (
+    AdversarialFoolValidation,
+    AdversarialPassageQuestion,
+)
 from campaigns.tasktypes.base import FieldError, TaskType
 from campaigns.tasktypes.entity_link_validation import EntityLinkValidation
 from campaigns.tasktypes.entity_linking import AnswerEntityLinking, QuestionEntityLinking
@@ -34,6 +38,8 @@ _REGISTRY: dict[str, TaskType] = {
         Quiz(),
         Survey(),
         Translation(),
+        AdversarialPassageQuestion(),
+        AdversarialFoolValidation(),
     )
 }
 

@@ -139,6 +139,9 @@ STAGE_WIDE_CONFIG_KEYS = frozenset(
         # "threshold": 0..1}; checked by ``llm_flag_config_errors``, used by
         # campaigns.assist.flags.
         "llm_flag",
+        # Model in the loop (issue 38): the writing stage puts each question to a model
+        # (``adversarial_config``), on task types that write adversarially.
+        "adversarial",
     }
 )
 
@@ -167,6 +170,30 @@ def llm_flag_config_errors(value: Any, *, writes_free_text: bool) -> list[FieldE
     ):
         errors.append(FieldError(f"{LLM_FLAG_KEY}/threshold", "must be a number in (0, 1]"))
     return errors
+
+
+# ``config["adversarial"]``: the model endpoint asked, the tries per item, and whether
+# the app judges the model's answer where the task type can (``auto``) or the worker
+# always does (``worker``).
+ADVERSARIAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["endpoint"],
+    "properties": {
+        "endpoint": {"type": "integer", "minimum": 1},
+        "max_tries": {"type": "integer", "minimum": 1, "maximum": 20},
+        "judge": {"enum": ["auto", "worker"]},
+    },
+}
+ADVERSARIAL_DEFAULTS: dict[str, Any] = {"max_tries": 3, "judge": "auto"}
+
+
+def adversarial_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The stage's ``config["adversarial"]`` with its defaults; None when it is off."""
+    raw = (config or {}).get("adversarial")
+    if not isinstance(raw, Mapping) or not raw:
+        return None
+    return {**ADVERSARIAL_DEFAULTS, **raw}
 
 
 def unknown_config_keys(schema: dict[str, Any], config: Any) -> list[FieldError]:
@@ -670,6 +697,12 @@ class TaskType:
     # Answers hold free text (``text_fields``) a language model could have written: a
     # stage may ask for the LLM flag (config ``llm_flag``, campaigns.assist.flags).
     writes_free_text: ClassVar[bool] = False
+    # Model in the loop: its stage may put each written question to a model
+    # (``config["adversarial"]``; ``adversarial_question``, ``model_answer_judge``).
+    writes_adversarially: ClassVar[bool] = False
+    # Confirms the fools an adversarial writing stage claimed: its items carry the try
+    # (``fool_verdict`` reads one validator's answer).
+    verifies_fools: ClassVar[bool] = False
 
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""
@@ -679,8 +712,10 @@ class TaskType:
         """Problems with a stage's task-type config (empty list when valid). A key the
         schema does not list is refused by name: a misspelt setting must not be stored
         and silently ignored."""
-        errors = unknown_config_keys(self.config_schema, config) + schema_errors(
-            self.config_schema, config
+        errors = (
+            unknown_config_keys(self.config_schema, config)
+            + schema_errors(self.config_schema, config)
+            + self.adversarial_errors(config)
         )
         if isinstance(config, Mapping) and LLM_FLAG_KEY in config:
             errors += llm_flag_config_errors(
@@ -701,6 +736,45 @@ class TaskType:
             if texts.get(key):
                 return question, texts[key]
         return question, list(texts.values()) or [self.label]
+
+    def adversarial_errors(self, config: Any) -> list[FieldError]:
+        """Problems with the stage's ``adversarial`` option: refused on a task type that
+        does not write adversarially, checked against ``ADVERSARIAL_SCHEMA`` otherwise."""
+        if not isinstance(config, Mapping) or config.get("adversarial") in (None, {}):
+            return []
+        if not self.writes_adversarially:
+            return [
+                FieldError(
+                    "adversarial",
+                    "this task type cannot put its questions to a model (no adversarial option)",
+                )
+            ]
+        return [
+            FieldError(f"adversarial/{e.path}".rstrip("/"), e.message)
+            for e in schema_errors(ADVERSARIAL_SCHEMA, config["adversarial"])
+        ]
+
+    # --- Model in the loop (adversarial writing) ----------------------------------------
+
+    def adversarial_question(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> tuple[str, Any]:
+        """The question to put to the model for one item's entry, and its context (a
+        text or a list of sentences)."""
+        return str(entry.get("question", "")), ""
+
+    def model_answer_judge(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any], model_answer: str
+    ) -> bool | None:
+        """Whether ``model_answer`` is the answer the worker gave in ``entry`` (True: the
+        model got it right; False: the model was fooled); None when the answer type does
+        not allow the app to judge, and the worker marks it."""
+        return None
+
+    def fool_verdict(self, entry: Mapping[str, Any] | None) -> bool | None:
+        """One validator's answer on a claimed fool: True confirmed, False not, None no
+        verdict (``verifies_fools`` task types)."""
+        return None
 
     def validate_answer(
         self, *, answer: Any, items: list[dict[str, Any]], config: dict[str, Any]

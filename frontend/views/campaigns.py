@@ -22,6 +22,7 @@ from campaigns.design.selectors import campaign_list_visible
 from campaigns.design.services import EDITABLE_STATES, TRANSITIONS, stage_add
 from campaigns.exports import FORMATS
 from campaigns.exports.mintaka import SPLITS
+from campaigns.insights.adversarial import campaign_fooled_rates
 from campaigns.insights.pipeline import campaign_pipeline_flow
 from campaigns.insights.progress import campaign_progress
 from campaigns.jobs import job_upload_start
@@ -243,6 +244,7 @@ def _render_detail(
         "stages_open": len(stages) <= STAGES_SHOWN_OPEN,
         "awaiting_review": sum(p.assignments.get("submitted", 0) for p in progress.stages),
         "progress": progress,
+        "fooled": campaign_fooled_rates(campaign=campaign),
         "live": campaign.state in LIVE_STATES,
         "live_seconds": LIVE_SECONDS,
         # Plain values: a template would call ``ExportFormat.stream`` instead of testing it.

@@ -2,6 +2,7 @@
 
 from django.urls import path
 
+from frontend.worker import adversarial as adversarial_views
 from frontend.worker import suggest as linking_views
 from frontend.worker import views
 
@@ -15,4 +16,15 @@ urlpatterns = [
     path("a/<int:assignment_id>/return/", views.assignment_return_view, name="return"),
     path("a/<int:assignment_id>/done/", views.done, name="done"),
     path("suggest/", linking_views.suggest, name="suggest"),
+    path("a/<int:assignment_id>/try/", adversarial_views.adversarial_try, name="adversarial_try"),
+    path(
+        "a/<int:assignment_id>/try/<int:try_number>/mark/",
+        adversarial_views.adversarial_mark,
+        name="adversarial_mark",
+    ),
+    path(
+        "a/<int:assignment_id>/try/<int:try_number>/state/",
+        adversarial_views.adversarial_state,
+        name="adversarial_state",
+    ),
 ]

@@ -2,16 +2,22 @@
 
 Loading is bulk: a stage's stored assignments in one query fetched
 ``LOAD_CHUNK`` rows at a time (``values_list``, no model instances), its HITs'
-items in one query. Dashboard numbers come from the pure functions of
-``validation.agreement`` / ``validation.aggregation`` over the categorical
-projection of ``validation.projections``.
+items in one query. The dashboard's reads over a whole stage (quality, agreement,
+label triples, the agreement series) go through ``stage_submission_chunks``: one
+chunk of answers with its HITs' items at a time, keeping only what the figures need
+(per worker counts and work times, the labels as integer columns), so their memory
+does not grow with the stored answers (a Mintaka stage's answers are ~1.2 KB each).
+Dashboard numbers come from the pure functions of ``validation.agreement`` /
+``validation.aggregation`` over the categorical projection of
+``validation.projections``.
 """
 
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import Counter, defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
@@ -23,6 +29,7 @@ from django.db.models import Q
 from campaigns.models import HANDED_IN, Assignment, AssignmentStatus, HITItem, Item, Stage, Worker
 from validation.aggregation import MajorityVote, majority_vote
 from validation.agreement import krippendorff_alpha, percent_agreement
+from validation.gold import gold_accuracy
 from validation.labels import LabelTable
 from validation.projections import categorical_label, entries_by_item
 from validation.rules.facts import GoldTally, ItemRef, Submission, facts_build
@@ -102,6 +109,42 @@ def stage_submissions(
     ]
 
 
+def stage_submission_chunks(
+    *, stage: Stage, scope: Q | None = None, chunk: int | None = None
+) -> Iterator[tuple[dict[int, list[ItemRef]], list[Submission]]]:
+    """The stage's stored assignments as ``stage_submissions`` reads them (same rows,
+    same id order), ``chunk`` at a time, each chunk with its HITs' items
+    (``stage_items_by_hit`` of the chunk's HITs): a read over a whole stage holds one
+    chunk of answers at a time, not the stage's. One query for the rows (a server-side
+    cursor on PostgreSQL) and one per chunk for the items. ``chunk``: ``LOAD_CHUNK``
+    unless given."""
+    chunk = chunk or LOAD_CHUNK
+    base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
+    if scope is not None:
+        base = base.filter(scope)
+    rows = base.order_by("pk").values_list(*_FIELDS).iterator(chunk_size=chunk)
+    batch: list[Submission] = []
+    for pk, hit_id, worker_id, status, answers, seconds, telemetry, submitted_at, provider in rows:
+        batch.append(
+            Submission(
+                id=pk,
+                hit_id=hit_id,
+                worker_id=worker_id,
+                status=status,
+                answers=answers,
+                work_seconds=seconds,
+                telemetry=telemetry or {},
+                submitted_at=submitted_at,
+                provider=provider,
+            )
+        )
+        if len(batch) >= chunk:
+            yield stage_items_by_hit(stage=stage, hit_ids={s.hit_id for s in batch}), batch
+            batch = []
+    if batch:
+        yield stage_items_by_hit(stage=stage, hit_ids={s.hit_id for s in batch}), batch
+
+
 def worker_gold_accuracy(*, stage: Stage, sentence_threshold: float = 0.5) -> dict[int, GoldTally]:
     """Per worker: their answers on the stage's gold items, right or wrong, in order."""
     submissions = stage_submissions(stage=stage)
@@ -124,6 +167,69 @@ def _stage_option(stage: Stage, name: str) -> dict[str, Any]:
     return params_of({"rule": name}, RULES)
 
 
+class _LabelColumns:
+    """``(item id, worker id, label)`` triples kept as integer columns (24 bytes a label
+    instead of some 250 as tuples with a seen-set): the first label of each (item,
+    worker) counts, as in ``stage_label_triples``."""
+
+    def __init__(self) -> None:
+        self.items = array("q")
+        self.workers = array("q")
+        self.codes = array("q")
+        self.domain: list[Hashable] = []
+        # Keyed with the type: 1, 1.0 and True are one dict key but three labels.
+        self._code: dict[tuple[type, Hashable], int] = {}
+
+    def add(self, item_id: int, worker_id: int, label: Hashable) -> None:
+        key = (type(label), label)
+        code = self._code.get(key)
+        if code is None:
+            code = self._code[key] = len(self.domain)
+            self.domain.append(label)
+        self.items.append(item_id)
+        self.workers.append(worker_id)
+        self.codes.append(code)
+
+    def table(self) -> LabelTable | None:
+        """The ``LabelTable`` of the kept triples, in order (None when there are none)."""
+        if not self.items:
+            return None
+        items = np.frombuffer(self.items, dtype=np.int64)
+        workers = np.frombuffer(self.workers, dtype=np.int64)
+        codes = np.frombuffer(self.codes, dtype=np.int64)
+        pairs = np.stack([items, workers], axis=1)
+        _, first = np.unique(pairs, axis=0, return_index=True)
+        keep = np.sort(first)
+        domain = np.empty(len(self.domain), dtype=object)
+        for code, label in enumerate(self.domain):
+            domain[code] = label  # one by one: a tuple label stays one cell
+        return LabelTable.from_columns(items[keep], workers[keep], domain[codes[keep]])
+
+
+def _labels_add(
+    task_type: str,
+    dimension: str,
+    items: Mapping[int, list[ItemRef]],
+    submissions: Iterable[Submission],
+    include_rejected: bool,
+    add: Any,
+) -> None:
+    """``add(item id, worker id, label)`` for each categorical label of
+    ``submissions``, in order (rejected work left out unless ``include_rejected``);
+    uses a submission's ``entries`` when ``facts_build`` has filled them."""
+    for sub in submissions:
+        if sub.status == AssignmentStatus.REJECTED and not include_rejected:
+            continue
+        entries = sub.entries or entries_by_item(
+            sub.answers,
+            [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])],
+        )
+        for item_id, entry in entries.items():
+            label = categorical_label(task_type, entry, dimension=dimension)
+            if label is not None:
+                add(item_id, sub.worker_id, label)
+
+
 def stage_label_triples(
     *,
     stage: Stage,
@@ -134,24 +240,22 @@ def stage_label_triples(
     """``(item id, worker id, label)`` of the stage's stored answers, categorical
     projection per task type (``validation.projections.categorical_label``).
     ``loaded``: the stage's ``stage_items_by_hit`` and ``stage_submissions`` when the
-    caller has them already (``stage_quality``), so they are not read twice."""
+    caller has them already, so they are not read twice; else the answers are read a
+    chunk at a time (``stage_submission_chunks``)."""
     dimension = dimension or _stage_option(stage, "final_labels")["dimension"]
-    if loaded is None:
-        loaded = (stage_items_by_hit(stage=stage), stage_submissions(stage=stage))
-    items, submissions = loaded
     triples: list[tuple[int, int, Hashable]] = []
     seen: set[tuple[int, int]] = set()
-    for sub in submissions:
-        if sub.status == AssignmentStatus.REJECTED and not include_rejected:
-            continue
-        refs = [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])]
-        for item_id, entry in entries_by_item(sub.answers, refs).items():
-            label = categorical_label(stage.task_type, entry, dimension=dimension)
-            # A worker answers an item once per stage; should a HIT repeat an item
-            # (reused gold), the first answer counts.
-            if label is not None and (item_id, sub.worker_id) not in seen:
-                seen.add((item_id, sub.worker_id))
-                triples.append((item_id, sub.worker_id, label))
+
+    def add(item_id: int, worker_id: int, label: Hashable) -> None:
+        # A worker answers an item once per stage; should a HIT repeat an item
+        # (reused gold), the first answer counts.
+        if (item_id, worker_id) not in seen:
+            seen.add((item_id, worker_id))
+            triples.append((item_id, worker_id, label))
+
+    chunks = [loaded] if loaded is not None else stage_submission_chunks(stage=stage)
+    for items, submissions in chunks:
+        _labels_add(stage.task_type, dimension, items, submissions, include_rejected, add)
     return triples
 
 
@@ -172,18 +276,18 @@ def stage_agreement_series(*, stage: Stage, points: int = 12) -> list[AgreementP
     point is the stage's agreement now. Rejected work is left out, as in
     ``stage_agreement``. Empty when the task type has no categorical answers."""
     dimension = _stage_option(stage, "final_labels")["dimension"]
-    items = stage_items_by_hit(stage=stage)
     timed: list[tuple[datetime, int, int, Hashable]] = []
     seen: set[tuple[int, int]] = set()
-    for sub in stage_submissions(stage=stage):
-        if sub.status == AssignmentStatus.REJECTED or sub.submitted_at is None:
-            continue
-        refs = [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])]
-        for item_id, entry in entries_by_item(sub.answers, refs).items():
-            label = categorical_label(stage.task_type, entry, dimension=dimension)
-            if label is not None and (item_id, sub.worker_id) not in seen:
-                seen.add((item_id, sub.worker_id))
-                timed.append((sub.submitted_at, item_id, sub.worker_id, label))
+    for items, submissions in stage_submission_chunks(stage=stage):
+        for sub in submissions:
+            if sub.status == AssignmentStatus.REJECTED or sub.submitted_at is None:
+                continue
+            refs = [{"id": i.id, "external_id": i.external_id} for i in items.get(sub.hit_id, [])]
+            for item_id, entry in entries_by_item(sub.answers, refs).items():
+                label = categorical_label(stage.task_type, entry, dimension=dimension)
+                if label is not None and (item_id, sub.worker_id) not in seen:
+                    seen.add((item_id, sub.worker_id))
+                    timed.append((sub.submitted_at, item_id, sub.worker_id, label))
     if not timed:
         return []
     timed.sort(key=lambda t: t[0])
@@ -221,11 +325,19 @@ def stage_agreement(
     """Agreement over the stage's categorical answers, and each worker's agreement with
     peers: the share of other annotators giving the worker's label on the worker's
     items (items with ≥ 2 labels), averaged over those items. ``loaded`` as in
-    ``stage_label_triples``."""
-    triples = stage_label_triples(stage=stage, include_rejected=include_rejected, loaded=loaded)
-    if not triples:
+    ``stage_label_triples``; without it the answers are read a chunk at a time and the
+    labels kept as integer columns."""
+    dimension = _stage_option(stage, "final_labels")["dimension"]
+    columns = _LabelColumns()
+    chunks = [loaded] if loaded is not None else stage_submission_chunks(stage=stage)
+    for items, submissions in chunks:
+        _labels_add(stage.task_type, dimension, items, submissions, include_rejected, columns.add)
+    return _agreement_summary(columns.table())
+
+
+def _agreement_summary(table: LabelTable | None) -> AgreementSummary:
+    if table is None:
         return AgreementSummary(None, None, 0, 0, 0)
-    table = LabelTable.from_triples(triples)
     counts = table.value_counts
     m = counts.sum(axis=1)
     same = counts[table.item_code, table.label_code] - 1
@@ -292,11 +404,26 @@ def _rate(a: int, b: int) -> float | None:
     return a / b if b else None
 
 
+@dataclass
+class _WorkerTally:
+    """One worker's share of a stage, counted chunk by chunk."""
+
+    submitted: int = 0
+    approved: int = 0
+    rejected: int = 0
+    gold_correct: int = 0
+    gold_total: int = 0
+    times: list[int] = field(default_factory=list)
+
+
 def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> StageQuality:
     """Dashboard numbers of a stage, overall and per worker: agreement, gold accuracy,
     approval rate, median work time, effective hourly wage (reward over the median
-    work time) flagged under ``wage_floor`` (default $15/h)."""
-    submissions = stage_submissions(stage=stage)
+    work time) flagged under ``wage_floor`` (default $15/h).
+
+    The answers are read a chunk at a time (``stage_submission_chunks``) and each chunk
+    is reduced to per-worker counts, work times and label columns before the next is
+    read: the memory is the stage's labels and times, not its answers."""
     gold_threshold = float(
         next(
             (
@@ -307,42 +434,54 @@ def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> 
             0.5,
         )
     )
-    items_by_hit = stage_items_by_hit(stage=stage)
-    facts = facts_build(
-        task_type=stage.task_type,
-        items_by_hit=items_by_hit,
-        submissions=submissions,
-        rules=[{"rule": "gold_accuracy", "sentence_threshold": gold_threshold}],
-    )
-    # The same stored answers and items, read once for both.
-    agreement = stage_agreement(stage=stage, loaded=(items_by_hit, submissions))
-    by_worker: dict[int, list[Submission]] = defaultdict(list)
-    for sub in submissions:
-        by_worker[sub.worker_id].append(sub)
+    dimension = _stage_option(stage, "final_labels")["dimension"]
+    rules = [{"rule": "gold_accuracy", "sentence_threshold": gold_threshold}]
+    by_worker: dict[int, _WorkerTally] = defaultdict(_WorkerTally)
+    columns = _LabelColumns()
+    assignments = 0
+    for items_by_hit, submissions in stage_submission_chunks(stage=stage):
+        # Gold outcomes only count per worker, so a chunk's facts add up to the stage's.
+        facts = facts_build(
+            task_type=stage.task_type,
+            items_by_hit=items_by_hit,
+            submissions=submissions,
+            rules=rules,
+        )
+        for (_, worker_id), gold in facts.gold.items():
+            by_worker[worker_id].gold_correct += gold.correct
+            by_worker[worker_id].gold_total += gold.total
+        for sub in submissions:
+            tally = by_worker[sub.worker_id]
+            tally.submitted += 1
+            tally.approved += sub.status == AssignmentStatus.APPROVED
+            tally.rejected += sub.status == AssignmentStatus.REJECTED
+            if sub.work_seconds is not None:
+                tally.times.append(sub.work_seconds)
+        # The entries facts_build filled, read once for both.
+        _labels_add(stage.task_type, dimension, items_by_hit, submissions, False, columns.add)
+        assignments += len(submissions)
+    agreement = _agreement_summary(columns.table())
+    del columns
     names = dict(Worker.objects.filter(pk__in=list(by_worker)).values_list("pk", "pseudonym"))
     held = Assignment.objects.filter(
         hit__stage=stage, status=AssignmentStatus.SUBMITTED, review_details__review__decision="hold"
     ).count()
     reward = stage.reward
     workers = []
-    for worker_id, subs in sorted(by_worker.items()):
-        approved = sum(s.status == AssignmentStatus.APPROVED for s in subs)
-        rejected = sum(s.status == AssignmentStatus.REJECTED for s in subs)
-        tally = facts.gold_tally(worker_id, gold_threshold)
-        times = [s.work_seconds for s in subs if s.work_seconds is not None]
-        median = statistics.median(times) if times else None
+    for worker_id, t in sorted(by_worker.items()):
+        median = statistics.median(t.times) if t.times else None
         wage = hourly_wage(reward, median)
         workers.append(
             WorkerQuality(
                 worker_id=worker_id,
                 pseudonym=names.get(worker_id, ""),
-                submitted=len(subs),
-                approved=approved,
-                rejected=rejected,
-                approval_rate=_rate(approved, approved + rejected),
-                gold_correct=tally.correct,
-                gold_total=tally.total,
-                gold_accuracy=tally.accuracy,
+                submitted=t.submitted,
+                approved=t.approved,
+                rejected=t.rejected,
+                approval_rate=_rate(t.approved, t.approved + t.rejected),
+                gold_correct=t.gold_correct,
+                gold_total=t.gold_total,
+                gold_accuracy=gold_accuracy(t.gold_correct, t.gold_total),
                 agreement=agreement.per_worker.get(worker_id),
                 median_work_seconds=median,
                 hourly_wage=wage,
@@ -351,14 +490,14 @@ def stage_quality(*, stage: Stage, wage_floor: Decimal = DEFAULT_WAGE_FLOOR) -> 
         )
     approved = sum(w.approved for w in workers)
     rejected = sum(w.rejected for w in workers)
-    times = [s.work_seconds for s in submissions if s.work_seconds is not None]
+    times = [s for t in by_worker.values() for s in t.times]
     median = statistics.median(times) if times else None
     wage = hourly_wage(reward, median)
     gold_correct = sum(w.gold_correct for w in workers)
     gold_total = sum(w.gold_total for w in workers)
     return StageQuality(
         stage_id=stage.pk,
-        assignments=len(submissions),
+        assignments=assignments,
         approved=approved,
         rejected=rejected,
         held=held,

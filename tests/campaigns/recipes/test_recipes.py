@@ -124,7 +124,7 @@ def test_recipes_api_lists_stages_sources_and_paper_cost(token_client, api_clien
     response = token_client.get("/api/v1/recipes/")
     assert response.status_code == 200
     by_name = {r["name"]: r for r in response.json()}
-    assert set(by_name) == {"graphquestions", "mintaka", "nangia", "whyqa"}
+    assert set(by_name) == {"adversarial_qa", "graphquestions", "mintaka", "nangia", "whyqa"}
     mintaka = by_name["mintaka"]
     assert mintaka["stages"][0]["reward"] == "1.25"
     assert "§4.1" in mintaka["stages"][0]["source"]

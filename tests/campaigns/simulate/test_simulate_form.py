@@ -155,6 +155,22 @@ CASES: dict[str, list[tuple[list[dict[str, Any]], dict[str, Any]]]] = {
     "rubric_evaluation": [(_items({**MC, "correct": 0}), {})],
     "quiz": [(_items({}), WHYQA)],
     "survey": [(_items({}), SURVEY), (_items({}), SURVEY_WITH_NUMBER)],
+    "adversarial_passage_question": [
+        (_items({"sentences": ["The river flows north.", "It floods in spring."]}), {})
+    ],
+    "adversarial_fool_validation": [
+        (
+            _items(
+                {
+                    "sentences": ["The river flows north.", "It floods in spring."],
+                    "question": "When does it flood?",
+                    "writer_sentences": [1],
+                    "model_answer": "The river flows north.",
+                }
+            ),
+            {},
+        )
+    ],
 }
 SEEDS = range(25)
 

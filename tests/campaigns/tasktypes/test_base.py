@@ -25,6 +25,8 @@ from campaigns.tasktypes.base import (
 from tests.campaigns.tasktypes.helpers import qd
 
 ALL = [
+    "adversarial_fool_validation",
+    "adversarial_passage_question",
     "answer_entity_linking",
     "entity_link_validation",
     "mc_question_writing",

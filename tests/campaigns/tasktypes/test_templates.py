@@ -223,6 +223,30 @@ CASES: dict[str, tuple[list[dict], dict, dict, str, str]] = {
         "Fleas on rats carried it.",
         "questions/1/selected",
     ),
+    "adversarial_passage_question": (
+        [item("a1", {"title": "T", "sentences": ["Zorblax sentence.", "Other."]})],
+        {},
+        {"items": [{"external_id": "a1", "question": "Zorblax question?", "sentences": [0]}]},
+        "Zorblax question?",
+        "items/0/question",
+    ),
+    "adversarial_fool_validation": (
+        [
+            item(
+                "f1",
+                {
+                    "sentences": ["One.", "Two."],
+                    "question": "Zorblax question?",
+                    "writer_sentences": [1],
+                    "model_answer": "One.",
+                },
+            )
+        ],
+        {},
+        {"items": [{"external_id": "f1", "verdict": "fooled"}]},
+        "Zorblax question?",
+        "items/0/verdict",
+    ),
     "survey": (
         [item("z", {})],
         SURVEY,
