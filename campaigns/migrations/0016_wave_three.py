@@ -1,6 +1,7 @@
 """Wave three (never released before it was folded into one file): the model in the loop
 (``ModelEndpoint``, ``ModelCall``, ``Assignment.llm_flag``), recipe notes that follow the
-stage settings, the per-stage assignment counters and the review queue's indexes.
+stage settings, the per-stage assignment counters, the review queue's indexes and
+adversarial writing's tries (``AdversarialTry``).
 
 Recipe notes: stages made from a recipe before the notes followed the settings name the
 number in their recipe sentences as a placeholder, so that the worker pages read the
@@ -22,7 +23,7 @@ from decimal import Decimal
 import django.core.validators
 from django.conf import settings
 from django.db import migrations, models
-from django.db.models.deletion import CASCADE, PROTECT
+from django.db.models.deletion import CASCADE, PROTECT, SET_NULL
 
 # (task type, the recipe's old words, the same words with the placeholder)
 RECIPE_SENTENCES = [
@@ -194,8 +195,8 @@ def _fk(to, related_name, on_delete=CASCADE, **options):
     return models.ForeignKey(on_delete=on_delete, related_name=related_name, to=to, **options)
 
 
-def _choice(choices, **options):
-    return models.CharField(choices=choices, max_length=16, **options)
+def _choice(choices, max_length=16, **options):
+    return models.CharField(choices=choices, max_length=max_length, **options)
 
 
 def _money(decimal_places, max_digits, **options):
@@ -209,6 +210,7 @@ class Migration(migrations.Migration):
         ("campaigns", "0018_stage_assignment_counts"),
         ("campaigns", "0019_assignment_review_indexes"),
         ("campaigns", "0020_assignment_llm_flag"),
+        ("campaigns", "0021_adversarial_tries"),
     ]
 
     dependencies = [
@@ -402,5 +404,67 @@ class Migration(migrations.Migration):
             model_name="assignment",
             name="llm_flag",
             field=models.JSONField(blank=True, null=True),
+        ),
+        # Adversarial writing's tries (was 0021_adversarial_tries).
+        migrations.CreateModel(
+            name="AdversarialTry",
+            fields=[
+                ("id", _id()),
+                ("try_number", models.PositiveIntegerField()),
+                ("question", models.TextField()),
+                ("entry", models.JSONField(default=dict)),
+                ("model_answer", models.TextField(blank=True)),
+                ("model_unavailable", models.BooleanField(default=False)),
+                (
+                    "judged_by",
+                    _choice(
+                        [
+                            ("auto", "the app"),
+                            ("worker", "the worker"),
+                            ("none", "nobody: the model was unavailable"),
+                        ],
+                        max_length=8,
+                        blank=True,
+                    ),
+                ),
+                ("fooled", models.BooleanField(blank=True, null=True)),
+                ("verified", models.BooleanField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("judged_at", models.DateTimeField(blank=True, null=True)),
+                ("verified_at", models.DateTimeField(blank=True, null=True)),
+                ("assignment", _fk("campaigns.assignment", "adversarial_tries")),
+                ("item", _fk("campaigns.item", "adversarial_tries")),
+                (
+                    "model_call",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=SET_NULL,
+                        related_name="adversarial_try",
+                        to="campaigns.modelcall",
+                    ),
+                ),
+                ("stage", _fk("campaigns.stage", "adversarial_tries")),
+                ("worker", _fk("campaigns.worker", "adversarial_tries")),
+            ],
+            options={
+                "ordering": ["assignment_id", "item_id", "try_number"],
+                "indexes": [
+                    models.Index(
+                        fields=["stage", "created_at"], name="campaigns_a_stage_i_92c173_idx"
+                    ),
+                    models.Index(fields=["stage", "worker"], name="campaigns_a_stage_i_b2b197_idx"),
+                ],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("assignment", "item", "try_number"),
+                        name="adversarialtry_once_per_try",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("try_number__gte", 1)),
+                        name="adversarialtry_numbered_from_1",
+                    ),
+                ],
+            },
         ),
     ]
