@@ -146,16 +146,23 @@ def _stale_before(endpoint: ModelEndpoint) -> Any:
     return timezone.now() - timedelta(seconds=float(endpoint.timeout_seconds) + STALE_GRACE_SECONDS)
 
 
+def _call_locked(call_id: int) -> ModelCall | None:
+    """The call with its row locked (only its own row: the endpoint's and campaign's are
+    locked apart, where needed), or None. Call inside a transaction."""
+    return (
+        ModelCall.objects.select_for_update(of=("self",))
+        .select_related("endpoint")
+        .filter(pk=call_id)
+        .first()
+    )
+
+
 def _claim(call_id: int) -> tuple[ModelCall | None, bool]:
     """Lock the call; mark it running if it is due and the endpoint has a free slot.
     Returns the call and whether this run claimed it."""
     now = timezone.now()
     with transaction.atomic():
-        call = (
-            ModelCall.objects.select_for_update(of=("self",))
-            .select_related("endpoint")
-            .filter(pk=call_id)
-        ).first()
+        call = _call_locked(call_id)
         if call is None or call.status in (ModelCallStatus.DONE, ModelCallStatus.UNAVAILABLE):
             return call, False
         endpoint = ModelEndpoint.objects.select_for_update(no_key=True).get(pk=call.endpoint_id)
@@ -220,11 +227,7 @@ def _finish(
 ) -> ModelCall | None:
     now = timezone.now()
     with transaction.atomic():
-        call = (
-            ModelCall.objects.select_for_update(of=("self",))
-            .select_related("endpoint")
-            .filter(pk=call_id)
-        ).first()
+        call = _call_locked(call_id)
         if call is None or call.status != ModelCallStatus.RUNNING or call.attempts != attempt:
             return call  # taken over after going stale: the later run decides
         if answer is not None:
