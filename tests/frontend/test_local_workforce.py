@@ -345,7 +345,10 @@ def test_approve_on_the_page_hands_off_to_the_next_stage(
         )
 
     assert response.status_code == 302
-    assert response["Location"] == _url("campaign-review", campaign) + f"?stage={writing.pk}&page=1"
+    # Back where the requester was: the queue's page, at the decided row's place.
+    assert response["Location"] == (
+        _url("campaign-review", campaign) + f"?stage={writing.pk}&page=1#assignment-{assignment.pk}"
+    )
     assignment.refresh_from_db()
     assert assignment.status == AssignmentStatus.APPROVED
     assert assignment.decided_by == requester

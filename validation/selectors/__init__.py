@@ -81,32 +81,24 @@ def stage_submissions(
         base = base.filter(scope)
     query = base.order_by("pk").values_list(*_FIELDS)
     rows: Iterable[Any] = query if few else query.iterator(chunk_size=LOAD_CHUNK)
-    return [
-        Submission(
-            id=pk,
-            hit_id=hit_id,
-            worker_id=worker_id,
-            status=status,
-            answers=answers,
-            work_seconds=seconds,
-            telemetry=telemetry or {},
-            submitted_at=submitted_at,
-            provider=provider,
-            llm_flag=llm_flag,
-        )
-        for (
-            pk,
-            hit_id,
-            worker_id,
-            status,
-            answers,
-            seconds,
-            telemetry,
-            submitted_at,
-            provider,
-            llm_flag,
-        ) in rows
-    ]
+    return [_submission(row) for row in rows]
+
+
+def _submission(row: Sequence[Any]) -> Submission:
+    """A ``Submission`` of one ``values_list(*_FIELDS)`` row."""
+    pk, hit_id, worker_id, status, answers, seconds, telemetry, submitted_at, provider, flag = row
+    return Submission(
+        id=pk,
+        hit_id=hit_id,
+        worker_id=worker_id,
+        status=status,
+        answers=answers,
+        work_seconds=seconds,
+        telemetry=telemetry or {},
+        submitted_at=submitted_at,
+        provider=provider,
+        llm_flag=flag,
+    )
 
 
 def stage_submission_chunks(
@@ -119,25 +111,13 @@ def stage_submission_chunks(
     cursor on PostgreSQL) and one per chunk for the items. ``chunk``: ``LOAD_CHUNK``
     unless given."""
     chunk = chunk or LOAD_CHUNK
-    base = Assignment.objects.filter(hit__stage=stage, status__in=STORED)
+    base = Assignment.objects.filter(hit__stage=stage, status__in=HANDED_IN)
     if scope is not None:
         base = base.filter(scope)
     rows = base.order_by("pk").values_list(*_FIELDS).iterator(chunk_size=chunk)
     batch: list[Submission] = []
-    for pk, hit_id, worker_id, status, answers, seconds, telemetry, submitted_at, provider in rows:
-        batch.append(
-            Submission(
-                id=pk,
-                hit_id=hit_id,
-                worker_id=worker_id,
-                status=status,
-                answers=answers,
-                work_seconds=seconds,
-                telemetry=telemetry or {},
-                submitted_at=submitted_at,
-                provider=provider,
-            )
-        )
+    for row in rows:
+        batch.append(_submission(row))
         if len(batch) >= chunk:
             yield stage_items_by_hit(stage=stage, hit_ids={s.hit_id for s in batch}), batch
             batch = []
