@@ -20,7 +20,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from campaigns.design.services import EDITABLE_STATES
+from campaigns.design.services import EDITABLE_STATES, STAGE_SETTINGS_FIELDS
 from campaigns.models import (
     HIT,
     Assignment,
@@ -115,24 +115,9 @@ class StageAdminForm(forms.ModelForm):
     class Meta:
         model = Stage
         # campaign and task_type are absent: fixed once the stage exists (see StageAdmin).
-        fields = (
-            "name",
-            "position",
-            "instructions",
-            "config",
-            "reward",
-            "assignments_per_hit",
-            "items_per_hit",
-            "assignment_duration",
-            "lifetime",
-            "gold_ratio",
-            "qualification_requirements",
-            "escalation_rule",
-            "review_rules",
-            "bonus_rules",
-            "next_stage",
-            "handoff",
-        )
+        # The settings a requester edits on the stage page (STAGE_SETTINGS_FIELDS), and
+        # the pipeline's links.
+        fields = ("name", "position", *STAGE_SETTINGS_FIELDS, "next_stage", "handoff")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -1,10 +1,6 @@
 """Entity-link review endpoints: the queue of a campaign's entity-link items its
 annotators could not settle (each link with its id's label), and the requester's
-decision on one of them.
-
-Everything hangs off a campaign the user may see (owner, collaborators, staff);
-anything else answers 404, exactly as if it did not exist. Workers appear by
-their pseudonym only, never by their external id.
+decision on one of them. Who may see what is as in ``campaigns.api.review``.
 """
 
 from __future__ import annotations
