@@ -23,6 +23,7 @@ from django.http import HttpRequest
 from campaigns.design.services import EDITABLE_STATES, STAGE_SETTINGS_FIELDS
 from campaigns.models import (
     HIT,
+    AdversarialTry,
     Assignment,
     Campaign,
     CampaignWorker,
@@ -45,6 +46,7 @@ from campaigns.models import (
     QualificationGrant,
     QualificationType,
     Stage,
+    StageAssignmentCount,
     Worker,
     WorkerBlock,
 )
@@ -445,6 +447,28 @@ class ModelCallAdmin(ViewOnlyMixin, admin.ModelAdmin):
     list_filter = ("status", "purpose")
     raw_id_fields = ("campaign", "stage", "item", "assignment")
     list_select_related = ("endpoint", "campaign")
+
+
+@admin.register(AdversarialTry)
+class AdversarialTryAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Written by campaigns.assist.adversarial (tries, marks, verification) and judging.
+    list_display = ("id", "stage", "try_number", "fooled", "verified", "judged_by", "created_at")
+    list_filter = ("fooled", "verified", "judged_by", "model_unavailable")
+    raw_id_fields = ("assignment", "item", "stage", "worker", "model_call")
+    list_select_related = ("stage",)
+
+
+@admin.register(StageAssignmentCount)
+class StageAssignmentCountAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Kept by the database's triggers; rebuilt by ``manage.py counters_rebuild``.
+    list_display = ("stage", "status", "n", "changes")
+    list_filter = ("status",)
+    raw_id_fields = ("stage",)
+    list_select_related = ("stage",)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # Its default manager leaves the rows out of dumpdata; the admin shows them all.
+        return StageAssignmentCount.objects.select_related("stage")
 
 
 @admin.register(IdempotencyRecord)

@@ -15,6 +15,7 @@ from django.utils import timezone
 from campaigns.design.services import campaign_transition
 from campaigns.models import (
     HIT,
+    AdversarialTry,
     Assignment,
     Campaign,
     CampaignWorker,
@@ -131,13 +132,22 @@ def rows(requester):
     endpoint = ModelEndpoint.objects.create(
         owner=campaign.owner, name="baseline", kind="baseline_bm25"
     )
-    ModelCall.objects.create(
+    call = ModelCall.objects.create(
         endpoint=endpoint,
         campaign=campaign,
         stage=hit.stage,
         item=item,
         purpose="adversarial",
         idempotency_key="model:adversarial:admin",
+    )
+    AdversarialTry.objects.create(
+        assignment=assignment,
+        item=item,
+        stage=hit.stage,
+        worker=worker,
+        try_number=1,
+        question="Why is the sky blue?",
+        model_call=call,
     )
     ProviderCredential.objects.create(
         campaign=campaign,
