@@ -154,10 +154,13 @@ def _commits_unsynced() -> Iterator[None]:
         yield
         return
 
+    changed: set[str] = set()  # the aliases set here: only those are reset
+
     def unsynced(sender: Any, connection: Any, **kwargs: Any) -> None:
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET synchronous_commit TO off")
+            changed.add(connection.alias)
 
     connection_created.connect(unsynced)
     try:
@@ -167,7 +170,7 @@ def _commits_unsynced() -> Iterator[None]:
     finally:
         connection_created.disconnect(unsynced)
         for conn in connections.all(initialized_only=True):
-            if conn.vendor == "postgresql" and conn.connection is not None:
+            if conn.alias in changed and conn.connection is not None:
                 with conn.cursor() as cursor:
                     cursor.execute("RESET synchronous_commit")
 

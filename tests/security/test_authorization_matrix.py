@@ -71,7 +71,14 @@ PUBLIC = {
     "suggest",
 }
 # Worker pages of one assignment: only its worker's session may act on it.
-WORKER_PAGES = {"assignment", "return", "done"}
+WORKER_PAGES = {
+    "assignment",
+    "return",
+    "done",
+    "adversarial_try",
+    "adversarial_mark",
+    "adversarial_state",
+}
 # The user's own account pages.
 ACCOUNT = {"password_change", "password_change_done"}
 # Requester pages and API routes that show only what the user may see, never others'.
@@ -157,6 +164,7 @@ def world(requester, settings, tmp_path):
         "name": "jsonl",
         "token": invite_token(invite=invite),
         "question_id": generated.pk,
+        "try_number": 1,
         "job_id": _finished_job(campaign, requester).pk,
         "endpoint_id": ModelEndpoint.objects.create(
             owner=requester, name="Alice's baseline", kind="baseline_bm25"

@@ -63,6 +63,7 @@ def test_markup_is_text_on_every_page(requester):
         "name": "jsonl",
         "token": "x",
         "question_id": generated.pk,
+        "try_number": 1,
         # A failed upload job: its page shows the file name and the error as text.
         "job_id": Job.objects.create(
             kind="upload",
