@@ -9,7 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import stage_or_404
+from campaigns.api.common import stage_or_404, validated
 from campaigns.design.articles import MAX_QUESTIONS, article_items_upload
 
 
@@ -48,9 +48,8 @@ class StageArticleApi(APIView):
     @extend_schema(request=ArticleInput, responses={201: ArticleOutput})
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        data = ArticleInput(data=request.data)
-        data.is_valid(raise_exception=True)
-        made = article_items_upload(stage=stage, **data.validated_data)
+        data = validated(ArticleInput, request.data)
+        made = article_items_upload(stage=stage, **data)
         body = {
             "created": made.upload.created,
             "batch": made.upload.batch,

@@ -17,6 +17,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
     money_field,
+    validated,
 )
 from campaigns.design.access import campaign_delete, campaign_update
 from campaigns.design.platform import platform_for
@@ -156,11 +157,8 @@ class CampaignListCreateApi(generics.ListAPIView):
     )
     def post(self, request: Request) -> Response:
         """Create a draft campaign owned by you."""
-        serializer = self.CampaignCreateInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        campaign = campaign_create_with_recipe(
-            owner=authenticated_user(request), **serializer.validated_data
-        )
+        data = validated(self.CampaignCreateInputSerializer, request.data)
+        campaign = campaign_create_with_recipe(owner=authenticated_user(request), **data)
         return Response(_campaign_out(campaign), status=status.HTTP_201_CREATED)
 
 
@@ -207,11 +205,8 @@ class CampaignDetailApi(APIView):
     )
     def patch(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.CampaignEditInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        campaign = campaign_update(
-            campaign=campaign, actor=request.user, **serializer.validated_data
-        )
+        data = validated(self.CampaignEditInputSerializer, request.data)
+        campaign = campaign_update(campaign=campaign, actor=request.user, **data)
         return Response(_campaign_out(campaign))
 
     @extend_schema(
@@ -251,12 +246,11 @@ class CampaignTransitionApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.CampaignTransitionInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(self.CampaignTransitionInputSerializer, request.data)
         campaign = campaign_start(
             campaign=campaign,
-            to_state=serializer.validated_data["state"],
-            test_study=serializer.validated_data["test_study"],
+            to_state=data["state"],
+            test_study=data["test_study"],
         )
         return Response(_campaign_out(campaign))
 

@@ -60,6 +60,14 @@ def stage_or_404(*, request: Request, stage_id: int) -> Stage:
         raise Http404("No stage with this id.") from None
 
 
+def validated(serializer_class: type[serializers.Serializer], data: Any) -> Any:
+    """``data`` (a request's body or query) as ``serializer_class`` validates it: its
+    ``validated_data``; invalid input raises the 400 ``ValidationError``."""
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 @extend_schema_field(
     {
         "type": "integer",

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from campaigns.api.common import NOT_VISIBLE, campaign_or_404
+from campaigns.api.common import NOT_VISIBLE, campaign_or_404, validated
 from campaigns.exports import FORMATS, ExportFormat, export_filename, export_format_get
 from campaigns.exports.mintaka import SPLITS, parse_ratios
 from campaigns.exports.services import export_stream_audited
@@ -104,9 +104,8 @@ class ExportQuerySerializer(serializers.Serializer):
 def export_options(*, campaign: Campaign, data: Any) -> tuple[dict[str, Any], bool]:
     """The export options in ``data`` (``ExportQuerySerializer``; a 400 when invalid) and
     whether they reveal real worker ids, which needs ``confirm`` set to the campaign's slug."""
-    query = ExportQuerySerializer(data=data)
-    query.is_valid(raise_exception=True)
-    options = dict(query.validated_data)
+    query = validated(ExportQuerySerializer, data)
+    options = dict(query)
     reveal = options.pop("reveal_worker_ids")
     confirm = options.pop("confirm", "")
     if reveal and confirm != campaign.slug:

@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404
+from campaigns.api.common import BAD_INPUT, NOT_VISIBLE, campaign_or_404, validated
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import Campaign
 from linking.graphquestions.generate import DEFAULT_MIN_COMMONNESS, SPEC_FUNCTIONS, Spec
@@ -143,9 +143,7 @@ class CampaignGeneratedQuestionListApi(generics.ListAPIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        data = GenerateInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = data.validated_data
+        v = validated(GenerateInputSerializer, request.data)
         spec = Spec(
             classes=tuple(v["classes"]),
             edges=(v["edges"][0], v["edges"][1]),
@@ -242,9 +240,8 @@ class CampaignGeneratedQuestionSendApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        data = SendInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        stage = campaign.stages.filter(pk=data.validated_data["stage"]).first()
+        data = validated(SendInputSerializer, request.data)
+        stage = campaign.stages.filter(pk=data["stage"]).first()
         if stage is None:
             raise ValidationError({"stage": ["No such stage in this campaign."]})
         try:

@@ -24,6 +24,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
     money_field,
+    validated,
 )
 from campaigns.api.idempotency import idempotent_action
 from campaigns.api.idempotency_store import IdempotencyKeyReused
@@ -241,9 +242,7 @@ class AssignmentBonusApi(APIView):
     )
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
-        serializer = self.BonusInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.BonusInputSerializer, request.data)
         user = authenticated_user(request)
         header = (request.headers.get("Idempotency-Key") or "").strip()
         # The payment's own key: derived from the client's key, so it pays once even

@@ -22,6 +22,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
     campaign_stage_or_400,
+    validated,
 )
 from campaigns.api.review import ItemBriefSerializer
 from campaigns.design.selectors import campaign_list_visible
@@ -93,11 +94,8 @@ class CampaignLinkReviewApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        filters = self.LinkReviewFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        stage = campaign_stage_or_400(
-            campaign=campaign, stage_id=filters.validated_data.get("stage")
-        )
+        filters = validated(self.LinkReviewFilterSerializer, request.query_params)
+        stage = campaign_stage_or_400(campaign=campaign, stage_id=filters.get("stage"))
         queue = link_review_queue(campaign=campaign, stage=stage)
         labels = entity_labels(
             qids={
@@ -172,9 +170,7 @@ class LinkReviewDecideApi(APIView):
         )
         if item is None:
             raise Http404("No linking item with this id.")
-        serializer = self.LinkDecideInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.LinkDecideInputSerializer, request.data)
         if "assignment" in data:
             links = annotation_links(item=item, assignment_id=data["assignment"])
             if links is None:

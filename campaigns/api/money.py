@@ -15,7 +15,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import NOT_VISIBLE, MoneyField, campaign_or_404, money_field
+from campaigns.api.common import NOT_VISIBLE, MoneyField, campaign_or_404, money_field, validated
 from campaigns.insights.money import campaign_costs, ledger_list
 from campaigns.models import LedgerEntry, LedgerKind, LedgerStatus
 
@@ -103,9 +103,8 @@ class CampaignCostsApi(APIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        query = self.CostsQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        costs = campaign_costs(campaign=campaign, wage_floor=query.validated_data.get("wage_floor"))
+        query = validated(self.CostsQuerySerializer, request.query_params)
+        costs = campaign_costs(campaign=campaign, wage_floor=query.get("wage_floor"))
         return Response(CampaignCostsSerializer(costs).data)
 
 

@@ -19,6 +19,7 @@ from campaigns.api.common import (
     StrictInputSerializer,
     authenticated_user,
     campaign_or_404,
+    validated,
 )
 from campaigns.design.access import campaign_can_manage
 from campaigns.models import (
@@ -108,9 +109,8 @@ class CampaignQualificationListCreateApi(generics.ListAPIView):
         user = authenticated_user(request)
         if not campaign_can_manage(campaign=campaign, user=user):
             raise PermissionDenied("Only the campaign's owner (or staff) may create types.")
-        serializer = self.QualificationTypeInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        created = qualification_type_create(owner=campaign.owner, **serializer.validated_data)
+        values = validated(self.QualificationTypeInputSerializer, request.data)
+        created = qualification_type_create(owner=campaign.owner, **values)
         out = self.get_queryset().get(pk=created.pk)
         return Response(QualificationTypeSerializer(out).data, status=status.HTTP_201_CREATED)
 

@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import money_field, stage_or_404
+from campaigns.api.common import money_field, stage_or_404, validated
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Item
 from campaigns.tasktypes import task_type_get
@@ -195,7 +195,6 @@ class StageAgreementSeriesApi(APIView):
     )
     def get(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        query = self.QuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        series = stage_agreement_series(stage=stage, points=query.validated_data["points"])
+        query = validated(self.QuerySerializer, request.query_params)
+        series = stage_agreement_series(stage=stage, points=query["points"])
         return Response(AgreementPointSerializer(series, many=True).data)

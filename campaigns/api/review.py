@@ -32,6 +32,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
     campaign_stage_or_400,
+    validated,
 )
 from campaigns.api.idempotency import IDEMPOTENCY_CONFLICT, IDEMPOTENCY_KEY, idempotent
 from campaigns.models import Assignment, AssignmentStatus, Campaign
@@ -271,15 +272,12 @@ class CampaignAssignmentListApi(generics.ListAPIView):
         if getattr(self, "swagger_fake_view", False):
             return Assignment.objects.none()
         campaign = campaign_or_404(request=self.request, slug=self.kwargs["slug"])
-        filters = self.AssignmentFilterSerializer(data=self.request.query_params)
-        filters.is_valid(raise_exception=True)
-        stage = campaign_stage_or_400(
-            campaign=campaign, stage_id=filters.validated_data.get("stage")
-        )
+        filters = validated(self.AssignmentFilterSerializer, self.request.query_params)
+        stage = campaign_stage_or_400(campaign=campaign, stage_id=filters.get("stage"))
         assignments = assignment_list_for_campaign(
-            campaign=campaign, status=filters.validated_data.get("status"), stage=stage
+            campaign=campaign, status=filters.get("status"), stage=stage
         )
-        held = filters.validated_data.get("held")
+        held = filters.get("held")
         hold = {"status": AssignmentStatus.SUBMITTED, "review_details__review__decision": "hold"}
         if held is True:
             assignments = assignments.filter(**hold)
@@ -351,14 +349,13 @@ class _AssignmentDecisionApi(APIView):
 
     def decide(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
-        serializer = self.input_serializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(self.input_serializer, request.data)
         _decide(
             assignment=assignment,
             decision=self.decision,
             request=request,
-            reason=serializer.validated_data["reason"],
-            feedback=serializer.validated_data.get("feedback", ""),
+            reason=data["reason"],
+            feedback=data.get("feedback", ""),
         )
         return Response(_assignment_out(assignment))
 
@@ -472,9 +469,7 @@ class CampaignBulkReviewApi(APIView):
     @idempotent
     def post(self, request: Request, slug: str) -> Response:
         campaign: Campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.BulkReviewInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.BulkReviewInputSerializer, request.data)
         ids = list(dict.fromkeys(data["ids"]))
         found = {
             a.pk: a for a in assignment_list_for_campaign(campaign=campaign).filter(pk__in=ids)
@@ -557,9 +552,7 @@ class AssignmentOverrideApi(APIView):
     @idempotent
     def post(self, request: Request, assignment_id: int) -> Response:
         assignment = _assignment_or_404(request, assignment_id)
-        serializer = self.OverrideInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.OverrideInputSerializer, request.data)
         assignment_override(
             assignment=assignment,
             decision=data["decision"],

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import BAD_INPUT, MoneyField, stage_or_404
+from campaigns.api.common import BAD_INPUT, MoneyField, stage_or_404, validated
 from campaigns.api.stages import STAGE_ERRORS
 from campaigns.models import Stage
 from campaigns.payments.wages import stage_wage_topup_pay, wage_floor_rule
@@ -122,9 +122,8 @@ class StageRoundApi(APIView):
     )
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        data = RoundInputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        v = _round_input(stage, dict(data.validated_data))
+        data = validated(RoundInputSerializer, request.data)
+        v = _round_input(stage, dict(data))
         grading = stage.campaign.stages.filter(pk=v["grading_stage"]).first()
         if grading is None:
             raise ValidationError({"grading_stage": ["No such stage in this campaign."]})

@@ -17,6 +17,7 @@ from campaigns.api.common import (
     StrictInputSerializer,
     campaign_or_404,
     stage_or_404,
+    validated,
 )
 from campaigns.design.selectors import stage_list_visible, stage_list_with_counts
 from campaigns.design.services import stage_add, stage_clone, stage_link, stage_update
@@ -176,9 +177,8 @@ class CampaignStageListCreateApi(generics.ListAPIView):
     def post(self, request: Request, slug: str) -> Response:
         """Append a stage; only while the campaign is a draft or a pilot."""
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = StageCreateInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        stage = stage_add(campaign=campaign, actor=request.user, **serializer.validated_data)
+        data = validated(StageCreateInputSerializer, request.data)
+        stage = stage_add(campaign=campaign, actor=request.user, **data)
         return Response(_stage_out(stage), status=status.HTTP_201_CREATED)
 
 
@@ -195,9 +195,8 @@ class StageDetailApi(APIView):
     )
     def patch(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        serializer = StageEditInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        stage = stage_update(stage=stage, actor=request.user, **serializer.validated_data)
+        data = validated(StageEditInputSerializer, request.data)
+        stage = stage_update(stage=stage, actor=request.user, **data)
         return Response(_stage_out(stage))
 
 
@@ -215,9 +214,8 @@ class StageCloneApi(APIView):
     )
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        serializer = self.StageCloneInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        copy = stage_clone(stage=stage, name=serializer.validated_data.get("name"))
+        data = validated(self.StageCloneInputSerializer, request.data)
+        copy = stage_clone(stage=stage, name=data.get("name"))
         return Response(_stage_out(copy), status=status.HTTP_201_CREATED)
 
 
@@ -238,9 +236,8 @@ class StageLinkApi(APIView):
     )
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        serializer = self.StageLinkInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        next_id = serializer.validated_data["next_stage"]
+        data = validated(self.StageLinkInputSerializer, request.data)
+        next_id = data["next_stage"]
         next_stage = None
         if next_id is not None:
             # Only stages of the same campaign are candidates, so an id from
@@ -254,9 +251,7 @@ class StageLinkApi(APIView):
                 raise serializers.ValidationError(
                     {"next_stage": ["No stage with this id in this campaign."]}
                 )
-        stage = stage_link(
-            stage=stage, next_stage=next_stage, handoff=serializer.validated_data["handoff"]
-        )
+        stage = stage_link(stage=stage, next_stage=next_stage, handoff=data["handoff"])
         return Response(_stage_out(stage))
 
 

@@ -8,7 +8,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from campaigns.api.common import StrictInputSerializer, campaign_or_404
+from campaigns.api.common import StrictInputSerializer, campaign_or_404, validated
 from campaigns.platforms.testing import campaign_test_participant_add
 
 
@@ -31,9 +31,6 @@ class CampaignTestParticipantApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.TestParticipantInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        participant = campaign_test_participant_add(
-            campaign=campaign, email=serializer.validated_data["email"]
-        )
+        data = validated(self.TestParticipantInputSerializer, request.data)
+        participant = campaign_test_participant_add(campaign=campaign, email=data["email"])
         return Response({"participant_id": participant}, status=status.HTTP_201_CREATED)

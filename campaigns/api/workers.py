@@ -24,6 +24,7 @@ from campaigns.api.common import (
     authenticated_user,
     campaign_or_404,
     money_field,
+    validated,
 )
 from campaigns.api.idempotency import idempotent_action
 from campaigns.insights.workers import (
@@ -129,9 +130,8 @@ class CampaignWorkerListApi(generics.GenericAPIView):
     )
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        filters = self.WorkerFilterSerializer(data=request.query_params)
-        filters.is_valid(raise_exception=True)
-        rows = campaign_worker_table(campaign=campaign, **filters.validated_data)
+        filters = validated(self.WorkerFilterSerializer, request.query_params)
+        rows = campaign_worker_table(campaign=campaign, **filters)
         page = self.paginate_queryset(rows)
         data = WorkerRowSerializer(page if page is not None else rows, many=True).data
         return self.get_paginated_response(data) if page is not None else Response(data)
@@ -161,13 +161,12 @@ class WorkerBlockApi(APIView):
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
         campaign, worker = _worker_or_404(request, slug, pseudonym)
-        serializer = self.BlockInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(self.BlockInputSerializer, request.data)
         _, op = worker_block(
             campaign=campaign,
             actor=authenticated_user(request),
             worker=worker,
-            reason=serializer.validated_data["reason"],
+            reason=data["reason"],
         )
         return Response({"worker": worker.pseudonym, "blocked": True, "operation": _operation(op)})
 
@@ -217,9 +216,7 @@ class WorkerQualifyApi(APIView):
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
         campaign, worker = _worker_or_404(request, slug, pseudonym)
-        serializer = self.QualifyInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.QualifyInputSerializer, request.data)
         qualification_type = QualificationType.objects.filter(
             pk=data["qualification_type"], owner_id=campaign.owner_id
         ).first()
@@ -284,9 +281,8 @@ class WorkerMessageApi(APIView):
     )
     def post(self, request: Request, slug: str, pseudonym: str) -> Response:
         campaign, worker = _worker_or_404(request, slug, pseudonym)
-        serializer = MessageFields(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        return _message(request, campaign, [worker], serializer.validated_data)
+        data = validated(MessageFields, request.data)
+        return _message(request, campaign, [worker], data)
 
 
 class CampaignMessageApi(APIView):
@@ -310,9 +306,7 @@ class CampaignMessageApi(APIView):
     )
     def post(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.ManyMessageInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.ManyMessageInputSerializer, request.data)
         wanted = list(dict.fromkeys(data["workers"]))
         found = campaign_workers_by_pseudonym(campaign=campaign, pseudonyms=wanted)
         unknown = [p for p in wanted if p not in found]

@@ -30,6 +30,7 @@ from campaigns.api.common import (
     campaign_or_404,
     campaign_stage_or_400,
     stage_or_404,
+    validated,
 )
 from campaigns.models import InviteLink, LocalGrant
 from campaigns.work.invites import (
@@ -146,9 +147,7 @@ class CampaignInviteListCreateApi(generics.ListAPIView):
     def post(self, request: Request, slug: str) -> Response:
         """Create an invite link; the answer holds its URL and token."""
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.InviteCreateInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
+        data = validated(self.InviteCreateInputSerializer, request.data)
         stage = campaign_stage_or_400(campaign=campaign, stage_id=data["stage"])
         invite = invite_create(
             campaign=campaign,
@@ -221,9 +220,8 @@ class CampaignGrantListCreateApi(generics.ListAPIView):
     def post(self, request: Request, slug: str) -> Response:
         """Grant the campaign to an active account, by username. Idempotent."""
         campaign = campaign_or_404(request=request, slug=slug)
-        serializer = self.GrantCreateInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        username = serializer.validated_data["username"]
+        values = validated(self.GrantCreateInputSerializer, request.data)
+        username = values["username"]
         user_model = get_user_model()
         user = user_model.objects.filter(
             **{user_model.USERNAME_FIELD: username, "is_active": True}
@@ -291,15 +289,12 @@ class StagePublishApi(APIView):
     )
     def post(self, request: Request, stage_id: int) -> Response:
         stage = stage_or_404(request=request, stage_id=stage_id)
-        serializer = self.StagePublishInputSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
+        data = validated(self.StagePublishInputSerializer, request.data)
         campaign = stage.campaign
         if campaign.state not in WORKABLE_STATES:
             raise StateConflict(
                 f"The campaign is {campaign.state}; stages are published in pilot or live only.",
                 errors={"state": [campaign.state]},
             )
-        created = stage_publish(
-            stage=stage, allow_partial=serializer.validated_data["allow_partial"]
-        )
+        created = stage_publish(stage=stage, allow_partial=data["allow_partial"])
         return Response({"stage": stage.pk, "hits_created": created})

@@ -3,7 +3,7 @@ pseudonyms, CSV cells that a spreadsheet will not run as formulas."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from django.db.models import QuerySet
@@ -40,13 +40,26 @@ def keyset_rows(
     """``queryset``'s rows as dicts of ``fields`` (plus ``id``), in id order, one chunk
     at a time: each chunk is its own ``WHERE id > last LIMIT chunk`` query, so memory
     stays flat whatever the size and no cursor is held open between chunks."""
+    return _keyset_pages(queryset.values("id", *fields), key=lambda row: row["id"], chunk=chunk)
+
+
+def keyset_tuples(
+    queryset: QuerySet[Any], fields: Sequence[str], *, chunk: int = CHUNK
+) -> Iterator[list[tuple[Any, ...]]]:
+    """``keyset_rows`` as tuples: each row's ``pk`` then its ``fields``."""
+    return _keyset_pages(queryset.values_list("pk", *fields), key=lambda row: row[0], chunk=chunk)
+
+
+def _keyset_pages(
+    queryset: QuerySet[Any], *, key: Callable[[Any], Any], chunk: int
+) -> Iterator[list[Any]]:
     last = 0
     while True:
-        rows = list(queryset.filter(pk__gt=last).order_by("pk").values("id", *fields)[:chunk])
-        if not rows:
+        page = list(queryset.filter(pk__gt=last).order_by("pk")[:chunk])
+        if not page:
             return
-        yield rows
-        last = rows[-1]["id"]
+        yield page
+        last = key(page[-1])
 
 
 def keyset_sql_pages(

@@ -274,20 +274,6 @@ def _semver(version: str) -> str:
     return "0.0.0"
 
 
-def croissant_json(
-    *,
-    facts: CampaignFacts,
-    contents: ExportContents,
-    features: Any,
-    field_notes: Mapping[str, str],
-    file_digests: Mapping[str, str],
-) -> str:
-    """``croissant.json``'s text."""
-    metadata = croissant_metadata(
-        facts=facts,
-        contents=contents,
-        features=features,
-        field_notes=field_notes,
-        file_digests=file_digests,
-    )
+def croissant_json(metadata: Any) -> str:
+    """``croissant.json``'s text: ``metadata`` (``croissant_metadata``) as JSON."""
     return json.dumps(metadata.to_json(), ensure_ascii=False, indent=2, default=str) + "\n"

@@ -32,7 +32,7 @@ from django.utils import timezone
 from campaigns.exports.card import ExportContents, card_markdown
 from campaigns.exports.card_facts import campaign_facts
 from campaigns.exports.common import Tally
-from campaigns.exports.croissant import croissant_json
+from campaigns.exports.croissant import croissant_json, croissant_metadata
 from campaigns.exports.datasheet import datasheet_text
 from campaigns.exports.hf_rows import DatasetShape, dataset_rows, dataset_shape
 from campaigns.exports.mintaka import DEFAULT_RATIOS, SPLITS, parse_ratios
@@ -254,11 +254,13 @@ def hf_folder_write(
     )
     (target / "croissant.json").write_text(
         croissant_json(
-            facts=facts,
-            contents=contents,
-            features=features,
-            field_notes=notes,
-            file_digests={name: _sha256(target / name) for name in files},
+            croissant_metadata(
+                facts=facts,
+                contents=contents,
+                features=features,
+                field_notes=notes,
+                file_digests={name: _sha256(target / name) for name in files},
+            )
         ),
         encoding="utf-8",
     )

@@ -32,7 +32,7 @@ from typing import Any
 
 from django.db import connection
 
-from campaigns.exports.common import first_items, keyset_sql_pages
+from campaigns.exports.common import first_items, keyset_sql_pages, keyset_tuples
 from campaigns.exports.mintaka import in_splits, keyed_examples, pair_id_index, split_codes
 from campaigns.exports.model_loop import call_columns, model_calls_by_assignment
 from campaigns.exports.provenance import _lineages
@@ -214,29 +214,22 @@ def _json_text(value: Any) -> str | None:
 
 def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...]]]:
     """``EXAMPLES_PAGE_SQL``'s rows through the ORM, on any database."""
-    last = 0
-    while True:
-        page = list(
-            Assignment.objects.filter(
-                hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED, pk__gt=last
-            )
-            .order_by("pk")
-            .values_list(
-                "pk",
-                "hit__stage__name",
-                "hit__stage__task_type",
-                "worker__pseudonym",
-                "worker__external_id",
-                "answers",
-                "submitted_at",
-                "decided_at",
-                "decision_source",
-                "hit_id",
-                "llm_flag",
-            )[:EXAMPLES_PAGE]
-        )
-        if not page:
-            return
+    for page in keyset_tuples(
+        Assignment.objects.filter(hit__stage__campaign=campaign, status=AssignmentStatus.APPROVED),
+        (
+            "hit__stage__name",
+            "hit__stage__task_type",
+            "worker__pseudonym",
+            "worker__external_id",
+            "answers",
+            "submitted_at",
+            "decided_at",
+            "decision_source",
+            "hit_id",
+            "llm_flag",
+        ),
+        chunk=EXAMPLES_PAGE,
+    ):
         firsts = first_items(
             sorted({r[9] for r in page}),
             "item__external_id",
@@ -257,7 +250,6 @@ def _portable_examples_pages(campaign: Campaign) -> Iterator[list[tuple[Any, ...
             for r in page
             for item in [firsts.get(r[9], none)]
         ]
-        last = page[-1][0]
 
 
 def _examples_rows(

@@ -24,7 +24,14 @@ from django.db import connection
 from django.db.models import Q
 from django.db.models.expressions import RawSQL
 
-from campaigns.exports.common import CHUNK, IN_BATCH, Tally, first_items, keyset_sql_pages
+from campaigns.exports.common import (
+    CHUNK,
+    IN_BATCH,
+    Tally,
+    first_items,
+    keyset_sql_pages,
+    keyset_tuples,
+)
 from campaigns.exports.mintaka_values import (
     answer_dates,
     answer_number,
@@ -165,17 +172,10 @@ def _pg_pages(stages: list[int]) -> Iterator[list[PageRow]]:
 
 def _portable_pages(stages: list[int]) -> Iterator[list[PageRow]]:
     """``_pg_pages``' rows through the ORM, on any database."""
-    last = 0
-    while True:
-        page = list(
-            Assignment.objects.filter(
-                hit__stage_id__in=stages, status=AssignmentStatus.APPROVED, pk__gt=last
-            )
-            .order_by("pk")
-            .values_list("pk", "hit_id", "answers")[:CHUNK]
-        )
-        if not page:
-            return
+    for page in keyset_tuples(
+        Assignment.objects.filter(hit__stage_id__in=stages, status=AssignmentStatus.APPROVED),
+        ("hit_id", "answers"),
+    ):
         firsts = first_items(
             sorted({hit_id for _, hit_id, _ in page}), "item__external_id", "item__data"
         )
@@ -184,7 +184,6 @@ def _portable_pages(stages: list[int]) -> Iterator[list[PageRow]]:
             for pk, hit_id, answers in page
             if hit_id in firsts
         ]
-        last = page[-1][0]
 
 
 def _cells(data: Any) -> tuple[Any, Any]:

@@ -4,10 +4,11 @@ state the campaign's stages were left in."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 
 from campaigns.models import Assignment, Campaign, Item
 
@@ -76,20 +77,14 @@ class SimulationResult:
 
     def collect_stage_state(self, *, campaign: Campaign) -> None:
         """Item and assignment counts by status, per stage, from the database."""
-        for row in (
-            Item.objects.filter(stage__campaign=campaign)
-            .values("stage_id", "status")
-            .annotate(n=Count("id"))
-        ):
-            if row["stage_id"] in self.stages:
-                self.stages[row["stage_id"]].items[row["status"]] = row["n"]
-        for done in (
-            Assignment.objects.filter(hit__stage__campaign=campaign)
-            .values("hit__stage_id", "status")
-            .annotate(n=Count("id"))
-        ):
-            if done["hit__stage_id"] in self.stages:
-                self.stages[done["hit__stage_id"]].assignments[done["status"]] = done["n"]
+        items = Item.objects.filter(stage__campaign=campaign)
+        for stage_id, status, n in _status_counts(items, stage_key="stage_id"):
+            if stage_id in self.stages:
+                self.stages[stage_id].items[status] = n
+        assignments = Assignment.objects.filter(hit__stage__campaign=campaign)
+        for stage_id, status, n in _status_counts(assignments, stage_key="hit__stage_id"):
+            if stage_id in self.stages:
+                self.stages[stage_id].assignments[status] = n
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -142,3 +137,9 @@ class SimulationResult:
         else:
             out.append("no errors")
         return out
+
+
+def _status_counts(queryset: QuerySet[Any], *, stage_key: str) -> Iterator[tuple[int, str, int]]:
+    """``(stage id, status, rows)`` of ``queryset``, its stage read through ``stage_key``."""
+    for row in queryset.values(stage_key, "status").annotate(n=Count("id")):
+        yield row[stage_key], row["status"], row["n"]

@@ -33,7 +33,7 @@ import random
 import re
 import string
 import unicodedata
-from collections.abc import Hashable, Iterable, Mapping, Sized
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sized
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -494,6 +494,29 @@ def derived_external_id_of_json(source: str, tag: str, canonical: str) -> str:
         keep = MAX_EXTERNAL_ID_LENGTH - len(suffix) - len(source_digest) - 1
         source = f"{source[:keep]}~{source_digest}"
     return source + suffix
+
+
+def question_items(
+    items: list[dict[str, Any]],
+    answer: Mapping[str, Any],
+    *,
+    tag: str,
+    content: Callable[[Any], Any],
+    data: Callable[[Any], dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """One next-stage item per entry of ``answer["questions"]`` of the first of ``items``
+    (none without it): ``data(question)`` as its data, its external id derived from the
+    source's at ``<tag><n>`` (n from 1) with ``content(question)``."""
+    if not items:
+        return []
+    source_id = str(items[0].get("external_id", ""))
+    return [
+        {
+            "external_id": derived_external_id(source_id, f"{tag}{i + 1}", content(question)),
+            "data": data(question),
+        }
+        for i, question in enumerate(answer.get("questions", []))
+    ]
 
 
 def item_entries(answer: Any) -> list[dict[str, Any]]:

@@ -128,36 +128,27 @@ class MCQuestionWriting(tt.TaskType):
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
     ) -> Iterable[dict[str, Any]]:
         """Each question as an item for ``mc_validation`` or ``rubric_evaluation``."""
-        if not items:
-            return []
-        source = items[0]
-        passage = source.get("data", {})
-        out = []
-        for i, q in enumerate(answer.get("questions", [])):
-            data: dict[str, Any] = {
+        passage = items[0].get("data", {}) if items else {}
+
+        def data(q: dict[str, Any]) -> dict[str, Any]:
+            out: dict[str, Any] = {
                 "passage": passage.get("passage", ""),
                 "question": q["question"],
                 "options": list(q["options"]),
             }
             if passage.get("title"):
-                data["title"] = passage["title"]
+                out["title"] = passage["title"]
             if handoff.get("target") == "rubric_evaluation":
-                data["correct"] = q["correct"]
+                out["correct"] = q["correct"]
                 if q.get("justification"):
-                    data["justification"] = q["justification"]
+                    out["justification"] = q["justification"]
             else:
-                data["writer_correct"] = q["correct"]
-            out.append(
-                {
-                    "external_id": tt.derived_external_id(
-                        str(source.get("external_id", "")),
-                        f"mc{i + 1}",
-                        [q["question"], q["options"]],
-                    ),
-                    "data": data,
-                }
-            )
-        return out
+                out["writer_correct"] = q["correct"]
+            return out
+
+        return tt.question_items(
+            items, answer, tag="mc", content=lambda q: [q["question"], q["options"]], data=data
+        )
 
     def page(
         self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any

@@ -143,29 +143,22 @@ class WhyQuestionFromPartialArticle(tt.TaskType):
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
     ) -> Iterable[dict[str, Any]]:
         """Each question becomes a ``sentence_selection_answer`` item with the full article."""
-        if not items:
-            return []
-        source = items[0]
+        source = items[0] if items else {}
         article = source.get("data", {})
         sentences, breaks = article_sentences(article)
-        out = []
-        for i, question in enumerate(answer.get("questions", [])):
-            data = {
+        return tt.question_items(
+            items,
+            answer,
+            tag="why",
+            content=lambda question: question,
+            data=lambda question: {
                 "question": question,
                 "article_id": article.get("article_id", str(source.get("external_id", ""))),
                 "title": article.get("title", ""),
                 "sentences": sentences,
                 "section_breaks": breaks,
-            }
-            out.append(
-                {
-                    "external_id": tt.derived_external_id(
-                        str(source.get("external_id", "")), f"why{i + 1}", question
-                    ),
-                    "data": data,
-                }
-            )
-        return out
+            },
+        )
 
     takes_articles: ClassVar[bool] = True
 
