@@ -38,6 +38,7 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     ModelCallPurpose,
+    Provider,
     Stage,
 )
 from campaigns.tasktypes import TaskType, task_type_get
@@ -170,13 +171,19 @@ def claimed_record(attempts: list[AdversarialTry]) -> dict[str, Any] | None:
     }
 
 
+# The workforces whose work page shows the panel (frontend.worker.adversarial.ENTRIES):
+# their workers ask the model before submitting. MTurk's framed page, with no session,
+# has no try routes: its workers go on without the model.
+PANEL_PROVIDERS = frozenset({Provider.LOCAL, Provider.PROLIFIC})
+
+
 def adversarial_submit_check(*, assignment: Assignment, stage: Stage, **_: Any) -> None:
     """``answer_submitting``'s handler: on an adversarial stage, refuse the submission
     while the tries do not allow it (no try yet, the model's answer awaited or
     unmarked). Other stages cost nothing: their config, loaded with the locked
     assignment, says they are not adversarial."""
     cfg = adversarial_config(stage.config)
-    if cfg is None:
+    if cfg is None or assignment.provider not in PANEL_PROVIDERS:
         return
     allow = tries_allow(tries=adversarial_tries(assignment_id=assignment.pk), cfg=cfg)
     if not allow.may_submit:
