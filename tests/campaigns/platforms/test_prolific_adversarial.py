@@ -130,6 +130,7 @@ def test_the_adversarial_flow_through_the_prolific_entry(
     assert "app.prolific.com" in done["Location"]
     stored = Assignment.objects.get(pk=assignment.pk)
     assert stored.status == AssignmentStatus.SUBMITTED
+    assert isinstance(stored.answers, dict)
     (claim,) = stored.answers["adversarial"].values()
     assert claim["fooled"]
 
