@@ -12,13 +12,14 @@ from campaigns.assist.adversarial import (
     BONUS_RULE,
     adversarial_answer_stored,
     adversarial_fools_verify,
+    adversarial_submit_check,
     bonus_rules_validate,
 )
 from campaigns.assist.flags import llm_flags_request
 from campaigns.design.events import items_added
 from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
 from campaigns.platforms.publishing import stage_publish_added
-from campaigns.work.events import answer_stored, assignment_decided
+from campaigns.work.events import answer_stored, answer_submitting, assignment_decided
 from campaigns.work.handoff import handoffs_run
 from campaigns.workforce.quizzes import quiz_answer_stored
 from qaportal.outbox import task_batch_register
@@ -44,6 +45,8 @@ def subscribe() -> None:
     items_added.subscribe(stage_publish_added)
     # Model in the loop: the writer's claim joins the stored answer; validators' answers
     # confirm fools (and pay the verified_fool bonus), in the submission's transaction.
+    # Every workforce's submission: not before the model was asked (and answered, marked).
+    answer_submitting.subscribe(adversarial_submit_check)
     answer_stored.subscribe(adversarial_answer_stored)
     answer_stored.subscribe(adversarial_fools_verify)
     stage_rule_checks_register(

@@ -38,12 +38,14 @@ from campaigns.models import (
     Assignment,
     AssignmentStatus,
     ModelCallPurpose,
+    Provider,
     Stage,
 )
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.tasktypes.base import adversarial_config, answer_for_item
 from campaigns.work.selectors.loading import hit_items
 from campaigns.work.selectors.next_hit import assignment_is_current
+from campaigns.work.submission import SubmitRefusedError
 from qaportal.errors import DomainError
 
 BONUS_RULE = "verified_fool"
@@ -167,6 +169,25 @@ def claimed_record(attempts: list[AdversarialTry]) -> dict[str, Any] | None:
         "judged_by": chosen.judged_by,
         "fooled": chosen.fooled,
     }
+
+
+# The workforces whose work page shows the panel (frontend.worker.adversarial.ENTRIES):
+# their workers ask the model before submitting. MTurk's framed page, with no session,
+# has no try routes: its workers go on without the model.
+PANEL_PROVIDERS = frozenset({Provider.LOCAL, Provider.PROLIFIC})
+
+
+def adversarial_submit_check(*, assignment: Assignment, stage: Stage, **_: Any) -> None:
+    """``answer_submitting``'s handler: on an adversarial stage, refuse the submission
+    while the tries do not allow it (no try yet, the model's answer awaited or
+    unmarked). Other stages cost nothing: their config, loaded with the locked
+    assignment, says they are not adversarial."""
+    cfg = adversarial_config(stage.config)
+    if cfg is None or assignment.provider not in PANEL_PROVIDERS:
+        return
+    allow = tries_allow(tries=adversarial_tries(assignment_id=assignment.pk), cfg=cfg)
+    if not allow.may_submit:
+        raise SubmitRefusedError(allow.why_not or "Ask the model your question first.")
 
 
 def adversarial_answer_stored(

@@ -14,6 +14,15 @@ answer_stored = Event(
     Quizzes are scored, review rules and entity agreement are queued.""",
 )
 
+answer_submitting = Event(
+    "answer_submitting",
+    """A worker submits an open assignment (kwargs: ``assignment``, locked, its HIT and
+    stage loaded with it; ``stage``): before anything is stored, a handler may refuse
+    by raising ``campaigns.work.submission.SubmitRefusedError`` (the page comes back
+    with its message). Handlers that query must do so only for the stages they concern:
+    every submission on every workforce announces it.""",
+)
+
 assignment_decided = Event(
     "assignment_decided",
     """An assignment was approved or rejected, here or on its platform (kwargs:
@@ -25,4 +34,4 @@ stage_published = Event(
     """HITs of a stage were made (kwargs: ``stage``). Linking stages prefetch candidates.""",
 )
 
-__all__ = ["answer_stored", "assignment_decided", "stage_published"]
+__all__ = ["answer_stored", "answer_submitting", "assignment_decided", "stage_published"]

@@ -22,7 +22,7 @@ from campaigns.models import (
 )
 from campaigns.tasktypes import FieldError, task_type_get
 from campaigns.work.decisions import assignment_approve
-from campaigns.work.events import answer_stored
+from campaigns.work.events import answer_stored, answer_submitting
 from campaigns.work.lifecycle import AssignmentClosedError, _places_free
 from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.loading import assignment_load, hit_items
@@ -80,6 +80,10 @@ def telemetry_sanitise(raw: Any) -> dict[str, Any]:
         out["pastes"] = kept
         out["paste_count"] = min(len(pastes), TELEMETRY_MAX_COUNT)
     return out
+
+
+class SubmitRefusedError(Exception):
+    """Raised by an ``answer_submitting`` handler: not yet (the message says why)."""
 
 
 @dataclass
@@ -216,6 +220,10 @@ def _submission_store(
             unstorable = unstorable_path(answer)
             if unstorable is not None:
                 problems = [*problems, FieldError(path=unstorable[0], message=unstorable[1])]
+            try:
+                answer_submitting.announce(assignment=assignment, stage=stage)
+            except SubmitRefusedError as exc:
+                problems = [*problems, FieldError(path="", message=str(exc))]
             if problems:
                 return SubmitResult(
                     assignment=assignment,

@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from campaigns.assist.selectors import adversarial_panel
 from campaigns.models import Assignment
+from frontend.worker.adversarial import entry_for_page
 
 register = template.Library()
 
@@ -17,26 +18,28 @@ register = template.Library()
 @register.simple_tag
 def adversarial_part(assignment: Assignment, action_url: str = "") -> dict[str, Any]:
     """The panel for ``assignment``, its URLs with it (``panel`` None when the stage is
-    not adversarial, or the page is not the local workforce's, whose session the try
-    routes know: a platform's entry goes on without the model)."""
-    kwargs = {"assignment_id": assignment.pk}
-    if action_url != reverse("worker:assignment", kwargs=kwargs):
+    not adversarial, or the page is an entry without the adversarial routes: MTurk's,
+    whose submission is refused there until the model was asked)."""
+    entry = entry_for_page(action_url, assignment.pk)
+    if entry is None:
         return {"panel": None}
     panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
     if panel is None:
         return {"panel": None}
+    kwargs = {"assignment_id": assignment.pk}
     last = panel.last
+    route = f"worker:{entry.prefix}adversarial_"
     return {
         "panel": panel,
-        "try_url": reverse("worker:adversarial_try", kwargs=kwargs),
-        "page_url": reverse("worker:assignment", kwargs=kwargs),
+        "try_url": reverse(f"{route}try", kwargs=kwargs),
+        "page_url": action_url,
         "state_url": (
-            reverse("worker:adversarial_state", kwargs={**kwargs, "try_number": last.number})
+            reverse(f"{route}state", kwargs={**kwargs, "try_number": last.number})
             if last is not None
             else ""
         ),
         "mark_url": (
-            reverse("worker:adversarial_mark", kwargs={**kwargs, "try_number": last.number})
+            reverse(f"{route}mark", kwargs={**kwargs, "try_number": last.number})
             if last is not None
             else ""
         ),

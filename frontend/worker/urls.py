@@ -27,4 +27,21 @@ urlpatterns = [
         adversarial_views.adversarial_state,
         name="adversarial_state",
     ),
+    # The same for Prolific's work page (/work/prolific/a/<id>/): the participant its
+    # session remembers. Prolific's own routes (work/prolific/) are tried first.
+    path(
+        "prolific/a/<int:assignment_id>/try/",
+        adversarial_views.prolific_adversarial_try,
+        name="prolific_adversarial_try",
+    ),
+    path(
+        "prolific/a/<int:assignment_id>/try/<int:try_number>/mark/",
+        adversarial_views.prolific_adversarial_mark,
+        name="prolific_adversarial_mark",
+    ),
+    path(
+        "prolific/a/<int:assignment_id>/try/<int:try_number>/state/",
+        adversarial_views.prolific_adversarial_state,
+        name="prolific_adversarial_state",
+    ),
 ]

@@ -17,7 +17,6 @@ from campaigns.assist.selectors import adversarial_panel
 from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
-from campaigns.tasktypes.base import adversarial_config
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNoAccessError,
@@ -232,10 +231,8 @@ def _closed_page(request: HttpRequest, assignment: Assignment, message: str) -> 
 def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """The work page (GET) and its submission (POST)."""
     if request.method == "POST":
-        blocked = _adversarial_blocks_submit(request, assignment_id)
-        if blocked is not None:
-            return blocked
-        # The submit service's locked SELECT is also the ownership check.
+        # The submit service's locked SELECT is also the ownership check (and, through
+        # ``answer_submitting``, an adversarial stage's check of the tries).
 
         def after_submit(result: SubmitResult) -> HttpResponse:
             return HttpResponseRedirect(_url("worker:done", assignment_id))
@@ -278,35 +275,6 @@ def _last_try_answer(assignment: Assignment) -> dict[str, object] | None:
     if panel is None or panel.last is None:
         return None
     return {"items": [dict(panel.last.entry)]}
-
-
-def _adversarial_blocks_submit(request: HttpRequest, assignment_id: int) -> HttpResponse | None:
-    """On an adversarial stage, the page again while the tries do not allow submitting
-    (no try yet, or the model's answer awaited or unmarked); None: go on. One small
-    query on other stages (their config)."""
-    config = (
-        Assignment.objects.filter(pk=assignment_id)
-        .values_list("hit__stage__config", flat=True)
-        .first()
-    )
-    if adversarial_config(config) is None:
-        return None
-    assignment = _get_assignment(request, assignment_id)
-    if assignment.status in STORED_STATES or not assignment_is_current(assignment):
-        return None  # the submission says what is wrong
-    panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
-    if panel is None or panel.allow.may_submit:
-        return None
-    why = panel.allow.why_not or "Ask the model your question first."
-    return render_assignment(
-        request,
-        assignment=assignment,
-        action_url=_url("worker:assignment", assignment_id),
-        return_url=_url("worker:return", assignment_id),
-        answer=_last_try_answer(assignment),
-        errors={"": why},
-        status=400,
-    )
 
 
 # An assignment's URLs by name: reverse() once per name and script prefix, with a mark

@@ -118,6 +118,16 @@ def _session_worker(request: HttpRequest) -> int | None:
     return value if isinstance(value, int) else None
 
 
+def prolific_session_assignment(request: HttpRequest, assignment_id: int) -> Assignment | None:
+    """Assignment ``assignment_id`` if it is the Prolific participant's this session
+    speaks for (remembered at the entry): the check of the work page and of the routes
+    that serve it (the adversarial panel's). None otherwise: never a bare id."""
+    worker_id = _session_worker(request)
+    if worker_id is None:
+        return None
+    return prolific_assignment_of(assignment_id=assignment_id, worker_id=worker_id)
+
+
 def _completion_redirect(assignment: Assignment) -> HttpResponse:
     failed = (assignment.review_details or {}).get("attention_check") == "failed"
     code = _completion(assignment.hit.provider_group_id, "failed_check" if failed else "completed")
@@ -152,7 +162,7 @@ def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
             )
         except Assignment.DoesNotExist:
             raise Http404("No such task.") from None
-    found = prolific_assignment_of(assignment_id=assignment_id, worker_id=worker_id)
+    found = prolific_session_assignment(request, assignment_id)
     if found is None:
         raise Http404("No such task.")
     if found.status in STORED_STATES:

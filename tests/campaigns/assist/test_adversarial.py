@@ -31,6 +31,7 @@ from campaigns.models import (
     LedgerKind,
     ModelCall,
     ModelCallStatus,
+    Provider,
     Stage,
 )
 from campaigns.platforms.publishing import campaign_start
@@ -522,3 +523,22 @@ def test_no_fooled_rates_without_tries(requester, token_client):
     assert campaign_fooled_rates(campaign=writing.campaign) is None
     data = token_client.get(f"/api/v1/campaigns/{writing.campaign.slug}/progress/").json()
     assert data["fooled"] is None
+
+
+def test_the_submission_is_held_back_on_every_workforce_with_the_panel(requester):
+    """The check rides on the submission service (``answer_submitting``): any entry of a
+    workforce with the panel is refused before a try; MTurk's (no panel) is not."""
+    writing, _ = _pipeline(requester)
+    worker, assignment = _worker_assignment(writing)
+    result = assignment_submit(
+        assignment_id=assignment.pk, worker=worker, form=_form("Who?", 2), telemetry={}
+    )
+    assert not result.stored
+    assert "Ask the model" in result.errors[""]
+    assert result.answer is not None  # the worker's text comes back
+
+    Assignment.objects.filter(pk=assignment.pk).update(provider=Provider.MTURK)
+    result = assignment_submit(
+        assignment_id=assignment.pk, worker=worker, form=_form("Who?", 2), telemetry={}
+    )
+    assert result.stored

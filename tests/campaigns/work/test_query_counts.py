@@ -100,3 +100,14 @@ def test_query_counts_do_not_grow_with_the_stage(worker_client):
         _cycle(client, stage, text=f"answer {n}")
     assert _cycle(client, stage, text="last answer") == second
     assert first == second
+
+
+def test_submit_and_page_cost_exactly_the_budget(worker_client):
+    """Exactly, not at most: a check added on every stage (e.g. the adversarial stage's
+    tries, issue 38) must ride on the queries already made, not add one."""
+    client, stage = worker_client
+    _cycle(client, stage, text="warm up the session")
+    _accept, page, submit = _cycle(client, stage, text="counted answer")
+    # Captured without BEGIN and COMMIT: the task page 1, the submission 4 (the issue 38
+    # check read the stage config again: 5, within SUBMIT_MAX, unnoticed).
+    assert (page, submit) == (1, 4)
