@@ -78,6 +78,9 @@ WORKER_PAGES = {
     "adversarial_try",
     "adversarial_mark",
     "adversarial_state",
+    "prolific_adversarial_try",
+    "prolific_adversarial_mark",
+    "prolific_adversarial_state",
 }
 # The user's own account pages.
 ACCOUNT = {"password_change", "password_change_done"}
