@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sys
 import time
 from decimal import Decimal
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchdb import cpu_seconds, database_recreate
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal_flag_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 os.environ.setdefault("DEBUG", "1")
@@ -50,24 +50,6 @@ SUBJECTS = [
 ]
 
 
-def _recreate_database() -> None:
-    import psycopg2
-
-    url = urlparse(os.environ["DATABASE_URL"])
-    name = url.path.lstrip("/")
-    admin = psycopg2.connect(url._replace(path="/postgres").geturl())
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--workers", type=int, default=40)
@@ -78,7 +60,7 @@ def main() -> None:
     args = parser.parse_args()
 
     if os.environ["DATABASE_URL"].startswith("postgres"):
-        _recreate_database()
+        database_recreate()
     import django
 
     django.setup()
@@ -131,7 +113,7 @@ def main() -> None:
             )
         campaign_start(campaign=campaign, to_state=CampaignState.PILOT)
         load = os.getloadavg()
-        wall, cpu = time.perf_counter(), _cpu()
+        wall, cpu = time.perf_counter(), cpu_seconds()
         result = simulate_crowd(
             campaign=campaign,
             workers=args.workers,
@@ -139,7 +121,7 @@ def main() -> None:
             shares={"good": 1.0},
             llm_share=args.llm_share,
         )
-        wall, cpu = time.perf_counter() - wall, _cpu() - cpu
+        wall, cpu = time.perf_counter() - wall, cpu_seconds() - cpu
 
     pasted = set(result.llm_pasted)
     rows = list(

@@ -21,38 +21,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import statistics
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchdb import cpu_seconds, database_recreate
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal_llm_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 os.environ.setdefault("DEBUG", "1")
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
-
-
-def _recreate_database() -> None:
-    import psycopg2
-
-    url = urlparse(os.environ["DATABASE_URL"])
-    name = url.path.lstrip("/")
-    admin = psycopg2.connect(url._replace(path="/postgres").geturl())
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def main() -> None:
@@ -63,7 +45,7 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.5)
     args = parser.parse_args()
 
-    _recreate_database()
+    database_recreate()
     import django
 
     django.setup()
@@ -145,10 +127,10 @@ def main() -> None:
             finally:
                 connection.close()
 
-        cpu0, wall0 = _cpu(), time.perf_counter()
+        cpu0, wall0 = cpu_seconds(), time.perf_counter()
         with ThreadPoolExecutor(max_workers=args.threads) as pool:
             runs = list(pool.map(work, ids))
-        wall, cpu = time.perf_counter() - wall0, _cpu() - cpu0
+        wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         peak = fake.peak_active
         asked = len(fake.calls)
     done = ModelCall.objects.filter(status=ModelCallStatus.DONE).count()

@@ -32,16 +32,16 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import resource
 import statistics
 import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchdb import cpu_seconds, database_recreate
+
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/qaportal_adv_bench")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "qaportal.settings")
 os.environ.setdefault("DEBUG", "1")
@@ -58,24 +58,6 @@ SENTENCES = [
 _ASSIGNMENT = re.compile(r"/work/a/(\d+)/$")
 
 
-def _recreate_database() -> None:
-    import psycopg2
-
-    url = urlparse(os.environ["DATABASE_URL"])
-    name = url.path.lstrip("/")
-    admin = psycopg2.connect(url._replace(path="/postgres").geturl())
-    admin.autocommit = True
-    with admin.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        cursor.execute(f'CREATE DATABASE "{name}"')
-    admin.close()
-
-
-def _cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
@@ -90,7 +72,7 @@ def main() -> None:
     parser.add_argument("--celery", type=int, default=8)
     args = parser.parse_args()
 
-    _recreate_database()
+    database_recreate()
     import django
 
     django.setup()
@@ -239,7 +221,7 @@ def main() -> None:
             finally:
                 connection.close()
 
-        cpu0, wall0 = _cpu(), time.perf_counter()
+        cpu0, wall0 = cpu_seconds(), time.perf_counter()
         celery_threads = [threading.Thread(target=celery) for _ in range(args.celery)]
         for t in celery_threads:
             t.start()
@@ -248,7 +230,7 @@ def main() -> None:
         stop.set()
         for t in celery_threads:
             t.join()
-        wall, cpu = time.perf_counter() - wall0, _cpu() - cpu0
+        wall, cpu = time.perf_counter() - wall0, cpu_seconds() - cpu0
         asked = len(fake.calls)
     tries = AdversarialTry.objects.count()
     calls = ModelCall.objects.count()
