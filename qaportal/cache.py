@@ -131,3 +131,16 @@ def cache_available() -> bool:
     """Whether the default cache is taken to be reachable (always, but for a degrading
     Redis cache that recently could not reach Redis)."""
     return bool(getattr(cache, "available", True))
+
+
+def counter_within(*, key: str, limit: int, timeout: int = 90) -> bool:
+    """Count one more under ``key`` in the shared cache (made with ``timeout`` seconds to
+    live when new) and say whether the count is still at most ``limit``: a rate per
+    window when the caller puts the window (e.g. the clock minute) in the key."""
+    try:
+        count = cache.incr(key)
+    except ValueError:  # not there yet (or expired): make it, unless another did first
+        if cache.add(key, 1, timeout):
+            return limit >= 1
+        count = cache.incr(key)
+    return count <= limit

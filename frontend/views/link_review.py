@@ -16,7 +16,6 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.cache import cache
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -35,6 +34,7 @@ from linking.selectors import (
 )
 from linking.services import entity_link_decide
 from linking.wikidata import WikidataError
+from qaportal.cache import counter_within
 from qaportal.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -340,13 +340,7 @@ def _suggest_rate_allowed(user_id: int) -> bool:
     minute, as for a worker (a counter in the shared cache)."""
     limit = int(getattr(settings, "LINKING_SUGGEST_RATE_PER_MINUTE", DEFAULT_RATE_PER_MINUTE))
     key = f"{SUGGEST_RATE_PREFIX}{user_id}:{int(time.time() // 60)}"
-    try:
-        count = cache.incr(key)
-    except ValueError:
-        if cache.add(key, 1, 90):
-            return True
-        count = cache.incr(key)
-    return count <= limit
+    return counter_within(key=key, limit=limit)
 
 
 @login_required

@@ -16,6 +16,7 @@ from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.loading import assignment_load
 from linking.selectors import worker_search, worker_search_cache_key, worker_search_is_live
 from linking.wikidata import WikidataError
+from qaportal.cache import counter_within
 
 logger = logging.getLogger(__name__)
 
@@ -43,13 +44,7 @@ def _rate_allowed(worker_id: int) -> bool:
     (a counter in the shared cache)."""
     limit = int(getattr(settings, "LINKING_SUGGEST_RATE_PER_MINUTE", DEFAULT_RATE_PER_MINUTE))
     key = f"{RATE_PREFIX}{worker_id}:{int(time.time() // 60)}"
-    try:
-        count = cache.incr(key)
-    except ValueError:
-        if cache.add(key, 1, 90):
-            return True
-        count = cache.incr(key)
-    return count <= limit
+    return counter_within(key=key, limit=limit)
 
 
 def _error(message: str, status: int) -> JsonResponse:
