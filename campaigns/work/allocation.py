@@ -33,6 +33,7 @@ from campaigns.work.selectors.next_hit import (
 )
 from campaigns.workforce.requirements import stage_refusal
 from qaportal import prepared
+from qaportal.deadlock import deadlock_retried
 from qaportal.errors import DomainError
 
 # How many open HITs ``assignment_accept`` reads per query while it skips HITs whose
@@ -256,6 +257,7 @@ def _assignment_create(assignment: Assignment) -> Assignment:
     return assignment
 
 
+@deadlock_retried
 def assignment_accept(*, stage: Stage, worker: Worker | int) -> Assignment:
     """Give ``worker`` a place on the first open HIT of ``stage`` they may take.
 

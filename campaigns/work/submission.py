@@ -27,6 +27,7 @@ from campaigns.work.lifecycle import AssignmentClosedError, _places_free
 from campaigns.work.selectors.access import RequestWorkers
 from campaigns.work.selectors.loading import assignment_load, hit_items
 from qaportal import prepared
+from qaportal.deadlock import deadlock_retried
 from qaportal.jsonsafe import unstorable_path
 
 DECIDED_STATES = (AssignmentStatus.APPROVED, AssignmentStatus.REJECTED)
@@ -134,6 +135,7 @@ def assignment_submit(
     )
 
 
+@deadlock_retried
 def assignment_submit_for_workers(
     *, assignment_id: int, workers: RequestWorkers, form: Mapping[str, Any], telemetry: Any
 ) -> SubmitResult:
