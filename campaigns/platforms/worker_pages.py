@@ -13,12 +13,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, Stage
+from campaigns.platforms.task_page import task_page_html
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.lifecycle import AssignmentClosedError
 from campaigns.work.selectors.access import RequestWorkers
@@ -103,7 +103,10 @@ def render_assignment(
     """The work page of an accepted assignment: task form, telemetry, submit (and return).
 
     ``action_url`` receives the POST; ``return_url`` (optional) receives "Return";
-    ``hidden`` adds provider fields to the form (e.g. MTurk's assignmentId).
+    ``hidden`` adds provider fields to the form (e.g. MTurk's assignmentId). The page's
+    HTML: ``task_page_html``; the task type's template gets ``task_context``'s values
+    with ``assignment``, ``action_url``, ``return_url``, ``hidden``, ``seconds_left`` and
+    ``has_errors``.
     """
     stage = assignment.hit.stage
     seconds_left = None
@@ -112,17 +115,28 @@ def render_assignment(
     context = task_context(
         stage=stage, hit=assignment.hit, answer=answer, errors=errors, preview=False
     )
+    hidden = dict(hidden or {})
     context.update(
         {
             "assignment": assignment,
             "action_url": action_url,
             "return_url": return_url,
-            "hidden": dict(hidden or {}),
+            "hidden": hidden,
             "seconds_left": seconds_left,
             "has_errors": bool(errors),
         }
     )
-    return render(request, "worker/assignment.html", context, status=status)
+    html = task_page_html(
+        request,
+        assignment=assignment,
+        context=context,
+        action_url=action_url,
+        return_url=return_url,
+        hidden=hidden,
+        seconds_left=seconds_left,
+        has_errors=bool(errors),
+    )
+    return HttpResponse(html, status=status)
 
 
 def parse_telemetry(raw: str | None) -> Any:

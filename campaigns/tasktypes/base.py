@@ -569,7 +569,9 @@ class Field:
     value: Any = ""
     error: str = ""
 
-    @property
+    # Read several times per field by the templates: worked out once (``name`` is not
+    # changed after the field is made).
+    @functools.cached_property
     def id(self) -> str:
         return "tt-" + re.sub(r"[^A-Za-z0-9_-]", "-", self.name)
 

@@ -10,18 +10,22 @@ Prolific entry by the participant its session remembers (set at the entry from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, JsonResponse
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.assist.adversarial import adversarial_try_make, adversarial_try_mark
-from campaigns.assist.selectors import adversarial_tries, model_call_state
+from campaigns.assist.selectors import adversarial_panel, adversarial_tries, model_call_state
 from campaigns.models import Assignment
 from campaigns.platforms.prolific.views import prolific_session_assignment
+from campaigns.platforms.task_page import PagePart
 from campaigns.platforms.worker_pages import render_assignment
+from campaigns.tasktypes.base import adversarial_config
 from frontend.worker.views import _get_assignment, _url
 from qaportal.errors import DomainError
 
@@ -56,9 +60,58 @@ ENTRIES: dict[str, Entry] = {
 def entry_for_page(action_url: str, assignment_id: int) -> Entry | None:
     """The entry whose work page posts to ``action_url`` (None: none with the panel)."""
     for entry in ENTRIES.values():
-        if action_url == reverse(entry.page, kwargs={"assignment_id": assignment_id}):
+        if action_url == _url(entry.page, assignment_id):
             return entry
     return None
+
+
+def adversarial_part(assignment: Assignment, action_url: str = "") -> dict[str, Any]:
+    """The panel for ``assignment``, its URLs with it (``panel`` None when the stage is
+    not adversarial, or the page is an entry without the adversarial routes: MTurk's,
+    whose submission is refused there until the model was asked)."""
+    if adversarial_config(assignment.hit.stage.config) is None:
+        return {"panel": None}
+    entry = entry_for_page(action_url, assignment.pk)
+    if entry is None:
+        return {"panel": None}
+    panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
+    if panel is None:
+        return {"panel": None}
+    kwargs = {"assignment_id": assignment.pk}
+    last = panel.last
+    route = f"worker:{entry.prefix}adversarial_"
+    return {
+        "panel": panel,
+        "try_url": reverse(f"{route}try", kwargs=kwargs),
+        "page_url": action_url,
+        "state_url": (
+            reverse(f"{route}state", kwargs={**kwargs, "try_number": last.number})
+            if last is not None
+            else ""
+        ),
+        "mark_url": (
+            reverse(f"{route}mark", kwargs={**kwargs, "try_number": last.number})
+            if last is not None
+            else ""
+        ),
+    }
+
+
+def adversarial_page_part(
+    assignment: Assignment, action_url: str, context: Mapping[str, Any]
+) -> PagePart | None:
+    """The work page's part (``page_part_register``): the panel under the task; Submit
+    waits until the panel allows it. None, without a query, on other stages."""
+    adv = adversarial_part(assignment, action_url)
+    panel = adv["panel"]
+    if panel is None:
+        return None
+    html = render_to_string("worker/_adversarial.html", {**context, "adv": adv})
+    return PagePart(
+        html=html,
+        holds_submit=not panel.allow.may_submit,
+        why_id="adv-why" if panel.allow.why_not else "",
+    )
 
 
 def _page_url(entry: Entry, assignment_id: int) -> str:

@@ -140,6 +140,8 @@ def _stage_page(
         "workable": workable,
         "preview_hit": hit_id is not None,
         "show_reward": stage_reward_shown(stage=stage),
+        "current_url": _url("worker:assignment", current_id) if current_id else "",
+        "accept_url": _stage_url("worker:accept", stage.pk),
     }
     if hit_id is not None:
         context.update(task_context(stage=stage, hit=HIT(pk=hit_id, stage=stage), preview=True))
@@ -198,7 +200,7 @@ def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
             return _refused_page(request, stage, worker, message=str(exc))
         except WorkerNotAllowedError as exc:
             return _refused_page(request, stage, worker, message=str(exc), status=403)
-        return redirect("worker:assignment", assignment_id=assignment.pk)
+        return HttpResponseRedirect(_url("worker:assignment", assignment.pk))
     return _no_access(request, stage)
 
 
@@ -277,21 +279,26 @@ def _last_try_answer(assignment: Assignment) -> dict[str, object] | None:
     return {"items": [dict(panel.last.entry)]}
 
 
-# An assignment's URLs by name: reverse() once per name and script prefix, with a mark
+# The worker pages' URLs by name: reverse() once per name and script prefix, with a mark
 # where the id goes (the id's converter writes it as str(int)); reverse() itself costs
 # some 40 µs, and the task page needs two of them.
 _URL_MARK = 987654321
-_url_forms: dict[tuple[str, str], tuple[str, str]] = {}
+_url_forms: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
-def _url(name: str, assignment_id: int) -> str:
-    key = (get_script_prefix(), name)
+def _url(name: str, assignment_id: int, *, kwarg: str = "assignment_id") -> str:
+    """``reverse(name, kwargs={kwarg: assignment_id})`` (``kwarg="stage_id"``: a stage's)."""
+    key = (get_script_prefix(), name, kwarg)
     form = _url_forms.get(key)
     if form is None:
-        url = reverse(name, kwargs={"assignment_id": _URL_MARK})
+        url = reverse(name, kwargs={kwarg: _URL_MARK})
         head, _, tail = url.partition(str(_URL_MARK))
         form = _url_forms[key] = (head, tail)
     return f"{form[0]}{int(assignment_id)}{form[1]}"
+
+
+def _stage_url(name: str, stage_id: int) -> str:
+    return _url(name, stage_id, kwarg="stage_id")
 
 
 @require_POST
@@ -310,7 +317,7 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
     """Thank you, what was stored, and the way to the next task."""
     assignment = _get_assignment(request, assignment_id, items=False, next_hit=True)
     if assignment.status not in STORED_STATES:
-        return redirect("worker:assignment", assignment_id=assignment.pk)
+        return HttpResponseRedirect(_url("worker:assignment", assignment.pk))
     stage = assignment.hit.stage
     return render(
         request,
@@ -319,6 +326,8 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             "assignment": assignment,
             "stage": stage,
             "more_work": assignment_next_hit_id(assignment=assignment) is not None,
+            "accept_url": _stage_url("worker:accept", stage.pk),
+            "stage_url": _stage_url("worker:stage", stage.pk),
             "quiz": quiz_result(assignment=assignment, now=timezone.now()),
             # Read once the work is decided: right after a submission (the hot path,
             # one query) there is no bonus to show yet, as a rule.

@@ -18,6 +18,10 @@ from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Model
+from django.db.models.base import ModelState
+from django.db.models.fields.related_descriptors import ForeignKeyDeferredAttribute
+from django.db.models.query_utils import DeferredAttribute
+from django.db.models.signals import post_init, pre_init
 from django.utils import timezone
 
 from campaigns.design.platform import platform_for
@@ -244,6 +248,35 @@ def _field_converters(
     return attnames, converted
 
 
+_MODEL_FROM_DB = Model.from_db.__func__  # type: ignore[attr-defined]
+# Field attributes whose assignment on a new instance only stores the value.
+_PLAIN_DESCRIPTORS = (DeferredAttribute, ForeignKeyDeferredAttribute)
+
+
+@functools.cache
+def _plain_model(model: type[Model]) -> bool:
+    """Whether ``model.from_db`` would only call ``Model.__init__`` with the values, and
+    each concrete field's attribute only stores what is assigned to it."""
+    return (
+        getattr(model.from_db, "__func__", None) is _MODEL_FROM_DB
+        and model.__init__ is Model.__init__
+        and all(
+            type(model.__dict__.get(f.attname)) in _PLAIN_DESCRIPTORS
+            for f in model._meta.concrete_fields
+        )
+    )
+
+
+def _plain_from_db(model: type[Model]) -> bool:
+    """``_plain_model``, and nothing listens to its ``pre_init`` / ``post_init`` (checked
+    on each call: receivers may connect at any time)."""
+    return (
+        _plain_model(model)
+        and not pre_init.has_listeners(model)
+        and not post_init.has_listeners(model)
+    )
+
+
 def model_from_row(model: type[Model], values: Sequence[Any]) -> Any:
     """A ``model`` instance from its concrete fields' column values, in field order,
     converted as the ORM converts them."""
@@ -257,7 +290,16 @@ def model_from_row(model: type[Model], values: Sequence[Any]) -> Any:
         for convert in converters:
             value = convert(value, col, conn)
         row[n] = value
-    return model.from_db(conn.alias, attnames, row)
+    if not _plain_from_db(model):
+        return model.from_db(conn.alias, attnames, row)
+    # What ``Model.from_db`` makes, without ``Model.__init__``'s walk over the fields
+    # (~1 µs a model instead of ~4.5): every concrete field set, loaded from ``conn.alias``.
+    instance = model.__new__(model)
+    instance.__dict__.update(zip(attnames, row, strict=True))
+    state = instance._state = ModelState()
+    state.adding = False
+    state.db = conn.alias
+    return instance
 
 
 _STAGE_FULL_SQL = """
