@@ -286,3 +286,60 @@ def test_the_bonus_reason_reaches_the_worker(client, stage, django_capture_on_co
 
     assert "A bonus of <strong>0.40 USD</strong> for this task" in done
     assert "“Sharp &lt;b&gt;questions&lt;/b&gt;”" in done
+
+
+def test_the_work_page_escapes_names_and_keeps_its_landmarks(client, make_stage):
+    """The page is put together outside the template engine (campaigns/platforms/
+    task_page.py): every value is escaped, the frame is worker/base.html's, and a renamed
+    stage or campaign shows its new name (the frame is kept per name)."""
+    stage = make_stage(items=2, instructions="Line <one>.\n\nLine two.")
+    Stage.objects.filter(pk=stage.pk).update(name='Stage <b>"x"</b>')
+    Campaign.objects.filter(pk=stage.campaign_id).update(name="Camp & <i>y</i>")
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    url = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    html = client.get(url).text
+    assert "<b>" not in html
+    assert "<title>Stage &lt;b&gt;&quot;x&quot;&lt;/b&gt; · qaportal</title>" in html
+    assert "<h1>Stage &lt;b&gt;&quot;x&quot;&lt;/b&gt;</h1>" in html
+    assert '<span class="w-brand">Camp &amp; &lt;i&gt;y&lt;/i&gt;</span>' in html
+    assert "<p>Line &lt;one&gt;.</p>" in html
+    assert '<main id="main" class="w-main">' in html
+    assert html.count('name="csrfmiddlewaretoken"') == 1
+    assert f'<form method="post" action="{url}"' in html
+    assert f'formaction="{url}return/"' in html
+    assert '<details class="w-instructions" open>' in html
+    assert "{#" not in html
+    assert html.rstrip().endswith("</html>")
+
+    Stage.objects.filter(pk=stage.pk).update(name="Renamed")
+    html = client.get(url).text
+    assert "<h1>Renamed</h1>" in html
+    assert "<title>Renamed · qaportal</title>" in html
+
+    # With errors, the notes fold and the notice says nothing was saved.
+    again = client.post(url, {"items/0/text": ""})
+    assert again.status_code == 400
+    assert '<details class="w-instructions">' in again.text
+    assert 'id="form-errors"' in again.text
+
+
+def test_a_page_part_can_hold_submit(client, stage, monkeypatch):
+    from campaigns.platforms import task_page
+
+    def part(assignment, action_url, context):
+        return task_page.PagePart(
+            html='<p id="why">Not yet &amp; not now.</p>', holds_submit=True, why_id="why"
+        )
+
+    monkeypatch.setattr(task_page, "_page_parts", [*task_page._page_parts, part])
+    _join(client, stage)
+    assignment = _accept(client, stage)
+    html = client.get(reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})).text
+    assert '<p id="why">Not yet &amp; not now.</p>' in html
+    assert (
+        '<button type="submit" class="secondary" disabled aria-describedby="why" data-submit>'
+        in html
+    )
