@@ -145,6 +145,52 @@ def _profiler():
     return stop_pyinstrument
 
 
+def _statement_timer():
+    """Time every statement of the run on its connection (``SIMBENCH_STATEMENT_TIMES=1``):
+    the wall time from sending it to its answer, summed per statement text (numbers and
+    literals folded) and per calling site in the project; the function that prints the
+    30 costliest. On PostgreSQL that is mostly the server's time (a local socket), so it
+    stands in for ``pg_stat_statements`` where the extension is not preloaded."""
+    import re
+    import traceback
+
+    from django.db import connection
+
+    literal = re.compile(r"'[^']*'|\b\d+\b")
+    costs: dict[tuple[str, str], list[float]] = {}
+
+    def site() -> str:
+        for frame in reversed(traceback.extract_stack(limit=40)[:-3]):
+            name = frame.filename
+            if str(ROOT) in name and not any(
+                p in name for p in ("/.venv/", "/bench/", "prepared.py")
+            ):
+                return f"{Path(name).relative_to(ROOT)}:{frame.lineno} {frame.name}"
+        return "?"
+
+    def timed(execute, sql, params, many, context):
+        start = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            spent = time.perf_counter() - start
+            key = (literal.sub("?", " ".join(sql.split()))[:160], site())
+            cost = costs.setdefault(key, [0, 0.0])
+            cost[0] += 1
+            cost[1] += spent
+
+    connection.execute_wrappers.append(timed)
+
+    def report() -> None:
+        total = sum(c[1] for c in costs.values())
+        calls = sum(c[0] for c in costs.values())
+        print(f"statements: {calls} in {total:.1f} s (wall, from send to answer)")
+        for (sql, where), (n, spent) in sorted(costs.items(), key=lambda kv: -kv[1][1])[:30]:
+            print(f"{spent:6.2f} s {n:6d} x {spent / n * 1000:5.2f} ms  {where}\n      {sql}")
+
+    return report
+
+
 def _server_cpu() -> float:
     """CPU seconds of the local PostgreSQL server so far: its processes' own, and the
     exited backends' (counted on the postmaster, their parent). The run's connection
@@ -172,6 +218,57 @@ def _backend_cpu():
     """The function that gives the database server's CPU seconds since now."""
     start = _server_cpu()
     return lambda: _server_cpu() - start
+
+
+def _pid_cpu(pid: int) -> float:
+    """CPU seconds (user and system) of process ``pid`` so far; 0 when it is gone."""
+    try:
+        rest = Path(f"/proc/{pid}/stat").read_text().rpartition(") ")[2].split()
+    except OSError:
+        return 0.0
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_backends_cpu():
+    """The function that gives the CPU seconds since now of the PostgreSQL backends that
+    served this process's connection (``SELECT pg_backend_pid()`` on each new one; a
+    connection's backend is read again just before it closes): unlike ``_server_cpu``,
+    not counting what other databases on a shared server do meanwhile."""
+    from django.db import connection
+    from django.db.backends.signals import connection_created
+
+    spent: dict[int, float] = {}  # backend pid -> CPU at start (negated), then added
+
+    def backend_pid() -> int:
+        with connection.connection.cursor() as cursor:  # the DB-API cursor: no wrappers
+            cursor.execute("SELECT pg_backend_pid()")
+            return int(cursor.fetchone()[0])
+
+    def opened(sender, connection, **kwargs) -> None:
+        pid = backend_pid()
+        spent.setdefault(pid, -_pid_cpu(pid))
+
+    connection.ensure_connection()
+    current = [backend_pid()]
+    spent[current[0]] = -_pid_cpu(current[0])
+    connection_created.connect(opened, weak=False)
+    close = connection.close
+
+    def closing() -> None:
+        if connection.connection is not None:
+            pid = backend_pid()
+            spent[pid] = spent.get(pid, 0.0) + _pid_cpu(pid)
+            spent[-pid] = 0.0  # read: not again at the end
+        close()
+
+    connection.close = closing  # type: ignore[method-assign]
+
+    def total() -> float:
+        for pid in [p for p in spent if p > 0 and -p not in spent]:
+            spent[pid] += _pid_cpu(pid)
+        return sum(v for p, v in spent.items() if p > 0)
+
+    return total
 
 
 def child(args: argparse.Namespace) -> None:
@@ -235,14 +332,17 @@ def child(args: argparse.Namespace) -> None:
         # The run's one thread and connection: the simulated browsers call the app in
         # process, so every statement of every request goes through this wrapper.
         connection.execute_wrappers.append(count)
+    timings = _statement_timer() if os.environ.get("SIMBENCH_STATEMENT_TIMES") else None
     profiler = _profiler() if args.profile else None
     backend = _backend_cpu() if args.db == "postgres" else None
+    own_backend = _own_backends_cpu() if args.db == "postgres" else None
     cpu, wall = time.process_time(), time.monotonic()
     result = simulate_crowd(
         campaign=campaign, workers=args.workers, seed=args.seed, approve_all=True
     )
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     db_cpu = backend() if backend is not None else None
+    own_db_cpu = own_backend() if own_backend is not None else None
     if profiler is not None:
         profiler(args.db)
     if os.environ.get("SIMBENCH_COUNT_QUERIES"):
@@ -254,6 +354,8 @@ def child(args: argparse.Namespace) -> None:
                 f"{n:6d} x {q / n:5.1f} queries {cpu_s / n * 1000:6.2f} ms CPU "
                 f"{wall_s / n * 1000:6.2f} ms wall = {wall_s:5.1f} s  {key}"
             )
+    if timings is not None:
+        timings()
     if statements:
         print(f"statements by kind: {dict(statements.most_common())} ({statements.total()})")
     counts, digest = fingerprint(campaign)
@@ -265,6 +367,7 @@ def child(args: argparse.Namespace) -> None:
         f"{cpu:.1f} s CPU = {result.requests / wall:.1f} requests/s "
         f"({result.requests / cpu:.1f} per CPU-second)"
         + (f", database server {db_cpu:.1f} s CPU" if db_cpu is not None else "")
+        + (f" (this run's backends {own_db_cpu:.1f} s)" if own_db_cpu is not None else "")
         + f"; fingerprint {digest}; "
         f"ok={result.ok}; load {load:.1f}"
     )
@@ -278,6 +381,7 @@ def child(args: argparse.Namespace) -> None:
                 "wall_s": round(wall, 2),
                 "cpu_s": round(cpu, 2),
                 "db_server_cpu_s": None if db_cpu is None else round(db_cpu, 2),
+                "db_backend_cpu_s": None if own_db_cpu is None else round(own_db_cpu, 2),
                 "load_avg": round(load, 1),
                 "requests": result.requests,
                 "pages": result.pages,

@@ -272,8 +272,12 @@ def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementChec
     the rows locked here).
     """
     ids = list(dict.fromkeys(hit_ids))
-    stage_of = dict(HIT.objects.filter(pk__in=ids).values_list("pk", "stage_id"))
-    stages = Stage.objects.select_related("campaign").in_bulk(set(stage_of.values()))
+    # The HITs' stages with their campaigns in one read (one instance per stage).
+    stage_of: dict[int, int] = {}
+    stages: dict[int, Stage] = {}
+    for hit in HIT.objects.filter(pk__in=ids).select_related("stage__campaign"):
+        stage_of[hit.pk] = hit.stage_id
+        stages.setdefault(hit.stage_id, hit.stage)
     rules = {pk: escalation_rule_get(stage) for pk, stage in stages.items()}
     checks = {hit_id: AgreementCheck(hit_id, "not_applicable") for hit_id in ids}
     wanted = [h for h in ids if h in stage_of and rules[stage_of[h]] is not None]
@@ -295,10 +299,15 @@ def _checks_run(
     # Every assignment of the HITs in one read: those at work, the answers and the
     # rejected ones (which hold their place).
     by_hit: dict[int, list[Assignment]] = {hit.pk: [] for hit in hits}
-    for assignment in Assignment.objects.filter(
-        hit_id__in=by_hit,
-        status__in=(AssignmentStatus.ACCEPTED, *ANSWERED, AssignmentStatus.REJECTED),
-    ).order_by("submitted_at", "id"):
+    # Only the columns a check reads (not the telemetry and review details).
+    for assignment in (
+        Assignment.objects.filter(
+            hit_id__in=by_hit,
+            status__in=(AssignmentStatus.ACCEPTED, *ANSWERED, AssignmentStatus.REJECTED),
+        )
+        .only("id", "hit_id", "worker_id", "status", "answers", "submitted_at")
+        .order_by("submitted_at", "id")
+    ):
         by_hit[assignment.hit_id].append(assignment)
     ready = []
     for hit in hits:

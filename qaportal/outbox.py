@@ -179,13 +179,20 @@ def outbox_deferred() -> Iterator[None]:
 
 
 def _drain(batch: list[int]) -> None:
-    """Run the messages ``batch`` (ids, in order); repeats of a later message are done."""
-    keys = {
-        pk: (task, json.dumps(args, sort_keys=True))
-        for pk, task, args in OutboxMessage.objects.filter(pk__in=batch).values_list(
-            "pk", "task", "args"
-        )
+    """Run the messages ``batch`` (ids, in order); repeats of a later message are done.
+
+    The one read of the batch (task, arguments, whether done) serves the runs too: a
+    message is run from it (``_run_read``) instead of being read again, and a batch
+    runner gets its arguments from it. Only this thread runs the queue it drains (a
+    message done meanwhile elsewhere, by beat's redispatch, runs once more: the tasks
+    are idempotent)."""
+    read = {
+        pk: (task, args)
+        for pk, task, args in OutboxMessage.objects.filter(
+            pk__in=batch, done_at__isnull=True
+        ).values_list("pk", "task", "args")
     }
+    keys = {pk: (task, json.dumps(args, sort_keys=True)) for pk, (task, args) in read.items()}
     last = {keys[pk]: pk for pk in batch if pk in keys}
     repeats = [pk for pk in batch if pk in keys and last[keys[pk]] != pk]
     if repeats:
@@ -201,27 +208,21 @@ def _drain(batch: list[int]) -> None:
             while end < len(runs) and keys[runs[end]][0] == task:
                 end += 1
         if end - start > 1:
-            _run_many(task=task, message_ids=runs[start:end])
+            _run_many(task=task, messages={pk: read[pk][1] for pk in runs[start:end]})
         else:
-            _dispatch(message_id=runs[start], task=task)
+            _run_read(message_id=runs[start], task=task, args=read[runs[start]][1])
         start = end
 
 
-def _run_many(*, task: str, message_ids: list[int]) -> None:
-    """Run the undone messages ``message_ids`` of ``task`` through its batch runner and
-    mark them done; an error is recorded on each of them, which stay undone for
-    ``outbox_redispatch`` (raised, as ``_dispatch`` does, when eager runs propagate)."""
-    undone = dict(
-        OutboxMessage.objects.filter(pk__in=message_ids, done_at__isnull=True).values_list(
-            "pk", "args"
-        )
-    )
-    ids = [pk for pk in message_ids if pk in undone]
-    if not ids:
-        return
+def _run_many(*, task: str, messages: dict[int, list[Any]]) -> None:
+    """Run the undone messages ``messages`` (id -> arguments, in queue order) of ``task``
+    through its batch runner and mark them done; an error is recorded on each of them,
+    which stay undone for ``outbox_redispatch`` (raised, as ``_dispatch`` does, when eager
+    runs propagate)."""
+    ids = list(messages)
     mine = OutboxMessage.objects.filter(pk__in=ids)
     try:
-        _BATCH_RUNNERS[task]([undone[pk] for pk in ids])
+        _BATCH_RUNNERS[task](list(messages.values()))
     except Exception as exc:
         mine.update(last_error=repr(exc)[:2000])
         if settings.CELERY_TASK_EAGER_PROPAGATES:
@@ -230,6 +231,24 @@ def _run_many(*, task: str, message_ids: list[int]) -> None:
         return
     now = timezone.now()
     mine.update(done_at=now, dispatched_at=now, dispatches=F("dispatches") + 1, last_error="")
+
+
+def _run_read(*, message_id: int, task: str, args: list[Any]) -> None:
+    """An undone message ``_drain`` read, run here (eager mode) as ``_dispatch`` runs it,
+    and marked dispatched and done in one statement. An error is recorded on the row,
+    which stays undone for ``outbox_redispatch``; raised when eager runs propagate."""
+    try:
+        _task(_app(), task).run(*args)
+    except Exception as exc:
+        OutboxMessage.objects.filter(pk=message_id).update(last_error=repr(exc)[:2000])
+        if settings.CELERY_TASK_EAGER_PROPAGATES:
+            raise
+        logger.warning("outbox message %s not run (%s); beat will retry", message_id, exc)
+        return
+    now = timezone.now()
+    OutboxMessage.objects.filter(pk=message_id).update(
+        done_at=now, dispatched_at=now, dispatches=F("dispatches") + 1, last_error=""
+    )
 
 
 def outbox_dispatch(*, message_id: int, task: str = "") -> bool:

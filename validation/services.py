@@ -178,7 +178,7 @@ def _stage_review(*, stage: Stage, batch_size: int) -> ReviewSummary:
 # --- One submission -------------------------------------------------------------------------
 
 
-def assignment_review(*, assignment: Assignment) -> dict[int, Review]:
+def assignment_review(*, assignment: Assignment, fresh: bool = False) -> dict[int, Review]:
     """Review the submitted assignments of ``assignment``'s HIT after it was submitted.
 
     Facts come from that HIT's stored assignments and the worker's in the stage
@@ -186,8 +186,11 @@ def assignment_review(*, assignment: Assignment) -> dict[int, Review]:
     stage-wide duplicate search is ``stage_review``'s). Decisions go through
     ``assignment_approve`` / ``assignment_reject``; then the worker's gold actions.
     Idempotent (decided assignments are left alone). Returns {assignment id: review}.
+    ``fresh``: ``assignment`` was just read with its HIT, stage and campaign (the task
+    ``validation.review_submission``), so it is not read again.
     """
-    assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
+    if not fresh:
+        assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
     stage = assignment.hit.stage
     rules = _rules(stage)
     scope = Q(hit_id=assignment.hit_id) | Q(worker_id=assignment.worker_id)

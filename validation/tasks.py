@@ -43,10 +43,12 @@ def review_submission_task(assignment_id: int) -> dict[str, Any]:
     from validation.early_stopping import hit_early_stop
     from validation.services import assignment_review
 
-    assignment = Assignment.objects.select_related("hit__stage").filter(pk=assignment_id).first()
+    assignment = (
+        Assignment.objects.select_related("hit__stage__campaign").filter(pk=assignment_id).first()
+    )
     if assignment is None:
         return {}
-    reviews = assignment_review(assignment=assignment)
+    reviews = assignment_review(assignment=assignment, fresh=True)
     return {
         "decisions": {str(pk): r.decision for pk, r in reviews.items()},
         "early_stop": hit_early_stop(hit=assignment.hit),

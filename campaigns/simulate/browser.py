@@ -12,6 +12,7 @@ parsing in between (``WSGITransport``).
 from __future__ import annotations
 
 import email.message
+import functools
 import http.cookiejar
 import io
 import logging
@@ -31,6 +32,10 @@ logger = logging.getLogger(__name__)
 WSGIApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+# A Set-Cookie's expiry attributes (with the separator before them).
+_EXPIRY = re.compile(r";\s*(?:expires|max-age)=[^;]*", re.IGNORECASE)
+# What ``urllib.parse.quote_plus`` leaves as it is (its always-safe characters).
+_UNQUOTED = re.compile(r"[A-Za-z0-9_.~-]*")
 _CSRF_INPUT = re.compile(r'name="csrfmiddlewaretoken"\s+value="([^"]+)"')
 _ASSET = re.compile(r'(?:src|href)="(/[^"]*static/[^"]+)"')
 
@@ -106,6 +111,22 @@ class Page:
         return sorted(set(_ASSET.findall(self.text)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _quoted_name(name: str) -> str:
+    return urllib.parse.quote_plus(name)
+
+
+def form_encode(pairs: Iterable[tuple[str, str]]) -> str:
+    """``urllib.parse.urlencode(pairs)`` for text pairs, the same string: field names
+    (a form's few, repeated on every post) quoted once, and values that need no quoting
+    (ids, numbers, words) taken as they are."""
+    return "&".join(
+        f"{_quoted_name(name)}="
+        f"{value if _UNQUOTED.fullmatch(value) else urllib.parse.quote_plus(value)}"
+        for name, value in pairs
+    )
+
+
 class Browser:
     """One simulated browser: its own cookie jar (so its own session and worker)."""
 
@@ -151,7 +172,7 @@ class Browser:
         token = csrf or self.csrf_cookie()
         if token:
             pairs.append(("csrfmiddlewaretoken", token))
-        body = urllib.parse.urlencode(pairs).encode()
+        body = form_encode(pairs).encode()
         split = urllib.parse.urlsplit(self.base_url)
         request = urllib.request.Request(  # noqa: S310 (http(s) only, as in get)
             self.url(path),
@@ -247,8 +268,10 @@ class WSGITransport:
         # the jar changes or its first cookie expires, when every cookie is site-wide
         # (path "/"), so that it is the same for every path (``_cookie_header``).
         self._cookie_header: dict[tuple[str, str], tuple[str | None, float]] = {}
-        # The Set-Cookie headers last read into the jar.
+        # The Set-Cookie headers last read into the jar, without their expiry
+        # (``_renewal``), and when the first cookie then in the jar expires.
         self._set_cookies: tuple[str, ...] = ()
+        self._jar_expires = float("inf")
 
     def _add_cookie_header(self, request: urllib.request.Request) -> None:
         """``CookieJar.add_cookie_header``, its answer kept per site while it holds: the
@@ -354,13 +377,27 @@ class WSGITransport:
         status, headers = started
         set_cookies = tuple(value for name, value in headers if name.lower() == "set-cookie")
         # The same cookies set again (Django renews the CSRF cookie on every page with a
-        # form) leave the jar as it is, but for their expiry: read only what changed. (A
-        # cookie without a Path takes the request's: always read.)
-        if set_cookies and (
-            set_cookies != self._set_cookies
-            or not all("path=" in value.lower() for value in set_cookies)
-        ):
+        # form, its expiry a year on from now) leave the jar as it is but for their
+        # expiry: read only what changed (``_renewal``).
+        if set_cookies and not self._renewal(set_cookies):
             self.cookies.extract_cookies(_Response(headers), request)  # type: ignore[arg-type]
             self._cookie_header.clear()
-            self._set_cookies = set_cookies
+            self._set_cookies = tuple(_EXPIRY.sub("", value) for value in set_cookies)
+            expiries = [c.expires for c in self.cookies if c.expires is not None]
+            self._jar_expires = float(min(expiries)) if expiries else float("inf")
         return status, headers, body_out
+
+    def _renewal(self, set_cookies: tuple[str, ...]) -> bool:
+        """Whether ``set_cookies`` are those last read into the jar, names, values and
+        attributes alike, only their expiry moved on, while every cookie in the jar is an
+        hour or more from expiring: reading them again would change no cookie the run
+        sends. Not when one has no Path (it takes the request's) or deletes a cookie."""
+        if len(set_cookies) != len(self._set_cookies) or self._jar_expires - time.time() < 3600:
+            return False
+        for value, last in zip(set_cookies, self._set_cookies, strict=True):
+            lowered = value.lower()
+            if "path=" not in lowered or "max-age=0" in lowered or " 1970 " in value:
+                return False
+            if _EXPIRY.sub("", value) != last:
+                return False
+        return True

@@ -58,22 +58,25 @@ def handoffs_run(*, assignment_ids: list[int]) -> int:
     go (``qaportal.outbox.outbox_deferred``: the crowd simulator's round of
     approvals), where a publication after each approval re-read the stage each time.
     """
-    by_pk = {
-        a.pk: a
-        for a in Assignment.objects.select_related("hit__stage__campaign").filter(
-            pk__in=assignment_ids, status=AssignmentStatus.APPROVED
-        )
-    }
+    # The answers alone (a round's approvals: hundreds), their stages read once.
+    stage_of: dict[int, int] = {}
+    by_pk: dict[int, Assignment] = {}
+    for pk, hit_id, stage_id, answers in Assignment.objects.filter(
+        pk__in=assignment_ids, status=AssignmentStatus.APPROVED
+    ).values_list("pk", "hit_id", "hit__stage_id", "answers"):
+        by_pk[pk] = Assignment(pk=pk, hit_id=hit_id, answers=answers)
+        stage_of[pk] = stage_id
+    stages = Stage.objects.select_related("campaign").in_bulk(set(stage_of.values()))
     by_stage: dict[int, list[Assignment]] = {}
     for pk in dict.fromkeys(assignment_ids):
         assignment = by_pk.get(pk)
-        if assignment is not None and assignment.hit.stage.next_stage_id is not None:
-            by_stage.setdefault(assignment.hit.stage_id, []).append(assignment)
+        if assignment is not None and stages[stage_of[pk]].next_stage_id is not None:
+            by_stage.setdefault(stage_of[pk], []).append(assignment)
     created = 0
     # target stage id -> (stage, publish the remainder too)
     publish: dict[int, tuple[Stage, bool]] = {}
-    for assignments in by_stage.values():
-        stage = assignments[0].hit.stage
+    for stage_id, assignments in by_stage.items():
+        stage = stages[stage_id]
         targets, made = _items_make(stage=stage, assignments=assignments)
         created += made
         if stage.campaign.state in WORKABLE_STATES:
