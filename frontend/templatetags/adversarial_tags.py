@@ -8,8 +8,9 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from campaigns.assist.selectors import adversarial_panel
+from campaigns.assist.selectors import assignment_adversarial_panel
 from campaigns.models import Assignment
+from campaigns.tasktypes.base import adversarial_config
 from frontend.worker.adversarial import entry_for_page
 
 register = template.Library()
@@ -20,10 +21,12 @@ def adversarial_part(assignment: Assignment, action_url: str = "") -> dict[str, 
     """The panel for ``assignment``, its URLs with it (``panel`` None when the stage is
     not adversarial, or the page is an entry without the adversarial routes: MTurk's,
     whose submission is refused there until the model was asked)."""
+    if adversarial_config(assignment.hit.stage.config) is None:
+        return {"panel": None}
     entry = entry_for_page(action_url, assignment.pk)
     if entry is None:
         return {"panel": None}
-    panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
+    panel = assignment_adversarial_panel(assignment=assignment)
     if panel is None:
         return {"panel": None}
     kwargs = {"assignment_id": assignment.pk}
