@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import re
 import signal
 import statistics
@@ -200,6 +201,46 @@ def outcome_check(timeout: float) -> dict[str, int]:
     }
 
 
+_LOGGED = re.compile(r"^(GET|POST) (\S+) (\d{3}) (\d+)$")
+
+
+def service_times(log: Path, cfg: dict) -> dict[str, list[float]]:
+    """Each request's time inside its gunicorn worker (ms, from the access log), by the
+    same kinds as the load generators' (the stage of a work page from its assignment)."""
+    from campaigns.models import Assignment
+
+    stage_of = dict(Assignment.objects.values_list("pk", "hit__stage_id"))
+    kind_of_stage = {cfg["plain"]: "plain", cfg["loop"]: "loop"}
+    out: dict[str, list[float]] = {}
+    for line in log.read_text().splitlines():
+        found = _LOGGED.match(line.strip())
+        if not found:
+            continue
+        method, path, _, micros = found.groups()
+        ms = int(micros) / 1000
+        if m := re.fullmatch(r"/work/s/(\d+)/accept/", path):
+            kind = f"accept {kind_of_stage.get(int(m.group(1)), '?')}"
+        elif m := re.fullmatch(r"/work/a/(\d+)/(.*)", path):
+            stage = kind_of_stage.get(stage_of.get(int(m.group(1)), 0), "?")
+            rest = m.group(2)
+            if rest == "":
+                kind = f"{'page' if method == 'GET' else 'submit'} {stage}"
+            elif rest == "try/":
+                kind = "try loop"
+            elif rest.endswith("/mark/"):
+                kind = "mark loop"
+            else:
+                kind = "state loop"
+        else:
+            continue
+        out.setdefault(kind, []).append(ms)
+    for suffix in ("plain", "loop"):
+        out[f"all {suffix}"] = [
+            v for k, vs in list(out.items()) if k.endswith(f" {suffix}") for v in vs
+        ]
+    return out
+
+
 # --- the fake, as its own process -------------------------------------------------------
 
 
@@ -233,7 +274,11 @@ def _csrf(client: loadgen.Client, data: dict[str, str]) -> dict[str, str]:
 async def _worker(cfg: dict, index: int, rec: dict[str, list[float]], errors: list[str]) -> int:
     client = loadgen.Client(wc.HOST, cfg["port"], timeout=60)
 
+    rng = random.Random(index)
+
     async def timed(kind: str, method: str, path: str, form: dict | None = None):
+        if cfg["think"]:
+            await asyncio.sleep(cfg["think"] * rng.uniform(0.5, 1.5))
         started = time.perf_counter()
         response = await client.request(method, path, form=form)
         rec.setdefault(kind, []).append((time.perf_counter() - started) * 1000)
@@ -343,6 +388,9 @@ def main() -> None:
     parser.add_argument("--web-workers", type=int, default=3)
     parser.add_argument("--celery-concurrency", type=int, default=8)
     parser.add_argument("--load-procs", type=int, default=2)
+    parser.add_argument(
+        "--think", type=float, default=0.0, help="mean seconds before each request (0: none)"
+    )
     parser.add_argument("--base-port", type=int, default=24000)
     parser.add_argument("--json", type=Path, help="write the figures here too")
     args = parser.parse_args()
@@ -376,9 +424,15 @@ def main() -> None:
     bin_dir = Path(py).parent
     web = wc.Server(
         "gunicorn",
-        wc.gunicorn_cmd(
-            bin_dir / "gunicorn", "qaportal.wsgi", web_port, args.web_workers, "sync", 1
-        ),
+        [
+            *wc.gunicorn_cmd(
+                bin_dir / "gunicorn", "qaportal.wsgi", web_port, args.web_workers, "sync", 1
+            ),
+            "--access-logfile",
+            str(tmp / "access.log"),
+            "--access-logformat",
+            "%(m)s %(U)s %(s)s %(D)s",
+        ],
         env,
         ROOT,
         tmp / "gunicorn.log",
@@ -418,6 +472,7 @@ def main() -> None:
                 **cfg,
                 "port": web_port,
                 "tasks": args.tasks,
+                "think": args.think,
                 "start_at": start_at,
                 "first": n * share,
                 "last": min(args.workers, (n + 1) * share),
@@ -437,6 +492,7 @@ def main() -> None:
 
         django.setup()
         counts = outcome_check(timeout=60)
+        service = service_times(tmp / "access.log", cfg)
         cpu = {
             "web": _cpu_of(web_pids) - cpu0["web"],
             "celery": _cpu_of(celery_pids) - cpu0["celery"],
@@ -469,6 +525,16 @@ def main() -> None:
         for kind, values in sorted(timings.items())
         if values
     }
+    service_rows = {
+        kind: {
+            "n": len(values),
+            "p50": round(statistics.median(values), 1),
+            "p99": round(_pct(values, 0.99), 1),
+            "max": round(max(values), 1),
+        }
+        for kind, values in sorted(service.items())
+        if values
+    }
     errors = [e for r in results for e in r["errors"]]
     report = {
         "workers": args.workers,
@@ -477,7 +543,9 @@ def main() -> None:
         "web_workers": args.web_workers,
         "celery_concurrency": args.celery_concurrency,
         "load_procs": args.load_procs,
+        "think": args.think,
         "requests": rows,
+        "service": service_rows,
         "submitted": sum(r["submitted"] for r in results),
         "errors": errors[:10],
         "error_count": len(errors),
@@ -492,7 +560,14 @@ def main() -> None:
             f"{kind:18s} n {row['n']:5d}  p50 {row['p50']:7.1f}  "
             f"p99 {row['p99']:7.1f}  max {row['max']:7.1f} ms"
         )
-    print(json.dumps({k: v for k, v in report.items() if k != "requests"}, indent=1))
+    print("in the gunicorn worker (access log, request start to response written):")
+    for kind, row in service_rows.items():
+        print(
+            f"{kind:18s} n {row['n']:5d}  p50 {row['p50']:7.1f}  "
+            f"p99 {row['p99']:7.1f}  max {row['max']:7.1f} ms"
+        )
+    hidden = ("requests", "service")
+    print(json.dumps({k: v for k, v in report.items() if k not in hidden}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
 

@@ -96,33 +96,34 @@ def adversarial_try_make(*, assignment: Assignment, form: Mapping[str, Any]) -> 
         allowed = tries_allow(tries=tries, cfg=cfg)
         if not allowed.may_try:
             raise DomainError(allowed.why_not or "No more tries.")
-        attempt = AdversarialTry.objects.create(
-            assignment=locked,
-            item_id=item["id"],
-            stage=stage,
-            worker_id=locked.worker_id,
-            try_number=len(tries) + 1,
-            question=question,
-            entry={k: v for k, v in entry.items() if k != "external_id"},
-        )
+        # The call first, so that the try is written once, with its call or marked
+        # "model unavailable" when the model cannot be asked at all.
+        try_number = len(tries) + 1
         try:
             call = model_call_request(
                 endpoint_id=int(cfg["endpoint"]),
                 purpose=ModelCallPurpose.ADVERSARIAL,
                 item_id=item["id"],
                 assignment_id=locked.pk,
-                try_number=attempt.try_number,
+                try_number=try_number,
                 question=question,
                 context=context,
             )
         except DomainError:
-            attempt.model_unavailable = True
-            attempt.judged_by = AdversarialJudge.NONE
-            attempt.judged_at = timezone.now()
-            attempt.save(update_fields=["model_unavailable", "judged_by", "judged_at"])
-        else:
-            attempt.model_call = call
-            attempt.save(update_fields=["model_call"])
+            call = None
+        attempt = AdversarialTry.objects.create(
+            assignment=locked,
+            item_id=item["id"],
+            stage=stage,
+            worker_id=locked.worker_id,
+            try_number=try_number,
+            question=question,
+            entry={k: v for k, v in entry.items() if k != "external_id"},
+            model_call=call,
+            model_unavailable=call is None,
+            judged_by=AdversarialJudge.NONE if call is None else "",
+            judged_at=timezone.now() if call is None else None,
+        )
     return TryOutcome(attempt, answer)
 
 

@@ -111,9 +111,6 @@ def model_call_request(
         assignment_id=assignment_id,
         try_number=try_number,
     )
-    existing = ModelCall.objects.filter(idempotency_key=key).first()
-    if existing is not None:
-        return existing
     content = prompt_render(
         endpoint=endpoint, task_type=item.stage.task_type, question=question, context=context
     )

@@ -451,6 +451,10 @@ def test_a_rejected_fool_earns_nothing(requester):
 # --- The worker page (Django client) ---------------------------------------------------
 
 
+# The plain submission (4, test_query_counts.py), the tries read once, the claim stored.
+PAGE_SUBMIT_QUERIES = 6
+
+
 def _client_for(stage: Stage) -> tuple[Client, Assignment]:
     client = Client()
     invite = invite_create(
@@ -584,3 +588,25 @@ def test_the_submission_is_held_back_on_every_workforce_with_the_panel(requester
         assignment_id=assignment.pk, worker=worker, form=_form("Who?", 2), telemetry={}
     )
     assert result.stored
+
+
+def test_the_adversarial_page_and_submission_read_the_tries_once(
+    requester, django_assert_num_queries
+):
+    """The work page: the assignment, then its tries (one prepared statement, read once
+    for the form and the panel); the submission reads them once for its check and the
+    claim it stores (tests/campaigns/work/test_query_counts.py has the plain budget)."""
+    writing, _ = _pipeline(requester, max_tries=2)
+    client, assignment = _client_for(writing)
+    page = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    try_url = reverse("worker:adversarial_try", kwargs={"assignment_id": assignment.pk})
+    client.post(try_url, _form("Which river did the explorer sail in Brazil?", 2))
+    client.get(page)
+
+    with django_assert_num_queries(2):
+        html = client.get(page).content.decode()
+    assert "You fooled the model" in html
+    with django_assert_num_queries(PAGE_SUBMIT_QUERIES):
+        response = client.post(page, _form("Which river did the explorer sail in Brazil?", 2))
+    assert response.status_code == 302
+    assert _answers(assignment)["adversarial"]["p1"]["fooled"]
