@@ -15,7 +15,8 @@ one runs what a deployment runs, each a process of its own, on loopback:
 - the OpenAI fake (``tests/campaigns/assist/fake_openai.py``) as its own HTTP server,
   answering every request after ``--delay`` seconds (0.5);
 - ``--load-procs`` load generators (asyncio, ``loadgen.Client``: one connection per
-  request, cookies and CSRF as a browser), splitting the simulated workers.
+  request, cookies and CSRF as a browser), splitting the simulated workers; with
+  ``--think S`` each waits 0.5 to 1.5 times S seconds before each request (0: a closed loop).
 
 Recreates the database of ``DATABASE_URL`` (default ``qaportal_adv_bench``) and
 flushes the Redis database of ``REDIS_URL`` (default db 4): give it ones of your own.
@@ -29,7 +30,8 @@ alternating, as a browser would:
   leads to (waiting), the state every 0.7 s from 0.4 s on (``adversarial.js``), the
   page again with the answer, the mark and the page after it, submit.
 
-Reported per request kind: p50 / p99 / max; the processes' CPU; the load average; and
+Reported per request kind: p50 / p99 / max at the client (queueing included) and in the
+gunicorn worker (its access log's request time); the processes' CPU; the load average; and
 that every try has one model call, done, one ``model_usage`` ledger entry, and the
 endpoint was asked once per call.
 """
