@@ -30,7 +30,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from campaigns.assist.calls import model_call_request
-from campaigns.assist.selectors import adversarial_tries, tries_allow
+from campaigns.assist.selectors import (
+    adversarial_tries,
+    assignment_try_rows,
+    tries_allow,
+    try_views,
+)
 from campaigns.design.platform import BonusWanted, platform_for
 from campaigns.models import (
     AdversarialJudge,
@@ -91,33 +96,34 @@ def adversarial_try_make(*, assignment: Assignment, form: Mapping[str, Any]) -> 
         allowed = tries_allow(tries=tries, cfg=cfg)
         if not allowed.may_try:
             raise DomainError(allowed.why_not or "No more tries.")
-        attempt = AdversarialTry.objects.create(
-            assignment=locked,
-            item_id=item["id"],
-            stage=stage,
-            worker_id=locked.worker_id,
-            try_number=len(tries) + 1,
-            question=question,
-            entry={k: v for k, v in entry.items() if k != "external_id"},
-        )
+        # The call first, so that the try is written once, with its call or marked
+        # "model unavailable" when the model cannot be asked at all.
+        try_number = len(tries) + 1
         try:
             call = model_call_request(
                 endpoint_id=int(cfg["endpoint"]),
                 purpose=ModelCallPurpose.ADVERSARIAL,
                 item_id=item["id"],
                 assignment_id=locked.pk,
-                try_number=attempt.try_number,
+                try_number=try_number,
                 question=question,
                 context=context,
             )
         except DomainError:
-            attempt.model_unavailable = True
-            attempt.judged_by = AdversarialJudge.NONE
-            attempt.judged_at = timezone.now()
-            attempt.save(update_fields=["model_unavailable", "judged_by", "judged_at"])
-        else:
-            attempt.model_call = call
-            attempt.save(update_fields=["model_call"])
+            call = None
+        attempt = AdversarialTry.objects.create(
+            assignment=locked,
+            item_id=item["id"],
+            stage=stage,
+            worker_id=locked.worker_id,
+            try_number=try_number,
+            question=question,
+            entry={k: v for k, v in entry.items() if k != "external_id"},
+            model_call=call,
+            model_unavailable=call is None,
+            judged_by=AdversarialJudge.NONE if call is None else "",
+            judged_at=timezone.now() if call is None else None,
+        )
     return TryOutcome(attempt, answer)
 
 
@@ -148,26 +154,26 @@ def adversarial_try_mark(
     return attempt
 
 
-def claimed_record(attempts: list[AdversarialTry]) -> dict[str, Any] | None:
-    """What a writer claims for an item: the first try that fooled the model, else the
-    last try (None: no try)."""
-    if not attempts:
+def claimed_record(rows: list[dict[str, Any]], *, assignment_id: int) -> dict[str, Any] | None:
+    """What a writer claims for an item, from its tries' rows (``adversarial_try_rows``,
+    in order): the first try that fooled the model, else the last try (None: no try)."""
+    if not rows:
         return None
-    chosen = next((a for a in attempts if a.fooled is True), attempts[-1])
+    chosen = next((r for r in rows if r["fooled"] is True), rows[-1])
     return {
-        "try": chosen.try_number,
-        "tries": len(attempts),
-        "assignment": chosen.assignment_id,
-        "item": chosen.item_id,
-        "question": chosen.question,
-        "sentences": list(chosen.entry.get("sentences", [])),
-        "entry": chosen.entry,
-        "model_answer": chosen.model_answer,
-        "model_id": chosen.model_call.model_id if chosen.model_call else "",
-        "model_version": chosen.model_call.model_version if chosen.model_call else "",
-        "model_unavailable": chosen.model_unavailable,
-        "judged_by": chosen.judged_by,
-        "fooled": chosen.fooled,
+        "try": chosen["try_number"],
+        "tries": len(rows),
+        "assignment": assignment_id,
+        "item": chosen["item_id"],
+        "question": chosen["question"],
+        "sentences": list(chosen["entry"].get("sentences", [])),
+        "entry": chosen["entry"],
+        "model_answer": chosen["model_answer"],
+        "model_id": chosen["model_call__model_id"] or "",
+        "model_version": chosen["model_call__model_version"] or "",
+        "model_unavailable": chosen["model_unavailable"],
+        "judged_by": chosen["judged_by"],
+        "fooled": chosen["fooled"],
     }
 
 
@@ -185,7 +191,8 @@ def adversarial_submit_check(*, assignment: Assignment, stage: Stage, **_: Any) 
     cfg = adversarial_config(stage.config)
     if cfg is None or assignment.provider not in PANEL_PROVIDERS:
         return
-    allow = tries_allow(tries=adversarial_tries(assignment_id=assignment.pk), cfg=cfg)
+    tries = try_views(assignment_try_rows(assignment=assignment))
+    allow = tries_allow(tries=tries, cfg=cfg)
     if not allow.may_submit:
         raise SubmitRefusedError(allow.why_not or "Ask the model your question first.")
 
@@ -199,19 +206,17 @@ def adversarial_answer_stored(
         return
     if not isinstance(assignment.answers, dict) or "items" not in assignment.answers:
         return
-    attempts = list(
-        AdversarialTry.objects.filter(assignment_id=assignment.pk)
-        .select_related("item", "model_call")
-        .order_by("item_id", "try_number")
-    )
-    by_item: dict[str, list[AdversarialTry]] = {}
-    for attempt in attempts:
-        by_item.setdefault(attempt.item.external_id, []).append(attempt)
+    # The rows the submission's check read (the assignment's row is locked since).
+    rows = assignment_try_rows(assignment=assignment)
+    external_ids = {item["id"]: item["external_id"] for item in hit_items(hit=assignment.hit)}
+    by_item: dict[int, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_item.setdefault(row["item_id"], []).append(row)
     claimed = {}
-    for external_id, item_tries in by_item.items():
-        record = claimed_record(item_tries)
-        if record is not None:
-            claimed[external_id] = record
+    for item_id, item_rows in by_item.items():
+        record = claimed_record(item_rows, assignment_id=assignment.pk)
+        if record is not None and item_id in external_ids:
+            claimed[external_ids[item_id]] = record
     assignment.answers = {**assignment.answers, "adversarial": claimed}
     Assignment.objects.filter(pk=assignment.pk).update(answers=assignment.answers)
 

@@ -111,13 +111,13 @@ def model_call_request(
         assignment_id=assignment_id,
         try_number=try_number,
     )
-    existing = ModelCall.objects.filter(idempotency_key=key).first()
-    if existing is not None:
-        return existing
     content = prompt_render(
         endpoint=endpoint, task_type=item.stage.task_type, question=question, context=context
     )
-    with transaction.atomic():
+    # The call and its message commit together, in the caller's transaction when there
+    # is one (no savepoint of its own: a failure here fails the caller's transaction,
+    # as the worker's text must not be stored with a call that was never queued).
+    with transaction.atomic(savepoint=False):
         call, created = ModelCall.objects.get_or_create(
             idempotency_key=key,
             defaults={

@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connection
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from campaigns.models import (
     AdversarialTry,
+    Assignment,
     ModelCall,
     ModelCallStatus,
     ModelEndpoint,
     Stage,
 )
 from campaigns.tasktypes.base import adversarial_config
+from qaportal import prepared
 
 
 @dataclass(frozen=True)
@@ -123,42 +127,107 @@ class TriesAllow:
     why_not: str
 
 
-def _try_view(attempt: AdversarialTry) -> TryView:
-    call = attempt.model_call
+# A try as its pages and its submission read it: the try's own columns, and its call's
+# status, age, timeout and model (no prompt, no endpoint key). On PostgreSQL a prepared
+# statement (``qaportal.prepared``): every adversarial work page and submission runs it.
+TRY_COLUMNS = (
+    "try_number",
+    "question",
+    "entry",
+    "model_answer",
+    "model_call_id",
+    "fooled",
+    "judged_by",
+    "model_unavailable",
+    "item_id",
+    "model_call__status",
+    "model_call__created_at",
+    "model_call__endpoint__timeout_seconds",
+    "model_call__model_id",
+    "model_call__model_version",
+)
+_TRIES_SQL = (
+    "SELECT t.try_number, t.question, t.entry, t.model_answer, t.model_call_id, t.fooled,"
+    " t.judged_by, t.model_unavailable, t.item_id, c.status, c.created_at,"
+    " e.timeout_seconds, c.model_id, c.model_version"
+    " FROM campaigns_adversarialtry t"
+    " LEFT JOIN campaigns_modelcall c ON c.id = t.model_call_id"
+    " LEFT JOIN campaigns_modelendpoint e ON e.id = c.endpoint_id"
+    " WHERE t.assignment_id = %s ORDER BY t.try_number"
+)
+
+
+def adversarial_try_rows(*, assignment_id: int) -> list[dict[str, Any]]:
+    """The tries of an assignment in order, as dicts keyed by ``TRY_COLUMNS`` (one
+    query; the call's columns None when the try has no call)."""
+    if connection.vendor != "postgresql":
+        return list(
+            AdversarialTry.objects.filter(assignment_id=assignment_id)
+            .order_by("try_number")
+            .values(*TRY_COLUMNS)
+        )
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, _TRIES_SQL, [assignment_id])
+        rows = [dict(zip(TRY_COLUMNS, row, strict=True)) for row in cursor.fetchall()]
+    for row in rows:
+        if isinstance(row["entry"], str | bytes):  # JSON columns come as text (Django's)
+            row["entry"] = json.loads(row["entry"])
+    return rows
+
+
+def _try_view(row: dict[str, Any], now: datetime) -> TryView:
     waiting = without = False
-    if not attempt.judged_by and not attempt.model_answer:
-        if call is None:
+    if not row["judged_by"] and not row["model_answer"]:
+        status = row["model_call__status"]
+        if row["model_call_id"] is None:
             without = True
+        elif status == ModelCallStatus.DONE:
+            pass  # settled in the call's transaction: not reached
         else:
-            deadline = call.created_at + timedelta(seconds=float(call.endpoint.timeout_seconds))
-            if call.status == ModelCallStatus.DONE:
-                pass  # settled in the call's transaction: not reached
-            elif call.status == ModelCallStatus.UNAVAILABLE or timezone.now() >= deadline:
+            deadline = row["model_call__created_at"] + timedelta(
+                seconds=float(row["model_call__endpoint__timeout_seconds"])
+            )
+            if status == ModelCallStatus.UNAVAILABLE or now >= deadline:
                 without = True
             else:
                 waiting = True
     return TryView(
-        number=attempt.try_number,
-        question=attempt.question,
-        entry=attempt.entry,
-        model_answer=attempt.model_answer,
-        call_id=attempt.model_call_id,
-        fooled=attempt.fooled,
-        judged_by=attempt.judged_by,
+        number=row["try_number"],
+        question=row["question"],
+        entry=row["entry"],
+        model_answer=row["model_answer"],
+        call_id=row["model_call_id"],
+        fooled=row["fooled"],
+        judged_by=row["judged_by"],
         waiting=waiting,
-        to_mark=bool(attempt.model_answer) and not attempt.judged_by,
-        without_model=without or attempt.model_unavailable,
+        to_mark=bool(row["model_answer"]) and not row["judged_by"],
+        without_model=without or row["model_unavailable"],
     )
+
+
+def try_views(rows: list[dict[str, Any]]) -> list[TryView]:
+    """``adversarial_try_rows``' rows as the page shows them."""
+    now = timezone.now()
+    return [_try_view(row, now) for row in rows]
 
 
 def adversarial_tries(*, assignment_id: int) -> list[TryView]:
     """The tries of an assignment, in order, as its page shows them (one query)."""
-    attempts = (
-        AdversarialTry.objects.filter(assignment_id=assignment_id)
-        .select_related("model_call__endpoint")
-        .order_by("try_number")
-    )
-    return [_try_view(a) for a in attempts]
+    return try_views(adversarial_try_rows(assignment_id=assignment_id))
+
+
+_ROWS = "_adversarial_try_rows"
+
+
+def assignment_try_rows(*, assignment: Assignment) -> list[dict[str, Any]]:
+    """``adversarial_try_rows`` of ``assignment``, read once per loaded assignment object:
+    a request asks more than once (the work page: the form filled with the last try and
+    the panel; a submission: its check of the tries, then the claim it stores, both
+    with the assignment's row locked). Tries made later are not seen by this object."""
+    if _ROWS not in assignment.__dict__:
+        assignment.__dict__[_ROWS] = adversarial_try_rows(assignment_id=assignment.pk)
+    rows: list[dict[str, Any]] = assignment.__dict__[_ROWS]
+    return rows
 
 
 def tries_allow(*, tries: list[TryView], cfg: dict[str, Any]) -> TriesAllow:
@@ -200,6 +269,18 @@ def adversarial_panel(*, stage: Stage, assignment_id: int) -> AdversarialPanel |
     if cfg is None:
         return None
     tries = adversarial_tries(assignment_id=assignment_id)
+    return AdversarialPanel(
+        max_tries=int(cfg["max_tries"]), tries=tries, allow=tries_allow(tries=tries, cfg=cfg)
+    )
+
+
+def assignment_adversarial_panel(*, assignment: Assignment) -> AdversarialPanel | None:
+    """The panel of ``assignment``'s page (None: the stage is not adversarial, and no
+    query is made); its tries read once per loaded assignment (``assignment_try_rows``)."""
+    cfg = adversarial_config(assignment.hit.stage.config)
+    if cfg is None:
+        return None
+    tries = try_views(assignment_try_rows(assignment=assignment))
     return AdversarialPanel(
         max_tries=int(cfg["max_tries"]), tries=tries, allow=tries_allow(tries=tries, cfg=cfg)
     )

@@ -182,11 +182,12 @@ class AdversarialPassageQuestion(PerItemTask):
     ) -> bool | None:
         """Sentence ids: the model is right when the sentences its answer points at are
         among the worker's, wrong when none is; None when its answer matches no sentence
-        or straddles the worker's and others (the worker marks it)."""
+        or straddles the worker's and others (the worker marks it), unless the entry
+        states a typed answer too (an entity id, number, date or option: the base's)."""
         mine = _sentence_ids(entry.get("sentences"))
         theirs = sentences_matching([str(s) for s in data.get("sentences", [])], model_answer)
         if not mine or not theirs:
-            return None
+            return super().model_answer_judge(entry=entry, data=data, model_answer=model_answer)
         if theirs <= mine:
             return True
         if not theirs & mine:

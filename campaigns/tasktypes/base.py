@@ -41,6 +41,8 @@ import jsonschema
 import jsonschema_rs
 from jsonschema.exceptions import best_match
 
+from campaigns.tasktypes.answer_match import model_answer_matches, stated_answer
+
 # Longest text a worker may submit in one field; validate_answer reports more.
 MAX_TEXT_LENGTH = 2000
 # parse_form keeps at most this much of one field, whatever was posted.
@@ -793,8 +795,11 @@ class TaskType:
     ) -> bool | None:
         """Whether ``model_answer`` is the answer the worker gave in ``entry`` (True: the
         model got it right; False: the model was fooled); None when the answer type does
-        not allow the app to judge, and the worker marks it."""
-        return None
+        not allow the app to judge, and the worker marks it. By default the entry's typed
+        answer, where it states one (``answer`` with ``answer_type`` entity, number, date
+        or option: ``answer_match.stated_answer``)."""
+        stated = stated_answer(entry, data)
+        return None if stated is None else model_answer_matches(stated, model_answer)
 
     def fool_verdict(self, entry: Mapping[str, Any] | None) -> bool | None:
         """One validator's answer on a claimed fool: True confirmed, False not, None no

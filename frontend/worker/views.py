@@ -13,7 +13,7 @@ from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
-from campaigns.assist.selectors import adversarial_panel
+from campaigns.assist.selectors import assignment_adversarial_panel
 from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
@@ -273,7 +273,7 @@ def assignment(request: HttpRequest, assignment_id: int) -> HttpResponse:
 
 def _last_try_answer(assignment: Assignment) -> dict[str, object] | None:
     """On an adversarial stage, the form filled with the worker's last try."""
-    panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
+    panel = assignment_adversarial_panel(assignment=assignment)
     if panel is None or panel.last is None:
         return None
     return {"items": [dict(panel.last.entry)]}

@@ -8,6 +8,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import transaction
 from django.test import Client
 from django.urls import reverse
 
@@ -18,6 +19,7 @@ from campaigns.assist.adversarial import (
 )
 from campaigns.assist.calls import model_call_run
 from campaigns.assist.endpoints import model_endpoint_create
+from campaigns.assist.judging import adversarial_try_settle
 from campaigns.assist.selectors import adversarial_panel
 from campaigns.design.services import campaign_create, stage_add, stage_link
 from campaigns.insights.adversarial import campaign_fooled_rates
@@ -124,6 +126,22 @@ def test_sentence_id_judging(answer, expected):
     assert WRITER.model_answer_judge(entry=entry, data=data, model_answer=answer) is expected
 
 
+@pytest.mark.parametrize(
+    ("entry", "answer", "expected"),
+    [
+        ({"answer": "1,542", "answer_type": "number"}, "In 1542.", True),
+        ({"answer": "1542", "answer_type": "number"}, "About 1,600 years ago.", False),
+        ({"answer": "wd:Q5", "answer_type": "entity"}, "http://www.wikidata.org/entity/Q5", True),
+        ({"answer": "1542-06-01", "answer_type": "date"}, "On 1 June 1541", False),
+    ],
+)
+def test_a_typed_answer_is_judged_where_the_sentences_do_not_tell(entry, answer, expected):
+    entry = {"question": "When did Orellana sail it?", "sentences": [], **entry}
+    data = {"sentences": SENTENCES}
+
+    assert WRITER.model_answer_judge(entry=entry, data=data, model_answer=answer) is expected
+
+
 def test_a_task_type_without_an_answer_type_leaves_judging_to_the_worker():
     tt = task_type_get("question_writing")
     assert tt.model_answer_judge(entry={"question": "q"}, data={}, model_answer="x") is None
@@ -223,6 +241,30 @@ def test_a_try_stores_the_text_with_its_call_and_the_app_judges(requester):
     assert attempt.model_answer == SENTENCES[2]
     assert attempt.judged_by == "auto"
     assert attempt.fooled is False
+
+
+def test_settling_judges_a_typed_answer(requester):
+    writing, _ = _pipeline(requester)
+    _, assignment = _worker_assignment(writing)
+    adversarial_try_make(
+        assignment=assignment, form=_form("When did Francisco de Orellana sail it?", 2)
+    )
+    attempt = AdversarialTry.objects.get()
+    # As a task type recording a number would have stored it, and a model answering
+    # with a number in another spelling (no sentence of the passage quoted).
+    AdversarialTry.objects.filter(pk=attempt.pk).update(
+        entry={"question": attempt.question, "answer": "1,542", "answer_type": "number"},
+        judged_by="",
+        fooled=None,
+    )
+    ModelCall.objects.filter(pk=attempt.model_call_id).update(answer="It was 1542")
+
+    with transaction.atomic():
+        settled = adversarial_try_settle(call=ModelCall.objects.get(pk=attempt.model_call_id))
+
+    assert settled is not None
+    assert (settled.judged_by, settled.fooled) == ("auto", False)
+    assert settled.model_answer == "It was 1542"
 
 
 def test_tries_up_to_the_limit_then_submit_claims_the_fool(requester):
@@ -409,6 +451,10 @@ def test_a_rejected_fool_earns_nothing(requester):
 # --- The worker page (Django client) ---------------------------------------------------
 
 
+# The plain submission (4, test_query_counts.py), the tries read once, the claim stored.
+PAGE_SUBMIT_QUERIES = 6
+
+
 def _client_for(stage: Stage) -> tuple[Client, Assignment]:
     client = Client()
     invite = invite_create(
@@ -542,3 +588,25 @@ def test_the_submission_is_held_back_on_every_workforce_with_the_panel(requester
         assignment_id=assignment.pk, worker=worker, form=_form("Who?", 2), telemetry={}
     )
     assert result.stored
+
+
+def test_the_adversarial_page_and_submission_read_the_tries_once(
+    requester, django_assert_num_queries
+):
+    """The work page: the assignment, then its tries (one prepared statement, read once
+    for the form and the panel); the submission reads them once for its check and the
+    claim it stores (tests/campaigns/work/test_query_counts.py has the plain budget)."""
+    writing, _ = _pipeline(requester, max_tries=2)
+    client, assignment = _client_for(writing)
+    page = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    try_url = reverse("worker:adversarial_try", kwargs={"assignment_id": assignment.pk})
+    client.post(try_url, _form("Which river did the explorer sail in Brazil?", 2))
+    client.get(page)
+
+    with django_assert_num_queries(2):
+        html = client.get(page).content.decode()
+    assert "You fooled the model" in html
+    with django_assert_num_queries(PAGE_SUBMIT_QUERIES):
+        response = client.post(page, _form("Which river did the explorer sail in Brazil?", 2))
+    assert response.status_code == 302
+    assert _answers(assignment)["adversarial"]["p1"]["fooled"]
