@@ -143,15 +143,18 @@ def propose_spans_batch(
         if not chunk:
             break
         with one_blas_thread():
-            done = [spans_from_doc(d) for d in nlp.pipe(chunk, batch_size=batch_size)]
+            docs = nlp.pipe(chunk, batch_size=batch_size)
+            done = [spans_from_doc(d, text) for d, text in zip(docs, chunk, strict=True)]
         chunk = []
         yield from done
 
 
-def spans_from_doc(doc: Doc) -> list[Span]:
+def spans_from_doc(doc: Doc, text: str | None = None) -> list[Span]:
     """Named entities, capitalised noun chunks, capitalised runs and quoted titles of
-    a parsed document, merged as the module docstring describes."""
-    tokens = _Tokens.read(doc)
+    a parsed document, merged as the module docstring describes. ``text``: the
+    document's text when the caller has it (``Doc.text`` joins it anew from the
+    tokens)."""
+    tokens = _Tokens.read(doc, doc.text if text is None else text)
     text = tokens.text
     by_offsets: dict[tuple[int, int], Span] = {}
     ents = [(e.start, e.end, e.start_char, e.end_char, e.label_) for e in doc.ents]
@@ -212,10 +215,10 @@ class _Tokens:
     capital: list[bool]
 
     @classmethod
-    def read(cls, doc: Doc) -> _Tokens:
+    def read(cls, doc: Doc, text: str) -> _Tokens:
         from spacy.attrs import IDX, LENGTH, LIKE_NUM, LOWER, SENT_START, TAG
 
-        text, strings = doc.text, doc.vocab.strings
+        strings = doc.vocab.strings
         rows = doc.to_array([IDX, LENGTH, TAG, LOWER, LIKE_NUM, SENT_START]).tolist()
         idx = [row[0] for row in rows]
         word = [text[row[0] : row[0] + row[1]] for row in rows]

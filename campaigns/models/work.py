@@ -111,8 +111,14 @@ class Assignment(models.Model):
     telemetry = models.JSONField(default=dict, blank=True)
     # Review decision: what was decided, by whom or by which rule, and why.
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Indexed only where set (``assignment_decided_by``): the review rules leave it empty.
     decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+        db_index=False,
     )
     decision_source = models.CharField(max_length=80, blank=True)
     decision_reason = models.TextField(blank=True)
@@ -127,8 +133,12 @@ class Assignment(models.Model):
     class Meta:
         ordering = ["hit_id", "id"]
         constraints = [
+            # Only where the provider's id is set (NULLs never conflict): local assignments,
+            # which have none, are not in the index.
             models.UniqueConstraint(
-                fields=["provider", "provider_assignment_id"], name="assignment_provider_id_unique"
+                fields=["provider", "provider_assignment_id"],
+                condition=Q(provider_assignment_id__isnull=False),
+                name="assignment_provider_id_unique",
             ),
             models.UniqueConstraint(
                 fields=["hit", "worker"],
@@ -151,7 +161,16 @@ class Assignment(models.Model):
                 name="assignment_submitted_has_time",
             ),
         ]
+        # A decision changes ``status``, which the indexes below read, so its new row
+        # version is written to every index whose condition it meets (no HOT update):
+        # the indexes on columns that are mostly empty (``decided_by``, the provider's id)
+        # are partial, which spares a review of 100,000 assignments 200,000 index entries.
         indexes = [
+            models.Index(
+                fields=["decided_by"],
+                condition=Q(decided_by__isnull=False),
+                name="assignment_decided_by",
+            ),
             models.Index(fields=["hit", "status"]),
             models.Index(fields=["worker", "status"]),
             # The progress estimate's recent submissions: reads the last hour's, not the table.

@@ -3,7 +3,7 @@ for token, on its numpy decoding and on spaCy's stepping (preset entities)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from linking.span_ner import GREEDY_NER, GreedyNER
 from linking.span_pipeline import get_nlp, one_blas_thread
@@ -63,3 +63,54 @@ def test_preset_entities_go_through_spacys_moves() -> None:
         spacys = list(greedy.ner.pipe([preset(text)]))
     assert ents_and_iob(ours) == ents_and_iob(spacys)
     assert (0, 1, "PERSON") in ents_and_iob(ours)[0][0]
+
+
+def test_embedding_cache_gives_the_layers_own_vectors() -> None:
+    """Each tok2vec's token embedding (``_EmbeddingCache``): the vectors of the layer's own
+    forward pass, from the rows it keeps; repeated tokens are embedded once; a full
+    cache starts again."""
+    import numpy
+
+    from linking.span_pipeline import _embedding_layers, _EmbeddingCache
+
+    nlp = get_nlp()
+    layers = _embedding_layers(nlp)
+    assert len(layers) == 2  # the shared tok2vec's and the NER's own
+    docs = [nlp.make_doc(t) for t in TEXTS * 2]
+    with one_blas_thread():
+        for layer in layers:
+            cache = layer._func
+            assert isinstance(cache, _EmbeddingCache)
+            cache.clear()
+            own, _ = cache.forward(layer, docs, False)
+            cached = layer.predict(docs)
+            assert len(cache.rows) == len(
+                {tuple(row) for f in cache.extract.predict(docs) for row in f.tolist()}
+            )
+            again = layer.predict(docs[::-1])[::-1]
+            assert [a.shape for a in cached] == [o.shape for o in own]
+            for ours, theirs, repeated in zip(cached, own, again, strict=True):
+                numpy.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+                assert numpy.array_equal(ours, repeated)
+            rows, cache.ROWS = cache.ROWS, 8
+            try:
+                small = layer.predict(docs[:1])
+                assert len(cache.rows) <= max(8, len(docs[0]))
+                numpy.testing.assert_allclose(small[0], own[0], rtol=1e-5, atol=1e-6)
+            finally:
+                cache.ROWS = rows
+                cache.clear()
+
+
+def test_sentencizer_on_arrays_finds_spacys_sentence_starts() -> None:
+    from spacy.pipeline import Sentencizer
+
+    nlp = get_nlp()
+    ours: Any = nlp.get_pipe("sentencizer")
+    texts = [*TEXTS, "Hi!! How are you? I'm fine...", 'He said "no." Then left.', "?!", "A. B"]
+    spacys = Sentencizer(punct_chars=list(ours.punct_chars))
+    docs = [nlp.make_doc(t) for t in texts]
+    assert ours.predict(docs) == spacys.predict(docs)
+    assert [[t.is_sent_start for t in ours(nlp.make_doc(t))] for t in texts] == [
+        [t.is_sent_start for t in spacys(nlp.make_doc(t))] for t in texts
+    ]
