@@ -20,7 +20,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from campaigns.assist.adversarial import adversarial_try_make, adversarial_try_mark
-from campaigns.assist.selectors import adversarial_panel, adversarial_tries, model_call_state
+from campaigns.assist.selectors import (
+    adversarial_tries,
+    assignment_adversarial_panel,
+    model_call_state,
+)
 from campaigns.models import Assignment
 from campaigns.platforms.prolific.views import prolific_session_assignment
 from campaigns.platforms.task_page import PagePart
@@ -74,7 +78,7 @@ def adversarial_part(assignment: Assignment, action_url: str = "") -> dict[str, 
     entry = entry_for_page(action_url, assignment.pk)
     if entry is None:
         return {"panel": None}
-    panel = adversarial_panel(stage=assignment.hit.stage, assignment_id=assignment.pk)
+    panel = assignment_adversarial_panel(assignment=assignment)
     if panel is None:
         return {"panel": None}
     kwargs = {"assignment_id": assignment.pk}
