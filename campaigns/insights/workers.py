@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from django.core.cache import cache
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q
 
 from campaigns.models import (
     HANDED_IN,
@@ -25,7 +25,6 @@ from campaigns.models import (
     AssignmentStatus,
     Campaign,
     CampaignWorker,
-    LedgerEntry,
     LedgerKind,
     LedgerStatus,
     QualificationGrant,
@@ -33,6 +32,7 @@ from campaigns.models import (
     Worker,
     WorkerBlock,
 )
+from campaigns.payments.totals import ledger_worker_earnings
 from campaigns.work.selectors.counts import stage_work_versions
 from campaigns.workforce.stats import medians_by
 from qaportal.dbrouter import replica_reads
@@ -193,19 +193,15 @@ def campaign_worker_table(
         requester_id=campaign.owner_id, worker_id__in=ids, lifted_at__isnull=True
     ).values_list("worker_id", flat=True):
         rows[worker_id].blocked = True
-    earnings = (
-        LedgerEntry.objects.filter(
-            campaign=campaign,
-            worker_id__in=ids,
-            kind__in=EARNING_KINDS,
-            status__in=[LedgerStatus.COMMITTED, LedgerStatus.PAID],
-        )
-        .order_by()
-        .values("worker_id")
-        .annotate(total=Sum("amount"))
+    # From the ledger's running totals per worker (kept by its writer), not the entries.
+    earnings = ledger_worker_earnings(
+        campaign_id=campaign.pk,
+        kinds=EARNING_KINDS,
+        statuses=[LedgerStatus.COMMITTED, LedgerStatus.PAID],
     )
-    for e in earnings:
-        rows[e["worker_id"]].earnings = Decimal(e["total"])
+    for worker_id, total in earnings.items():
+        if worker_id in rows:
+            rows[worker_id].earnings = total
     _add_quality(campaign=campaign, rows=rows)
 
     table = [

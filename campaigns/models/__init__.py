@@ -23,7 +23,14 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
-from campaigns.models.counts import StageAssignmentCount
+from campaigns.models.counts import (
+    LedgerStageTotal,
+    LedgerWorkerTotal,
+    StageAssignmentCount,
+    StageHeldWork,
+    StageHITCount,
+    StageItemCount,
+)
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
 from campaigns.models.jobs import Job, JobKind, JobStatus
@@ -66,7 +73,9 @@ __all__ = [
     "JobStatus",
     "LedgerEntry",
     "LedgerKind",
+    "LedgerStageTotal",
     "LedgerStatus",
+    "LedgerWorkerTotal",
     "LocalGrant",
     "ModelCall",
     "ModelCallPurpose",
@@ -84,6 +93,9 @@ __all__ = [
     "QualificationType",
     "Stage",
     "StageAssignmentCount",
+    "StageHITCount",
+    "StageHeldWork",
+    "StageItemCount",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

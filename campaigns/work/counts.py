@@ -52,3 +52,91 @@ def stage_assignment_counts_rebuild(*, stage_ids: Iterable[int] | None = None) -
         existing.delete()
         StageAssignmentCount.objects.bulk_create(rows, batch_size=1000)
     return len(rows)
+
+
+# The stage counters kept as deltas by PostgreSQL triggers (migration 0018): table, the
+# columns a row is grouped by, the columns summed.
+_DELTAS = (
+    ("campaigns_stageitemcount", ("stage_id", "status"), ("n",)),
+    (
+        "campaigns_stagehitcount",
+        ("stage_id", "status"),
+        ("n", "places", "free", "open", "free_reward"),
+    ),
+    ("campaigns_stageheldwork", ("stage_id",), ("n", "reward")),
+)
+_HELD = "('accepted', 'submitted')"
+_RECOUNT = {
+    "campaigns_stageitemcount": "SELECT stage_id, status, count(*) FROM campaigns_item {where} "
+    "GROUP BY 1, 2",
+    "campaigns_stagehitcount": "SELECT stage_id, status, count(*), sum(max_assignments), "
+    "sum(places_left), count(*) FILTER (WHERE places_left > 0), sum(places_left * reward) "
+    "FROM campaigns_hit {where} "
+    "GROUP BY 1, 2",
+    "campaigns_stageheldwork": "SELECT h.stage_id, count(*), sum(h.reward) "  # noqa: S608
+    "FROM campaigns_assignment a JOIN campaigns_hit h ON h.id = a.hit_id "
+    f"WHERE a.status IN {_HELD} AND NOT EXISTS (SELECT 1 FROM campaigns_ledgerentry e "
+    "WHERE e.assignment_id = a.id) {and_where} GROUP BY 1",
+}
+
+
+def stage_counters_compact() -> int:
+    """Fold the deltas of the item, HIT and held-work counters into one row per group,
+    dropping groups that sum to nothing and stages that are gone; the number of rows
+    removed. PostgreSQL only (SQLite keeps no deltas: 0).
+
+    One statement per table (``DELETE … RETURNING`` feeding the INSERT of the sums): a
+    reader sees the rows before or after, never half; the triggers only INSERT and are
+    not blocked. Concurrent compactions wait for each other (an advisory lock)."""
+    if connection.vendor != "postgresql":
+        return 0
+    removed = 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(hashtext('stage_counters_compact'))")
+        for table, group, summed in _DELTAS:
+            keys = ", ".join(group)
+            values = ", ".join(summed)
+            sums = ", ".join(f"sum({c})" for c in summed)
+            nonzero = " OR ".join(f"sum({c}) <> 0" for c in summed)
+            cursor.execute(
+                f"WITH gone AS (DELETE FROM {table} RETURNING {keys}, {values}), "  # noqa: S608
+                f"kept AS (INSERT INTO {table} ({keys}, {values}) "
+                f"SELECT {keys}, {sums} FROM gone "
+                "WHERE stage_id IN (SELECT id FROM campaigns_stage) "
+                f"GROUP BY {keys} HAVING {nonzero} RETURNING 1) "
+                "SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM kept)"
+            )
+            removed += cursor.fetchone()[0]
+    return removed
+
+
+def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
+    """Recount the item, HIT and held-work counters of ``stage_ids`` (every stage when
+    None); the number of rows written. PostgreSQL only (SQLite keeps none: 0).
+
+    The items, HITs, assignments and ledger are locked against writes while counting."""
+    if connection.vendor != "postgresql":
+        return 0
+    ids = None if stage_ids is None else list(stage_ids)
+    written = 0
+    with transaction.atomic(), connection.cursor() as cursor:
+        # In the order the writers take them (HITs before their assignments).
+        for table in ("campaigns_item", "campaigns_hit", "campaigns_assignment"):
+            cursor.execute(f"LOCK TABLE {table} IN SHARE MODE")
+        cursor.execute("LOCK TABLE campaigns_ledgerentry IN SHARE MODE")
+        for table, group, summed in _DELTAS:
+            stage = "stage_id" if table != "campaigns_stageheldwork" else "h.stage_id"
+            where = "" if ids is None else f"WHERE {stage} = ANY(%s)"
+            params = [] if ids is None else [ids]
+            cursor.execute(
+                f"DELETE FROM {table} "  # noqa: S608
+                + ("" if ids is None else "WHERE stage_id = ANY(%s)"),
+                params,
+            )
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(group + summed)}) "
+                + _RECOUNT[table].format(where=where, and_where=where.replace("WHERE", "AND")),
+                params,
+            )
+            written += cursor.rowcount
+    return written
