@@ -52,6 +52,7 @@ from campaigns.models import (
     StageHeldWork,
     StageHITCount,
     StageItemCount,
+    StageSubmissionMinute,
     Worker,
     WorkerBlock,
 )
@@ -502,6 +503,12 @@ class StageHITCountAdmin(_DeltasAdmin):
 @admin.register(StageHeldWork)
 class StageHeldWorkAdmin(_DeltasAdmin):
     list_display = ("id", "stage", "n", "reward")
+    raw_id_fields = ("stage",)
+
+
+@admin.register(StageSubmissionMinute)
+class StageSubmissionMinuteAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "minute", "n")
     raw_id_fields = ("stage",)
 
 

@@ -33,6 +33,7 @@ from campaigns.work.selectors.counts import (
     stage_assignment_counts,
     stage_hit_counts,
     stage_item_counts,
+    stage_recent_submissions,
     stage_work_versions,
 )
 from qaportal.dbrouter import replica_reads
@@ -229,10 +230,10 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
     # Counts by status from the counters the database keeps (not a count of the table).
     for stage_id, by_status in stage_assignment_counts(stage_ids=list(stages)).items():
         stages[stage_id][1].assignments = by_status
-    # Recent submissions through the index on submitted_at: what it reads grows with the
-    # last hour's submissions, not with the table.
-    for a_row in recent_submissions(stage_ids=list(stages), since=since):
-        stages[a_row["hit__stage_id"]][1].recent = a_row["n"]
+    # Recent submissions from the per-minute counters (PostgreSQL; the window starts at
+    # its first minute's start) or the index on submitted_at (SQLite).
+    for stage_id, recent in stage_recent_submissions(stage_ids=list(stages), since=since).items():
+        stages[stage_id][1].recent = recent
     for stage_id, done in _items_done(stage_ids=list(stages), hit_rows=hit_rows).items():
         stages[stage_id][1].items_done = done
     for stage_id, (stage, progress) in stages.items():

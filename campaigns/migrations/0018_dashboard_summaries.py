@@ -136,6 +136,43 @@ HELD_LEDGER = (
     "WHERE e.assignment_id = x.assignment_id{others}) GROUP BY h.stage_id;"
 )
 
+# Handed-in work by (stage, minute submitted): the progress estimate's recent rate.
+HANDED_IN = "('submitted', 'approved', 'rejected')"
+MINUTE = "date_trunc('minute', {t}.submitted_at)"
+
+
+def _minutes(rows: str) -> str:
+    return (
+        "INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n) "
+        "SELECT h.stage_id, d.minute, sum(d.sign) "
+        f"FROM ({rows}) d JOIN campaigns_hit h ON h.id = d.hit_id "
+        "GROUP BY 1, 2 HAVING sum(d.sign) <> 0;"
+    )
+
+
+def _counted(t: str) -> str:
+    return f"{t}.status IN {HANDED_IN} AND {t}.submitted_at IS NOT NULL"
+
+
+MINUTES_NEW = (
+    f"SELECT hit_id, {MINUTE.format(t='new_rows')} AS minute, 1 AS sign FROM new_rows "
+    f"WHERE {_counted('new_rows')}"
+)
+MINUTES_OLD = (
+    f"SELECT hit_id, {MINUTE.format(t='old_rows')} AS minute, -1 AS sign FROM old_rows "
+    f"WHERE {_counted('old_rows')}"
+)
+MINUTES_CHANGED = (
+    "FROM old_rows o JOIN new_rows r ON r.id = o.id WHERE "
+    f"(({_counted('o')}) IS DISTINCT FROM ({_counted('r')}) OR o.hit_id <> r.hit_id "
+    "OR o.submitted_at IS DISTINCT FROM r.submitted_at)"
+)
+MINUTES_MOVED = (
+    f"SELECT r.hit_id, {MINUTE.format(t='r')} AS minute, 1 AS sign {MINUTES_CHANGED} "
+    f"AND {_counted('r')} UNION ALL "
+    f"SELECT o.hit_id, {MINUTE.format(t='o')}, -1 {MINUTES_CHANGED} AND {_counted('o')}"
+)
+
 POSTGRESQL = [
     _function("campaigns_item_counts_insert", _items(ITEMS_NEW)),
     _function(
@@ -150,9 +187,11 @@ POSTGRESQL = [
     _function("campaigns_hit_counts_update", _hits(HITS_MOVED) + "\n" + HELD_HIT_MOVED),
     _function("campaigns_hit_counts_delete", _hits(HITS_OLD)),
     *_triggers("campaigns_hit", "campaigns_hit_counts", ("INSERT", "UPDATE", "DELETE")),
-    _function("campaigns_assignment_held_insert", _held(HELD_NEW)),
-    _function("campaigns_assignment_held_update", _held(HELD_MOVED)),
-    _function("campaigns_assignment_held_delete", _held(HELD_OLD)),
+    _function("campaigns_assignment_held_insert", _held(HELD_NEW) + "\n" + _minutes(MINUTES_NEW)),
+    _function(
+        "campaigns_assignment_held_update", _held(HELD_MOVED) + "\n" + _minutes(MINUTES_MOVED)
+    ),
+    _function("campaigns_assignment_held_delete", _held(HELD_OLD) + "\n" + _minutes(MINUTES_OLD)),
     *_triggers("campaigns_assignment", "campaigns_assignment_held", ("INSERT", "UPDATE", "DELETE")),
     _function(
         "campaigns_ledger_held_insert",
@@ -200,6 +239,12 @@ BACKFILL_POSTGRESQL = [
     f"JOIN campaigns_hit h ON h.id = d.hit_id WHERE d.status IN {HELD} AND {NO_ENTRY} "
     "GROUP BY h.stage_id",
 ]
+BACKFILL_POSTGRESQL.append(
+    "INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n) "
+    "SELECT h.stage_id, date_trunc('minute', a.submitted_at), count(*) "
+    "FROM campaigns_assignment a JOIN campaigns_hit h ON h.id = a.hit_id "
+    f"WHERE a.submitted_at >= now() - interval '1 day' AND {_counted('a')} GROUP BY 1, 2"
+)
 BACKFILL_LEDGER = [
     "INSERT INTO campaigns_ledgerstagetotal (campaign_id, stage_id, kind, status, n, amount) "
     "SELECT campaign_id, stage_id, kind, status, count(*), sum(amount) "
@@ -394,6 +439,38 @@ class Migration(migrations.Migration):
             options={
                 "default_manager_name": "not_dumped",
                 "indexes": [models.Index(fields=["stage", "status"], name="stageitemcount_stage")],
+            },
+            managers=[
+                ("not_dumped", django.db.models.manager.Manager()),
+            ],
+        ),
+        migrations.CreateModel(
+            name="StageSubmissionMinute",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("minute", models.DateTimeField()),
+                ("n", models.BigIntegerField(default=0)),
+                (
+                    "stage",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="campaigns.stage",
+                    ),
+                ),
+            ],
+            options={
+                "default_manager_name": "not_dumped",
+                "indexes": [
+                    models.Index(fields=["stage", "minute"], name="stagesubmissionminute_stage")
+                ],
             },
             managers=[
                 ("not_dumped", django.db.models.manager.Manager()),

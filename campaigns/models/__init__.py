@@ -30,6 +30,7 @@ from campaigns.models.counts import (
     StageHeldWork,
     StageHITCount,
     StageItemCount,
+    StageSubmissionMinute,
 )
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
@@ -96,6 +97,7 @@ __all__ = [
     "StageHITCount",
     "StageHeldWork",
     "StageItemCount",
+    "StageSubmissionMinute",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

@@ -196,3 +196,25 @@ class LedgerWorkerTotal(models.Model):
 
     def __str__(self) -> str:
         return f"campaign {self.campaign_id} worker {self.worker_id} {self.kind} {self.status}"
+
+
+class StageSubmissionMinute(models.Model):
+    """A change in the number of a stage's handed-in assignments (submitted, approved,
+    rejected) submitted within one minute (``minute``: ``submitted_at`` truncated).
+    Append-only deltas written by PostgreSQL triggers on ``campaigns_assignment``; the
+    progress estimate sums the last hour's minutes instead of reading that hour's
+    assignments. Compaction folds them and drops minutes older than a day."""
+
+    stage = _stage_ref("+")
+    minute = models.DateTimeField()
+    n = models.BigIntegerField(default=0)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage", "minute"], name="stagesubmissionminute_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} {self.minute:%Y-%m-%d %H:%M}: {self.n:+d}"

@@ -64,7 +64,10 @@ _DELTAS = (
         ("n", "places", "free", "open", "free_reward"),
     ),
     ("campaigns_stageheldwork", ("stage_id",), ("n", "reward")),
+    ("campaigns_stagesubmissionminute", ("stage_id", "minute"), ("n",)),
 )
+# Submission minutes older than this are dropped by compaction (the rate reads one hour).
+MINUTES_KEPT = "1 day"
 _HELD = "('accepted', 'submitted')"
 _RECOUNT = {
     "campaigns_stageitemcount": "SELECT stage_id, status, count(*) FROM campaigns_item {where} "
@@ -77,13 +80,19 @@ _RECOUNT = {
     "FROM campaigns_assignment a JOIN campaigns_hit h ON h.id = a.hit_id "
     f"WHERE a.status IN {_HELD} AND NOT EXISTS (SELECT 1 FROM campaigns_ledgerentry e "
     "WHERE e.assignment_id = a.id) {and_where} GROUP BY 1",
+    "campaigns_stagesubmissionminute": "SELECT h.stage_id, "  # noqa: S608
+    "date_trunc('minute', a.submitted_at), "
+    "count(*) FROM campaigns_assignment a JOIN campaigns_hit h ON h.id = a.hit_id "
+    f"WHERE a.submitted_at >= now() - interval '{MINUTES_KEPT}' "
+    "AND a.status IN ('submitted', 'approved', 'rejected') {and_where} GROUP BY 1, 2",
 }
 
 
 def stage_counters_compact() -> int:
-    """Fold the deltas of the item, HIT and held-work counters into one row per group,
-    dropping groups that sum to nothing and stages that are gone; the number of rows
-    removed. PostgreSQL only (SQLite keeps no deltas: 0).
+    """Fold the deltas of the item, HIT, held-work and submission-minute counters into
+    one row per group, dropping groups that sum to nothing, stages that are gone and
+    minutes older than ``MINUTES_KEPT``; the number of rows removed. PostgreSQL only
+    (SQLite keeps no deltas: 0).
 
     One statement per table (``DELETE … RETURNING`` feeding the INSERT of the sums): a
     reader sees the rows before or after, never half; the triggers only INSERT and are
@@ -98,11 +107,18 @@ def stage_counters_compact() -> int:
             values = ", ".join(summed)
             sums = ", ".join(f"sum({c})" for c in summed)
             nonzero = " OR ".join(f"sum({c}) <> 0" for c in summed)
+            old = f"minute < now() - interval '{MINUTES_KEPT}'" if "minute" in group else "false"
+            # Only groups of more than one row (or summing to nothing, or gone) are
+            # rewritten: a folded table is read, not rewritten, every minute.
             cursor.execute(
-                f"WITH gone AS (DELETE FROM {table} RETURNING {keys}, {values}), "  # noqa: S608
+                f"WITH gone AS (DELETE FROM {table} WHERE ({keys}) IN ("  # noqa: S608
+                f"SELECT {keys} FROM {table} GROUP BY {keys} "
+                f"HAVING count(*) > 1 OR NOT ({nonzero})) "
+                f"OR stage_id NOT IN (SELECT id FROM campaigns_stage) OR {old} "
+                f"RETURNING {keys}, {values}), "
                 f"kept AS (INSERT INTO {table} ({keys}, {values}) "
                 f"SELECT {keys}, {sums} FROM gone "
-                "WHERE stage_id IN (SELECT id FROM campaigns_stage) "
+                f"WHERE stage_id IN (SELECT id FROM campaigns_stage) AND NOT {old} "
                 f"GROUP BY {keys} HAVING {nonzero} RETURNING 1) "
                 "SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM kept)"
             )
@@ -111,8 +127,8 @@ def stage_counters_compact() -> int:
 
 
 def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
-    """Recount the item, HIT and held-work counters of ``stage_ids`` (every stage when
-    None); the number of rows written. PostgreSQL only (SQLite keeps none: 0).
+    """Recount the item, HIT, held-work and submission-minute counters of ``stage_ids``
+    (every stage when None); the number of rows written. PostgreSQL only (SQLite keeps none: 0).
 
     The items, HITs, assignments and ledger are locked against writes while counting."""
     if connection.vendor != "postgresql":
@@ -125,7 +141,8 @@ def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
             cursor.execute(f"LOCK TABLE {table} IN SHARE MODE")
         cursor.execute("LOCK TABLE campaigns_ledgerentry IN SHARE MODE")
         for table, group, summed in _DELTAS:
-            stage = "stage_id" if table != "campaigns_stageheldwork" else "h.stage_id"
+            joined = table in ("campaigns_stageheldwork", "campaigns_stagesubmissionminute")
+            stage = "h.stage_id" if joined else "stage_id"
             where = "" if ids is None else f"WHERE {stage} = ANY(%s)"
             params = [] if ids is None else [ids]
             cursor.execute(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -18,6 +19,7 @@ from django.db import connection
 from django.db.models import Count, DecimalField, Exists, F, OuterRef, Q, Sum
 
 from campaigns.models import (
+    HANDED_IN,
     HIT,
     Assignment,
     AssignmentStatus,
@@ -27,6 +29,7 @@ from campaigns.models import (
     StageHeldWork,
     StageHITCount,
     StageItemCount,
+    StageSubmissionMinute,
 )
 from qaportal.money import CENT
 
@@ -197,4 +200,33 @@ def stage_held_work_full(*, stage_ids: Iterable[int]) -> dict[int, tuple[int, De
         .order_by()
         .values("hit__stage_id")
         .annotate(n=Count("pk"), reward=Sum("hit__reward"))
+    }
+
+
+def stage_recent_submissions(*, stage_ids: Iterable[int], since: datetime) -> dict[int, int]:
+    """``{stage_id: n}``: handed-in work (submitted, approved, rejected) submitted since
+    ``since`` rounded down to its minute (stages with none left out). On PostgreSQL from
+    the per-minute counters (``StageSubmissionMinute``): what it reads grows with the
+    window's minutes, not with its submissions; on SQLite counted on the assignments,
+    from ``since`` to the second."""
+    ids = list(stage_ids)
+    if not _deltas():
+        return {
+            row["hit__stage_id"]: row["n"]
+            for row in Assignment.objects.filter(
+                hit__stage_id__in=ids, submitted_at__gte=since, status__in=HANDED_IN
+            )
+            .order_by()
+            .values("hit__stage_id")
+            .annotate(n=Count("pk"))
+        }
+    return {
+        row["stage_id"]: int(row["total"])
+        for row in StageSubmissionMinute.objects.filter(
+            stage_id__in=ids, minute__gte=since.replace(second=0, microsecond=0)
+        )
+        .order_by()
+        .values("stage_id")
+        .annotate(total=Sum("n"))
+        .filter(total__gt=0)
     }

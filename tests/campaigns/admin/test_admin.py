@@ -42,6 +42,7 @@ from campaigns.models import (
     StageHeldWork,
     StageHITCount,
     StageItemCount,
+    StageSubmissionMinute,
     WorkerBlock,
 )
 from campaigns.platforms.credentials import credentials_encrypt
@@ -108,6 +109,7 @@ def rows(requester):
     StageItemCount.objects.create(stage=hit.stage, status="pending", n=0)
     StageHITCount.objects.create(stage=hit.stage, status="pending", n=0)
     StageHeldWork.objects.create(stage=hit.stage, n=0)
+    StageSubmissionMinute.objects.create(stage=hit.stage, minute=timezone.now(), n=0)
     ProviderOperationFactory(campaign=campaign)
     invite = InviteLink.objects.create(
         campaign=campaign, created_by=requester, expires_at=timezone.now()

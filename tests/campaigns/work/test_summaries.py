@@ -9,10 +9,13 @@ write, and still after compaction and a rebuild:
 
 from __future__ import annotations
 
+from datetime import timedelta
 from decimal import Decimal
+from unittest.mock import patch
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from campaigns.insights.money import campaign_costs
 from campaigns.insights.workers import campaign_worker_table
@@ -53,6 +56,7 @@ from campaigns.work.selectors.counts import (
     stage_hit_counts_full,
     stage_item_counts,
     stage_item_counts_full,
+    stage_recent_submissions,
 )
 from tests.campaigns.work.test_decisions import _work
 from tests.factories import ProviderOperationFactory
@@ -74,6 +78,11 @@ def _stage_counters_agree(*stages: Stage) -> None:
     assert stage_item_counts(stage_ids=ids) == stage_item_counts_full(stage_ids=ids)
     assert stage_hit_counts(stage_ids=ids) == stage_hit_counts_full(stage_ids=ids)
     assert stage_held_work(stage_ids=ids) == stage_held_work_full(stage_ids=ids)
+    for ago in (timedelta(days=1), timedelta(minutes=10)):
+        since = (timezone.now() - ago).replace(second=0, microsecond=0)
+        recent = stage_recent_submissions(stage_ids=ids, since=since)
+        with patch.object(connection, "vendor", "sqlite"):  # the count on the assignments
+            assert recent == stage_recent_submissions(stage_ids=ids, since=since)
 
 
 def _pay(stage: Stage) -> list[Assignment]:
@@ -198,6 +207,10 @@ def test_stage_counters_equal_full_counts_after_each_kind_of_write():
     # An accepted answer returned, one re-opened, a ledger entry deleted, rows deleted.
     Assignment.objects.filter(pk=rows[-1].pk).update(status=AssignmentStatus.RETURNED)
     Assignment.objects.filter(pk=rows[-2].pk).update(status=AssignmentStatus.ACCEPTED)
+    earlier = timezone.now() - timedelta(minutes=30)
+    Assignment.objects.filter(pk=rows[0].pk).update(
+        accepted_at=earlier - timedelta(minutes=1), submitted_at=earlier
+    )
     LedgerEntry.objects.filter(assignment=rows[2]).delete()
     _stage_counters_agree(stage, other)
     Assignment.objects.filter(pk=rows[-1].pk).delete()
