@@ -53,6 +53,7 @@ from campaigns.models import (
     StageHITCount,
     StageItemCount,
     StageSubmissionMinute,
+    StageWorkerCount,
     Worker,
     WorkerBlock,
 )
@@ -510,6 +511,13 @@ class StageHeldWorkAdmin(_DeltasAdmin):
 class StageSubmissionMinuteAdmin(_DeltasAdmin):
     list_display = ("id", "stage", "minute", "n")
     raw_id_fields = ("stage",)
+
+
+@admin.register(StageWorkerCount)
+class StageWorkerCountAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "worker", "status", "n", "folded")
+    list_filter = ("status", "folded")
+    raw_id_fields = ("stage", "worker")
 
 
 @admin.register(LedgerStageTotal)

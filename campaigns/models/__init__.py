@@ -31,6 +31,7 @@ from campaigns.models.counts import (
     StageHITCount,
     StageItemCount,
     StageSubmissionMinute,
+    StageWorkerCount,
 )
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
@@ -98,6 +99,7 @@ __all__ = [
     "StageHeldWork",
     "StageItemCount",
     "StageSubmissionMinute",
+    "StageWorkerCount",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

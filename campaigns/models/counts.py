@@ -218,3 +218,40 @@ class StageSubmissionMinute(models.Model):
 
     def __str__(self) -> str:
         return f"stage {self.stage_id} {self.minute:%Y-%m-%d %H:%M}: {self.n:+d}"
+
+
+class StageWorkerCount(models.Model):
+    """A change in the number of a worker's assignments of a stage in one status:
+    append-only deltas written by PostgreSQL triggers on ``campaigns_assignment``
+    (migration 0019), summed for the review queue's per-worker history. New deltas are
+    ``folded=False``; compaction folds only the groups that have one (a partial index
+    finds them), so its cost follows the writes since the last run, not the table."""
+
+    stage = _stage_ref("+")
+    worker = models.ForeignKey(
+        "campaigns.Worker",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+    folded = models.BooleanField(default=False)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [
+            models.Index(fields=["worker", "stage", "status"], name="stageworkercount_worker"),
+            models.Index(
+                fields=["stage", "worker", "status"],
+                name="stageworkercount_unfolded",
+                condition=models.Q(folded=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} worker {self.worker_id} {self.status}: {self.n:+d}"

@@ -89,10 +89,10 @@ _RECOUNT = {
 
 
 def stage_counters_compact() -> int:
-    """Fold the deltas of the item, HIT, held-work and submission-minute counters into
-    one row per group, dropping groups that sum to nothing, stages that are gone and
-    minutes older than ``MINUTES_KEPT``; the number of rows removed. PostgreSQL only
-    (SQLite keeps no deltas: 0).
+    """Fold the deltas of the item, HIT, held-work, submission-minute and per-worker
+    counters into one row per group, dropping groups that sum to nothing, stages that
+    are gone and minutes older than ``MINUTES_KEPT``; the number of rows removed.
+    PostgreSQL only (SQLite keeps no deltas: 0).
 
     One statement per table (``DELETE … RETURNING`` feeding the INSERT of the sums): a
     reader sees the rows before or after, never half; the triggers only INSERT and are
@@ -123,11 +123,28 @@ def stage_counters_compact() -> int:
                 "SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM kept)"
             )
             removed += cursor.fetchone()[0]
+        # The per-worker counters are many (a row per worker, stage and status): only the
+        # groups with a new (unfolded) delta are folded, found through a partial index.
+        cursor.execute(
+            "WITH touched AS (SELECT DISTINCT stage_id, worker_id, status "
+            "FROM campaigns_stageworkercount WHERE NOT folded), "
+            "gone AS (DELETE FROM campaigns_stageworkercount c USING touched t "
+            "WHERE c.stage_id = t.stage_id AND c.worker_id = t.worker_id "
+            "AND c.status = t.status RETURNING c.stage_id, c.worker_id, c.status, c.n), "
+            "kept AS (INSERT INTO campaigns_stageworkercount "
+            "(stage_id, worker_id, status, n, folded) "
+            "SELECT stage_id, worker_id, status, sum(n), true FROM gone "
+            "WHERE stage_id IN (SELECT id FROM campaigns_stage) "
+            "GROUP BY 1, 2, 3 HAVING sum(n) <> 0 RETURNING 1) "
+            "SELECT (SELECT count(*) FROM gone) - (SELECT count(*) FROM kept)"
+        )
+        removed += cursor.fetchone()[0]
     return removed
 
 
 def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
-    """Recount the item, HIT, held-work and submission-minute counters of ``stage_ids``
+    """Recount the item, HIT, held-work, submission-minute and per-worker counters of
+    ``stage_ids``
     (every stage when None); the number of rows written. PostgreSQL only (SQLite keeps none: 0).
 
     The items, HITs, assignments and ledger are locked against writes while counting."""
@@ -156,4 +173,18 @@ def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
                 params,
             )
             written += cursor.rowcount
+        cursor.execute(
+            "DELETE FROM campaigns_stageworkercount "  # noqa: S608
+            + ("" if ids is None else "WHERE stage_id = ANY(%s)"),
+            [] if ids is None else [ids],
+        )
+        cursor.execute(
+            "INSERT INTO campaigns_stageworkercount (stage_id, worker_id, status, n, folded) "
+            "SELECT h.stage_id, a.worker_id, a.status, count(*), true "
+            "FROM campaigns_assignment a JOIN campaigns_hit h ON h.id = a.hit_id "
+            + ("" if ids is None else "WHERE h.stage_id = ANY(%s) ")
+            + "GROUP BY 1, 2, 3",
+            [] if ids is None else [ids],
+        )
+        written += cursor.rowcount
     return written

@@ -30,6 +30,7 @@ from campaigns.models import (
     StageHITCount,
     StageItemCount,
     StageSubmissionMinute,
+    StageWorkerCount,
 )
 from qaportal.money import CENT
 
@@ -230,3 +231,42 @@ def stage_recent_submissions(*, stage_ids: Iterable[int], since: datetime) -> di
         .annotate(total=Sum("n"))
         .filter(total__gt=0)
     }
+
+
+def stage_worker_counts(
+    *, stage_ids: Iterable[int], worker_ids: Iterable[int]
+) -> dict[int, dict[str, int]]:
+    """``{worker_id: {status: n}}``: the workers' assignments of the stages by status
+    (statuses with none left out). On PostgreSQL from the per-worker counters
+    (``StageWorkerCount``): a few rows per worker, whatever their work; on SQLite
+    counted on the assignments."""
+    stages, workers = list(stage_ids), set(worker_ids)
+    if not _deltas():
+        return stage_worker_counts_full(stage_ids=stages, worker_ids=workers)
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in (
+        StageWorkerCount.objects.filter(worker_id__in=workers, stage_id__in=stages)
+        .order_by()
+        .values("worker_id", "status")
+        .annotate(total=Sum("n"))
+        .filter(total__gt=0)
+    ):
+        out[row["worker_id"]][row["status"]] = int(row["total"])
+    return dict(out)
+
+
+def stage_worker_counts_full(
+    *, stage_ids: Iterable[int], worker_ids: Iterable[int]
+) -> dict[int, dict[str, int]]:
+    """``stage_worker_counts`` counted on the assignments. By the stage ids as
+    constants: PostgreSQL then sees how many HITs a large campaign has and starts from
+    the workers' assignments."""
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for row in (
+        Assignment.objects.filter(hit__stage_id__in=list(stage_ids), worker_id__in=set(worker_ids))
+        .order_by()
+        .values("worker_id", "status")
+        .annotate(n=Count("pk"))
+    ):
+        out[row["worker_id"]][row["status"]] = row["n"]
+    return dict(out)

@@ -43,6 +43,7 @@ from campaigns.models import (
     StageHITCount,
     StageItemCount,
     StageSubmissionMinute,
+    StageWorkerCount,
     WorkerBlock,
 )
 from campaigns.platforms.credentials import credentials_encrypt
@@ -110,6 +111,7 @@ def rows(requester):
     StageHITCount.objects.create(stage=hit.stage, status="pending", n=0)
     StageHeldWork.objects.create(stage=hit.stage, n=0)
     StageSubmissionMinute.objects.create(stage=hit.stage, minute=timezone.now(), n=0)
+    StageWorkerCount.objects.create(stage=hit.stage, worker=worker, status="accepted", n=0)
     ProviderOperationFactory(campaign=campaign)
     invite = InviteLink.objects.create(
         campaign=campaign, created_by=requester, expires_at=timezone.now()

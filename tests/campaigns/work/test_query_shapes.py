@@ -27,6 +27,7 @@ from campaigns.work.selectors.counts import (
     stage_hit_counts,
     stage_item_counts,
     stage_recent_submissions,
+    stage_worker_counts,
 )
 from campaigns.work.selectors.review import assignment_review_queue
 from tests.campaigns.work.test_decisions import _work
@@ -116,6 +117,10 @@ def test_dashboard_summaries_are_read_by_their_indexes():
                 stage_ids=ids, since=timezone.now() - timedelta(hours=1)
             ),
             "stagesubmissionminute_stage",
+        ),
+        (
+            lambda: stage_worker_counts(stage_ids=ids, worker_ids=[1, 2]),
+            "stageworkercount_worker",
         ),
         (
             lambda: ledger_stage_totals(campaign_id=campaign_id, statuses=["paid"]),

@@ -32,6 +32,7 @@ from campaigns.models import (
     LedgerWorkerTotal,
     Stage,
     StageHITCount,
+    StageWorkerCount,
 )
 from campaigns.payments.budget import campaign_spending, campaign_spending_full
 from campaigns.payments.ledger import (
@@ -57,9 +58,12 @@ from campaigns.work.selectors.counts import (
     stage_item_counts,
     stage_item_counts_full,
     stage_recent_submissions,
+    stage_worker_counts,
+    stage_worker_counts_full,
 )
 from tests.campaigns.work.test_decisions import _work
 from tests.factories import ProviderOperationFactory
+from tests.validation.db_helpers import worker
 
 pytestmark = pytest.mark.django_db
 postgresql = pytest.mark.skipif(
@@ -78,6 +82,10 @@ def _stage_counters_agree(*stages: Stage) -> None:
     assert stage_item_counts(stage_ids=ids) == stage_item_counts_full(stage_ids=ids)
     assert stage_hit_counts(stage_ids=ids) == stage_hit_counts_full(stage_ids=ids)
     assert stage_held_work(stage_ids=ids) == stage_held_work_full(stage_ids=ids)
+    workers = set(Assignment.objects.values_list("worker_id", flat=True))
+    assert stage_worker_counts(stage_ids=ids, worker_ids=workers) == stage_worker_counts_full(
+        stage_ids=ids, worker_ids=workers
+    )
     for ago in (timedelta(days=1), timedelta(minutes=10)):
         since = (timezone.now() - ago).replace(second=0, microsecond=0)
         recent = stage_recent_submissions(stage_ids=ids, since=since)
@@ -213,6 +221,7 @@ def test_stage_counters_equal_full_counts_after_each_kind_of_write():
     )
     LedgerEntry.objects.filter(assignment=rows[2]).delete()
     _stage_counters_agree(stage, other)
+    Assignment.objects.filter(pk=rows[1].pk).update(worker=worker("w9"))
     Assignment.objects.filter(pk=rows[-1].pk).delete()
     Item.objects.filter(stage=other).delete()
     _stage_counters_agree(stage, other)
@@ -222,7 +231,9 @@ def test_stage_counters_equal_full_counts_after_each_kind_of_write():
     assert StageHITCount.objects.filter(stage=stage).count() == len(expected[stage.pk])
     _stage_counters_agree(stage, other)
     assert stage_counters_compact() == 0
+    assert not StageWorkerCount.objects.filter(folded=False).exists()
     StageHITCount.objects.all().delete()
+    StageWorkerCount.objects.update(n=7)
     stage_counters_rebuild(stage_ids=[stage.pk])
     assert stage_hit_counts(stage_ids=[stage.pk]) == {stage.pk: expected[stage.pk]}
     stage_counters_rebuild()
