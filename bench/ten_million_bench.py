@@ -398,10 +398,14 @@ def main() -> None:
     if not args.reuse:
         started, cpu = time.perf_counter(), time.process_time()
         build(total=args.total, big=args.big, small=args.small, campaigns=args.campaigns)
-        from campaigns.work.counts import stage_assignment_counts_rebuild
+        from campaigns.payments.totals import ledger_totals_rebuild
+        from campaigns.work.counts import stage_assignment_counts_rebuild, stage_counters_rebuild
 
-        # The load ran with triggers off: the assignment counters are counted once here.
+        # The load ran with triggers off and around payments.ledger: the counters and the
+        # ledger's totals are counted once here.
         stage_assignment_counts_rebuild()
+        stage_counters_rebuild()
+        ledger_totals_rebuild()
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
         print(

@@ -37,6 +37,8 @@ from campaigns.models import (
     Item,
     Job,
     LedgerEntry,
+    LedgerStageTotal,
+    LedgerWorkerTotal,
     LocalGrant,
     ModelCall,
     ModelEndpoint,
@@ -47,6 +49,11 @@ from campaigns.models import (
     QualificationType,
     Stage,
     StageAssignmentCount,
+    StageHeldWork,
+    StageHITCount,
+    StageItemCount,
+    StageSubmissionMinute,
+    StageWorkerCount,
     Worker,
     WorkerBlock,
 )
@@ -469,6 +476,62 @@ class StageAssignmentCountAdmin(ViewOnlyMixin, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> Any:
         # Its default manager leaves the rows out of dumpdata; the admin shows them all.
         return StageAssignmentCount.objects.select_related("stage")
+
+
+class _DeltasAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    """The dashboard's counters (migration 0018): append-only deltas, folded every minute
+    (``campaigns.summaries_compact``); a group's value is the sum of its rows."""
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # Their default manager leaves the trigger-kept rows out of dumpdata.
+        return self.model.objects.all()
+
+
+@admin.register(StageItemCount)
+class StageItemCountAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "status", "n")
+    list_filter = ("status",)
+    raw_id_fields = ("stage",)
+
+
+@admin.register(StageHITCount)
+class StageHITCountAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "status", "n", "places", "free", "open", "free_reward")
+    list_filter = ("status",)
+    raw_id_fields = ("stage",)
+
+
+@admin.register(StageHeldWork)
+class StageHeldWorkAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "n", "reward")
+    raw_id_fields = ("stage",)
+
+
+@admin.register(StageSubmissionMinute)
+class StageSubmissionMinuteAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "minute", "n")
+    raw_id_fields = ("stage",)
+
+
+@admin.register(StageWorkerCount)
+class StageWorkerCountAdmin(_DeltasAdmin):
+    list_display = ("id", "stage", "worker", "status", "n", "folded")
+    list_filter = ("status", "folded")
+    raw_id_fields = ("stage", "worker")
+
+
+@admin.register(LedgerStageTotal)
+class LedgerStageTotalAdmin(_DeltasAdmin):
+    list_display = ("id", "campaign", "stage", "kind", "status", "n", "amount")
+    list_filter = ("kind", "status")
+    raw_id_fields = ("campaign", "stage")
+
+
+@admin.register(LedgerWorkerTotal)
+class LedgerWorkerTotalAdmin(_DeltasAdmin):
+    list_display = ("id", "campaign", "worker", "kind", "status", "n", "amount")
+    list_filter = ("kind", "status")
+    raw_id_fields = ("campaign", "worker")
 
 
 @admin.register(IdempotencyRecord)

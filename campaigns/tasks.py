@@ -148,6 +148,20 @@ def purge_idempotency_records_task() -> int:
     return idempotency_records_purge()
 
 
+@shared_task(name="campaigns.summaries_compact", acks_late=True)
+def summaries_compact_task() -> int:
+    """Fold the dashboard's counters (items, HITs, held work) and the ledger's running
+    totals into one row per group (for beat, every minute); the rows removed.
+
+    Idempotent (folding folded rows changes nothing); retries nothing: the next run
+    folds what this one left.
+    """
+    from campaigns.payments.totals import ledger_totals_compact
+    from campaigns.work.counts import stage_counters_compact
+
+    return stage_counters_compact() + ledger_totals_compact()
+
+
 # --- Background jobs: exports and large uploads (campaigns/jobs.py) -----------
 
 

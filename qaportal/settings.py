@@ -286,6 +286,12 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": 15.0,
         "options": {"expires": 14},
     },
+    # The dashboard's counters and the ledger's totals are append-only deltas: fold them.
+    "campaigns-summaries-compact": {
+        "task": "campaigns.summaries_compact",
+        "schedule": 60.0,
+        "options": {"expires": 55},
+    },
     "campaigns-reconcile-jobs": {
         "task": "campaigns.reconcile_jobs",
         "schedule": 30.0,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import factory
 from django.contrib.auth.models import User
@@ -96,6 +97,16 @@ class LedgerEntryFactory(factory.django.DjangoModelFactory[LedgerEntry]):
     kind = "reward"
     amount = Decimal("1.00")
     key = factory.Sequence(lambda n: f"test:{n}")
+
+    @classmethod
+    def _create(cls, model_class: Any, *args: Any, **kwargs: Any) -> LedgerEntry:
+        # Made here, not by ``payments.ledger`` (the ledger's one writer, which keeps the
+        # ledger's running totals): recount the totals, as after any such load.
+        from campaigns.payments.totals import ledger_totals_rebuild
+
+        entry = super()._create(model_class, *args, **kwargs)
+        ledger_totals_rebuild()
+        return entry
 
 
 class ProviderOperationFactory(factory.django.DjangoModelFactory[ProviderOperation]):

@@ -35,13 +35,11 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db.models import DecimalField, F, QuerySet, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import DecimalField, QuerySet
 
 from campaigns.design.platform import FeeModel, platform_for
 from campaigns.models import (
     HANDED_IN,
-    HIT,
     Assignment,
     AssignmentStatus,
     Campaign,
@@ -52,7 +50,14 @@ from campaigns.models import (
 )
 from campaigns.payments.budget import spending_total
 from campaigns.payments.costs import campaign_cost_estimate
-from campaigns.work.selectors.counts import stage_assignment_counts, stage_work_versions
+from campaigns.payments.totals import ledger_stage_totals
+from campaigns.work.selectors.counts import (
+    HITCounts,
+    stage_assignment_counts,
+    stage_held_work,
+    stage_hit_counts,
+    stage_work_versions,
+)
 from campaigns.workforce.stats import medians_by
 from qaportal.dbrouter import replica_reads
 from qaportal.money import CENT
@@ -131,19 +136,14 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
     rows: dict[int | None, StageCosts] = {s.pk: StageCosts(s.pk, s.name) for s in stages}
     totals = _sums()
 
-    ledger = (
-        LedgerEntry.objects.filter(campaign=campaign, status__in=COUNTED_STATUSES)
-        .order_by()
-        .values("stage_id", "kind", "status")
-        .annotate(total=Sum("amount"))
-    )
-    for entry in ledger:
-        row = rows.get(entry["stage_id"])
+    # The ledger's running totals (kept by its writer), not the entries.
+    ledger = ledger_stage_totals(campaign_id=campaign.pk, statuses=COUNTED_STATUSES)
+    for (stage_id, kind, status), amount in sorted(ledger.items(), key=repr):
+        row = rows.get(stage_id)
         if row is None:
-            row = rows[entry["stage_id"]] = StageCosts(entry["stage_id"], "")
-        amount = Decimal(entry["total"])
-        row.by_kind[entry["kind"]][entry["status"]] += amount
-        totals[entry["kind"]][entry["status"]] += amount
+            row = rows[stage_id] = StageCosts(stage_id, "")
+        row.by_kind[kind][status] += amount
+        totals[kind][status] += amount
 
     for row in rows.values():
         row.spent = sum((k[LedgerStatus.PAID] for k in row.by_kind.values()), ZERO)
@@ -151,18 +151,17 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
         row.planned = sum((k[LedgerStatus.PLANNED] for k in row.by_kind.values()), ZERO)
 
     fee_model = platform_for(campaign).fee_model()
-    held_rewards = _add_held(campaign=campaign, rows=rows, fee_model=fee_model)
+    hit_counts = stage_hit_counts(stage_ids=[s.pk for s in stages])
+    held_rewards = _add_held(rows=rows, fee_model=fee_model, hit_counts=hit_counts)
     _add_counts_and_wages(campaign=campaign, rows=rows, floor=floor)
 
     estimate = {c.stage_id: c for c in campaign_cost_estimate(campaign=campaign).stages}
-    places = dict(
-        HIT.objects.filter(stage__campaign=campaign)
-        .exclude(status=HITStatus.PENDING)
-        .order_by()
-        .values("stage_id")
-        .annotate(n=Coalesce(Sum("max_assignments"), 0))
-        .values_list("stage_id", "n")
-    )
+    places = {
+        stage_id: sum(
+            sums["places"] for status, sums in by_status.items() if status != HITStatus.PENDING
+        )
+        for stage_id, by_status in hit_counts.items()
+    }
     for stage in stages:
         row = rows[stage.pk]
         cost = estimate[stage.pk]
@@ -209,31 +208,19 @@ def campaign_costs(*, campaign: Campaign, wage_floor: Decimal | None = None) -> 
 
 
 def _add_held(
-    *, campaign: Campaign, rows: dict[int | None, StageCosts], fee_model: FeeModel
+    *, rows: dict[int | None, StageCosts], fee_model: FeeModel, hit_counts: HITCounts
 ) -> Decimal:
     """Open places and undecided assignments without ledger entries, at reward + fee, per
-    stage; returns the rewards held in all (before fees)."""
-    open_places = (
-        HIT.objects.filter(stage__campaign=campaign, status=HITStatus.PUBLISHED)
-        .order_by()
-        .values("stage_id")
-        .annotate(total=Sum(F("places_left") * F("reward"), output_field=_MONEY))
-    )
-    undecided = (
-        Assignment.objects.filter(
-            hit__stage__campaign=campaign,
-            status__in=[AssignmentStatus.ACCEPTED, AssignmentStatus.SUBMITTED],
-            ledger__isnull=True,
-        )
-        .order_by()
-        .values("hit__stage_id")
-        .annotate(total=Sum("hit__reward"))
-    )
+    stage; returns the rewards held in all (before fees). From the counters the database
+    keeps (``stage_hit_counts``' free places of published HITs, ``stage_held_work``)."""
     rewards: dict[int, Decimal] = defaultdict(lambda: ZERO)
-    for place in open_places:
-        rewards[place["stage_id"]] += Decimal(place["total"] or 0)
-    for work in undecided:
-        rewards[work["hit__stage_id"]] += Decimal(work["total"] or 0)
+    for stage_id, by_status in hit_counts.items():
+        published = by_status.get(HITStatus.PUBLISHED)
+        if published:
+            rewards[stage_id] += published["free_reward"]
+    stage_ids = [pk for pk in rows if pk is not None]
+    for stage_id, (_, reward) in stage_held_work(stage_ids=stage_ids).items():
+        rewards[stage_id] += reward
     for stage_id, reward in rewards.items():
         if stage_id in rows:
             fee = fee_model.assignment_fee(reward=reward, max_assignments=1)

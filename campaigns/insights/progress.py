@@ -17,21 +17,25 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, QuerySet
 from django.utils import timezone
 
 from campaigns.models import (
     HANDED_IN,
-    HIT,
     Assignment,
     AssignmentStatus,
     Campaign,
     HITItem,
     HITStatus,
-    Item,
 )
 from campaigns.models.choices import ItemStatus
-from campaigns.work.selectors.counts import stage_assignment_counts, stage_work_versions
+from campaigns.work.selectors.counts import (
+    stage_assignment_counts,
+    stage_hit_counts,
+    stage_item_counts,
+    stage_recent_submissions,
+    stage_work_versions,
+)
 from qaportal.dbrouter import replica_reads
 
 # Submissions in this window give the rate the estimate extrapolates.
@@ -204,25 +208,15 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         )
         for s in campaign.stages.order_by("position")
     }
-    for row in (
-        Item.objects.filter(stage_id__in=list(stages))
-        .order_by()
-        .values("stage_id", "status")
-        .annotate(n=Count("pk"))
-    ):
-        stages[row["stage_id"]][1].items[row["status"]] = row["n"]
+    # Items and HITs by stage and status from the counters the database keeps.
+    for stage_id, by_status in stage_item_counts(stage_ids=list(stages)).items():
+        stages[stage_id][1].items = by_status
     places_left: dict[int, int] = {}
-    hit_rows = list(
-        HIT.objects.filter(stage_id__in=list(stages))
-        .order_by()
-        .values("stage_id", "status")
-        .annotate(
-            n=Count("pk"),
-            free=Sum("places_left"),
-            places=Sum("max_assignments"),
-            open=Count("pk", filter=Q(places_left__gt=0)),
-        )
-    )
+    hit_rows = [
+        {"stage_id": stage_id, "status": status, **sums}
+        for stage_id, by_status in sorted(stage_hit_counts(stage_ids=list(stages)).items())
+        for status, sums in sorted(by_status.items())
+    ]
     for hit_row in hit_rows:
         progress = stages[hit_row["stage_id"]][1]
         progress.hits[hit_row["status"]] = hit_row["n"]
@@ -236,10 +230,10 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
     # Counts by status from the counters the database keeps (not a count of the table).
     for stage_id, by_status in stage_assignment_counts(stage_ids=list(stages)).items():
         stages[stage_id][1].assignments = by_status
-    # Recent submissions through the index on submitted_at: what it reads grows with the
-    # last hour's submissions, not with the table.
-    for a_row in recent_submissions(stage_ids=list(stages), since=since):
-        stages[a_row["hit__stage_id"]][1].recent = a_row["n"]
+    # Recent submissions from the per-minute counters (PostgreSQL; the window starts at
+    # its first minute's start) or the index on submitted_at (SQLite).
+    for stage_id, recent in stage_recent_submissions(stage_ids=list(stages), since=since).items():
+        stages[stage_id][1].recent = recent
     for stage_id, done in _items_done(stage_ids=list(stages), hit_rows=hit_rows).items():
         stages[stage_id][1].items_done = done
     for stage_id, (stage, progress) in stages.items():

@@ -23,7 +23,16 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
-from campaigns.models.counts import StageAssignmentCount
+from campaigns.models.counts import (
+    LedgerStageTotal,
+    LedgerWorkerTotal,
+    StageAssignmentCount,
+    StageHeldWork,
+    StageHITCount,
+    StageItemCount,
+    StageSubmissionMinute,
+    StageWorkerCount,
+)
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
 from campaigns.models.jobs import Job, JobKind, JobStatus
@@ -66,7 +75,9 @@ __all__ = [
     "JobStatus",
     "LedgerEntry",
     "LedgerKind",
+    "LedgerStageTotal",
     "LedgerStatus",
+    "LedgerWorkerTotal",
     "LocalGrant",
     "ModelCall",
     "ModelCallPurpose",
@@ -84,6 +95,11 @@ __all__ = [
     "QualificationType",
     "Stage",
     "StageAssignmentCount",
+    "StageHITCount",
+    "StageHeldWork",
+    "StageItemCount",
+    "StageSubmissionMinute",
+    "StageWorkerCount",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",

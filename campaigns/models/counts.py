@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 from django.db import models
 
 
@@ -50,3 +52,206 @@ class StageAssignmentCount(models.Model):
 
     def __str__(self) -> str:
         return f"stage {self.stage_id} {self.status}: {self.n}"
+
+
+_M = TypeVar("_M", bound=models.Model)
+
+
+class _DeltasNotDumped(models.Manager[_M]):
+    """Empty default manager for counters kept by triggers: ``loaddata`` re-creates their
+    deltas through the triggers as it loads the rows they count."""
+
+    def get_queryset(self) -> models.QuerySet[_M]:
+        return super().get_queryset().none()
+
+
+def _stage_ref(related_name: str) -> Any:
+    # No constraint and no cascade: a trigger may write a delta while Django deletes a
+    # stage's rows in an order of its own; compaction drops deltas of stages gone.
+    return models.ForeignKey(
+        "campaigns.Stage",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name=related_name,
+    )
+
+
+class StageItemCount(models.Model):
+    """A change in the number of a stage's items in one status: append-only deltas that
+    readers sum (``campaigns.work.selectors.counts.stage_item_counts``).
+
+    Written only by PostgreSQL triggers on ``campaigns_item`` (migration 0018), one row
+    per (stage, status) a statement moves, in that statement's transaction: writers never
+    update a shared row, so they never wait on each other here. ``campaigns.work.counts``
+    folds them (``stage_counters_compact``, every minute from beat) and rebuilds them.
+    SQLite keeps none: its readers count the items.
+    """
+
+    stage = _stage_ref("+")
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage", "status"], name="stageitemcount_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} {self.status}: {self.n:+d}"
+
+
+class StageHITCount(models.Model):
+    """A change in a stage's HITs in one status: how many (``n``), their places
+    (``places``: Σ max_assignments), free places (``free``: Σ places_left), how many
+    have a free place (``open``) and what the free places pay (``free_reward``: Σ
+    places_left * reward). Append-only deltas like ``StageItemCount`` (triggers on
+    ``campaigns_hit``, PostgreSQL only)."""
+
+    stage = _stage_ref("+")
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+    places = models.BigIntegerField(default=0)
+    free = models.BigIntegerField(default=0)
+    open = models.BigIntegerField(default=0)
+    free_reward = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage", "status"], name="stagehitcount_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} {self.status}: {self.n:+d}"
+
+
+class StageHeldWork(models.Model):
+    """A change in a stage's held work: accepted or submitted assignments without a
+    ledger entry (``n``) and their HITs' rewards (``reward``), what the budget counts as
+    held beside open places (``payments.budget``). Append-only deltas written by
+    PostgreSQL triggers on ``campaigns_assignment``, ``campaigns_ledgerentry`` and
+    ``campaigns_hit`` (a reward changed). Exact when, as ``payments.ledger`` requires, an
+    entry for an assignment is written holding the assignment's row."""
+
+    stage = _stage_ref("+")
+    n = models.BigIntegerField(default=0)
+    reward = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage"], name="stageheldwork_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id}: {self.n:+d} held ({self.reward:+})"
+
+
+class LedgerStageTotal(models.Model):
+    """A change in the ledger of a campaign's stage for one kind and status: entries
+    (``n``) and their ``amount``. Append-only deltas written by ``payments.ledger`` (the
+    ledger's one writer) in the transaction of the entries they count; summed by
+    ``payments.selectors.ledger_stage_totals``, folded by ``payments.totals``."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    stage = models.ForeignKey(
+        "campaigns.Stage", null=True, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+    amount = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign"], name="ledgerstagetotal_campaign")]
+
+    def __str__(self) -> str:
+        return f"campaign {self.campaign_id} stage {self.stage_id} {self.kind} {self.status}"
+
+
+class LedgerWorkerTotal(models.Model):
+    """The same deltas per (campaign, worker, kind, status), for entries with a worker
+    (the workers table's earnings)."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    worker = models.ForeignKey(
+        "campaigns.Worker", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    kind = models.CharField(max_length=16)
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+    amount = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+
+    class Meta:
+        indexes = [models.Index(fields=["campaign", "worker"], name="ledgerworkertotal_campaign")]
+
+    def __str__(self) -> str:
+        return f"campaign {self.campaign_id} worker {self.worker_id} {self.kind} {self.status}"
+
+
+class StageSubmissionMinute(models.Model):
+    """A change in the number of a stage's handed-in assignments (submitted, approved,
+    rejected) submitted within one minute (``minute``: ``submitted_at`` truncated).
+    Append-only deltas written by PostgreSQL triggers on ``campaigns_assignment``; the
+    progress estimate sums the last hour's minutes instead of reading that hour's
+    assignments. Compaction folds them and drops minutes older than a day."""
+
+    stage = _stage_ref("+")
+    minute = models.DateTimeField()
+    n = models.BigIntegerField(default=0)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage", "minute"], name="stagesubmissionminute_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} {self.minute:%Y-%m-%d %H:%M}: {self.n:+d}"
+
+
+class StageWorkerCount(models.Model):
+    """A change in the number of a worker's assignments of a stage in one status:
+    append-only deltas written by PostgreSQL triggers on ``campaigns_assignment``
+    (migration 0019), summed for the review queue's per-worker history. New deltas are
+    ``folded=False``; compaction folds only the groups that have one (a partial index
+    finds them), so its cost follows the writes since the last run, not the table."""
+
+    stage = _stage_ref("+")
+    worker = models.ForeignKey(
+        "campaigns.Worker",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField(default=0)
+    folded = models.BooleanField(default=False)
+
+    objects = models.Manager()
+    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [
+            models.Index(fields=["worker", "stage", "status"], name="stageworkercount_worker"),
+            models.Index(
+                fields=["stage", "worker", "status"],
+                name="stageworkercount_unfolded",
+                condition=models.Q(folded=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} worker {self.worker_id} {self.status}: {self.n:+d}"

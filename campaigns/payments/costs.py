@@ -10,10 +10,9 @@ import math
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
 
-from django.db.models import Count
-
 from campaigns.design.platform import FeeModel, platform_for
-from campaigns.models import Campaign, CampaignState, Item, Stage
+from campaigns.models import Campaign, CampaignState, Stage
+from campaigns.work.selectors.counts import stage_item_counts
 from qaportal.errors import DomainError
 from qaportal.money import CENT
 
@@ -88,12 +87,10 @@ class _ItemCounts:
     def __init__(self, stages: list[Stage]) -> None:
         self.stages = stages
         ids = [s.pk for s in stages]
+        # Every item, whatever its status, from the counters the database keeps.
         self.current: dict[int, int] = {
-            row["stage_id"]: row["n"]
-            for row in Item.objects.filter(stage_id__in=ids)
-            .order_by()
-            .values("stage_id")
-            .annotate(n=Count("id"))
+            stage_id: sum(by_status.values())
+            for stage_id, by_status in stage_item_counts(stage_ids=ids).items()
         }
         self._memo: dict[int, int] = {}
 

@@ -7,6 +7,12 @@ whose key exists changes nothing. Status goes ``planned`` (found, nothing asked 
 or ``committed`` (asked of the platform with its operation) → ``paid`` or
 ``cancelled`` when the operation is done or surely failed (``ledger_operation_settle``).
 
+Each write also appends what it changed to the ledger's running totals
+(``LedgerStageTotal``, ``LedgerWorkerTotal``: one delta row per campaign, stage or worker,
+kind and status moved, in the same transaction; never an update of a shared row, so
+concurrent writers do not wait on each other). The dashboard sums them instead of the
+ledger; ``campaigns.payments.totals`` folds and rebuilds them.
+
 Locking: none of its own. Callers hold the rows the money is about (the assignment,
 the campaign for a budget check) and call these inside their transaction, so the
 entries commit with the operation that pays them.
@@ -14,10 +20,13 @@ entries commit with the operation that pays them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any
 
+from django.db import connection
 from django.utils import timezone
 
 from campaigns.models import (
@@ -25,11 +34,54 @@ from campaigns.models import (
     Campaign,
     LedgerEntry,
     LedgerKind,
+    LedgerStageTotal,
     LedgerStatus,
+    LedgerWorkerTotal,
     ModelCall,
     ProviderOperation,
     Stage,
 )
+
+# (campaign, stage, worker, kind, status, amount): one entry's part of the totals.
+_Part = tuple[int, int | None, int | None, str, str, Decimal]
+
+
+def _part(entry: LedgerEntry, *, status: str | None = None) -> _Part:
+    return (
+        entry.campaign_id,
+        entry.stage_id,
+        entry.worker_id,
+        entry.kind,
+        status or entry.status,
+        Decimal(entry.amount),
+    )
+
+
+def _totals_add(parts: Iterable[tuple[_Part, int]]) -> None:
+    """Append the totals' deltas of ``parts`` (each with its sign: +1 an entry now counted
+    under its status, -1 one no longer), one row per group; in the caller's transaction."""
+    by_stage: dict[tuple[int, int | None, str, str], list] = defaultdict(lambda: [0, Decimal(0)])
+    by_worker: dict[tuple[int, int, str, str], list] = defaultdict(lambda: [0, Decimal(0)])
+    for (campaign_id, stage_id, worker_id, kind, status, amount), sign in parts:
+        for group in (by_stage[(campaign_id, stage_id, kind, status)],) + (
+            (by_worker[(campaign_id, worker_id, kind, status)],) if worker_id is not None else ()
+        ):
+            group[0] += sign
+            group[1] += sign * amount
+    LedgerStageTotal.objects.bulk_create(
+        [
+            LedgerStageTotal(campaign_id=c, stage_id=s, kind=k, status=st, n=n, amount=a)
+            for (c, s, k, st), (n, a) in sorted(by_stage.items(), key=repr)
+            if n or a
+        ]
+    )
+    LedgerWorkerTotal.objects.bulk_create(
+        [
+            LedgerWorkerTotal(campaign_id=c, worker_id=w, kind=k, status=st, n=n, amount=a)
+            for (c, w, k, st), (n, a) in sorted(by_worker.items(), key=repr)
+            if n or a
+        ]
+    )
 
 
 @dataclass(frozen=True)
@@ -62,8 +114,9 @@ def ledger_approval_commit(
     (whatever ``pay_kind``: how an approval is found again); a second call keeps the
     first entries. Call in the transaction that holds the assignment row's lock."""
     hit = assignment.hit
+    made: list[tuple[_Part, int]] = []
     for kind, amount in ((LedgerKind.REWARD, reward), (LedgerKind.PLATFORM_FEE, fee)):
-        LedgerEntry.objects.get_or_create(
+        entry, created = LedgerEntry.objects.get_or_create(
             key=f"{kind}:assignment:{assignment.pk}",
             defaults={
                 "campaign": hit.stage.campaign,
@@ -77,6 +130,9 @@ def ledger_approval_commit(
                 "operation": operation,
             },
         )
+        if created:
+            made.append((_part(entry), 1))
+    _totals_add(made)
 
 
 def ledger_bonus_commit(
@@ -99,8 +155,9 @@ def ledger_bonus_commit(
     parts = [(LedgerKind.BONUS, amount)]
     if fee is not None:
         parts.append((LedgerKind.BONUS_FEE, fee))
+    made: list[tuple[_Part, int]] = []
     for kind, value in parts:
-        LedgerEntry.objects.create(
+        entry = LedgerEntry.objects.create(
             key=f"{kind}:{key}",
             campaign=campaign,
             stage=assignment.hit.stage,
@@ -113,6 +170,8 @@ def ledger_bonus_commit(
             operation=operation,
             memo=memo[:300],
         )
+        made.append((_part(entry), 1))
+    _totals_add(made)
 
 
 def ledger_bonuses_write(
@@ -149,7 +208,63 @@ def ledger_bonuses_write(
         )
     if not rows:
         return 0
-    return len(LedgerEntry.objects.bulk_create(rows, ignore_conflicts=True))
+    made = _insert_new(rows)
+    _totals_add((_part(entry), 1) for entry in made)
+    return len(made)
+
+
+def _insert_new(rows: list[LedgerEntry]) -> list[LedgerEntry]:
+    """INSERT ``rows``, skipping keys that exist (``ON CONFLICT (key) DO NOTHING``); the
+    rows actually written (their keys come back from ``RETURNING``: the totals count
+    exactly those). PostgreSQL and SQLite (3.35+) both run it."""
+    now = timezone.now()
+    columns = [
+        "campaign_id",
+        "stage_id",
+        "kind",
+        "status",
+        "amount",
+        "currency",
+        "key",
+        "assignment_id",
+        "worker_id",
+        "operation_id",
+        "memo",
+        "created_at",
+        "updated_at",
+    ]
+    table = LedgerEntry._meta.db_table
+    field = LedgerEntry._meta.get_field("created_at")
+    stamp = field.get_db_prep_value(now, connection)
+    written: set[str] = set()
+    for start in range(0, len(rows), 500):
+        batch = rows[start : start + 500]
+        values = ", ".join(["(" + ", ".join(["%s"] * len(columns)) + ")"] * len(batch))
+        params: list[Any] = []
+        for r in batch:
+            params += [
+                r.campaign_id,
+                r.stage_id,
+                r.kind,
+                r.status,
+                Decimal(r.amount),
+                r.currency,
+                r.key,
+                r.assignment_id,
+                r.worker_id,
+                r.operation_id,
+                r.memo,
+                stamp,
+                stamp,
+            ]
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES {values} "  # noqa: S608
+                "ON CONFLICT (key) DO NOTHING RETURNING key",
+                params,
+            )
+            written.update(key for (key,) in cursor.fetchall())
+    return [r for r in rows if r.key in written]
 
 
 def ledger_model_usage_record(*, call: ModelCall, amount: Decimal, currency: str) -> bool:
@@ -160,7 +275,7 @@ def ledger_model_usage_record(*, call: ModelCall, amount: Decimal, currency: str
     total of model costs crossed with this call, so fractions of a cent add up.
     Call in the transaction that marks the call done, holding the campaign row.
     """
-    _, created = LedgerEntry.objects.get_or_create(
+    entry, created = LedgerEntry.objects.get_or_create(
         key=f"{LedgerKind.MODEL_USAGE}:call:{call.pk}",
         defaults={
             "campaign_id": call.campaign_id,
@@ -174,6 +289,8 @@ def ledger_model_usage_record(*, call: ModelCall, amount: Decimal, currency: str
             f"{call.prompt_tokens or 0} + {call.completion_tokens or 0} tokens",
         },
     )
+    if created:
+        _totals_add([(_part(entry), 1)])
     return created
 
 
@@ -185,9 +302,20 @@ def ledger_operation_settle(*, operation: ProviderOperation, status: str) -> int
     operation row's lock; the UPDATE locks the entries it settles."""
     if status not in (LedgerStatus.PAID, LedgerStatus.CANCELLED):
         raise ValueError(f"a ledger entry settles as paid or cancelled, not {status!r}")
-    return LedgerEntry.objects.filter(operation=operation, status=LedgerStatus.COMMITTED).update(
-        status=status, updated_at=timezone.now()
+    # The entries are locked first: the totals move exactly the entries this call settles
+    # (a concurrent settle of the same operation finds them settled and moves none).
+    entries = list(
+        LedgerEntry.objects.select_for_update()
+        .filter(operation=operation, status=LedgerStatus.COMMITTED)
+        .order_by("pk")
     )
+    if not entries:
+        return 0
+    settled = LedgerEntry.objects.filter(
+        pk__in=[e.pk for e in entries], status=LedgerStatus.COMMITTED
+    ).update(status=status, updated_at=timezone.now())
+    _totals_add([(_part(e), -1) for e in entries] + [(_part(e, status=status), 1) for e in entries])
+    return settled
 
 
 __all__ = [

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Count, F, QuerySet, Sum
+from django.db.models import F, QuerySet, Sum
 
 from campaigns.design.selectors import campaign_list_visible
 from campaigns.models import (
@@ -24,7 +24,7 @@ from campaigns.models import (
     Stage,
     StageAssignmentCount,
 )
-from campaigns.work.selectors.counts import stage_assignment_counts
+from campaigns.work.selectors.counts import stage_assignment_counts, stage_worker_counts
 
 
 def assignment_list_visible(*, user: AbstractBaseUser | AnonymousUser) -> QuerySet[Assignment]:
@@ -124,22 +124,13 @@ def hit_items_by_hit(*, hit_ids: Iterable[int]) -> dict[int, list[dict[str, Any]
 def worker_history_in_campaign(
     *, campaign: Campaign, worker_ids: Iterable[int]
 ) -> dict[int, dict[str, int]]:
-    """Each worker's assignments in ``campaign`` counted by status, in one query:
+    """Each worker's assignments in ``campaign`` counted by status:
     ``{worker_id: {"submitted": 3, "approved": 10, ...}}`` (what the review queue shows
-    beside each submission). By the campaign's stage ids as constants: PostgreSQL then
-    sees how many HITs a large campaign has and starts from the workers' assignments
-    (through the campaign it guessed a few HITs and walked all 333,333 of a 1M one)."""
+    beside each submission). From the per-worker counters the database keeps
+    (``stage_worker_counts``: a few rows per worker and stage on PostgreSQL, whatever
+    their work; a count of their assignments on SQLite)."""
     stage_ids = list(campaign.stages.values_list("pk", flat=True))
-    rows = (
-        Assignment.objects.filter(hit__stage_id__in=stage_ids, worker_id__in=set(worker_ids))
-        .order_by()
-        .values("worker_id", "status")
-        .annotate(n=Count("pk"))
-    )
-    out: dict[int, dict[str, int]] = defaultdict(dict)
-    for r in rows:
-        out[r["worker_id"]][r["status"]] = r["n"]
-    return dict(out)
+    return stage_worker_counts(stage_ids=stage_ids, worker_ids=worker_ids)
 
 
 def local_grant_list(*, campaign: Campaign) -> QuerySet[LocalGrant]:

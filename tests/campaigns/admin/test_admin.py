@@ -39,6 +39,11 @@ from campaigns.models import (
     QualificationGrant,
     QualificationType,
     Stage,
+    StageHeldWork,
+    StageHITCount,
+    StageItemCount,
+    StageSubmissionMinute,
+    StageWorkerCount,
     WorkerBlock,
 )
 from campaigns.platforms.credentials import credentials_encrypt
@@ -100,7 +105,13 @@ def rows(requester):
     WorkerBlock.objects.create(requester=requester, worker=worker, reason="copy-pasted answers")
     qualification = QualificationType.objects.create(owner=requester, name="Quiz", kind="quiz")
     QualificationGrant.objects.create(qualification_type=qualification, worker=worker)
-    LedgerEntryFactory(campaign=campaign, worker=worker)
+    LedgerEntryFactory(campaign=campaign, worker=worker)  # and its running totals
+    # The stage counters' deltas (PostgreSQL's triggers made some; SQLite keeps none).
+    StageItemCount.objects.create(stage=hit.stage, status="pending", n=0)
+    StageHITCount.objects.create(stage=hit.stage, status="pending", n=0)
+    StageHeldWork.objects.create(stage=hit.stage, n=0)
+    StageSubmissionMinute.objects.create(stage=hit.stage, minute=timezone.now(), n=0)
+    StageWorkerCount.objects.create(stage=hit.stage, worker=worker, status="accepted", n=0)
     ProviderOperationFactory(campaign=campaign)
     invite = InviteLink.objects.create(
         campaign=campaign, created_by=requester, expires_at=timezone.now()

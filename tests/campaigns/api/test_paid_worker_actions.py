@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from campaigns.models import AssignmentStatus, HITStatus, LedgerEntry, ProviderOperation
+from campaigns.payments.totals import ledger_totals_rebuild
 from tests.factories import (
     AssignmentFactory,
     CampaignFactory,
@@ -130,6 +131,7 @@ def test_earnings_are_rewards_and_bonuses_committed_or_paid(prolific, token_clie
         key="reward:cancelled",
         worker=confirmed.worker,
     )
+    ledger_totals_rebuild()  # entries made here, not by payments.ledger
     rows = token_client.get(f"/api/v1/campaigns/{campaign.slug}/workers/").json()["results"]
     by_name = {r["pseudonym"]: r for r in rows}
     # 1.50 bonus (committed) + 0.80 reward (paid); fees and cancelled entries are not earnings.

@@ -5,17 +5,30 @@ Plans, never timings; ``bench/ten_million_bench.py`` measures the time."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 import pytest
+from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import QuerySet
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from campaigns.insights.progress import recent_submissions
+from campaigns.insights.money import campaign_costs
+from campaigns.insights.progress import campaign_progress, recent_submissions
 from campaigns.models import Assignment, StageAssignmentCount
+from campaigns.payments.budget import campaign_spending
+from campaigns.payments.totals import ledger_stage_totals, ledger_worker_earnings
 from campaigns.work.selectors import review
+from campaigns.work.selectors.counts import (
+    stage_held_work,
+    stage_hit_counts,
+    stage_item_counts,
+    stage_recent_submissions,
+    stage_worker_counts,
+)
 from campaigns.work.selectors.review import assignment_review_queue
 from tests.campaigns.work.test_decisions import _work
 
@@ -72,3 +85,75 @@ def test_counters_are_read_by_their_unique_index():
     found = StageAssignmentCount.objects.filter(stage_id__in=[stage.pk], n__gt=0)
     plan = _plan(found.values_list("stage_id", "status", "n"))
     assert "stageassignmentcount_unique" in plan, plan
+
+
+def _plans_of(read: Callable[[], Any]) -> list[str]:
+    """The plans of every statement ``read`` runs (as run, parameters inlined)."""
+    with CaptureQueriesContext(connection) as captured:
+        read()
+    plans = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        for query in captured.captured_queries:
+            cursor.execute(f"EXPLAIN {query['sql']}")
+            plans.append("\n".join(row[0] for row in cursor.fetchall()))
+    return plans
+
+
+def test_dashboard_summaries_are_read_by_their_indexes():
+    """The item, HIT and held-work counters by (stage, status), the ledger's totals by
+    campaign: each read is one index scan of a few rows per stage or campaign, never a
+    read of the items, HITs, assignments or ledger."""
+    stage, _, _ = _work(3)
+    ids = [stage.pk]
+    campaign_id = stage.campaign_id
+    for read, index in (
+        (lambda: stage_item_counts(stage_ids=ids), "stageitemcount_stage"),
+        (lambda: stage_hit_counts(stage_ids=ids), "stagehitcount_stage"),
+        (lambda: stage_held_work(stage_ids=ids), "stageheldwork_stage"),
+        (
+            lambda: stage_recent_submissions(
+                stage_ids=ids, since=timezone.now() - timedelta(hours=1)
+            ),
+            "stagesubmissionminute_stage",
+        ),
+        (
+            lambda: stage_worker_counts(stage_ids=ids, worker_ids=[1, 2]),
+            "stageworkercount_worker",
+        ),
+        (
+            lambda: ledger_stage_totals(campaign_id=campaign_id, statuses=["paid"]),
+            "ledgerstagetotal_campaign",
+        ),
+        (
+            lambda: ledger_worker_earnings(
+                campaign_id=campaign_id, kinds=["reward"], statuses=["paid"]
+            ),
+            "ledgerworkertotal_campaign",
+        ),
+    ):
+        (plan,) = _plans_of(read)
+        assert f"Index Scan using {index} " in plan or f"Bitmap Index Scan on {index}" in plan, plan
+        for table in ("campaigns_item ", "campaigns_hit ", "campaigns_assignment ", "ledgerentry"):
+            assert table not in plan, plan
+
+
+def test_costs_and_progress_read_no_big_table():
+    """The costs page's and the progress API's selectors, and the budget check, read no
+    ledger entry and count no item, HIT or assignment (the items done, cached under the
+    counters, aside)."""
+    stage, _, _ = _work(3)
+    campaign = stage.campaign
+    for read in (
+        lambda: campaign_spending(campaign=campaign),
+        lambda: campaign_costs(campaign=campaign),
+    ):
+        for plan in _plans_of(read):
+            assert "campaigns_ledgerentry" not in plan, plan
+            assert "on campaigns_item " not in plan, plan
+    cache.clear()
+    plans = _plans_of(lambda: campaign_progress(campaign=campaign))
+    # Only the items done (cached under the counters) touch the big tables.
+    touching = [p for p in plans if re.search(r"on campaigns_(item|hit|assignment) ", p)]
+    assert len(touching) <= 1, touching
