@@ -35,7 +35,7 @@ def worker_fillfactor(fillfactor: int):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("campaigns", "0016_wave_three"),
+        ("campaigns", "0019_worker_summaries"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
