@@ -727,6 +727,9 @@ class TaskType:
     # Model in the loop: its stage may put each written question to a model
     # (``config["adversarial"]``; ``adversarial_question``, ``model_answer_judge``).
     writes_adversarially: ClassVar[bool] = False
+    # Its questions go to the model without a passage (closed book): the built-in BM25
+    # baseline, which answers from a passage, cannot answer them (design refuses it).
+    adversarial_without_passage: ClassVar[bool] = False
     # Confirms the fools an adversarial writing stage claimed: its items carry the try
     # (``fool_verdict`` reads one validator's answer).
     verifies_fools: ClassVar[bool] = False
@@ -789,6 +792,14 @@ class TaskType:
         """The question to put to the model for one item's entry, and its context (a
         text or a list of sentences)."""
         return str(entry.get("question", "")), ""
+
+    def adversarial_entry(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What a try records of the worker's entry for one item (``AdversarialTry.entry``,
+        which ``model_answer_judge`` reads): by default the entry without its external
+        id; a task type writing several questions per item records the one asked."""
+        return {k: v for k, v in entry.items() if k != "external_id"}
 
     def model_answer_judge(
         self, *, entry: Mapping[str, Any], data: Mapping[str, Any], model_answer: str
