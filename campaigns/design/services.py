@@ -168,10 +168,10 @@ def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
             "The configuration names a model endpoint that does not exist.",
             errors={"config": [f"adversarial/endpoint: no endpoint {adversarial['endpoint']}"]},
         )
-    if kind == ModelEndpointKind.BASELINE_BM25 and tt.adversarial_without_passage:
+    if kind == ModelEndpointKind.BASELINE_BM25 and not tt.adversarial_baseline_fits:
         why = (
-            "the built-in baseline answers from a passage and this task type's questions "
-            "have none: register an OpenAI-compatible model endpoint for it"
+            "the built-in baseline answers with a sentence of a passage, not this task "
+            "type's questions: register an OpenAI-compatible model endpoint for it"
         )
         raise DomainError(
             f"The adversarial option needs a model endpoint: {why}.",

@@ -727,9 +727,10 @@ class TaskType:
     # Model in the loop: its stage may put each written question to a model
     # (``config["adversarial"]``; ``adversarial_question``, ``model_answer_judge``).
     writes_adversarially: ClassVar[bool] = False
-    # Its questions go to the model without a passage (closed book): the built-in BM25
-    # baseline, which answers from a passage, cannot answer them (design refuses it).
-    adversarial_without_passage: ClassVar[bool] = False
+    # The built-in BM25 baseline, which answers with a sentence of the item's passage,
+    # can answer its adversarial questions; where not (no passage, or options to choose
+    # from), the option needs a model endpoint of kind ``openai`` (design refuses it).
+    adversarial_baseline_fits: ClassVar[bool] = True
     # Confirms the fools an adversarial writing stage claimed: its items carry the try
     # (``fool_verdict`` reads one validator's answer).
     verifies_fools: ClassVar[bool] = False

@@ -191,7 +191,7 @@ class QuestionWriting(tt.TaskType):
     # the worker puts the question, without its answer, to a model; the app judges an
     # entity answer given with its Wikidata id, a number or a date (``adversarial_entry``).
     writes_adversarially = True
-    adversarial_without_passage = True
+    adversarial_baseline_fits = False  # closed book: no passage
     name = "question_writing"
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"

@@ -131,8 +131,8 @@ def test_an_entity_answer_in_another_spelling_is_the_model_right(requester, fake
     model.reply = reply
     stage = _writing_stage(requester, _endpoint(requester, fake), "generic")
     client, assignment = _worker(stage)
-    html = client.get(reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}))
-    assert "Wikidata id of the answer" in html.content.decode()
+    form_page = client.get(reverse("worker:assignment", kwargs={"assignment_id": assignment.pk}))
+    assert "Wikidata id of the answer" in form_page.content.decode()
 
     html = _ask(client, assignment, ADAMS)
 
@@ -288,3 +288,71 @@ def test_the_api_says_why(token_client, requester):
     )
     assert response.status_code == 400, response.content
     assert "OpenAI-compatible" in response.content.decode()
+
+
+# --- Multiple-choice question writing ---------------------------------------------------
+
+CITIES = ["Paris", "Lyon", "Marseille", "Nice"]
+MC_FORM = {
+    "questions/0/question": "Which city hosts the silk museum?",
+    **{f"questions/0/options/{o}": city for o, city in enumerate(CITIES)},
+    "questions/0/correct": "1",
+}
+
+
+def _mc_stage(owner, endpoint: ModelEndpoint) -> Stage:
+    campaign = campaign_create(owner=owner, name="Beat the model", slug="beat-mc")
+    stage = stage_add(
+        campaign=campaign,
+        name="Write",
+        task_type="mc_question_writing",
+        config={"questions_per_passage": 1, "adversarial": {"endpoint": endpoint.pk}},
+    )
+    Item.objects.create(
+        stage=stage,
+        external_id="passage-1",
+        data={"passage": "The silk museum is in Lyon. Paris has the Louvre."},
+        source=ItemSource.UPLOADED,
+    )
+    campaign_start(campaign=campaign, to_state=CampaignState.PILOT)
+    stage.refresh_from_db()
+    return stage
+
+
+@pytest.mark.parametrize(
+    ("reply", "fooled"), [("(b) Lyon", False), ("Lyon.", False), ("A", True), ("Nice", True)]
+)
+def test_a_multiple_choice_option_is_judged(requester, fake, model, reply, fooled):
+    model.reply = reply
+    stage = _mc_stage(requester, _endpoint(requester, fake))
+    client, assignment = _worker(stage)
+
+    _ask(client, assignment, MC_FORM)
+
+    attempt = AdversarialTry.objects.get()
+    assert (attempt.entry["answer"], attempt.entry["answer_type"]) == ("B", "option")
+    assert (attempt.judged_by, attempt.fooled) == ("auto", fooled)
+    # The question and its options on the passage, not the writer's mark.
+    (prompt,) = model.prompts
+    assert "B) Lyon" in prompt
+    assert "The silk museum is in Lyon." in prompt
+    assert "correct" not in prompt.casefold()
+
+
+def test_multiple_choice_settings(requester, fake):
+    baseline = model_endpoint_create(
+        owner=requester, values={"name": "bm25", "kind": "baseline_bm25"}
+    )
+    campaign = campaign_create(owner=requester, name="C", slug="c")
+    for endpoint, config, why in [
+        (baseline, {"questions_per_passage": 1}, "OpenAI-compatible"),
+        (_endpoint(requester, fake), {}, "set questions_per_passage to 1"),
+    ]:
+        with pytest.raises(DomainError) as refused:
+            stage_add(
+                campaign=campaign,
+                name="Write",
+                task_type="mc_question_writing",
+                config={**config, "adversarial": {"endpoint": endpoint.pk}},
+            )
+        assert why in str(refused.value.errors)
