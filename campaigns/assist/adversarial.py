@@ -86,7 +86,9 @@ def adversarial_try_make(*, assignment: Assignment, form: Mapping[str, Any]) -> 
     if problems:
         return TryOutcome(None, answer, {p.path: p.message for p in problems})
     item = items[0]
-    entry = answer_for_item(answer, item) or {}
+    entry = task_type.adversarial_entry(
+        entry=answer_for_item(answer, item) or {}, data=item["data"]
+    )
     question, context = task_type.adversarial_question(entry=entry, data=item["data"])
     with transaction.atomic():
         locked = Assignment.objects.select_for_update().get(pk=assignment.pk)
@@ -118,7 +120,7 @@ def adversarial_try_make(*, assignment: Assignment, form: Mapping[str, Any]) -> 
             worker_id=locked.worker_id,
             try_number=try_number,
             question=question,
-            entry={k: v for k, v in entry.items() if k != "external_id"},
+            entry=entry,
             model_call=call,
             model_unavailable=call is None,
             judged_by=AdversarialJudge.NONE if call is None else "",
@@ -204,7 +206,7 @@ def adversarial_answer_stored(
     per item, to the stored answer under ``"adversarial"``; fools are verified later."""
     if not task_type.writes_adversarially or adversarial_config(stage.config) is None:
         return
-    if not isinstance(assignment.answers, dict) or "items" not in assignment.answers:
+    if not isinstance(assignment.answers, dict) or assignment.answers.get("detached"):
         return
     # The rows the submission's check read (the assignment's row is locked since).
     rows = assignment_try_rows(assignment=assignment)

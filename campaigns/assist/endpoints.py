@@ -29,6 +29,11 @@ DEFAULT_TEMPLATE = (
     "Answer the question from the passage. Reply with the answer only.\n\n"
     "Passage:\n{context}\n\nQuestion: {question}"
 )
+# Questions asked without a passage (closed book: Mintaka's question writing, ...).
+CLOSED_BOOK_TEMPLATE = (
+    "Answer the question. Reply with the answer only; for a person, place or thing, "
+    "give its name and its Wikidata id (Q...).\n\nQuestion: {question}"
+)
 FIELDS = (
     "name",
     "kind",
@@ -231,10 +236,12 @@ def endpoint_key(*, endpoint: ModelEndpoint) -> str:
 
 def prompt_render(*, endpoint: ModelEndpoint, task_type: str, question: str, context: Any) -> str:
     """The user message for ``question`` on ``context``: the endpoint's template for
-    ``task_type``, else its ``"default"`` one, else ``DEFAULT_TEMPLATE``."""
+    ``task_type``, else its ``"default"`` one, else ``DEFAULT_TEMPLATE``, or without a
+    passage (an empty ``context``) ``CLOSED_BOOK_TEMPLATE``."""
     templates = endpoint.prompt_templates or {}
-    template = templates.get(task_type) or templates.get("default") or DEFAULT_TEMPLATE
     passage = context if isinstance(context, str) else "\n".join(str(s) for s in context or [])
+    built_in = DEFAULT_TEMPLATE if passage.strip() else CLOSED_BOOK_TEMPLATE
+    template = templates.get(task_type) or templates.get("default") or built_in
     # Plain replacement: templates and passages may hold braces of their own.
     return template.replace("{context}", passage).replace("{question}", question)
 

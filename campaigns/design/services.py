@@ -24,6 +24,7 @@ from campaigns.models import (
     CampaignState,
     Item,
     ModelEndpoint,
+    ModelEndpointKind,
     Provider,
     QualificationType,
     Stage,
@@ -157,13 +158,24 @@ def _validated_config(task_type: str, config: dict[str, Any]) -> dict[str, Any]:
             errors={"config": [str(p) for p in problems]},
         )
     adversarial = adversarial_config(config)
-    if (
-        adversarial is not None
-        and not ModelEndpoint.objects.filter(pk=adversarial["endpoint"]).exists()
-    ):
+    if adversarial is None:
+        return config
+    kind = (
+        ModelEndpoint.objects.filter(pk=adversarial["endpoint"]).values_list("kind", flat=True)
+    ).first()
+    if kind is None:
         raise DomainError(
             "The configuration names a model endpoint that does not exist.",
             errors={"config": [f"adversarial/endpoint: no endpoint {adversarial['endpoint']}"]},
+        )
+    if kind == ModelEndpointKind.BASELINE_BM25 and not tt.adversarial_baseline_fits:
+        why = (
+            "the built-in baseline answers with a sentence of a passage, not this task "
+            "type's questions: register an OpenAI-compatible model endpoint for it"
+        )
+        raise DomainError(
+            f"The adversarial option needs a model endpoint: {why}.",
+            errors={"config": [f"adversarial/endpoint: {why}"]},
         )
     return config
 

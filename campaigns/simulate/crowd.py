@@ -536,11 +536,15 @@ class CrowdSimulation:
             mark = _ADV_MARK.search(page.text)
             if mark is not None:
                 answer = _ADV_ANSWER.search(page.text)
-                entry = answer_for_item(fields_entry(task_type, fields, items, config), items[0])
+                entry = task_type.adversarial_entry(
+                    entry=answer_for_item(fields_entry(task_type, fields, items, config), items[0])
+                    or {},
+                    data=items[0].get("data", {}),
+                )
                 right = None
                 if answer is not None and worker.profile == "good":
                     right = task_type.model_answer_judge(
-                        entry=entry or {},
+                        entry=entry,
                         data=items[0].get("data", {}),
                         model_answer=html.unescape(answer.group(1)),
                     )

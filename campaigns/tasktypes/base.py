@@ -727,6 +727,10 @@ class TaskType:
     # Model in the loop: its stage may put each written question to a model
     # (``config["adversarial"]``; ``adversarial_question``, ``model_answer_judge``).
     writes_adversarially: ClassVar[bool] = False
+    # The built-in BM25 baseline, which answers with a sentence of the item's passage,
+    # can answer its adversarial questions; where not (no passage, or options to choose
+    # from), the option needs a model endpoint of kind ``openai`` (design refuses it).
+    adversarial_baseline_fits: ClassVar[bool] = True
     # Confirms the fools an adversarial writing stage claimed: its items carry the try
     # (``fool_verdict`` reads one validator's answer).
     verifies_fools: ClassVar[bool] = False
@@ -789,6 +793,14 @@ class TaskType:
         """The question to put to the model for one item's entry, and its context (a
         text or a list of sentences)."""
         return str(entry.get("question", "")), ""
+
+    def adversarial_entry(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """What a try records of the worker's entry for one item (``AdversarialTry.entry``,
+        which ``model_answer_judge`` reads): by default the entry without its external
+        id; a task type writing several questions per item records the one asked."""
+        return {k: v for k, v in entry.items() if k != "external_id"}
 
     def model_answer_judge(
         self, *, entry: Mapping[str, Any], data: Mapping[str, Any], model_answer: str

@@ -26,6 +26,12 @@ OPTION_LETTERS = "ABCD"
 
 class MCQuestionWriting(tt.TaskType):
     writes_free_text = True
+    # Model in the loop: with the stage's ``adversarial`` option (one question per HIT)
+    # the question and its options, without the writer's mark, go to a model on the
+    # passage; the app judges the option it names. The BM25 baseline answers with a
+    # sentence, not an option: the option needs an OpenAI-compatible endpoint.
+    writes_adversarially = True
+    adversarial_baseline_fits = False
     name = "mc_question_writing"
     graded_by_rubric = True
     label = "Multiple-choice question writing"
@@ -123,6 +129,64 @@ class MCQuestionWriting(tt.TaskType):
             what="question",
         )
         return errors
+
+    # --- Model in the loop ---------------------------------------------------------------
+
+    def adversarial_errors(self, config: Any) -> list[tt.FieldError]:
+        """The base's checks, and one question per HIT: each try puts one question to the
+        model and the worker's claim is per HIT."""
+        errors = super().adversarial_errors(config)
+        if errors or tt.adversarial_config(config) is None:
+            return errors
+        if self.effective_config(config).get("questions_per_passage") != 1:
+            errors.append(
+                tt.FieldError(
+                    "adversarial",
+                    "the adversarial option puts one question to the model per task: "
+                    "set questions_per_passage to 1",
+                )
+            )
+        return errors
+
+    def adversarial_entry(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The HIT's (first) question as the try records it: its options lettered A-D
+        and the writer's mark as the typed answer (``option``)."""
+        questions = entry.get("questions") or [{}]
+        q = questions[0] if isinstance(questions[0], Mapping) else {}
+        options = [str(o) for o in q.get("options") or []]
+        correct = q.get("correct")
+        mark = (
+            OPTION_LETTERS[correct]
+            if isinstance(correct, int) and 0 <= correct < min(len(options), OPTIONS)
+            else ""
+        )
+        return {
+            "question": str(q.get("question", "")),
+            "options": [{"id": OPTION_LETTERS[o], "text": t} for o, t in enumerate(options)],
+            "answer": mark,
+            "answer_type": "option",
+        }
+
+    def adversarial_question(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> tuple[str, Any]:
+        """The question with its lettered options (not the writer's mark), on the passage."""
+        lines = [str(entry.get("question", ""))]
+        lines += [f"{o['id']}) {o['text']}" for o in entry.get("options") or []]
+        lines.append("Reply with the letter of the right option.")
+        return "\n".join(lines), str(data.get("passage", ""))
+
+    def model_answer_judge(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any], model_answer: str
+    ) -> bool | None:
+        """The option the model names (by letter or text) against the writer's mark."""
+        return super().model_answer_judge(
+            entry=entry,
+            data={**data, "options": entry.get("options") or []},
+            model_answer=model_answer,
+        )
 
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]

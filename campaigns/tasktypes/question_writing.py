@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes import base as tt
+from campaigns.tasktypes.answer_match import entity_ids
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.answer_types import detect_answer_type as linking_answer_type
 from campaigns.tasktypes.translation import LANGUAGE_CODE, translation_external_id
@@ -186,6 +187,11 @@ def _example_schema() -> dict[str, Any]:
 
 class QuestionWriting(tt.TaskType):
     writes_free_text = True
+    # Model in the loop: with the stage's ``adversarial`` option (one question per HIT)
+    # the worker puts the question, without its answer, to a model; the app judges an
+    # entity answer given with its Wikidata id, a number or a date (``adversarial_entry``).
+    writes_adversarially = True
+    adversarial_baseline_fits = False  # closed book: no passage
     name = "question_writing"
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
@@ -224,6 +230,8 @@ class QuestionWriting(tt.TaskType):
             "answer": {"type": "string"},
             "numeric_value": {"type": ["number", "string", "null"]},
             "counted_entities": {"type": "array", "items": {"type": "string"}},
+            # Only with the adversarial option: the answer's Wikidata id, optional.
+            "answer_entity": {"type": "string"},
         },
         required=["question", "answer"],
     )
@@ -258,6 +266,7 @@ class QuestionWriting(tt.TaskType):
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
     ) -> dict[str, Any]:
         n = self.effective_config(config)["questions_per_hit"]
+        adversarial = tt.adversarial_config(config) is not None
         questions = []
         for i in range(n):
             entities_text = tt.form_text(form, f"questions/{i}/counted_entities")
@@ -273,6 +282,8 @@ class QuestionWriting(tt.TaskType):
                     ],
                 }
             )
+            if adversarial:
+                questions[-1]["answer_entity"] = tt.form_text(form, f"questions/{i}/answer_entity")
         return {"questions": questions}
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
@@ -310,6 +321,13 @@ class QuestionWriting(tt.TaskType):
             errors.append(
                 tt.FieldError(f"{base}/numeric_value", "This question type needs a numeric value.")
             )
+        qid = str(pair.get("answer_entity") or "").strip()
+        if qid and (len(entity_ids(qid)) != 1 or len(qid) > 100):
+            errors.append(
+                tt.FieldError(
+                    f"{base}/answer_entity", "Give one Wikidata id, e.g. Q42, or leave it empty."
+                )
+            )
         entities = pair.get("counted_entities") or []
         if ctype == "count":
             if value is not None and (value < 0 or value != int(value)):
@@ -338,6 +356,59 @@ class QuestionWriting(tt.TaskType):
                 errors.append(tt.FieldError(f"{base}/counted_entities", "An item is too long."))
                 break
         return errors
+
+    # --- Model in the loop ---------------------------------------------------------------
+
+    def adversarial_errors(self, config: Any) -> list[tt.FieldError]:
+        """The base's checks, and one question per HIT: each try puts one question to the
+        model and the worker's claim is per HIT."""
+        errors = super().adversarial_errors(config)
+        if errors or tt.adversarial_config(config) is None:
+            return errors
+        if self.effective_config(config).get("questions_per_hit") != 1:
+            errors.append(
+                tt.FieldError(
+                    "adversarial",
+                    "the adversarial option puts one question to the model per task: "
+                    "set questions_per_hit to 1",
+                )
+            )
+        return errors
+
+    def adversarial_entry(
+        self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The HIT's (first) pair as the try records it, with its typed answer for
+        ``model_answer_judge``: the Wikidata id the worker gave (``entity``, the answer
+        as its label), else a count's or a numeric answer's number (``numeric``), else
+        the answer as written with its detected type (a date is judged; a name without
+        an id, yes/no and strings are left to the worker)."""
+        pairs = entry.get("questions") or [{}]
+        pair = pairs[0] if isinstance(pairs[0], Mapping) else {}
+        ctype = str(data.get("complexity_type", "generic"))
+        text = str(pair.get("answer", ""))
+        value = pair.get("numeric_value")
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        counted = [str(e) for e in pair.get("counted_entities") or []]
+        recorded: dict[str, Any] = {"question": str(pair.get("question", "")), "answer_text": text}
+        if number is not None:
+            recorded["numeric_value"] = number
+        if counted:
+            recorded["counted_entities"] = counted
+        ids = entity_ids(str(pair.get("answer_entity") or ""))
+        answer_type = detect_answer_type(
+            question=recorded["question"],
+            answer=text,
+            complexity_type=ctype,
+            counted_entities=counted,
+        )
+        if ids:
+            typed = {"answer": ids[0], "answer_type": "entity", "answer_label": text}
+        elif number is not None and (ctype == "count" or answer_type == "numeric"):
+            typed = {"answer": str(number), "answer_type": "numeric"}
+        else:
+            typed = {"answer": text, "answer_type": answer_type}
+        return {**recorded, **typed}
 
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
@@ -436,6 +507,9 @@ class QuestionWriting(tt.TaskType):
                         f"questions/{i}/counted_entities",
                         "\n".join(pair.get("counted_entities") or []),
                     ),
+                    "answer_entity": form.field(
+                        f"questions/{i}/answer_entity", pair.get("answer_entity")
+                    ),
                 }
             )
         form.error("questions")
@@ -450,6 +524,7 @@ class QuestionWriting(tt.TaskType):
             "is_count": ctype == "count",
             "is_yesno": ctype == "yesno",
             "min_listed": MIN_LISTED_ENTITIES,
+            "adversarial": tt.adversarial_config(cfg) is not None,
             "rows": rows,
             "count_error": form.errors.get("questions", ""),
         }

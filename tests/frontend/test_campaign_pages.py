@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -9,6 +10,7 @@ from django.contrib.messages import get_messages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
+from campaigns.assist.endpoints import model_endpoint_create
 from campaigns.design.services import campaign_transition
 from campaigns.models import Campaign, CampaignState, Item, Stage
 from campaigns.recipes import RECIPES
@@ -262,6 +264,24 @@ def test_add_stage_refused_shows_errors(alice_client, campaign, stage, change, f
     )
     assert response.status_code == 400
     assert field in response.context["stage_form"].errors
+    assert campaign.stages.count() == 1
+
+
+def test_add_stage_says_the_adversarial_option_needs_a_model_endpoint(
+    alice_client, campaign, stage, requester
+):
+    baseline = model_endpoint_create(
+        owner=requester, values={"name": "bm25", "kind": "baseline_bm25"}
+    )
+    config = {"questions_per_hit": 1, "adversarial": {"endpoint": baseline.pk}}
+    response = alice_client.post(
+        reverse("frontend:stage-add", kwargs={"slug": campaign.slug}),
+        {**STAGE_POST, "config": json.dumps(config)},
+    )
+    assert response.status_code == 400
+    errors = " ".join(response.context["stage_form"].errors["config"])
+    assert "register an OpenAI-compatible model endpoint" in errors
+    assert "OpenAI-compatible model endpoint" in response.content.decode()
     assert campaign.stages.count() == 1
 
 

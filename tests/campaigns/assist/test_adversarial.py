@@ -250,6 +250,8 @@ def test_settling_judges_a_typed_answer(requester):
         assignment=assignment, form=_form("When did Francisco de Orellana sail it?", 2)
     )
     attempt = AdversarialTry.objects.get()
+    call_id = attempt.model_call_id
+    assert call_id is not None
     # As a task type recording a number would have stored it, and a model answering
     # with a number in another spelling (no sentence of the passage quoted).
     AdversarialTry.objects.filter(pk=attempt.pk).update(
@@ -257,10 +259,10 @@ def test_settling_judges_a_typed_answer(requester):
         judged_by="",
         fooled=None,
     )
-    ModelCall.objects.filter(pk=attempt.model_call_id).update(answer="It was 1542")
+    ModelCall.objects.filter(pk=call_id).update(answer="It was 1542")
 
     with transaction.atomic():
-        settled = adversarial_try_settle(call=ModelCall.objects.get(pk=attempt.model_call_id))
+        settled = adversarial_try_settle(call=ModelCall.objects.get(pk=call_id))
 
     assert settled is not None
     assert (settled.judged_by, settled.fooled) == ("auto", False)

@@ -125,8 +125,11 @@ def test_the_answer_a_task_type_records_with_its_type():
     assert stated_answer(entry, {}) == StatedAnswer(
         JudgedKind.ENTITY, "Q42", labels=("Douglas Adams",)
     )
-    assert stated_answer({"answer": "3", "answer_type": "numerical"}, {}).kind == "number"
+    number = stated_answer({"answer": "3", "answer_type": "numerical"}, {})
+    assert number is not None
+    assert number.kind == "number"
     lettered = stated_answer({"answer": "B", "answer_type": "option"}, {"options": ["x", "y"]})
+    assert lettered is not None
     assert lettered.options == ({"id": "A", "text": "x"}, {"id": "B", "text": "y"})
     assert stated_answer({"answer": "x", "answer_type": "string"}, {}) is None
     assert stated_answer({"answer": ["a", "b"], "answer_type": "entity"}, {}) is None
