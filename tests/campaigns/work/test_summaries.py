@@ -190,6 +190,7 @@ def test_costs_workers_and_budget_read_the_summaries_and_agree_with_full_counts(
     for e in entries.filter(
         kind__in=["reward", "bonus", "quiz_payment"], status__in=["committed", "paid"]
     ):
+        assert e.worker_id is not None
         expected[e.worker_id] = expected.get(e.worker_id, Decimal(0)) + e.amount
     assert {w: v for w, v in earnings.items() if v} == expected
 
