@@ -99,7 +99,7 @@ def country_name(code: str) -> str:
     return COUNTRY_NAMES.get(code.upper(), (code,))[0]
 
 
-def _cache_key(base_url: str, workspace_id: str) -> str:
+def catalogue_cache_key(base_url: str, workspace_id: str) -> str:
     digest = hashlib.sha256(f"{base_url.rstrip('/')}|{workspace_id}".encode()).hexdigest()[:16]
     return f"prolific:filters:v1:{digest}"
 
@@ -109,7 +109,7 @@ def filter_catalogue_cached() -> dict[str, Any] | None:
     cached (no call)."""
     base_url = str(getattr(settings, "PROLIFIC_API_URL", DEFAULT_API_URL))
     workspace_id = str(getattr(settings, "PROLIFIC_WORKSPACE_ID", ""))
-    cached = cache.get(_cache_key(base_url, workspace_id))
+    cached = cache.get(catalogue_cache_key(base_url, workspace_id))
     return cached if isinstance(cached, dict) else None
 
 
@@ -118,7 +118,7 @@ def filter_catalogue(*, client: Any, workspace_id: str, refresh: bool = False) -
 
     ``client``: a ``ProlificClient``. ``refresh``: read Prolific again (and re-cache).
     """
-    key = _cache_key(str(getattr(client, "base_url", "")), workspace_id)
+    key = catalogue_cache_key(str(getattr(client, "base_url", "")), workspace_id)
     if not refresh:
         cached = cache.get(key)
         if isinstance(cached, dict):

@@ -4,10 +4,12 @@ from collections.abc import Iterator
 from decimal import Decimal
 
 import pytest
+from django.core.cache import cache
 
 from campaigns.design.services import campaign_create, campaign_transition, stage_add
 from campaigns.models import CampaignState, Item, ItemSource, OperationState, ProviderOperation
 from campaigns.platforms.operations import operation_execute
+from campaigns.platforms.prolific.filters import catalogue_cache_key
 from tests.campaigns.platforms.fake_mturk import FakeMTurk
 from tests.campaigns.platforms.fake_prolific import FakeProlific
 
@@ -25,6 +27,9 @@ def fake(settings) -> Iterator[FakeProlific]:
         settings.PROLIFIC_WEBHOOK_SECRET = WEBHOOK_SECRET
         settings.SITE_URL = "https://qaportal.example.org"
         settings.ROOT_URLCONF = "tests.campaigns.platforms.urls"
+        # A new fake is a new Prolific: no filters catalogue cached from an earlier fake
+        # that listened on the same (reused) port.
+        cache.delete(catalogue_cache_key(server.url, "workspace-1"))
         yield server
 
 
