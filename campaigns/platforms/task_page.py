@@ -6,7 +6,7 @@ once per process for each pair and kept (``_frame``); the form around the task t
 template is put together here from escaped values; the task type's own template is the
 one Django template rendered per request. Drawn through ``worker/assignment.html``
 (``{% extends %}``, ``{% include %}``, the context processors, ~50 nodes) the page took
-~0.5 ms of CPU; this way ~0.15 ms (bench/README.md).
+~0.5 ms of CPU; this way ~0.18 ms (bench/README.md).
 
 A room above adds its part under the task (the adversarial panel, ``frontend``) through
 ``page_part_register``: the platforms room does not import it.

@@ -286,15 +286,16 @@ _URL_MARK = 987654321
 _url_forms: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
-def _url(name: str, assignment_id: int, *, kwarg: str = "assignment_id") -> str:
-    """``reverse(name, kwargs={kwarg: assignment_id})`` (``kwarg="stage_id"``: a stage's)."""
+def _url(name: str, pk: int, *, kwarg: str = "assignment_id") -> str:
+    """``reverse(name, kwargs={kwarg: pk})``: an assignment's URL (``kwarg="stage_id"``: a
+    stage's)."""
     key = (get_script_prefix(), name, kwarg)
     form = _url_forms.get(key)
     if form is None:
         url = reverse(name, kwargs={kwarg: _URL_MARK})
         head, _, tail = url.partition(str(_URL_MARK))
         form = _url_forms[key] = (head, tail)
-    return f"{form[0]}{int(assignment_id)}{form[1]}"
+    return f"{form[0]}{int(pk)}{form[1]}"
 
 
 def _stage_url(name: str, stage_id: int) -> str:
