@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.template.context_processors import csrf
+from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -16,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from campaigns.assist.selectors import adversarial_panel
 from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
+from campaigns.platforms.task_page import page_frame
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -320,22 +323,24 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
     if assignment.status not in STORED_STATES:
         return HttpResponseRedirect(_url("worker:assignment", assignment.pk))
     stage = assignment.hit.stage
-    return render(
-        request,
-        "worker/done.html",
-        {
-            "assignment": assignment,
-            "stage": stage,
-            "more_work": assignment_next_hit_id(assignment=assignment) is not None,
-            "accept_url": _stage_url("worker:accept", stage.pk),
-            "stage_url": _stage_url("worker:stage", stage.pk),
-            "quiz": quiz_result(assignment=assignment, now=timezone.now()),
-            # Read once the work is decided: right after a submission (the hot path,
-            # one query) there is no bonus to show yet, as a rule.
-            "bonuses": (
-                assignment_bonuses(assignment=assignment)
-                if assignment.status == AssignmentStatus.APPROVED
-                else []
-            ),
-        },
-    )
+    context = {
+        "assignment": assignment,
+        "stage": stage,
+        "more_work": assignment_next_hit_id(assignment=assignment) is not None,
+        "accept_url": _stage_url("worker:accept", stage.pk),
+        "stage_url": _stage_url("worker:stage", stage.pk),
+        "quiz": quiz_result(assignment=assignment, now=timezone.now()),
+        # Read once the work is decided: right after a submission (the hot path,
+        # one query) there is no bonus to show yet, as a rule.
+        "bonuses": (
+            assignment_bonuses(assignment=assignment)
+            if assignment.status == AssignmentStatus.APPROVED
+            else []
+        ),
+        # The token (drawn only if the page shows a form), without the other context
+        # processors: the page uses none of them.
+        **csrf(request),
+    }
+    # The frame is kept per stage (as the work page's): only the content is rendered.
+    top, bottom = page_frame(stage, "worker/_done_frame.html")
+    return HttpResponse(top + render_to_string("worker/done.html", context) + bottom)
