@@ -7,6 +7,8 @@ campaign to). An assignment is visible only to the worker who holds it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.context_processors import csrf
@@ -148,7 +150,23 @@ def _stage_page(
     }
     if hit_id is not None:
         context.update(task_context(stage=stage, hit=HIT(pk=hit_id, stage=stage), preview=True))
-    return render(request, "worker/stage.html", context, status=status)
+    return _framed(request, stage, "worker/_stage_frame.html", "worker/stage.html", context, status)
+
+
+def _framed(
+    request: HttpRequest,
+    stage: Stage,
+    frame: str,
+    template: str,
+    context: Mapping[str, object],
+    status: int = 200,
+) -> HttpResponse:
+    """``template`` (a page's content) inside ``frame`` (``worker/base.html`` around it),
+    the frame kept per stage (``page_frame``). The content gets the CSRF token (drawn only
+    if it shows a form) and none of the other context processors: it uses none of them."""
+    top, bottom = page_frame(stage, frame)
+    html = render_to_string(template, {**context, **csrf(request)})
+    return HttpResponse(top + html + bottom, status=status)
 
 
 def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse:
@@ -337,10 +355,5 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
             if assignment.status == AssignmentStatus.APPROVED
             else []
         ),
-        # The token (drawn only if the page shows a form), without the other context
-        # processors: the page uses none of them.
-        **csrf(request),
     }
-    # The frame is kept per stage (as the work page's): only the content is rendered.
-    top, bottom = page_frame(stage, "worker/_done_frame.html")
-    return HttpResponse(top + render_to_string("worker/done.html", context) + bottom)
+    return _framed(request, stage, "worker/_done_frame.html", "worker/done.html", context)
