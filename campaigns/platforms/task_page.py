@@ -6,7 +6,7 @@ once per process for each pair and kept (``_frame``); the form around the task t
 template is put together here from escaped values; the task type's own template is the
 one Django template rendered per request. Drawn through ``worker/assignment.html``
 (``{% extends %}``, ``{% include %}``, the context processors, ~50 nodes) the page took
-~0.5 ms of CPU; this way ~0.15 ms (bench/README.md).
+~0.5 ms of CPU; this way ~0.18 ms (bench/README.md).
 
 A room above adds its part under the task (the adversarial panel, ``frontend``) through
 ``page_part_register``: the platforms room does not import it.
@@ -34,7 +34,7 @@ FRAME_TEMPLATE = "worker/_task_frame.html"
 # campaign name holds.
 _MARK = f"qaportal-task-frame-{secrets.token_hex(16)}"
 _FRAMES_MAX = 1024
-_frames: dict[tuple[str, str], tuple[str, str]] = {}
+_frames: dict[tuple[str, str, str], tuple[str, str]] = {}
 _frames_lock = threading.Lock()
 
 
@@ -46,17 +46,18 @@ class _Named:
         self.campaign = campaign
 
 
-def _frame(stage: Stage) -> tuple[str, str]:
-    """The page up to its content and from its end: ``worker/_task_frame.html`` (which
-    extends ``worker/base.html``) rendered once per stage and campaign name."""
-    key = (stage.name, stage.campaign.name)
+def page_frame(stage: Stage, template: str = FRAME_TEMPLATE) -> tuple[str, str]:
+    """A worker page up to its content and from its end: ``template`` (which extends
+    ``worker/base.html`` and shows ``{{ content }}`` in its content block) rendered once
+    per stage and campaign name and kept; ``worker/_task_frame.html``: the work page's."""
+    key = (template, stage.name, stage.campaign.name)
     found = _frames.get(key)
     if found is None:
         named = _Named(stage.name, _Named(stage.campaign.name))
-        html = get_template(FRAME_TEMPLATE).render({"stage": named, "content": _MARK})
+        html = get_template(template).render({"stage": named, "content": _MARK})
         top, mark, bottom = html.partition(_MARK)
         if not mark:
-            raise ValueError(f"{FRAME_TEMPLATE} does not show its content")
+            raise ValueError(f"{template} does not show its content")
         found = (top, bottom)
         with _frames_lock:
             if len(_frames) >= _FRAMES_MAX:
@@ -156,7 +157,7 @@ def task_page_html(
     task form (CSRF token, ``hidden`` fields, telemetry, the task type's template with
     ``context``, the rooms' parts, Submit and, with ``return_url``, Return)."""
     stage = assignment.hit.stage
-    top, bottom = _frame(stage)
+    top, bottom = page_frame(stage)
     task_html = _task_html(context)
     holds_submit, why_id, parts = False, "", []
     for maker in _page_parts:

@@ -7,8 +7,12 @@ campaign to). An assignment is visible only to the worker who holds it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
+from django.template.context_processors import csrf
+from django.template.loader import render_to_string
 from django.urls import get_script_prefix, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -16,6 +20,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from campaigns.assist.selectors import assignment_adversarial_panel
 from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
+from campaigns.platforms.task_page import page_frame
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -145,7 +150,23 @@ def _stage_page(
     }
     if hit_id is not None:
         context.update(task_context(stage=stage, hit=HIT(pk=hit_id, stage=stage), preview=True))
-    return render(request, "worker/stage.html", context, status=status)
+    return _framed(request, stage, "worker/_stage_frame.html", "worker/stage.html", context, status)
+
+
+def _framed(
+    request: HttpRequest,
+    stage: Stage,
+    frame: str,
+    template: str,
+    context: Mapping[str, object],
+    status: int = 200,
+) -> HttpResponse:
+    """``template`` (a page's content) inside ``frame`` (``worker/base.html`` around it),
+    the frame kept per stage (``page_frame``). The content gets the CSRF token (drawn only
+    if it shows a form) and none of the other context processors: it uses none of them."""
+    top, bottom = page_frame(stage, frame)
+    html = render_to_string(template, {**context, **csrf(request)})
+    return HttpResponse(top + html + bottom, status=status)
 
 
 def _no_access(request: HttpRequest, stage: Stage | None = None) -> HttpResponse:
@@ -286,15 +307,16 @@ _URL_MARK = 987654321
 _url_forms: dict[tuple[str, str, str], tuple[str, str]] = {}
 
 
-def _url(name: str, assignment_id: int, *, kwarg: str = "assignment_id") -> str:
-    """``reverse(name, kwargs={kwarg: assignment_id})`` (``kwarg="stage_id"``: a stage's)."""
+def _url(name: str, pk: int, *, kwarg: str = "assignment_id") -> str:
+    """``reverse(name, kwargs={kwarg: pk})``: an assignment's URL (``kwarg="stage_id"``: a
+    stage's)."""
     key = (get_script_prefix(), name, kwarg)
     form = _url_forms.get(key)
     if form is None:
         url = reverse(name, kwargs={kwarg: _URL_MARK})
         head, _, tail = url.partition(str(_URL_MARK))
         form = _url_forms[key] = (head, tail)
-    return f"{form[0]}{int(assignment_id)}{form[1]}"
+    return f"{form[0]}{int(pk)}{form[1]}"
 
 
 def _stage_url(name: str, stage_id: int) -> str:
@@ -319,22 +341,19 @@ def done(request: HttpRequest, assignment_id: int) -> HttpResponse:
     if assignment.status not in STORED_STATES:
         return HttpResponseRedirect(_url("worker:assignment", assignment.pk))
     stage = assignment.hit.stage
-    return render(
-        request,
-        "worker/done.html",
-        {
-            "assignment": assignment,
-            "stage": stage,
-            "more_work": assignment_next_hit_id(assignment=assignment) is not None,
-            "accept_url": _stage_url("worker:accept", stage.pk),
-            "stage_url": _stage_url("worker:stage", stage.pk),
-            "quiz": quiz_result(assignment=assignment, now=timezone.now()),
-            # Read once the work is decided: right after a submission (the hot path,
-            # one query) there is no bonus to show yet, as a rule.
-            "bonuses": (
-                assignment_bonuses(assignment=assignment)
-                if assignment.status == AssignmentStatus.APPROVED
-                else []
-            ),
-        },
-    )
+    context = {
+        "assignment": assignment,
+        "stage": stage,
+        "more_work": assignment_next_hit_id(assignment=assignment) is not None,
+        "accept_url": _stage_url("worker:accept", stage.pk),
+        "stage_url": _stage_url("worker:stage", stage.pk),
+        "quiz": quiz_result(assignment=assignment, now=timezone.now()),
+        # Read once the work is decided: right after a submission (the hot path,
+        # one query) there is no bonus to show yet, as a rule.
+        "bonuses": (
+            assignment_bonuses(assignment=assignment)
+            if assignment.status == AssignmentStatus.APPROVED
+            else []
+        ),
+    }
+    return _framed(request, stage, "worker/_done_frame.html", "worker/done.html", context)
