@@ -130,6 +130,9 @@ MIDDLEWARE = [
     "qaportal.request_metrics.RequestMetricsAfter",
 ]
 
+# FallbackStorage (cookie, then session) with its backends made on first use.
+MESSAGE_STORAGE = "qaportal.messages.LazyFallbackStorage"
+
 ROOT_URLCONF = "qaportal.urls"
 WSGI_APPLICATION = "qaportal.wsgi.application"
 
