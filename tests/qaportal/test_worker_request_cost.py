@@ -15,9 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client, RequestFactory
 from django.urls import reverse, set_script_prefix
 
-from qaportal.messages import LazyFallbackStorage
-
 from frontend.worker.views import _url
+from qaportal.messages import LazyFallbackStorage
 
 
 def _sample(name: str, **labels: str) -> float:
