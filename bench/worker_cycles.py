@@ -127,9 +127,26 @@ def redis_cmd(db: int, *args: str) -> bytes:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
+    """A free port: any, or one of ``BENCH_PORTS`` ("21000-21999") on a shared machine."""
+    low, _, high = os.environ.get("BENCH_PORTS", "").partition("-")
+    if not (low and high):
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            return int(s.getsockname()[1])
+    for candidate in range(int(low), int(high) + 1):
+        with socket.socket() as s:
+            try:
+                s.bind((HOST, candidate))
+            except OSError:
+                continue
+            port: int = s.getsockname()[1]
+            if port not in _PORTS_GIVEN:
+                _PORTS_GIVEN.add(port)
+                return port
+    raise SystemExit(f"no free port in BENCH_PORTS={os.environ.get('BENCH_PORTS')}")
+
+
+_PORTS_GIVEN: set[int] = set()
 
 
 class Server:

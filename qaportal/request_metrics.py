@@ -5,7 +5,10 @@ in a dozen metrics; ten of those counts go through ``metric.labels(...)``, which
 the label names and values and takes the metric's lock on every call, for a child that
 is the same object from the second request of a kind on. Here the children are kept in
 a dict per process (keyed by metric and label values), so a request costs a dict lookup
-per count. The metrics, their names, labels and values are django-prometheus' own.
+per count. ``process_request`` reads the two headers it counts from ``request.META``
+rather than ``request.headers`` (whose mapping is built from every header on first use),
+and ``process_response`` works out the method and view name once.
+The metrics, their names, labels and values are django-prometheus' own.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from django_prometheus.middleware import PrometheusAfterMiddleware, PrometheusBeforeMiddleware
+from django_prometheus.utils import Time, TimeSince
 
 # (metric's id, label values) -> the labelled child. Bounded: label values come from the
 # URLconf's view names, status codes, methods (unknown ones are "<invalid method>"),
@@ -38,3 +42,54 @@ class RequestMetricsAfter(PrometheusAfterMiddleware):
             if len(_CHILDREN) < _MAX_CHILDREN:
                 _CHILDREN[key] = child
         return child
+
+    def process_request(self, request: Any) -> None:
+        """django-prometheus' ``process_request``, the headers read from ``META``."""
+        metrics = self.metrics
+        self.label_metric(metrics.requests_by_method, request, method=self._method(request)).inc()
+        self.label_metric(
+            metrics.requests_by_transport, request, transport=self._transport(request)
+        ).inc()
+        # Mimic the behaviour of the deprecated "Request.is_ajax()" method.
+        if request.META.get("HTTP_X_REQUESTED_WITH") == "XMLHttpRequest":
+            metrics.requests_ajax.inc()
+        content_length = int(request.META.get("CONTENT_LENGTH") or 0)
+        metrics.requests_body_bytes.observe(content_length)
+        request.prometheus_after_middleware_event = Time()
+
+    def process_response(self, request: Any, response: Any) -> Any:
+        """django-prometheus' ``process_response``, each label worked out once."""
+        metrics = self.metrics
+        method = self._method(request)
+        name = self._get_view_name(request)
+        status = str(response.status_code)
+        self.label_metric(metrics.responses_by_status, request, response, status=status).inc()
+        self.label_metric(
+            metrics.responses_by_status_view_method,
+            request,
+            response,
+            status=status,
+            view=name,
+            method=method,
+        ).inc()
+        if hasattr(response, "charset"):
+            self.label_metric(
+                metrics.responses_by_charset, request, response, charset=str(response.charset)
+            ).inc()
+        if getattr(response, "streaming", False):
+            metrics.responses_streaming.inc()
+        if hasattr(response, "content"):
+            metrics.responses_body_bytes.observe(len(response.content))
+        started = getattr(request, "prometheus_after_middleware_event", None)
+        if started is not None:
+            # The latency's method label is the request's own (as django-prometheus').
+            self.label_metric(
+                metrics.requests_latency_by_view_method,
+                request,
+                response,
+                view=name,
+                method=request.method,
+            ).observe(TimeSince(started))
+        else:
+            metrics.requests_unknown_latency.inc()
+        return response
