@@ -47,6 +47,7 @@ from campaigns.models import (
     QualificationType,
     Stage,
     StageAssignmentCount,
+    StageAssignmentCountDelta,
     Worker,
     WorkerBlock,
 )
@@ -469,6 +470,18 @@ class StageAssignmentCountAdmin(ViewOnlyMixin, admin.ModelAdmin):
     def get_queryset(self, request: HttpRequest) -> Any:
         # Its default manager leaves the rows out of dumpdata; the admin shows them all.
         return StageAssignmentCount.objects.select_related("stage")
+
+
+@admin.register(StageAssignmentCountDelta)
+class StageAssignmentCountDeltaAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Appended by the database's triggers (PostgreSQL), folded into the counters by
+    # campaigns.work.counts.stage_assignment_counts_compact; a count is both.
+    list_display = ("stage", "status", "n", "changes")
+    list_filter = ("status",)
+    raw_id_fields = ("stage",)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return StageAssignmentCountDelta.objects.all()
 
 
 @admin.register(IdempotencyRecord)

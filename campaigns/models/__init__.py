@@ -23,7 +23,7 @@ from campaigns.models.choices import (
     Provider,
     QualificationKind,
 )
-from campaigns.models.counts import StageAssignmentCount
+from campaigns.models.counts import StageAssignmentCount, StageAssignmentCountDelta
 from campaigns.models.credentials import ProviderCredential
 from campaigns.models.datasheet import Datasheet
 from campaigns.models.jobs import Job, JobKind, JobStatus
@@ -84,6 +84,7 @@ __all__ = [
     "QualificationType",
     "Stage",
     "StageAssignmentCount",
+    "StageAssignmentCountDelta",
     "Worker",
     "WorkerBlock",
     "worker_pseudonym",
