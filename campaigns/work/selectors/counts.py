@@ -53,11 +53,12 @@ def _counters(stage_ids: Iterable[int]) -> Counters:
     )
     out: Counters = {}
     waiting: dict[int, int] = defaultdict(int)
+    # PostgreSQL's sum of bigints is a numeric: ints here, whichever part a row is from.
     for stage_id, status, n, changes, rows in kept.union(pending, all=True):
         total = out.setdefault((stage_id, status), [0, 0])
-        total[0] += n
-        total[1] += changes
-        waiting[stage_id] += rows
+        total[0] += int(n)
+        total[1] += int(changes)
+        waiting[stage_id] += int(rows)
     if sum(waiting.values()) > settings.COUNTERS_COMPACT_PENDING:
         try:
             stage_assignment_counts_compact(stage_ids=[s for s, rows in waiting.items() if rows])

@@ -58,6 +58,8 @@ def _agree(*stages: Stage) -> dict[int, dict[str, int]]:
     the stages' versions are the same both ways."""
     ids = [s.pk for s in stages]
     kept = stage_assignment_counts(stage_ids=ids)
+    # Plain ints (PostgreSQL sums bigints as numeric), as the pages and the API show them.
+    assert all(type(n) is int for by_status in kept.values() for n in by_status.values())
     versions = stage_work_versions(stage_ids=ids)
     assert kept == stage_assignment_counts_full(stage_ids=ids)
     stage_assignment_counts_compact(stage_ids=ids)
