@@ -14,7 +14,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from campaigns.insights.progress import recent_submissions
-from campaigns.models import Assignment, StageAssignmentCount
+from campaigns.models import Assignment, StageAssignmentCount, StageAssignmentCountDelta
 from campaigns.work.selectors import review
 from campaigns.work.selectors.review import assignment_review_queue
 from tests.campaigns.work.test_decisions import _work
@@ -29,7 +29,8 @@ def _plan(queryset: QuerySet[Any]) -> str:
     sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "ANALYZE campaigns_assignment, campaigns_hit, campaigns_stageassignmentcount"
+            "ANALYZE campaigns_assignment, campaigns_hit, campaigns_stageassignmentcount, "
+            "campaigns_stageassignmentcountdelta"
         )
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}", params)
@@ -72,3 +73,11 @@ def test_counters_are_read_by_their_unique_index():
     found = StageAssignmentCount.objects.filter(stage_id__in=[stage.pk], n__gt=0)
     plan = _plan(found.values_list("stage_id", "status", "n"))
     assert "stageassignmentcount_unique" in plan, plan
+
+
+def test_pending_counter_deltas_are_read_by_their_stage_index():
+    stage, _, _ = _work(3)
+    pending = StageAssignmentCountDelta.objects.filter(stage_id__in=[stage.pk])
+    assert pending.exists()  # the triggers appended them
+    plan = _plan(pending.values_list("stage_id", "status", "n", "changes"))
+    assert "countdelta_stage" in plan, plan
