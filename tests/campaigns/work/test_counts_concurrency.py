@@ -89,7 +89,7 @@ def no_retries(monkeypatch):
 def test_concurrent_writers_compactions_and_readers_keep_the_counts_exact(
     make_stage, invited, no_retries
 ):
-    stage = make_stage(items=120, assignments_per_hit=1)
+    stage = make_stage(items=200, assignments_per_hit=1)
     stage_publish(stage=stage)
     people = [invited(stage.campaign) for _ in range(5)]
     requester = UserFactory.create()
@@ -98,7 +98,7 @@ def test_concurrent_writers_compactions_and_readers_keep_the_counts_exact(
 
     def work(worker: Any, seed: int) -> None:
         pick = random.Random(seed)
-        for _ in range(18):
+        for _ in range(30):
             try:
                 assignment = assignment_accept(stage=stage, worker=worker)
                 roll = pick.random()
