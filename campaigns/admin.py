@@ -49,6 +49,7 @@ from campaigns.models import (
     QualificationType,
     Stage,
     StageAssignmentCount,
+    StageAssignmentCountDelta,
     StageHeldWork,
     StageHITCount,
     StageItemCount,
@@ -532,6 +533,18 @@ class LedgerWorkerTotalAdmin(_DeltasAdmin):
     list_display = ("id", "campaign", "worker", "kind", "status", "n", "amount")
     list_filter = ("kind", "status")
     raw_id_fields = ("campaign", "worker")
+
+
+@admin.register(StageAssignmentCountDelta)
+class StageAssignmentCountDeltaAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # Appended by the database's triggers (PostgreSQL), folded into the counters by
+    # campaigns.work.counts.stage_assignment_counts_compact; a count is both.
+    list_display = ("stage", "status", "n", "changes")
+    list_filter = ("status",)
+    raw_id_fields = ("stage",)
+
+    def get_queryset(self, request: HttpRequest) -> Any:
+        return StageAssignmentCountDelta.objects.all()
 
 
 @admin.register(IdempotencyRecord)

@@ -60,6 +60,20 @@ def expire_assignments_task() -> int:
     return expired
 
 
+@shared_task(name="campaigns.counters_compact", acks_late=True)
+def counters_compact_task() -> int:
+    """Fold the assignment counters' pending deltas into their rows (for beat, every
+    ``COUNTERS_COMPACT_SECONDS``); the number folded (0 when another compaction or a
+    rebuild held the counters).
+
+    Idempotent (a delta is folded once, by whichever compaction deletes it); retries
+    nothing (the next beat tick folds what is left).
+    """
+    from campaigns.work.counts import stage_assignment_counts_compact
+
+    return stage_assignment_counts_compact() or 0
+
+
 # --- Provider operations and platform syncs (campaigns/platforms/operations.py, Platform.sync)
 
 

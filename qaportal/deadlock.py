@@ -2,11 +2,14 @@
 
 PostgreSQL breaks a deadlock by aborting one of the transactions in it (SQLSTATE
 40P01); nothing of the victim was committed, and running it again is the documented
-remedy. The worker pages' accept and submit lock a HIT, insert or update an assignment,
-and (through the database's triggers) the stage's assignment counters: under many
-workers two of them can meet in opposite orders. ``deadlock_retried`` runs such a
-service again, a few times, when it is the outermost transaction; inside a caller's
-transaction the whole of that transaction was lost, so the error goes up to it.
+remedy. The worker pages' accept and submit lock a worker, a HIT and an assignment.
+Until migration 0017 the database's triggers also updated the stage's shared counter
+rows, and accept and return met there and on the HIT in opposite orders; the counters
+now only append rows (docs/scaling.md, "Counter deltas") and take part in no lock
+cycle. The retry stays as a belt: it costs nothing until PostgreSQL aborts a victim,
+and a later change of lock order would otherwise show as 500s. ``deadlock_retried``
+runs such a service again, a few times, when it is the outermost transaction; inside a
+caller's transaction the whole of that transaction was lost, so the error goes up to it.
 """
 
 from __future__ import annotations

@@ -338,6 +338,16 @@ CELERY_BEAT_SCHEDULE["campaigns-purge-job-files"] = {
     "schedule": 3600.0,
     "options": {"expires": 3500},
 }
+# The assignment counters' pending deltas (PostgreSQL; campaigns/work/counts.py) are
+# folded every COUNTERS_COMPACT_SECONDS by beat, and by a read that finds more than
+# COUNTERS_COMPACT_PENDING of them pending for its stages.
+COUNTERS_COMPACT_SECONDS = float(os.environ.get("COUNTERS_COMPACT_SECONDS", "10"))
+COUNTERS_COMPACT_PENDING = int(os.environ.get("COUNTERS_COMPACT_PENDING", "1000"))
+CELERY_BEAT_SCHEDULE["campaigns-counters-compact"] = {
+    "task": "campaigns.counters_compact",
+    "schedule": COUNTERS_COMPACT_SECONDS,
+    "options": {"expires": max(1.0, COUNTERS_COMPACT_SECONDS - 1)},
+}
 
 # --- Auth and API -----------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [

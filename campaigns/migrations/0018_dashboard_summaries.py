@@ -271,7 +271,7 @@ def summaries_drop(apps, schema_editor) -> None:
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("campaigns", "0016_wave_three"),
+        ("campaigns", "0017_counter_deltas"),
     ]
 
     operations = [

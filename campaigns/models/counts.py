@@ -2,30 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from django.db import models
 
+M = TypeVar("M", bound=models.Model)
 
-class _NotDumped(models.Manager["StageAssignmentCount"]):
+
+class _NotDumped(models.Manager[M], Generic[M]):
     """The default manager, empty: ``dumpdata`` leaves the counters out, and ``loaddata``
     rebuilds them through the triggers as it loads the assignments (a dumped counter
     loaded on top would count them twice)."""
 
-    def get_queryset(self) -> models.QuerySet[StageAssignmentCount]:
+    def get_queryset(self) -> models.QuerySet[M]:
         return super().get_queryset().none()
 
 
 class StageAssignmentCount(models.Model):
     """How many assignments of a stage are in one status, and how many times that number
-    changed.
+    changed: the compacted part. The number is this row plus the stage's pending
+    ``StageAssignmentCountDelta`` rows for the status.
 
-    Kept by database triggers on ``campaigns_assignment`` (migration 0016: statement-level
-    on PostgreSQL, row-level on SQLite) in the transaction of every insert, status change
-    and delete, whoever writes: the work services, ``work.decisions`` (one at a time or
-    in one statement for a batch), the platforms' syncs, the MTurk CSV import. Nothing in
-    Python writes these rows except ``campaigns.work.counts.stage_assignment_counts_rebuild``,
-    which recomputes them from the assignments (``manage.py counters_rebuild``).
+    Kept by database triggers on ``campaigns_assignment`` in the transaction of every
+    insert, status change and delete, whoever writes: the work services,
+    ``work.decisions`` (one at a time or in one statement for a batch), the platforms'
+    syncs, the MTurk CSV import. On PostgreSQL the triggers only append deltas
+    (migration 0017), which ``campaigns.work.counts.stage_assignment_counts_compact``
+    folds into these rows; on SQLite (one writer at a time) they update these rows
+    directly (migration 0016). Nothing else in Python writes them but
+    ``campaigns.work.counts.stage_assignment_counts_rebuild``, which recomputes them
+    from the assignments (``manage.py counters_rebuild``).
     ``changes`` only grows: with ``n`` it fingerprints a stage's work for caches (a
     flip there and back changes it, a count alone would not).
     """
@@ -42,7 +48,7 @@ class StageAssignmentCount(models.Model):
     changes = models.BigIntegerField(default=0)
 
     objects = models.Manager()
-    not_dumped = _NotDumped()
+    not_dumped = _NotDumped["StageAssignmentCount"]()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -52,17 +58,6 @@ class StageAssignmentCount(models.Model):
 
     def __str__(self) -> str:
         return f"stage {self.stage_id} {self.status}: {self.n}"
-
-
-_M = TypeVar("_M", bound=models.Model)
-
-
-class _DeltasNotDumped(models.Manager[_M]):
-    """Empty default manager for counters kept by triggers: ``loaddata`` re-creates their
-    deltas through the triggers as it loads the rows they count."""
-
-    def get_queryset(self) -> models.QuerySet[_M]:
-        return super().get_queryset().none()
 
 
 def _stage_ref(related_name: str) -> Any:
@@ -93,7 +88,7 @@ class StageItemCount(models.Model):
     n = models.BigIntegerField(default=0)
 
     objects = models.Manager()
-    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+    not_dumped: _NotDumped[Any] = _NotDumped()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -119,7 +114,7 @@ class StageHITCount(models.Model):
     free_reward = models.DecimalField(max_digits=14, decimal_places=2, default=0)
 
     objects = models.Manager()
-    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+    not_dumped: _NotDumped[Any] = _NotDumped()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -142,7 +137,7 @@ class StageHeldWork(models.Model):
     reward = models.DecimalField(max_digits=14, decimal_places=2, default=0)
 
     objects = models.Manager()
-    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+    not_dumped: _NotDumped[Any] = _NotDumped()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -210,7 +205,7 @@ class StageSubmissionMinute(models.Model):
     n = models.BigIntegerField(default=0)
 
     objects = models.Manager()
-    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+    not_dumped: _NotDumped[Any] = _NotDumped()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -240,7 +235,7 @@ class StageWorkerCount(models.Model):
     folded = models.BooleanField(default=False)
 
     objects = models.Manager()
-    not_dumped: _DeltasNotDumped[Any] = _DeltasNotDumped()
+    not_dumped: _NotDumped[Any] = _NotDumped()
 
     class Meta:
         default_manager_name = "not_dumped"
@@ -255,3 +250,42 @@ class StageWorkerCount(models.Model):
 
     def __str__(self) -> str:
         return f"stage {self.stage_id} worker {self.worker_id} {self.status}: {self.n:+d}"
+
+
+class StageAssignmentCountDelta(models.Model):
+    """A change to a stage's assignment count in one status not yet folded into its
+    ``StageAssignmentCount`` row: ``n`` (+k, -k) and ``changes`` (the moves it counts).
+
+    Appended by the PostgreSQL triggers on ``campaigns_assignment`` (migration 0017),
+    one row per (stage, status) a statement moved: a writer inserts a row of its own
+    and never updates a shared one, so concurrent accepts, submits, returns, expiries
+    and decisions take no lock on the counters and cannot deadlock on them. Folded
+    into the counter rows and deleted by
+    ``campaigns.work.counts.stage_assignment_counts_compact`` (beat, and a read that
+    finds many pending). Empty on SQLite, whose triggers update the counters.
+
+    No foreign-key constraint in the database: the check would take a share lock on
+    the stage's row in every worker's accept and submit. A stage's deletion deletes its
+    deltas (a trigger on ``campaigns_stage``); the compaction drops any left over.
+    """
+
+    stage = models.ForeignKey(
+        "campaigns.Stage",
+        on_delete=models.DO_NOTHING,
+        related_name="+",
+        db_constraint=False,
+        db_index=False,
+    )
+    status = models.CharField(max_length=16)
+    n = models.BigIntegerField()
+    changes = models.BigIntegerField()
+
+    objects = models.Manager()
+    not_dumped = _NotDumped["StageAssignmentCountDelta"]()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        indexes = [models.Index(fields=["stage"], name="countdelta_stage")]
+
+    def __str__(self) -> str:
+        return f"stage {self.stage_id} {self.status}: {self.n:+d}"

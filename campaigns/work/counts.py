@@ -1,40 +1,180 @@
-"""Rebuilding the assignment counters (``StageAssignmentCount``) from the assignments.
+"""The assignment counters' upkeep: folding the pending deltas into the counter rows
+(``stage_assignment_counts_compact``), and rebuilding both from the assignments
+(``stage_assignment_counts_rebuild``).
 
-The database keeps them itself (triggers of migration 0016, in the transaction of every
-write); this is for a load with triggers off, a restore, or a repair
-(``manage.py counters_rebuild``). Reads are in ``campaigns.work.selectors.counts``.
+The database keeps the counters itself, in the transaction of every write to the
+assignments. On PostgreSQL its triggers append delta rows (``StageAssignmentCountDelta``,
+migration 0017) and never update a shared row, so concurrent writers take no lock on
+the counters; a count is its ``StageAssignmentCount`` row plus its pending deltas
+(``campaigns.work.selectors.counts`` reads both in one statement). The compaction folds
+the deltas into the rows (beat, ``campaigns.counters_compact``; and a read that finds
+more than ``COUNTERS_COMPACT_PENDING`` pending): it changes no number a reader sees, and
+a read made before, during or after it gets the same sums. On SQLite the triggers update
+the rows (migration 0016: it serialises writers anyway) and there is nothing to fold.
+
+The rebuild is for a load with triggers off, a restore, or a repair
+(``manage.py counters_rebuild``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.db import connection, transaction
-from django.db.models import Count
+from django.db import DEFAULT_DB_ALIAS, connection, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import Count, F, Sum
 
-from campaigns.models import Assignment, StageAssignmentCount
+from campaigns.models import Assignment, StageAssignmentCount, StageAssignmentCountDelta
+
+# The PostgreSQL advisory lock (transaction-scoped) held by one compaction or rebuild
+# at a time: two compactions deleting the same deltas in different orders would
+# deadlock each other. Writers of assignments never take it.
+COUNTERS_LOCK = 0x7161_636F_756E_7473  # "qacounts" in ASCII, a positive bigint
+
+# The stages whose deltas are folded, each locked FOR KEY SHARE (as the counter row's
+# foreign key check would at commit, but first, and skipping a stage being deleted or
+# locked FOR UPDATE: it is folded next time). A stage so locked cannot be deleted
+# until the compaction commits, so the counter rows it inserts always have their stage,
+# and a stage's deletion (whose trigger deletes its counters and deltas) never waits
+# for a compaction that waits for it.
+_STAGES_SQL = """
+SELECT s.id FROM campaigns_stage s
+WHERE s.id IN (SELECT d.stage_id FROM campaigns_stageassignmentcountdelta d {where})
+ORDER BY s.id FOR KEY SHARE OF s SKIP LOCKED
+"""
+# The deltas of those stages deleted and added to their counter rows, in one statement
+# (one snapshot: a delta committed meanwhile stays for the next compaction); counter
+# rows are written in (stage, status) order. The number of deltas folded.
+_FOLD_SQL = """
+WITH moved AS (
+    DELETE FROM campaigns_stageassignmentcountdelta d WHERE d.stage_id = ANY(%s)
+    RETURNING d.stage_id, d.status, d.n, d.changes
+), folded AS (
+    SELECT m.stage_id, m.status, sum(m.n) AS n, sum(m.changes) AS changes, count(*) AS rows
+    FROM moved m GROUP BY m.stage_id, m.status
+), written AS (
+    INSERT INTO campaigns_stageassignmentcount AS c (stage_id, status, n, changes)
+    SELECT f.stage_id, f.status, f.n, f.changes FROM folded f ORDER BY 1, 2
+    ON CONFLICT (stage_id, status) DO UPDATE
+    SET n = c.n + EXCLUDED.n, changes = c.changes + EXCLUDED.changes
+    RETURNING 1
+)
+SELECT coalesce(sum(rows), 0) FROM folded
+"""
+# Deltas whose stage is gone (a stage deleted with triggers off): nothing to fold into.
+_ORPHANS_SQL = """
+DELETE FROM campaigns_stageassignmentcountdelta d
+WHERE NOT EXISTS (SELECT 1 FROM campaigns_stage s WHERE s.id = d.stage_id) {where}
+"""
+
+
+def _primary() -> BaseDatabaseWrapper:
+    # The counters are written on the primary even when the read that asks for a
+    # compaction went to a replica; nothing a reader sees changes, so the request is
+    # not marked as having written (qaportal.dbrouter).
+    return connections[DEFAULT_DB_ALIAS]
+
+
+def _fold(connection: BaseDatabaseWrapper, ids: list[int] | None) -> int:
+    """Fold the pending deltas of ``ids`` (every stage when None) into the counter rows,
+    inside the caller's transaction and lock; the number of deltas folded."""
+    if connection.vendor != "postgresql":
+        return _fold_portable(ids)
+    with connection.cursor() as cursor:
+        where = "" if ids is None else "WHERE d.stage_id = ANY(%s)"
+        cursor.execute(_STAGES_SQL.format(where=where), [] if ids is None else [ids])
+        stages = [row[0] for row in cursor.fetchall()]
+        folded = 0
+        if stages:
+            cursor.execute(_FOLD_SQL, [stages])
+            folded = int(cursor.fetchone()[0])
+        where = "" if ids is None else "AND d.stage_id = ANY(%s)"
+        cursor.execute(_ORPHANS_SQL.format(where=where), [] if ids is None else [ids])
+    return folded
+
+
+def _fold_portable(ids: list[int] | None) -> int:
+    """``_fold`` through the ORM, for a database whose writers are serialised (SQLite's
+    triggers write no deltas; rows made by hand are folded all the same)."""
+    pending = StageAssignmentCountDelta.objects.all()
+    if ids is not None:
+        pending = pending.filter(stage_id__in=ids)
+    rows = list(pending.values_list("pk", "stage_id", "status", "n", "changes"))
+    sums: dict[tuple[int, str], list[int]] = {}
+    for _, stage_id, status, n, changes in rows:
+        total = sums.setdefault((stage_id, status), [0, 0])
+        total[0] += n
+        total[1] += changes
+    StageAssignmentCountDelta.objects.filter(pk__in=[row[0] for row in rows]).delete()
+    for (stage_id, status), (n, changes) in sorted(sums.items()):
+        updated = StageAssignmentCount.objects.filter(stage_id=stage_id, status=status).update(
+            n=F("n") + n, changes=F("changes") + changes
+        )
+        if not updated:
+            StageAssignmentCount.objects.create(
+                stage_id=stage_id, status=status, n=n, changes=changes
+            )
+    return len(rows)
+
+
+def stage_assignment_counts_compact(*, stage_ids: Iterable[int] | None = None) -> int | None:
+    """Fold the pending counter deltas of ``stage_ids`` (every stage when None) into
+    their ``StageAssignmentCount`` rows and delete them; the number of deltas folded, or
+    None when another compaction or a rebuild holds the counters (this one does nothing
+    and waits for nothing: the next one folds what is left).
+
+    Idempotent, and safe beside any writer: writers only insert deltas, and a delta
+    committed while this runs is left for the next compaction. Runs in its own
+    transaction on the primary, or in the caller's (a read inside a service's
+    transaction), whose commit then carries it. Locking: the advisory lock
+    ``COUNTERS_LOCK`` (tried, not waited for); the deltas' stages FOR KEY SHARE, skipping
+    those locked FOR UPDATE; then the deltas it deletes and the counter rows it writes,
+    in (stage, status) order. Readers never wait for it.
+    """
+    ids = None if stage_ids is None else sorted(set(stage_ids))
+    if ids == []:
+        return 0
+    connection = _primary()
+    with transaction.atomic(using=connection.alias):
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [COUNTERS_LOCK])
+                if not cursor.fetchone()[0]:
+                    return None
+        return _fold(connection, ids)
 
 
 def stage_assignment_counts_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
     """Recompute the counters of ``stage_ids`` (every stage when None) from the
-    assignments; returns the number of counter rows written.
+    assignments; returns the number of counter rows written. Their pending deltas are
+    deleted (the rebuilt rows count everything).
 
-    On PostgreSQL the assignments are locked against writes while counting (a concurrent
-    write waits for the rebuild; the count includes every write committed before it).
-    ``changes`` is kept and grows by one on a rebuilt row, so caches keyed on it are
-    refreshed.
+    On PostgreSQL it waits for a running compaction (``COUNTERS_LOCK``), then locks the
+    assignments against writes while counting (a concurrent write waits for the
+    rebuild; the count includes every write committed before it). ``changes`` is kept
+    (with the pending deltas' own) and grows by one on a rebuilt row, so caches keyed on
+    it are refreshed.
     """
     ids = None if stage_ids is None else list(stage_ids)
-    with transaction.atomic():
+    connection = _primary()
+    with transaction.atomic(using=connection.alias):
         if connection.vendor == "postgresql":
-            # Writes to the assignments wait while counting (taken before the counter
-            # rows, in the order a writer takes them: no deadlock).
             with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [COUNTERS_LOCK])
+                # Writes to the assignments wait while counting; every delta committed
+                # before the lock is in the count (and folded first, to keep `changes`).
                 cursor.execute("LOCK TABLE campaigns_assignment IN SHARE MODE")
+        _fold(connection, ids)
         existing = StageAssignmentCount.objects.select_for_update()
+        pending = StageAssignmentCountDelta.objects.all()
         if ids is not None:
             existing = existing.filter(stage_id__in=ids)
+            pending = pending.filter(stage_id__in=ids)
         changes = {(r.stage_id, r.status): r.changes for r in existing}
+        # Left only by a stage locked while folding: counted below all the same.
+        for row in pending.values("stage_id", "status").annotate(c=Sum("changes")):
+            key = (row["stage_id"], row["status"])
+            changes[key] = changes.get(key, 0) + row["c"]
         full = (
             Assignment.objects.order_by().values("hit__stage_id", "status").annotate(n=Count("pk"))
         )
@@ -49,6 +189,7 @@ def stage_assignment_counts_rebuild(*, stage_ids: Iterable[int] | None = None) -
             )
             for r in full
         ]
+        pending.delete()
         existing.delete()
         StageAssignmentCount.objects.bulk_create(rows, batch_size=1000)
     return len(rows)

@@ -39,6 +39,8 @@ from campaigns.models import (
     QualificationGrant,
     QualificationType,
     Stage,
+    StageAssignmentCount,
+    StageAssignmentCountDelta,
     StageHeldWork,
     StageHITCount,
     StageItemCount,
@@ -47,6 +49,7 @@ from campaigns.models import (
     WorkerBlock,
 )
 from campaigns.platforms.credentials import credentials_encrypt
+from campaigns.work.counts import stage_assignment_counts_compact
 from tests.factories import (
     AssignmentFactory,
     ItemFactory,
@@ -70,6 +73,8 @@ VIEW_ONLY = [
     InviteLink,
     InviteRedemption,
     LocalGrant,
+    StageAssignmentCount,
+    StageAssignmentCountDelta,
 ]
 
 
@@ -122,6 +127,10 @@ def rows(requester):
     DetachedAnswer.objects.create(
         stage=hit.stage, answers={"responses": {"age": 30}}, submitted_on=timezone.now().date()
     )
+    # Appended by PostgreSQL's triggers; SQLite's write none: one by hand (changes no count).
+    StageAssignmentCountDelta.objects.create(stage=hit.stage, status="approved", n=0, changes=0)
+    stage_assignment_counts_compact()  # PostgreSQL's counter rows, from its deltas
+    StageAssignmentCountDelta.objects.create(stage=hit.stage, status="approved", n=0, changes=0)
     IdempotencyRecord.objects.create(
         user=requester,
         key="k-1",

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from campaigns.insights.money import campaign_costs
 from campaigns.insights.progress import campaign_progress, recent_submissions
-from campaigns.models import Assignment, StageAssignmentCount
+from campaigns.models import Assignment, StageAssignmentCount, StageAssignmentCountDelta
 from campaigns.payments.budget import campaign_spending
 from campaigns.payments.totals import ledger_stage_totals, ledger_worker_earnings
 from campaigns.work.selectors import review
@@ -42,7 +42,8 @@ def _plan(queryset: QuerySet[Any]) -> str:
     sql, params = queryset.query.get_compiler(using=queryset.db).as_sql()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "ANALYZE campaigns_assignment, campaigns_hit, campaigns_stageassignmentcount"
+            "ANALYZE campaigns_assignment, campaigns_hit, campaigns_stageassignmentcount, "
+            "campaigns_stageassignmentcountdelta"
         )
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}", params)
@@ -157,3 +158,11 @@ def test_costs_and_progress_read_no_big_table():
     # Only the items done (cached under the counters) touch the big tables.
     touching = [p for p in plans if re.search(r"on campaigns_(item|hit|assignment) ", p)]
     assert len(touching) <= 1, touching
+
+
+def test_pending_counter_deltas_are_read_by_their_stage_index():
+    stage, _, _ = _work(3)
+    pending = StageAssignmentCountDelta.objects.filter(stage_id__in=[stage.pk])
+    assert pending.exists()  # the triggers appended them
+    plan = _plan(pending.values_list("stage_id", "status", "n", "changes"))
+    assert "countdelta_stage" in plan, plan
