@@ -51,6 +51,8 @@ from campaigns.payments.totals import (
 from campaigns.work.counts import stage_counters_compact, stage_counters_rebuild
 from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors.counts import (
+    stage_assignment_counts,
+    stage_assignment_counts_full,
     stage_held_work,
     stage_held_work_full,
     stage_hit_counts,
@@ -249,3 +251,35 @@ def test_a_deleted_stage_leaves_deltas_that_compaction_drops():
     assert StageHITCount.objects.filter(stage_id=stage_id).exists()  # the deletes' deltas
     stage_counters_compact()
     assert not StageHITCount.objects.filter(stage_id=stage_id).exists()
+
+
+@postgresql
+def test_bulk_writes_after_single_rows_count_alike_and_every_trigger_is_sized():
+    """Migration 0021: each transition-table trigger runs its statements as planned once
+    for a few rows, and through EXECUTE (planned for its size) above that; a bulk write
+    on a connection whose first writes were single rows counts exactly as before."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT p.proname, p.prosrc FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid"
+            " WHERE NOT t.tgisinternal"
+            " AND (t.tgoldtable IS NOT NULL OR t.tgnewtable IS NOT NULL)"
+        )
+        functions = cursor.fetchall()
+    assert len(functions) >= 12
+    for name, source in functions:
+        assert "IF rows > 8 THEN" in source, name
+        assert "EXECUTE $q$" in source, name
+    stage, _, rows = _work(6)  # 6 HITs x 2 workers, all submitted
+    # Single rows first (the plans kept for the small branch), then the large branch.
+    for row in rows[:3]:
+        Assignment.objects.filter(pk=row.pk).update(status=AssignmentStatus.APPROVED)
+    _stage_counters_agree(stage)
+    Assignment.objects.filter(hit__stage=stage).update(status=AssignmentStatus.REJECTED)
+    _stage_counters_agree(stage)
+    assert stage_assignment_counts(stage_ids=[stage.pk]) == stage_assignment_counts_full(
+        stage_ids=[stage.pk]
+    )
+    assert stage_assignment_counts(stage_ids=[stage.pk])[stage.pk]["rejected"] == 12
+    Assignment.objects.filter(hit__stage=stage).delete()
+    _stage_counters_agree(stage)
+    assert not stage_assignment_counts(stage_ids=[stage.pk]).get(stage.pk, {}).get("rejected")
