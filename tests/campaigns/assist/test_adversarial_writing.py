@@ -468,7 +468,7 @@ def test_a_multiple_choice_fool_is_confirmed_and_paid(requester, fake, model):
     assert bonus.amount == Decimal("0.25")
 
 
-def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake):
+def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake, token_client):
     endpoint = _endpoint(requester, fake)
     campaign = campaign_create(owner=requester, name="C", slug="c")
 
@@ -494,5 +494,12 @@ def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake):
     ]:
         with pytest.raises(DomainError):
             stage_link(stage=stage, next_stage=next_stage, handoff=handoff)
+    response = token_client.post(
+        f"/api/v1/stages/{plain.pk}/link/",
+        {"next_stage": validation.pk, "handoff": fools},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "no claimed fools to confirm" in response.content.decode()
     stage_link(stage=adversarial, next_stage=validation, handoff=fools)
     stage_link(stage=adversarial, next_stage=linking, handoff={"fools_to": validation.pk})
