@@ -434,6 +434,11 @@ def stage_update(
             )
         for field, value in changes.items():
             setattr(stage, field, value)
+        if "config" in changes and stage.next_stage is not None:
+            # The adversarial option stays while a fool-validation stage takes the fools.
+            _fool_routes_check(
+                stage=stage, next_stage=stage.next_stage, handoff=stage.handoff or {}
+            )
         try:
             stage.full_clean(exclude=["campaign", "next_stage"])
         except Exception as exc:

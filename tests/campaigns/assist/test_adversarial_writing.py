@@ -503,3 +503,6 @@ def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake, token
     assert "no claimed fools to confirm" in response.content.decode()
     stage_link(stage=adversarial, next_stage=validation, handoff=fools)
     stage_link(stage=adversarial, next_stage=linking, handoff={"fools_to": validation.pk})
+    # The option stays while the fools go to validation.
+    with pytest.raises(DomainError):
+        stage_update(stage=adversarial, config={"questions_per_hit": 1})
