@@ -484,14 +484,15 @@ def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake, token
     )
     validation = add("Confirm", "adversarial_fool_validation")
     linking = add("Link", "answer_entity_linking")
-    fools = {"target": "adversarial_fool_validation"}
-    for stage, next_stage, handoff in [
+    fools: dict[str, Any] = {"target": "adversarial_fool_validation"}
+    refused: list[tuple[Stage, Stage, dict[str, Any]]] = [
         (plain, validation, fools),  # no adversarial option
         (plain, linking, {"fools_to": validation.pk}),
         (adversarial, validation, {}),  # hands on pairs, not fools
         (adversarial, linking, {"fools_to": linking.pk}),  # fools to a stage not confirming
         (adversarial, linking, fools),
-    ]:
+    ]
+    for stage, next_stage, handoff in refused:
         with pytest.raises(DomainError):
             stage_link(stage=stage, next_stage=next_stage, handoff=handoff)
     response = token_client.post(
