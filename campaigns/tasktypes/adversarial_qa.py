@@ -301,8 +301,8 @@ class AdversarialFoolValidation(PerItemTask):
     name = "adversarial_fool_validation"
     label = "Confirm that a question fooled the model"
     description = (
-        "Read a passage, a question, the writer's answer and the model's answer, and say "
-        "whether the writer is right and the model wrong."
+        "Read a question, the writer's answer (on its passage, where there is one) and the "
+        "model's answer, and say whether the writer is right and the model wrong."
     )
     template_name = "tasktypes/adversarial_fool_validation.html"
     verifies_fools = True
