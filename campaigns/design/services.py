@@ -434,6 +434,11 @@ def stage_update(
             )
         for field, value in changes.items():
             setattr(stage, field, value)
+        if "config" in changes and stage.next_stage is not None:
+            # The adversarial option stays while a fool-validation stage takes the fools.
+            _fool_routes_check(
+                stage=stage, next_stage=stage.next_stage, handoff=stage.handoff or {}
+            )
         try:
             stage.full_clean(exclude=["campaign", "next_stage"])
         except Exception as exc:
@@ -508,6 +513,7 @@ def stage_link(
                         f"The hand-off's {key} names no other stage of this campaign.",
                         errors={"handoff": [f"{key}: unknown stage {side}"]},
                     )
+            _fool_routes_check(stage=stage, next_stage=next_stage, handoff=handoff or {})
             seen = {stage.pk}
             cursor: Stage | None = next_stage
             while cursor is not None:
@@ -521,6 +527,36 @@ def stage_link(
         stage.handoff = handoff or {}
         stage.save(update_fields=["next_stage", "handoff"])
     return stage
+
+
+def _fool_routes_check(*, stage: Stage, next_stage: Stage, handoff: dict[str, Any]) -> None:
+    """A stage that confirms fools (``verifies_fools``) takes the claimed fools of an
+    adversarial writing stage, on a route its hand-off sends them on (``fool_routes``),
+    and a route that sends fools leads to such a stage: anything else would hand it
+    items it cannot show, or claims nobody confirms."""
+    source = task_type_get(stage.task_type)
+    fool_routes = source.fool_routes(handoff=handoff)
+    routes: dict[str | None, Stage | None] = {None: next_stage}
+    for key in source.handoff_stage_keys:
+        if handoff.get(key) is not None:
+            routes[key] = Stage.objects.filter(pk=handoff[key]).first()
+    for route, target in routes.items():
+        if target is None:
+            continue
+        verifies = task_type_get(target.task_type).verifies_fools
+        where = "the next stage" if route is None else f"the hand-off's {route}"
+        field = "next_stage" if route is None else "handoff"
+        if verifies and (route not in fool_routes or adversarial_config(stage.config) is None):
+            raise DomainError(
+                f"{where.capitalize()} confirms fools: it takes the claimed fools of a "
+                "writing stage with the adversarial option, handed on as fools.",
+                errors={field: [f"{route or 'next_stage'}: no claimed fools to confirm"]},
+            )
+        if not verifies and route in fool_routes:
+            raise DomainError(
+                f"The hand-off sends claimed fools to {where}, which does not confirm them.",
+                errors={field: [f"{route or 'next_stage'}: not a fool validation stage"]},
+            )
 
 
 def campaign_transition(*, campaign: Campaign, to_state: str) -> Campaign:

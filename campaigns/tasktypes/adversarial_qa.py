@@ -18,10 +18,16 @@ stored answer under ``"adversarial"`` (``{"<external id>": {"try", "question",
 "sentences", "model_answer", "model_id", "fooled"}}``). ``next_items`` hands each claimed
 fool to the validation stage (``adversarial_fool_validation``) with the model's answer.
 
-Validation item data::
+Validation item data (``fool_items`` makes them; one of three kinds of writer's answer)::
 
-    {"title"?: str, "sentences": [...], "question": str, "writer_sentences": [int],
-     "model_answer": str, "source": {"assignment": int, "item": int, "try": int}}
+    {"question": str, "model_answer": str,
+     "source": {"assignment": int, "item": int, "try": int},
+     # a passage question: the passage and the writer's sentences
+     "title"?: str, "sentences"?: [...], "writer_sentences"?: [int],
+     # Mintaka's question writing: the answer as written, its Wikidata id if given
+     "topic"?: str, "writer_answer"?: str, "writer_entity"?: str,
+     # multiple-choice writing: the passage, the lettered options and the writer's mark
+     "passage"?: str, "options"?: [{"id": "A", "text": str}, ...], "writer_option"?: str}
 
 Validation answer: ``{"items": [{"external_id", "verdict": "fooled" | "model_right" |
 "invalid"}]}``; "fooled" confirms the fool (``fool_verdict``).
@@ -29,7 +35,7 @@ Validation answer: ``{"items": [{"external_id", "verdict": "fooled" | "model_rig
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes.base import (
@@ -88,6 +94,60 @@ def sentences_matching(sentences: list[str], answer: str) -> frozenset[int]:
 
 def _sentence_ids(value: Any) -> frozenset[int]:
     return frozenset(s for s in value or () if isinstance(s, int))
+
+
+def fool_items(
+    *,
+    answer: Mapping[str, Any],
+    items: list[dict[str, Any]],
+    handoff: Mapping[str, Any],
+    shown: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]],
+    route: str | None = None,
+) -> list[dict[str, Any]]:
+    """The hand-off of claimed fools to ``adversarial_fool_validation``, for any task
+    type writing adversarially: each item's claim recorded under ``answer["adversarial"]``
+    (the try the writer ended on) that fooled the model (every claim with ``{"only_fools":
+    false}``) becomes a validation item with the question, the model's answer and the
+    try (``source``), and what ``shown(item data, claim)`` adds of the writer's answer.
+    ``route`` marks the items for a side stage of the hand-off (None: the next stage)."""
+    claimed = answer.get("adversarial")
+    if not isinstance(claimed, Mapping):
+        return []
+    only_fools = handoff.get("only_fools", True)
+    out = []
+    for item in items:
+        external_id = str(item.get("external_id", ""))
+        record = claimed.get(external_id)
+        if not isinstance(record, Mapping) or (only_fools and record.get("fooled") is not True):
+            continue
+        produced = {
+            **shown(item.get("data", {}), record),
+            "question": str(record.get("question", "")),
+            "model_answer": str(record.get("model_answer", "")),
+            "source": {
+                "assignment": int(record.get("assignment", 0)),
+                "item": int(record.get("item", 0)),
+                "try": int(record.get("try", 1)),
+            },
+        }
+        made = {
+            "external_id": derived_external_id(external_id, "v", produced["question"]),
+            "data": produced,
+        }
+        if route is not None:
+            made["route"] = route
+        out.append(made)
+    return out
+
+
+def _passage_shown(data: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "sentences": list(data.get("sentences", [])),
+        "writer_sentences": list(_sentence_ids(record.get("sentences"))),
+    }
+    if data.get("title"):
+        shown["title"] = str(data["title"])
+    return shown
 
 
 class AdversarialPassageQuestion(PerItemTask):
@@ -194,6 +254,9 @@ class AdversarialPassageQuestion(PerItemTask):
             return False
         return None
 
+    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
+        return frozenset({None})
+
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
     ) -> Iterable[dict[str, Any]]:
@@ -201,38 +264,7 @@ class AdversarialPassageQuestion(PerItemTask):
         ``answer["adversarial"]``) becomes a validation item carrying the passage, the
         question, the writer's sentences and the model's answer; with ``{"only_fools":
         false}`` tries that did not fool the model are handed on too."""
-        claimed = answer.get("adversarial")
-        if not isinstance(claimed, Mapping):
-            return []
-        only_fools = handoff.get("only_fools", True)
-        out = []
-        for item in items:
-            external_id = str(item.get("external_id", ""))
-            record = claimed.get(external_id)
-            if not isinstance(record, Mapping) or (only_fools and record.get("fooled") is not True):
-                continue
-            data = item.get("data", {})
-            produced = {
-                "title": str(data.get("title", "")),
-                "sentences": list(data.get("sentences", [])),
-                "question": str(record.get("question", "")),
-                "writer_sentences": list(_sentence_ids(record.get("sentences"))),
-                "model_answer": str(record.get("model_answer", "")),
-                "source": {
-                    "assignment": int(record.get("assignment", 0)),
-                    "item": int(record.get("item", 0)),
-                    "try": int(record.get("try", 1)),
-                },
-            }
-            if not produced["title"]:
-                del produced["title"]
-            out.append(
-                {
-                    "external_id": derived_external_id(external_id, "v", produced["question"]),
-                    "data": produced,
-                }
-            )
-        return out
+        return fool_items(answer=answer, items=items, handoff=handoff, shown=_passage_shown)
 
     def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
         """Good workers ask about a sentence with a word or two of it, or (two times in
@@ -269,19 +301,40 @@ class AdversarialFoolValidation(PerItemTask):
     name = "adversarial_fool_validation"
     label = "Confirm that a question fooled the model"
     description = (
-        "Read a passage, a question, the writer's answer and the model's answer, and say "
-        "whether the writer is right and the model wrong."
+        "Read a question, the writer's answer (on its passage, where there is one) and the "
+        "model's answer, and say whether the writer is right and the model wrong."
     )
     template_name = "tasktypes/adversarial_fool_validation.html"
     verifies_fools = True
     judges_others_work = True
     input_schema: ClassVar[dict] = {
         "type": "object",
-        "required": ["sentences", "question", "writer_sentences", "model_answer"],
+        "required": ["question", "model_answer"],
+        # The writer's answer: sentences of a passage, an answer as written (Mintaka's
+        # question writing), or the option the writer marked (multiple choice).
+        "anyOf": [
+            {"required": ["sentences", "writer_sentences"]},
+            {"required": ["writer_answer"]},
+            {"required": ["options", "writer_option"]},
+        ],
         "properties": {
             **PASSAGE_SCHEMA["properties"],
             "question": {"type": "string", "minLength": 1},
             "writer_sentences": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+            "topic": {"type": "string", "maxLength": 300},
+            "writer_answer": {"type": "string", "minLength": 1},
+            "writer_entity": {"type": "string", "maxLength": 100},
+            "passage": {"type": "string"},
+            "options": {
+                "type": "array",
+                "maxItems": 10,
+                "items": {
+                    "type": "object",
+                    "required": ["id", "text"],
+                    "properties": {"id": {"type": "string"}, "text": {"type": "string"}},
+                },
+            },
+            "writer_option": {"type": "string"},
             "model_answer": {"type": "string"},
             "source": {
                 "type": "object",
@@ -311,14 +364,24 @@ class AdversarialFoolValidation(PerItemTask):
 
     def row(self, form: FormView, data: Entry, at: str, entry: Entry, cfg: Config) -> Entry:
         writer = set(_sentence_ids(data.get("writer_sentences")))
+        mark = str(data.get("writer_option", ""))
         field = form.field(f"{at}/verdict", entry.get("verdict"))
         return {
             "title": data.get("title", ""),
+            "topic": data.get("topic", ""),
+            "passage": data.get("passage", ""),
             "question": data.get("question", ""),
             "model_answer": data.get("model_answer", ""),
             "sentences": [
                 {"number": j + 1, "text": text, "writer": j in writer}
                 for j, text in enumerate(data.get("sentences", []))
+            ],
+            "writer_answer": data.get("writer_answer", ""),
+            "writer_entity": data.get("writer_entity", ""),
+            "options": [
+                {"id": o.get("id", ""), "text": o.get("text", ""), "writer": o.get("id") == mark}
+                for o in data.get("options", [])
+                if isinstance(o, Mapping)
             ],
             "verdict": field,
             "choices": [
@@ -333,20 +396,32 @@ class AdversarialFoolValidation(PerItemTask):
         }
 
     def simulate(self, items: Items, cfg: Config, profile: str, rng: Rng) -> SimulatedForm:
-        """Good validators confirm a fool when the model's answer is not one of the
-        writer's sentences; sloppy ones answer at random; spammers often skip it."""
+        """Good validators confirm a fool when the model's answer does not name the
+        writer's (sentences, entity id or answer text, option); sloppy ones answer at
+        random; spammers often skip it."""
         form: dict[str, list[str]] = {}
         for i, item in enumerate(items):
             data = item.get("data", {})
             if profile == "good":
-                hits = sentences_matching(
-                    [str(s) for s in data.get("sentences", [])], str(data.get("model_answer", ""))
-                )
-                right = bool(hits) and hits <= _sentence_ids(data.get("writer_sentences"))
-                verdict = "model_right" if right else "fooled"
+                verdict = "model_right" if _model_looks_right(data) else "fooled"
             elif profile == "sloppy":
                 verdict = rng.choice(VERDICTS)
             else:
                 verdict = rng.choice(("", "fooled", "model_right"))
             form[f"items/{i}/verdict"] = [verdict] if verdict else []
         return form
+
+
+def _model_looks_right(data: Mapping[str, Any]) -> bool:
+    """A good simulated validator's reading: the model's answer names the writer's."""
+    said = str(data.get("model_answer", ""))
+    if data.get("sentences"):
+        hits = sentences_matching([str(s) for s in data.get("sentences", [])], said)
+        return bool(hits) and hits <= _sentence_ids(data.get("writer_sentences"))
+    mark = str(data.get("writer_option", ""))
+    option = next((o for o in data.get("options", []) if o.get("id") == mark), None)
+    wanted = [str(data.get("writer_entity", "")), str(data.get("writer_answer", ""))]
+    if option is not None:
+        wanted = [str(option.get("text", ""))]
+    normalised = normalise_text(said)
+    return any(w and normalise_text(w) in normalised for w in wanted)

@@ -198,6 +198,18 @@ def adversarial_config(config: Mapping[str, Any] | None) -> dict[str, Any] | Non
     return {**ADVERSARIAL_DEFAULTS, **raw}
 
 
+def fool_routes_of(handoff: Mapping[str, Any]) -> frozenset[str | None]:
+    """``TaskType.fool_routes`` of a writing task type whose hand-off sends claimed fools
+    to the next stage with ``target: "adversarial_fool_validation"``, or beside its
+    usual items to the stage ``fools_to`` names."""
+    routes: set[str | None] = set()
+    if handoff.get("target") == "adversarial_fool_validation":
+        routes.add(None)
+    if handoff.get("fools_to") is not None:
+        routes.add("fools_to")
+    return frozenset(routes)
+
+
 def unknown_config_keys(schema: dict[str, Any], config: Any) -> list[FieldError]:
     """The top-level keys of ``config`` that ``schema`` does not list, one error each
     naming the key and the known ones. Schemas that say themselves what other keys may
@@ -812,6 +824,12 @@ class TaskType:
         or option: ``answer_match.stated_answer``)."""
         stated = stated_answer(entry, data)
         return None if stated is None else model_answer_matches(stated, model_answer)
+
+    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
+        """The routes of the hand-off ``handoff`` on which ``next_items`` hands claimed
+        fools to a ``verifies_fools`` stage: None for the next stage, else a stage key
+        (``handoff_stage_keys``); empty for a task type that hands on no fools."""
+        return frozenset()
 
     def fool_verdict(self, entry: Mapping[str, Any] | None) -> bool | None:
         """One validator's answer on a claimed fool: True confirmed, False not, None no

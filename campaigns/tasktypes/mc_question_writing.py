@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes import base as tt
+from campaigns.tasktypes.adversarial_qa import fool_items
 
 OPTIONS = 4
 OPTION_LETTERS = "ABCD"
@@ -75,8 +76,15 @@ class MCQuestionWriting(tt.TaskType):
     handoff_schema: ClassVar[dict] = {
         "type": "object",
         "additionalProperties": False,
-        "properties": {"target": {"enum": ["mc_validation", "rubric_evaluation"]}},
+        "properties": {
+            "target": {
+                "enum": ["mc_validation", "rubric_evaluation", "adversarial_fool_validation"]
+            },
+            "fools_to": {"type": "integer", "minimum": 1},
+            "only_fools": {"type": "boolean"},
+        },
     }
+    handoff_stage_keys: ClassVar[tuple[str, ...]] = ("fools_to",)
 
     def parse_form(
         self, *, form: Mapping[str, Any], items: list[dict[str, Any]], config: dict[str, Any]
@@ -191,7 +199,13 @@ class MCQuestionWriting(tt.TaskType):
     def next_items(
         self, *, answer: dict[str, Any], items: list[dict[str, Any]], handoff: dict[str, Any]
     ) -> Iterable[dict[str, Any]]:
-        """Each question as an item for ``mc_validation`` or ``rubric_evaluation``."""
+        """Each question as an item for ``mc_validation`` or ``rubric_evaluation``; with
+        the adversarial option, claimed fools for ``adversarial_fool_validation`` (the
+        passage, the lettered options, the writer's mark, the model's answer):
+        ``target: "adversarial_fool_validation"`` hands on only them, ``fools_to`` (that
+        stage's id) beside the questions; ``only_fools: false`` hands on every claim."""
+        if handoff.get("target") == "adversarial_fool_validation":
+            return fool_items(answer=answer, items=items, handoff=handoff, shown=_mc_shown)
         passage = items[0].get("data", {}) if items else {}
 
         def data(q: dict[str, Any]) -> dict[str, Any]:
@@ -210,9 +224,20 @@ class MCQuestionWriting(tt.TaskType):
                 out["writer_correct"] = q["correct"]
             return out
 
-        return tt.question_items(
-            items, answer, tag="mc", content=lambda q: [q["question"], q["options"]], data=data
+        out = list(
+            tt.question_items(
+                items, answer, tag="mc", content=lambda q: [q["question"], q["options"]], data=data
+            )
         )
+        if handoff.get("fools_to") is not None:
+            out += fool_items(
+                answer=answer, items=items, handoff=handoff, shown=_mc_shown, route="fools_to"
+            )
+        return out
+
+    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
+        """The next stage with ``target: "adversarial_fool_validation"``; ``fools_to``."""
+        return tt.fool_routes_of(handoff)
 
     def page(
         self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
@@ -294,3 +319,22 @@ class MCQuestionWriting(tt.TaskType):
             if cfg["justification"] != "off":
                 form[f"{base}/justification"] = [justification]
         return form
+
+
+def _mc_shown(data: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a fool validator sees of a multiple-choice claim: the passage, the lettered
+    options and the writer's mark (``adversarial_entry``'s record)."""
+    entry = record.get("entry")
+    entry = entry if isinstance(entry, Mapping) else {}
+    shown: dict[str, Any] = {
+        "passage": str(data.get("passage", "")),
+        "options": [
+            {"id": str(o.get("id", "")), "text": str(o.get("text", ""))}
+            for o in entry.get("options") or []
+            if isinstance(o, Mapping)
+        ],
+        "writer_option": str(entry.get("answer", "")),
+    }
+    if data.get("title"):
+        shown["title"] = str(data["title"])
+    return shown

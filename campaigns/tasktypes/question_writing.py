@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes import base as tt
+from campaigns.tasktypes.adversarial_qa import fool_items
 from campaigns.tasktypes.answer_match import entity_ids
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.answer_types import detect_answer_type as linking_answer_type
@@ -239,7 +240,15 @@ class QuestionWriting(tt.TaskType):
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "target": {"enum": ["answer_entity_linking", "question_entity_linking"]},
+            "target": {
+                "enum": [
+                    "answer_entity_linking",
+                    "question_entity_linking",
+                    "adversarial_fool_validation",
+                ]
+            },
+            "fools_to": {"type": "integer", "minimum": 1},
+            "only_fools": {"type": "boolean"},
             "exclude_answer_types": {
                 "type": "array",
                 "items": {"enum": ANSWER_TYPES},
@@ -254,7 +263,7 @@ class QuestionWriting(tt.TaskType):
             },
         },
     }
-    handoff_stage_keys: ClassVar[tuple[str, ...]] = ("unlinked_to", "translate_to")
+    handoff_stage_keys: ClassVar[tuple[str, ...]] = ("unlinked_to", "translate_to", "fools_to")
 
     def exclusive_key(self, *, item: dict[str, Any]) -> str | None:
         """``topic|complexity_type``: a worker does at most one HIT per cell."""
@@ -423,14 +432,20 @@ class QuestionWriting(tt.TaskType):
         one answer linking would have handed on (``<pair id>/q-<digest>``).
         ``translate_to`` (a ``translation`` stage's id) with ``translate_languages``
         (codes; empty: translation off) adds one translation item per question and
-        language (``<pair id>/tr-<code>``, Mintaka §4.4).
+        language (``<pair id>/tr-<code>``, Mintaka §4.4). With the adversarial option,
+        claimed fools go to ``adversarial_fool_validation`` (``adversarial_qa.fool_items``:
+        the question, the answer as written, its Wikidata id, the model's answer):
+        ``target: "adversarial_fool_validation"`` hands on only them, ``fools_to`` (that
+        stage's id) beside the pairs; ``only_fools: false`` hands on every claim.
         """
         if not items:
             return []
+        target = handoff.get("target", "answer_entity_linking")
+        if target == "adversarial_fool_validation":
+            return fool_items(answer=answer, items=items, handoff=handoff, shown=_mintaka_shown)
         source = items[0]
         cell = source.get("data", {})
         ctype = str(cell.get("complexity_type", "generic"))
-        target = handoff.get("target", "answer_entity_linking")
         excluded = set(handoff.get("exclude_answer_types", []))
         out: list[dict[str, Any]] = []
         for i, pair in enumerate(answer.get("questions", [])):
@@ -484,7 +499,15 @@ class QuestionWriting(tt.TaskType):
                 if pair.get("counted_entities"):
                     data["counted_entities"] = list(pair["counted_entities"])
             out.append({"external_id": external_id, "data": data})
+        if handoff.get("fools_to") is not None:
+            out += fool_items(
+                answer=answer, items=items, handoff=handoff, shown=_mintaka_shown, route="fools_to"
+            )
         return out
+
+    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
+        """The next stage with ``target: "adversarial_fool_validation"``; ``fools_to``."""
+        return tt.fool_routes_of(handoff)
 
     def page(
         self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
@@ -572,6 +595,20 @@ class QuestionWriting(tt.TaskType):
 
 
 _VALUE_WITH_UNIT = re.compile(r"^[^\d]{0,12}\d[\d,.]*\s*[^\d]{0,30}$|^\d+h(?: \d+m)?$")
+
+
+def _mintaka_shown(data: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:
+    """What a fool validator sees of a Mintaka claim: the topic, the answer as written
+    and the Wikidata id the writer gave (``adversarial_entry``'s record)."""
+    entry = record.get("entry")
+    entry = entry if isinstance(entry, Mapping) else {}
+    shown = {
+        "topic": str(data.get("topic", "")),
+        "writer_answer": str(entry.get("answer_text") or entry.get("answer") or "?"),
+    }
+    if entry.get("answer_type") == "entity":
+        shown["writer_entity"] = str(entry.get("answer", ""))
+    return shown
 
 
 def _is_value_with_unit(text: str) -> bool:

@@ -6,24 +6,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 
+from campaigns.assist.adversarial import adversarial_fools_verify
 from campaigns.assist.endpoints import model_endpoint_create
-from campaigns.design.services import campaign_create, stage_add
+from campaigns.design.services import (
+    campaign_create,
+    stage_add,
+    stage_link,
+    stage_update,
+)
 from campaigns.models import (
     AdversarialTry,
     Assignment,
     CampaignState,
     Item,
     ItemSource,
+    LedgerEntry,
+    LedgerKind,
     ModelEndpoint,
     Stage,
 )
 from campaigns.platforms.publishing import campaign_start
+from campaigns.tasktypes import task_type_get
+from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_token
 from qaportal.errors import DomainError
 from tests.campaigns.assist.fake_openai import FakeOpenAI
@@ -356,3 +367,143 @@ def test_multiple_choice_settings(requester, fake):
                 config={**config, "adversarial": {"endpoint": endpoint.pk}},
             )
         assert why in str(refused.value.errors)
+
+
+# --- Fools confirmed by validators, the bonus paid ---------------------------------------
+
+
+def _with_validation(writing: Stage, handoff: dict[str, Any], next_stage: Stage | None = None):
+    """A fool-validation stage fed by ``writing`` (one validator) and the writing
+    stage's ``verified_fool`` bonus, added in the pilot."""
+    campaign = writing.campaign
+    validation = stage_add(
+        campaign=campaign,
+        name="Confirm",
+        task_type="adversarial_fool_validation",
+        assignments_per_hit=1,
+    )
+    if "fools_to" in handoff:
+        handoff = {**handoff, "fools_to": validation.pk}
+    stage_update(stage=writing, bonus_rules=[{"rule": "verified_fool", "amount": "0.25"}])
+    stage_link(stage=writing, next_stage=next_stage or validation, handoff=handoff)
+    writing.refresh_from_db()
+    validation.refresh_from_db()
+    return validation
+
+
+def _write_a_fool(stage: Stage, form: dict[str, str]) -> Assignment:
+    client, assignment = _worker(stage)
+    assert "You fooled the model" in _ask(client, assignment, form)
+    page = reverse("worker:assignment", kwargs={"assignment_id": assignment.pk})
+    assert client.post(page, form).status_code == 302
+    assignment.refresh_from_db()
+    assignment_approve(assignment=assignment, source="test", reason="ok")
+    return assignment
+
+
+def _validate(validation: Stage, verdict: str) -> str:
+    """One validator's page (its HTML) and verdict, posted as the worker posts it."""
+    client, check = _worker(validation)
+    page = reverse("worker:assignment", kwargs={"assignment_id": check.pk})
+    html = client.get(page).content.decode()
+    assert client.post(page, {"items/0/verdict": verdict}).status_code == 302
+    return html
+
+
+@pytest.mark.parametrize(("verdict", "verified"), [("fooled", True), ("model_right", False)])
+def test_a_mintaka_fool_is_confirmed_and_paid_once(requester, fake, model, verdict, verified):
+    model.reply = "Q5"
+    writing = _writing_stage(requester, _endpoint(requester, fake), "generic")
+    linking = stage_add(campaign=writing.campaign, name="Link", task_type="answer_entity_linking")
+    # The pairs go on to answer linking; the claimed fools beside them to validation.
+    validation = _with_validation(writing, {"fools_to": 0}, next_stage=linking)
+
+    written = _write_a_fool(writing, ADAMS)
+
+    assert Item.objects.filter(stage=linking).count() == 1
+    item = Item.objects.get(stage=validation)
+    assert item.data == {
+        "topic": "books",
+        "writer_answer": "Douglas Adams",
+        "writer_entity": "Q42",
+        "question": "Who wrote The Hitchhiker's Guide to the Galaxy?",
+        "model_answer": "Q5",
+        "source": {
+            "assignment": written.pk,
+            "item": Item.objects.get(stage=writing).pk,
+            "try": 1,
+        },
+    }
+    html = _validate(validation, verdict)
+    for shown in ("Douglas Adams", "Q42", "Q5"):
+        assert shown in html
+    attempt = AdversarialTry.objects.get()
+    assert attempt.verified is verified
+    bonuses = LedgerEntry.objects.filter(kind=LedgerKind.BONUS)
+    assert [b.amount for b in bonuses] == ([Decimal("0.25")] if verified else [])
+    # Asked again (a replayed event): still one bonus at most.
+    check = Assignment.objects.get(hit__stage=validation)
+    adversarial_fools_verify(
+        assignment=check, stage=validation, task_type=task_type_get(validation.task_type)
+    )
+    assert bonuses.count() == (1 if verified else 0)
+
+
+def test_a_multiple_choice_fool_is_confirmed_and_paid(requester, fake, model):
+    model.reply = "A"
+    writing = _mc_stage(requester, _endpoint(requester, fake))
+    validation = _with_validation(writing, {"target": "adversarial_fool_validation"})
+
+    _write_a_fool(writing, MC_FORM)
+
+    item = Item.objects.get(stage=validation)
+    assert item.data["writer_option"] == "B"
+    assert item.data["options"][1] == {"id": "B", "text": "Lyon"}
+    assert item.data["passage"].startswith("The silk museum is in Lyon.")
+    html = _validate(validation, "fooled")
+    assert "B) Lyon" in html
+    assert "answer:</strong> A</p>" in html
+    assert AdversarialTry.objects.get().verified is True
+    (bonus,) = LedgerEntry.objects.filter(kind=LedgerKind.BONUS)
+    assert bonus.amount == Decimal("0.25")
+
+
+def test_a_fool_validation_stage_takes_only_claimed_fools(requester, fake, token_client):
+    endpoint = _endpoint(requester, fake)
+    campaign = campaign_create(owner=requester, name="C", slug="c")
+
+    def add(name: str, task_type: str, **config: Any) -> Stage:
+        return stage_add(campaign=campaign, name=name, task_type=task_type, config=config)
+
+    plain = add("Plain", "question_writing", questions_per_hit=1)
+    adversarial = add(
+        "Adversarial",
+        "question_writing",
+        questions_per_hit=1,
+        adversarial={"endpoint": endpoint.pk},
+    )
+    validation = add("Confirm", "adversarial_fool_validation")
+    linking = add("Link", "answer_entity_linking")
+    fools: dict[str, Any] = {"target": "adversarial_fool_validation"}
+    refused: list[tuple[Stage, Stage, dict[str, Any]]] = [
+        (plain, validation, fools),  # no adversarial option
+        (plain, linking, {"fools_to": validation.pk}),
+        (adversarial, validation, {}),  # hands on pairs, not fools
+        (adversarial, linking, {"fools_to": linking.pk}),  # fools to a stage not confirming
+        (adversarial, linking, fools),
+    ]
+    for stage, next_stage, handoff in refused:
+        with pytest.raises(DomainError):
+            stage_link(stage=stage, next_stage=next_stage, handoff=handoff)
+    response = token_client.post(
+        f"/api/v1/stages/{plain.pk}/link/",
+        {"next_stage": validation.pk, "handoff": fools},
+        format="json",
+    )
+    assert response.status_code == 400, response.content
+    assert "no claimed fools to confirm" in response.content.decode()
+    stage_link(stage=adversarial, next_stage=validation, handoff=fools)
+    stage_link(stage=adversarial, next_stage=linking, handoff={"fools_to": validation.pk})
+    # The option stays while the fools go to validation.
+    with pytest.raises(DomainError):
+        stage_update(stage=adversarial, config={"questions_per_hit": 1})
