@@ -305,6 +305,15 @@ class AdversarialFoolValidation(PerItemTask):
         "model's answer, and say whether the writer is right and the model wrong."
     )
     template_name = "tasktypes/adversarial_fool_validation.html"
+    # The upload template's example row: the writer's answer as written (one of the three
+    # shapes ``anyOf`` allows; the template's columns name the others).
+    example_item: ClassVar[dict[str, Any] | None] = {
+        "question": "Who wrote The Hitchhiker's Guide to the Galaxy?",
+        "topic": "books",
+        "writer_answer": "Douglas Adams",
+        "writer_entity": "Q42",
+        "model_answer": "Terry Pratchett",
+    }
     verifies_fools = True
     judges_others_work = True
     input_schema: ClassVar[dict] = {
