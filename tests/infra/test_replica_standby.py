@@ -151,10 +151,14 @@ def test_scoped_reads_follow_a_real_standby_and_its_lag(standby):
     out = json.loads(result.stdout.strip().splitlines()[-1])
 
     assert out["in_recovery"] is True
-    assert out["current"] == [0.0, "replica"]
+    # Caught up: the lag is under the bound (a record written since the check, such as
+    # the primary's running-transactions record, may be in replay: some milliseconds).
+    lag, alias = out["current"]
+    assert (lag < 1.0, alias) == (True, "replica")
     lag, alias = out["paused"]
     assert (lag > 1.0, alias) == (True, "default")
-    assert out["resumed"] == [0.0, "replica", 2]
+    lag, alias, rows = out["resumed"]
+    assert (lag < 1.0, alias, rows) == (True, "replica", 2)
 
     # The standby stops: the reads go back to the primary, the page does not fail.
     subprocess.run(
