@@ -45,6 +45,7 @@ from campaigns.tasktypes.base import (
     Items,
     Rng,
     SimulatedForm,
+    TaskType,
     content_tokens,
     derived_external_id,
     form_list,
@@ -138,6 +139,38 @@ def fool_items(
             made["route"] = route
         out.append(made)
     return out
+
+
+class FoolsHandingWriter(TaskType):
+    """A writing task type whose hand-off, with the adversarial option, sends claimed
+    fools (``fool_items``) to the next stage with ``target:
+    "adversarial_fool_validation"`` (only them), or beside its usual items to the stage
+    ``fools_to`` names (``fools_beside``)."""
+
+    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
+        """The next stage with ``target: "adversarial_fool_validation"``; ``fools_to``."""
+        routes: set[str | None] = set()
+        if handoff.get("target") == "adversarial_fool_validation":
+            routes.add(None)
+        if handoff.get("fools_to") is not None:
+            routes.add("fools_to")
+        return frozenset(routes)
+
+    def fools_beside(
+        self,
+        *,
+        answer: Mapping[str, Any],
+        items: list[dict[str, Any]],
+        handoff: Mapping[str, Any],
+        shown: Callable[[Mapping[str, Any], Mapping[str, Any]], dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        """The claimed fools for the stage ``fools_to`` names (``route: "fools_to"``),
+        handed on beside the usual items; none without ``fools_to``."""
+        if handoff.get("fools_to") is None:
+            return []
+        return fool_items(
+            answer=answer, items=items, handoff=handoff, shown=shown, route="fools_to"
+        )
 
 
 def _passage_shown(data: Mapping[str, Any], record: Mapping[str, Any]) -> dict[str, Any]:

@@ -198,18 +198,6 @@ def adversarial_config(config: Mapping[str, Any] | None) -> dict[str, Any] | Non
     return {**ADVERSARIAL_DEFAULTS, **raw}
 
 
-def fool_routes_of(handoff: Mapping[str, Any]) -> frozenset[str | None]:
-    """``TaskType.fool_routes`` of a writing task type whose hand-off sends claimed fools
-    to the next stage with ``target: "adversarial_fool_validation"``, or beside its
-    usual items to the stage ``fools_to`` names."""
-    routes: set[str | None] = set()
-    if handoff.get("target") == "adversarial_fool_validation":
-        routes.add(None)
-    if handoff.get("fools_to") is not None:
-        routes.add("fools_to")
-    return frozenset(routes)
-
-
 def unknown_config_keys(schema: dict[str, Any], config: Any) -> list[FieldError]:
     """The top-level keys of ``config`` that ``schema`` does not list, one error each
     naming the key and the known ones. Schemas that say themselves what other keys may
@@ -746,6 +734,10 @@ class TaskType:
     # Confirms the fools an adversarial writing stage claimed: its items carry the try
     # (``fool_verdict`` reads one validator's answer).
     verifies_fools: ClassVar[bool] = False
+    # The config key counting the questions a worker writes per task, where there can
+    # be several: the adversarial option needs it at 1 (each try puts one question to
+    # the model and the worker's claim is per HIT). "" for none.
+    adversarial_questions_key: ClassVar[str] = ""
 
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""
@@ -782,7 +774,8 @@ class TaskType:
 
     def adversarial_errors(self, config: Any) -> list[FieldError]:
         """Problems with the stage's ``adversarial`` option: refused on a task type that
-        does not write adversarially, checked against ``ADVERSARIAL_SCHEMA`` otherwise."""
+        does not write adversarially, checked against ``ADVERSARIAL_SCHEMA`` otherwise, and
+        with ``adversarial_questions_key`` at 1 where the task type names one."""
         if not isinstance(config, Mapping) or config.get("adversarial") in (None, {}):
             return []
         if not self.writes_adversarially:
@@ -792,10 +785,22 @@ class TaskType:
                     "this task type cannot put its questions to a model (no adversarial option)",
                 )
             ]
-        return [
+        errors = [
             FieldError(f"adversarial/{e.path}".rstrip("/"), e.message)
             for e in schema_errors(ADVERSARIAL_SCHEMA, config["adversarial"])
         ]
+        key = self.adversarial_questions_key
+        if errors or not key or adversarial_config(config) is None:
+            return errors
+        if self.effective_config(config).get(key) != 1:
+            errors.append(
+                FieldError(
+                    "adversarial",
+                    "the adversarial option puts one question to the model per task: "
+                    f"set {key} to 1",
+                )
+            )
+        return errors
 
     # --- Model in the loop (adversarial writing) ----------------------------------------
 

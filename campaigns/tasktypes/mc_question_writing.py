@@ -19,19 +19,20 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes import base as tt
-from campaigns.tasktypes.adversarial_qa import fool_items
+from campaigns.tasktypes.adversarial_qa import FoolsHandingWriter, fool_items
 
 OPTIONS = 4
 OPTION_LETTERS = "ABCD"
 
 
-class MCQuestionWriting(tt.TaskType):
+class MCQuestionWriting(FoolsHandingWriter):
     writes_free_text = True
     # Model in the loop: with the stage's ``adversarial`` option (one question per HIT)
     # the question and its options, without the writer's mark, go to a model on the
     # passage; the app judges the option it names. The BM25 baseline answers with a
     # sentence, not an option: the option needs an OpenAI-compatible endpoint.
     writes_adversarially = True
+    adversarial_questions_key = "questions_per_passage"
     adversarial_baseline_fits = False
     name = "mc_question_writing"
     graded_by_rubric = True
@@ -140,22 +141,6 @@ class MCQuestionWriting(tt.TaskType):
 
     # --- Model in the loop ---------------------------------------------------------------
 
-    def adversarial_errors(self, config: Any) -> list[tt.FieldError]:
-        """The base's checks, and one question per HIT: each try puts one question to the
-        model and the worker's claim is per HIT."""
-        errors = super().adversarial_errors(config)
-        if errors or tt.adversarial_config(config) is None:
-            return errors
-        if self.effective_config(config).get("questions_per_passage") != 1:
-            errors.append(
-                tt.FieldError(
-                    "adversarial",
-                    "the adversarial option puts one question to the model per task: "
-                    "set questions_per_passage to 1",
-                )
-            )
-        return errors
-
     def adversarial_entry(
         self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -229,15 +214,8 @@ class MCQuestionWriting(tt.TaskType):
                 items, answer, tag="mc", content=lambda q: [q["question"], q["options"]], data=data
             )
         )
-        if handoff.get("fools_to") is not None:
-            out += fool_items(
-                answer=answer, items=items, handoff=handoff, shown=_mc_shown, route="fools_to"
-            )
+        out += self.fools_beside(answer=answer, items=items, handoff=handoff, shown=_mc_shown)
         return out
-
-    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
-        """The next stage with ``target: "adversarial_fool_validation"``; ``fools_to``."""
-        return tt.fool_routes_of(handoff)
 
     def page(
         self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any

@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from campaigns.tasktypes import base as tt
-from campaigns.tasktypes.adversarial_qa import fool_items
+from campaigns.tasktypes.adversarial_qa import FoolsHandingWriter, fool_items
 from campaigns.tasktypes.answer_match import entity_ids
 from campaigns.tasktypes.answer_types import AnswerType
 from campaigns.tasktypes.answer_types import detect_answer_type as linking_answer_type
@@ -186,12 +186,13 @@ def _example_schema() -> dict[str, Any]:
     }
 
 
-class QuestionWriting(tt.TaskType):
+class QuestionWriting(FoolsHandingWriter):
     writes_free_text = True
     # Model in the loop: with the stage's ``adversarial`` option (one question per HIT)
     # the worker puts the question, without its answer, to a model; the app judges an
     # entity answer given with its Wikidata id, a number or a date (``adversarial_entry``).
     writes_adversarially = True
+    adversarial_questions_key = "questions_per_hit"
     adversarial_baseline_fits = False  # closed book: no passage
     name = "question_writing"
     dataset_part = "qa_pairs"
@@ -368,22 +369,6 @@ class QuestionWriting(tt.TaskType):
 
     # --- Model in the loop ---------------------------------------------------------------
 
-    def adversarial_errors(self, config: Any) -> list[tt.FieldError]:
-        """The base's checks, and one question per HIT: each try puts one question to the
-        model and the worker's claim is per HIT."""
-        errors = super().adversarial_errors(config)
-        if errors or tt.adversarial_config(config) is None:
-            return errors
-        if self.effective_config(config).get("questions_per_hit") != 1:
-            errors.append(
-                tt.FieldError(
-                    "adversarial",
-                    "the adversarial option puts one question to the model per task: "
-                    "set questions_per_hit to 1",
-                )
-            )
-        return errors
-
     def adversarial_entry(
         self, *, entry: Mapping[str, Any], data: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -499,15 +484,8 @@ class QuestionWriting(tt.TaskType):
                 if pair.get("counted_entities"):
                     data["counted_entities"] = list(pair["counted_entities"])
             out.append({"external_id": external_id, "data": data})
-        if handoff.get("fools_to") is not None:
-            out += fool_items(
-                answer=answer, items=items, handoff=handoff, shown=_mintaka_shown, route="fools_to"
-            )
+        out += self.fools_beside(answer=answer, items=items, handoff=handoff, shown=_mintaka_shown)
         return out
-
-    def fool_routes(self, *, handoff: Mapping[str, Any]) -> frozenset[str | None]:
-        """The next stage with ``target: "adversarial_fool_validation"``; ``fools_to``."""
-        return tt.fool_routes_of(handoff)
 
     def page(
         self, form: tt.FormView, items: tt.Items, cfg: tt.Config, answer: Any
