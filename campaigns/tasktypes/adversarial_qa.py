@@ -190,7 +190,6 @@ class AdversarialPassageQuestion(PerItemTask):
         "Write a question about a passage and select the sentence that answers it; "
         "with the adversarial option a model answers it and the worker tries to beat it."
     )
-    template_name = "tasktypes/adversarial_passage_question.html"
     writes_adversarially = True
     input_schema: ClassVar[dict] = PASSAGE_SCHEMA
     config_schema: ClassVar[dict] = {
@@ -337,7 +336,6 @@ class AdversarialFoolValidation(PerItemTask):
         "Read a question, the writer's answer (on its passage, where there is one) and the "
         "model's answer, and say whether the writer is right and the model wrong."
     )
-    template_name = "tasktypes/adversarial_fool_validation.html"
     # The upload template's example row: the writer's answer as written (one of the three
     # shapes ``anyOf`` allows; the template's columns name the others).
     example_item: ClassVar[dict[str, Any] | None] = {

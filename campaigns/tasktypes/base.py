@@ -699,6 +699,7 @@ class TaskType:
     # worker's answer so far, to refill the form after an error), ``errors``
     # ({path: message}), ``stage``, ``preview`` (True before accept: read-only).
     # Templates get their precomputed fields from ``view`` via ``{% tasktype_view %}``.
+    # By default ``tasktypes/<name>.html`` (set for each subclass naming itself).
     template_name: ClassVar[str] = ""
 
     # What other rooms need to know of a task type (they never compare its name);
@@ -738,6 +739,11 @@ class TaskType:
     # be several: the adversarial option needs it at 1 (each try puts one question to
     # the model and the worker's claim is per HIT). "" for none.
     adversarial_questions_key: ClassVar[str] = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__ and "template_name" not in cls.__dict__:
+            cls.template_name = f"tasktypes/{cls.name}.html"
 
     def validate_item(self, data: Any) -> list[FieldError]:
         """Problems with one item's data (empty list when valid)."""

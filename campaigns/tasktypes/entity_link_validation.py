@@ -51,7 +51,6 @@ class EntityLinkValidation(PerItemTask):
     name = "entity_link_validation"
     label = "Check entity links"
     description = "Say whether a phrase was linked to the right Wikidata item."
-    template_name = "tasktypes/entity_link_validation.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question", "text", "start", "end", "qid"],

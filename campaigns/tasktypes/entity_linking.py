@@ -517,7 +517,6 @@ class AnswerEntityLinking(_EntityLinking):
     label = "Link the entities in an answer"
     description = "Link each entity named in the answer to its Wikidata item."
     text_key = "answer"
-    template_name = "tasktypes/answer_entity_linking.html"
     handoff_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "additionalProperties": False,
@@ -547,7 +546,6 @@ class QuestionEntityLinking(_EntityLinking):
     label = "Link the entities in a question"
     description = "Link each entity named in the question to its Wikidata item."
     text_key = "question"
-    template_name = "tasktypes/question_entity_linking.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question"],

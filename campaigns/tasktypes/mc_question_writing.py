@@ -38,7 +38,6 @@ class MCQuestionWriting(FoolsHandingWriter):
     graded_by_rubric = True
     label = "Multiple-choice question writing"
     description = "Write difficult multiple-choice questions about a passage."
-    template_name = "tasktypes/mc_question_writing.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["passage"],

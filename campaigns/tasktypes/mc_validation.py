@@ -29,7 +29,6 @@ class MCValidation(PerItemTask):
     judges_others_work = True
     label = "Validate a multiple-choice question"
     description = "Answer a multiple-choice question, or flag it as invalid."
-    template_name = "tasktypes/mc_validation.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["passage", "question", "options"],

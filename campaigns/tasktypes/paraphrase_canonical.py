@@ -141,7 +141,6 @@ class ParaphraseCanonical(PerItemTask):
     takes_generated_questions = True
     label = "Paraphrase a canonical question"
     description = "Rewrite a machine-generated question as a person would ask it."
-    template_name = "tasktypes/paraphrase_canonical.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["canonical_question", "characteristics", "entities"],

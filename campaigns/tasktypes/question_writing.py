@@ -198,7 +198,6 @@ class QuestionWriting(FoolsHandingWriter):
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
     description = "Write question/answer pairs of one complexity type about one topic."
-    template_name = "tasktypes/question_writing.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["topic", "complexity_type"],

@@ -26,7 +26,6 @@ class Rephrase(PerItemTask):
     rows_key = "rows"
     label = "Rephrase questions"
     description = "Rewrite each question in different words, keeping its meaning."
-    template_name = "tasktypes/rephrase.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question"],

@@ -98,7 +98,6 @@ class RubricEvaluation(PerItemTask):
     judges_others_work = True
     label = "Grade an example with the rubric"
     description = "Grade another worker's multiple-choice question on four criteria."
-    template_name = "tasktypes/rubric_evaluation.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["passage", "question", "options", "correct"],

@@ -63,7 +63,6 @@ class SentenceSelectionAnswer(PerItemTask):
     selects_sentences = True
     label = "Answer by selecting sentences"
     description = "Select the sentences of an article that answer a question, or 'no answer'."
-    template_name = "tasktypes/sentence_selection_answer.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question", "sentences"],

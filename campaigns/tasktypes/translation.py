@@ -61,7 +61,6 @@ class Translation(PerItemTask):
     dataset_part = "translations"
     label = "Translate questions"
     description = "Translate each question into the target language (professional translators)."
-    template_name = "tasktypes/translation.html"
     input_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["question", "language"],

@@ -77,7 +77,6 @@ class WhyQuestionFromPartialArticle(tt.TaskType):
     name = "why_question_from_partial_article"
     label = "Why-questions from a partial article"
     description = "Read the outline of an article and ask why-questions it may answer."
-    template_name = "tasktypes/why_question_from_partial_article.html"
     input_schema: ClassVar[dict] = ARTICLE_SCHEMA
     config_schema: ClassVar[dict] = {
         "type": "object",
