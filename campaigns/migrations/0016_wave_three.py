@@ -19,11 +19,14 @@ assignments already there.
 """
 
 from decimal import Decimal
+from importlib import import_module
 
 import django.core.validators
 from django.conf import settings
 from django.db import migrations, models
 from django.db.models.deletion import CASCADE, PROTECT, SET_NULL
+
+shared = import_module("campaigns.migrations._shared")
 
 # (task type, the recipe's old words, the same words with the placeholder)
 RECIPE_SENTENCES = [
@@ -76,21 +79,10 @@ BEGIN
         changes = campaigns_stageassignmentcount.changes + EXCLUDED.changes;
     RETURN NULL;
 END $$""",
-    """
+    f"""
 CREATE FUNCTION campaigns_assignment_counts_update() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    WITH moved AS (
-        SELECT o.hit_id AS old_hit, o.status AS old_status, r.hit_id AS new_hit,
-               r.status AS new_status
-        FROM old_rows o JOIN new_rows r ON r.id = o.id
-        WHERE o.status <> r.status OR o.hit_id <> r.hit_id
-    ), delta AS (
-        SELECT h.stage_id, m.new_status AS status, 1 AS d
-        FROM moved m JOIN campaigns_hit h ON h.id = m.new_hit
-        UNION ALL
-        SELECT h.stage_id, m.old_status, -1
-        FROM moved m JOIN campaigns_hit h ON h.id = m.old_hit
-    )
+{shared.ASSIGNMENTS_MOVED}
     INSERT INTO campaigns_stageassignmentcount (stage_id, status, n, changes)
     SELECT stage_id, status, sum(d), count(*) FROM delta
     GROUP BY stage_id, status ORDER BY 1, 2
@@ -164,17 +156,12 @@ BACKFILL = (
 )
 
 
-def _run(statements: list[str], schema_editor) -> None:
-    for sql in statements:
-        schema_editor.execute(sql, params=None)
-
-
 def triggers_create(apps, schema_editor) -> None:
     vendor = schema_editor.connection.vendor
     if vendor == "postgresql":
-        _run(POSTGRESQL, schema_editor)
+        shared.run(POSTGRESQL, schema_editor)
     elif vendor == "sqlite":
-        _run(SQLITE, schema_editor)
+        shared.run(SQLITE, schema_editor)
     else:
         raise NotImplementedError(f"No assignment counter triggers for {vendor}.")
     schema_editor.execute(BACKFILL, params=None)
@@ -182,13 +169,7 @@ def triggers_create(apps, schema_editor) -> None:
 
 def triggers_drop(apps, schema_editor) -> None:
     vendor = schema_editor.connection.vendor
-    _run(POSTGRESQL_REVERSE if vendor == "postgresql" else SQLITE_REVERSE, schema_editor)
-
-
-def _id():
-    return models.BigAutoField(
-        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-    )
+    shared.run(POSTGRESQL_REVERSE if vendor == "postgresql" else SQLITE_REVERSE, schema_editor)
 
 
 def _fk(to, related_name, on_delete=CASCADE, **options):
@@ -237,7 +218,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ModelEndpoint",
             fields=[
-                ("id", _id()),
+                ("id", shared.big_id()),
                 ("name", models.CharField(max_length=120)),
                 (
                     "kind",
@@ -275,7 +256,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="ModelCall",
             fields=[
-                ("id", _id()),
+                ("id", shared.big_id()),
                 (
                     "purpose",
                     _choice(
@@ -366,7 +347,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="StageAssignmentCount",
             fields=[
-                ("id", _id()),
+                ("id", shared.big_id()),
                 ("status", models.CharField(max_length=16)),
                 ("n", models.BigIntegerField(default=0)),
                 ("changes", models.BigIntegerField(default=0)),
@@ -409,7 +390,7 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="AdversarialTry",
             fields=[
-                ("id", _id()),
+                ("id", shared.big_id()),
                 ("try_number", models.PositiveIntegerField()),
                 ("question", models.TextField()),
                 ("entry", models.JSONField(default=dict)),

@@ -24,7 +24,8 @@ writes meanwhile) and restores 0016's functions.
 from importlib import import_module
 
 from django.db import migrations, models
-from django.db.models.deletion import DO_NOTHING
+
+shared = import_module("campaigns.migrations._shared")
 
 DELTAS = "campaigns_stageassignmentcountdelta"
 
@@ -43,18 +44,7 @@ END $$""",
 CREATE OR REPLACE FUNCTION campaigns_assignment_counts_update() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    WITH moved AS (
-        SELECT o.hit_id AS old_hit, o.status AS old_status, r.hit_id AS new_hit,
-               r.status AS new_status
-        FROM old_rows o JOIN new_rows r ON r.id = o.id
-        WHERE o.status <> r.status OR o.hit_id <> r.hit_id
-    ), delta AS (
-        SELECT h.stage_id, m.new_status AS status, 1 AS d
-        FROM moved m JOIN campaigns_hit h ON h.id = m.new_hit
-        UNION ALL
-        SELECT h.stage_id, m.old_status, -1
-        FROM moved m JOIN campaigns_hit h ON h.id = m.old_hit
-    )
+{shared.ASSIGNMENTS_MOVED}
     INSERT INTO {DELTAS} (stage_id, status, n, changes)
     SELECT stage_id, status, sum(d), count(*) FROM delta GROUP BY stage_id, status;
     RETURN NULL;
@@ -110,19 +100,13 @@ POSTGRESQL_REVERSE = [
 ]
 
 
-def _run(statements, schema_editor) -> None:
-    for sql in statements:
-        schema_editor.execute(sql, params=None)
-
-
 def deltas_on(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        _run(POSTGRESQL, schema_editor)
+    shared.run_on_postgresql(POSTGRESQL, schema_editor)
 
 
 def deltas_off(apps, schema_editor) -> None:
     if schema_editor.connection.vendor == "postgresql":
-        _run([*POSTGRESQL_REVERSE, *_upserting()], schema_editor)
+        shared.run([*POSTGRESQL_REVERSE, *_upserting()], schema_editor)
 
 
 class Migration(migrations.Migration):
@@ -131,36 +115,14 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.CreateModel(
-            name="StageAssignmentCountDelta",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        shared.counter_model(
+            "StageAssignmentCountDelta",
+            [
                 ("status", models.CharField(max_length=16)),
                 ("n", models.BigIntegerField()),
                 ("changes", models.BigIntegerField()),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [models.Index(fields=["stage"], name="countdelta_stage")],
-            },
-            managers=[
-                ("not_dumped", models.Manager()),
-            ],
+            indexes=[models.Index(fields=["stage"], name="countdelta_stage")],
         ),
         migrations.RunPython(deltas_on, deltas_off),
     ]

@@ -17,32 +17,19 @@ rows of the stages or campaign they show, and compaction (``campaigns.work.count
 Every table is filled from the rows already there.
 """
 
+from importlib import import_module
+
 import django.db.models.deletion
-import django.db.models.manager
 from django.db import migrations, models
+
+shared = import_module("campaigns.migrations._shared")
 
 HELD = "('accepted', 'submitted')"
 NO_ENTRY = "NOT EXISTS (SELECT 1 FROM campaigns_ledgerentry e WHERE e.assignment_id = d.id)"
 
 
-def _function(name: str, body: str) -> str:
-    return (
-        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
-        f"BEGIN\n{body}\nRETURN NULL;\nEND $$"
-    )
-
-
 def _triggers(table: str, function: str, ops: tuple[str, ...]) -> list[str]:
-    tables = {
-        "INSERT": "NEW TABLE AS new_rows",
-        "UPDATE": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-        "DELETE": "OLD TABLE AS old_rows",
-    }
-    return [
-        f"CREATE TRIGGER {function}_{op.lower()} AFTER {op} ON {table} "
-        f"REFERENCING {tables[op]} FOR EACH STATEMENT EXECUTE FUNCTION {function}_{op.lower()}()"
-        for op in ops
-    ]
+    return [shared.statement_trigger(table, function, op) for op in ops]
 
 
 # Items: n by (stage, status).
@@ -174,26 +161,32 @@ MINUTES_MOVED = (
 )
 
 POSTGRESQL = [
-    _function("campaigns_item_counts_insert", _items(ITEMS_NEW)),
-    _function(
+    shared.trigger_function("campaigns_item_counts_insert", _items(ITEMS_NEW)),
+    shared.trigger_function(
         "campaigns_item_counts_update",
         _items(
             ITEMS_MOVED.format(side="r", d=1) + " UNION ALL " + ITEMS_MOVED.format(side="o", d=-1)
         ),
     ),
-    _function("campaigns_item_counts_delete", _items(ITEMS_OLD)),
+    shared.trigger_function("campaigns_item_counts_delete", _items(ITEMS_OLD)),
     *_triggers("campaigns_item", "campaigns_item_counts", ("INSERT", "UPDATE", "DELETE")),
-    _function("campaigns_hit_counts_insert", _hits(HITS_NEW)),
-    _function("campaigns_hit_counts_update", _hits(HITS_MOVED) + "\n" + HELD_HIT_MOVED),
-    _function("campaigns_hit_counts_delete", _hits(HITS_OLD)),
+    shared.trigger_function("campaigns_hit_counts_insert", _hits(HITS_NEW)),
+    shared.trigger_function(
+        "campaigns_hit_counts_update", _hits(HITS_MOVED) + "\n" + HELD_HIT_MOVED
+    ),
+    shared.trigger_function("campaigns_hit_counts_delete", _hits(HITS_OLD)),
     *_triggers("campaigns_hit", "campaigns_hit_counts", ("INSERT", "UPDATE", "DELETE")),
-    _function("campaigns_assignment_held_insert", _held(HELD_NEW) + "\n" + _minutes(MINUTES_NEW)),
-    _function(
+    shared.trigger_function(
+        "campaigns_assignment_held_insert", _held(HELD_NEW) + "\n" + _minutes(MINUTES_NEW)
+    ),
+    shared.trigger_function(
         "campaigns_assignment_held_update", _held(HELD_MOVED) + "\n" + _minutes(MINUTES_MOVED)
     ),
-    _function("campaigns_assignment_held_delete", _held(HELD_OLD) + "\n" + _minutes(MINUTES_OLD)),
+    shared.trigger_function(
+        "campaigns_assignment_held_delete", _held(HELD_OLD) + "\n" + _minutes(MINUTES_OLD)
+    ),
     *_triggers("campaigns_assignment", "campaigns_assignment_held", ("INSERT", "UPDATE", "DELETE")),
-    _function(
+    shared.trigger_function(
         "campaigns_ledger_held_insert",
         HELD_LEDGER.format(
             sign=-1,
@@ -201,7 +194,7 @@ POSTGRESQL = [
             others=" AND NOT EXISTS (SELECT 1 FROM new_rows n WHERE n.id = e.id)",
         ),
     ),
-    _function(
+    shared.trigger_function(
         "campaigns_ledger_held_delete", HELD_LEDGER.format(sign=1, rows="old_rows", others="")
     ),
     *_triggers("campaigns_ledgerentry", "campaigns_ledger_held", ("INSERT", "DELETE")),
@@ -256,17 +249,42 @@ BACKFILL_LEDGER = [
 
 
 def summaries_create(apps, schema_editor) -> None:
-    statements = list(BACKFILL_LEDGER)
-    if schema_editor.connection.vendor == "postgresql":
-        statements = POSTGRESQL + BACKFILL_POSTGRESQL + statements
-    for statement in statements:
-        schema_editor.execute(statement, params=None)
+    shared.run_on_postgresql(POSTGRESQL + BACKFILL_POSTGRESQL, schema_editor)
+    shared.run(BACKFILL_LEDGER, schema_editor)
 
 
 def summaries_drop(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in POSTGRESQL_REVERSE:
-            schema_editor.execute(statement, params=None)
+    shared.run_on_postgresql(POSTGRESQL_REVERSE, schema_editor)
+
+
+def _ledger_total(name: str, key: str, *, index: list[str], **key_options):
+    """A ledger total by campaign, ``key`` (a stage or a worker), kind and status."""
+    return migrations.CreateModel(
+        name=name,
+        fields=[
+            ("id", shared.big_id()),
+            ("kind", models.CharField(max_length=16)),
+            ("status", models.CharField(max_length=16)),
+            ("n", models.BigIntegerField(default=0)),
+            ("amount", models.DecimalField(decimal_places=2, default=0, max_digits=14)),
+            *(
+                (
+                    field,
+                    models.ForeignKey(
+                        db_index=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="+",
+                        to=f"campaigns.{field}",
+                        **options,
+                    ),
+                )
+                for field, options in (("campaign", {}), (key, key_options))
+            ),
+        ],
+        options={
+            "indexes": [models.Index(fields=index, name=f"{name.lower()}_campaign")],
+        },
+    )
 
 
 class Migration(migrations.Migration):
@@ -275,206 +293,43 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.CreateModel(
-            name="LedgerStageTotal",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("kind", models.CharField(max_length=16)),
-                ("status", models.CharField(max_length=16)),
-                ("n", models.BigIntegerField(default=0)),
-                ("amount", models.DecimalField(decimal_places=2, default=0, max_digits=14)),
-                (
-                    "campaign",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="campaigns.campaign",
-                    ),
-                ),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_index=False,
-                        null=True,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
-            ],
-            options={
-                "indexes": [models.Index(fields=["campaign"], name="ledgerstagetotal_campaign")],
-            },
-        ),
-        migrations.CreateModel(
-            name="LedgerWorkerTotal",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
-                ("kind", models.CharField(max_length=16)),
-                ("status", models.CharField(max_length=16)),
-                ("n", models.BigIntegerField(default=0)),
-                ("amount", models.DecimalField(decimal_places=2, default=0, max_digits=14)),
-                (
-                    "campaign",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="campaigns.campaign",
-                    ),
-                ),
-                (
-                    "worker",
-                    models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="+",
-                        to="campaigns.worker",
-                    ),
-                ),
-            ],
-            options={
-                "indexes": [
-                    models.Index(fields=["campaign", "worker"], name="ledgerworkertotal_campaign")
-                ],
-            },
-        ),
-        migrations.CreateModel(
-            name="StageHeldWork",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        _ledger_total("LedgerStageTotal", "stage", index=["campaign"], null=True),
+        _ledger_total("LedgerWorkerTotal", "worker", index=["campaign", "worker"]),
+        shared.counter_model(
+            "StageHeldWork",
+            [
                 ("n", models.BigIntegerField(default=0)),
                 ("reward", models.DecimalField(decimal_places=2, default=0, max_digits=14)),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [models.Index(fields=["stage"], name="stageheldwork_stage")],
-            },
-            managers=[
-                ("not_dumped", django.db.models.manager.Manager()),
-            ],
+            indexes=[models.Index(fields=["stage"], name="stageheldwork_stage")],
         ),
-        migrations.CreateModel(
-            name="StageHITCount",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        shared.counter_model(
+            "StageHITCount",
+            [
                 ("status", models.CharField(max_length=16)),
                 ("n", models.BigIntegerField(default=0)),
                 ("places", models.BigIntegerField(default=0)),
                 ("free", models.BigIntegerField(default=0)),
                 ("open", models.BigIntegerField(default=0)),
                 ("free_reward", models.DecimalField(decimal_places=2, default=0, max_digits=14)),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [models.Index(fields=["stage", "status"], name="stagehitcount_stage")],
-            },
-            managers=[
-                ("not_dumped", django.db.models.manager.Manager()),
-            ],
+            indexes=[models.Index(fields=["stage", "status"], name="stagehitcount_stage")],
         ),
-        migrations.CreateModel(
-            name="StageItemCount",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        shared.counter_model(
+            "StageItemCount",
+            [
                 ("status", models.CharField(max_length=16)),
                 ("n", models.BigIntegerField(default=0)),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [models.Index(fields=["stage", "status"], name="stageitemcount_stage")],
-            },
-            managers=[
-                ("not_dumped", django.db.models.manager.Manager()),
-            ],
+            indexes=[models.Index(fields=["stage", "status"], name="stageitemcount_stage")],
         ),
-        migrations.CreateModel(
-            name="StageSubmissionMinute",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        shared.counter_model(
+            "StageSubmissionMinute",
+            [
                 ("minute", models.DateTimeField()),
                 ("n", models.BigIntegerField(default=0)),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [
-                    models.Index(fields=["stage", "minute"], name="stagesubmissionminute_stage")
-                ],
-            },
-            managers=[
-                ("not_dumped", django.db.models.manager.Manager()),
-            ],
+            indexes=[models.Index(fields=["stage", "minute"], name="stagesubmissionminute_stage")],
         ),
         migrations.RunPython(summaries_create, summaries_drop),
     ]

@@ -9,9 +9,11 @@ New rows are unfolded; compaction folds the groups that have one. Filled from th
 assignments already there (folded).
 """
 
-import django.db.models.deletion
-import django.db.models.manager
+from importlib import import_module
+
 from django.db import migrations, models
+
+shared = import_module("campaigns.migrations._shared")
 
 SIDE = "SELECT {t}.hit_id, {t}.worker_id, {t}.status, {s} AS sign"
 CHANGED = (
@@ -29,18 +31,6 @@ def _counts(rows: str) -> str:
     )
 
 
-def _function(name: str, body: str) -> str:
-    return (
-        f"CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$\n"
-        f"BEGIN\n{body}\nRETURN NULL;\nEND $$"
-    )
-
-
-TABLES = {
-    "insert": "NEW TABLE AS new_rows",
-    "update": "OLD TABLE AS old_rows NEW TABLE AS new_rows",
-    "delete": "OLD TABLE AS old_rows",
-}
 BODIES = {
     "insert": _counts(SIDE.format(t="new_rows", s=1) + " FROM new_rows"),
     "update": _counts(
@@ -52,10 +42,10 @@ POSTGRESQL = [
     statement
     for op, body in BODIES.items()
     for statement in (
-        _function(f"campaigns_assignment_workers_{op}", body),
-        f"CREATE TRIGGER campaigns_assignment_workers_{op} AFTER {op.upper()} "
-        f"ON campaigns_assignment REFERENCING {TABLES[op]} FOR EACH STATEMENT "
-        f"EXECUTE FUNCTION campaigns_assignment_workers_{op}()",
+        shared.trigger_function(f"campaigns_assignment_workers_{op}", body),
+        shared.statement_trigger(
+            "campaigns_assignment", "campaigns_assignment_workers", op.upper()
+        ),
     )
 ] + [
     "INSERT INTO campaigns_stageworkercount (stage_id, worker_id, status, n, folded) "
@@ -73,15 +63,11 @@ POSTGRESQL_REVERSE = [
 
 
 def counters_create(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in POSTGRESQL:
-            schema_editor.execute(statement, params=None)
+    shared.run_on_postgresql(POSTGRESQL, schema_editor)
 
 
 def counters_drop(apps, schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in POSTGRESQL_REVERSE:
-            schema_editor.execute(statement, params=None)
+    shared.run_on_postgresql(POSTGRESQL_REVERSE, schema_editor)
 
 
 class Migration(migrations.Migration):
@@ -90,54 +76,21 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.CreateModel(
-            name="StageWorkerCount",
-            fields=[
-                (
-                    "id",
-                    models.BigAutoField(
-                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
-                    ),
-                ),
+        shared.counter_model(
+            "StageWorkerCount",
+            [
                 ("status", models.CharField(max_length=16)),
                 ("n", models.BigIntegerField(default=0)),
                 ("folded", models.BooleanField(default=False)),
-                (
-                    "stage",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.stage",
-                    ),
-                ),
-                (
-                    "worker",
-                    models.ForeignKey(
-                        db_constraint=False,
-                        db_index=False,
-                        on_delete=django.db.models.deletion.DO_NOTHING,
-                        related_name="+",
-                        to="campaigns.worker",
-                    ),
-                ),
             ],
-            options={
-                "default_manager_name": "not_dumped",
-                "indexes": [
-                    models.Index(
-                        fields=["worker", "stage", "status"], name="stageworkercount_worker"
-                    ),
-                    models.Index(
-                        condition=models.Q(("folded", False)),
-                        fields=["stage", "worker", "status"],
-                        name="stageworkercount_unfolded",
-                    ),
-                ],
-            },
-            managers=[
-                ("not_dumped", django.db.models.manager.Manager()),
+            keys=("stage", "worker"),
+            indexes=[
+                models.Index(fields=["worker", "stage", "status"], name="stageworkercount_worker"),
+                models.Index(
+                    condition=models.Q(("folded", False)),
+                    fields=["stage", "worker", "status"],
+                    name="stageworkercount_unfolded",
+                ),
             ],
         ),
         migrations.RunPython(counters_create, counters_drop),
