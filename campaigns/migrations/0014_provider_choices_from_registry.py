@@ -8,6 +8,12 @@ from django.db import migrations, models
 import campaigns.models.choices
 
 
+def _provider(**options):
+    return models.CharField(
+        choices=campaigns.models.choices.provider_choices, max_length=16, **options
+    )
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("campaigns", "0001_squashed_0013"),
@@ -18,60 +24,17 @@ class Migration(migrations.Migration):
             model_name="campaign",
             name="campaign_provider_known",
         ),
-        migrations.AlterField(
-            model_name="assignment",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="campaign",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, default="local", max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="hit",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="providercredential",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="provideroperation",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="providersynccursor",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="qualificationtype",
-            name="provider",
-            field=models.CharField(
-                blank=True, choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
-        ),
-        migrations.AlterField(
-            model_name="worker",
-            name="provider",
-            field=models.CharField(
-                choices=campaigns.models.choices.provider_choices, max_length=16
-            ),
+        *(
+            migrations.AlterField(model_name=model, name="provider", field=_provider(**options))
+            for model, options in [
+                ("assignment", {}),
+                ("campaign", {"default": "local"}),
+                ("hit", {}),
+                ("providercredential", {}),
+                ("provideroperation", {}),
+                ("providersynccursor", {}),
+                ("qualificationtype", {"blank": True}),
+                ("worker", {}),
+            ]
         ),
     ]
