@@ -735,10 +735,11 @@ class TaskType:
     # Confirms the fools an adversarial writing stage claimed: its items carry the try
     # (``fool_verdict`` reads one validator's answer).
     verifies_fools: ClassVar[bool] = False
-    # The config key counting the questions a worker writes per task, where there can
-    # be several: the adversarial option needs it at 1 (each try puts one question to
-    # the model and the worker's claim is per HIT). "" for none.
-    adversarial_questions_key: ClassVar[str] = ""
+    # Writes questions, listed under the answer's ``questions``: the config key of how
+    # many a worker writes per task (``questions_count_errors``). The adversarial option
+    # needs it at 1 (each try puts one question to the model and the worker's claim is
+    # per HIT). "" for none.
+    questions_key: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -781,7 +782,7 @@ class TaskType:
     def adversarial_errors(self, config: Any) -> list[FieldError]:
         """Problems with the stage's ``adversarial`` option: refused on a task type that
         does not write adversarially, checked against ``ADVERSARIAL_SCHEMA`` otherwise, and
-        with ``adversarial_questions_key`` at 1 where the task type names one."""
+        with ``questions_key`` at 1 where the task type names one."""
         if not isinstance(config, Mapping) or config.get("adversarial") in (None, {}):
             return []
         if not self.writes_adversarially:
@@ -795,7 +796,7 @@ class TaskType:
             FieldError(f"adversarial/{e.path}".rstrip("/"), e.message)
             for e in schema_errors(ADVERSARIAL_SCHEMA, config["adversarial"])
         ]
-        key = self.adversarial_questions_key
+        key = self.questions_key
         if errors or not key or adversarial_config(config) is None:
             return errors
         if self.effective_config(config).get(key) != 1:
@@ -807,6 +808,13 @@ class TaskType:
                 )
             )
         return errors
+
+    def questions_count_errors(self, questions: Sized, cfg: Config) -> list[FieldError]:
+        """The answer's ``questions`` against how many the stage asks for
+        (``questions_key``)."""
+        return count_errors(
+            "questions", questions, wanted=cfg[self.questions_key], what="questions"
+        )
 
     # --- Model in the loop (adversarial writing) ----------------------------------------
 

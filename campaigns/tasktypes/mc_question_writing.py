@@ -32,7 +32,7 @@ class MCQuestionWriting(FoolsHandingWriter):
     # passage; the app judges the option it names. The BM25 baseline answers with a
     # sentence, not an option: the option needs an OpenAI-compatible endpoint.
     writes_adversarially = True
-    adversarial_questions_key = "questions_per_passage"
+    questions_key = "questions_per_passage"
     adversarial_baseline_fits = False
     name = "mc_question_writing"
     graded_by_rubric = True
@@ -106,9 +106,7 @@ class MCQuestionWriting(FoolsHandingWriter):
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
         questions = answer["questions"]
-        errors = tt.count_errors(
-            "questions", questions, wanted=cfg["questions_per_passage"], what="questions"
-        )
+        errors = self.questions_count_errors(questions, cfg)
         for i, q in enumerate(questions):
             base = f"questions/{i}"
             errors += tt.text_errors(f"{base}/question", q["question"], what="The question")

@@ -192,7 +192,7 @@ class QuestionWriting(FoolsHandingWriter):
     # the worker puts the question, without its answer, to a model; the app judges an
     # entity answer given with its Wikidata id, a number or a date (``adversarial_entry``).
     writes_adversarially = True
-    adversarial_questions_key = "questions_per_hit"
+    questions_key = "questions_per_hit"
     adversarial_baseline_fits = False  # closed book: no passage
     name = "question_writing"
     dataset_part = "qa_pairs"
@@ -298,9 +298,7 @@ class QuestionWriting(FoolsHandingWriter):
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
         ctype = tt.get_path(items, 0, "data", "complexity_type", default="generic")
         pairs = answer["questions"]
-        errors = tt.count_errors(
-            "questions", pairs, wanted=cfg["questions_per_hit"], what="questions"
-        )
+        errors = self.questions_count_errors(pairs, cfg)
         for i, pair in enumerate(pairs):
             errors += self._pair_errors(i, pair, ctype)
         errors += tt.duplicate_errors(

@@ -73,6 +73,7 @@ def article_sentences(article: Mapping[str, Any]) -> tuple[list[str], list[dict[
 
 
 class WhyQuestionFromPartialArticle(tt.TaskType):
+    questions_key = "questions_per_article"
     writes_free_text = True
     name = "why_question_from_partial_article"
     label = "Why-questions from a partial article"
@@ -118,9 +119,7 @@ class WhyQuestionFromPartialArticle(tt.TaskType):
 
     def answer_errors(self, answer: Any, items: tt.Items, cfg: tt.Config) -> list[tt.FieldError]:
         questions = answer["questions"]
-        errors = tt.count_errors(
-            "questions", questions, wanted=cfg["questions_per_article"], what="questions"
-        )
+        errors = self.questions_count_errors(questions, cfg)
         for i, question in enumerate(questions):
             path = f"questions/{i}"
             problems = tt.text_errors(path, question, what="The question")
