@@ -47,6 +47,7 @@ from campaigns.tasktypes.base import (
     SimulatedForm,
     TaskType,
     content_tokens,
+    count_setting,
     derived_external_id,
     form_list,
     form_text,
@@ -195,12 +196,7 @@ class AdversarialPassageQuestion(PerItemTask):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_sentences": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 5,
-                "description": "Most sentences a worker may select as the answer.",
-            },
+            "max_sentences": count_setting(5, "Most sentences a worker may select as the answer."),
         },
     }
     config_defaults: ClassVar[dict[str, Any]] = {"max_sentences": 1}

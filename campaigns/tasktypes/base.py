@@ -621,6 +621,11 @@ def get_path(data: Any, *keys: Any, default: Any = None) -> Any:
     return data
 
 
+def count_setting(maximum: int, description: str) -> dict[str, Any]:
+    """The config schema of a count a stage sets, from 1 to ``maximum``."""
+    return {"type": "integer", "minimum": 1, "maximum": maximum, "description": description}
+
+
 def object_list_schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
     """The schema of a list of objects with ``properties``, each requiring ``required``."""
     return {

@@ -125,12 +125,7 @@ class _EntityLinking(PerItemTask):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_links": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 100,
-                "description": "Most entities a worker may link in one text.",
-            },
+            "max_links": tt.count_setting(100, "Most entities a worker may link in one text."),
             "min_links": {
                 "type": "integer",
                 "minimum": 0,

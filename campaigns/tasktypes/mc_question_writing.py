@@ -50,12 +50,9 @@ class MCQuestionWriting(FoolsHandingWriter):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_passage": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 10,
-                "description": "Questions a worker writes about one passage.",
-            },
+            "questions_per_passage": tt.count_setting(
+                10, "Questions a worker writes about one passage."
+            ),
             "justification": {
                 "enum": ["off", "optional", "required"],
                 "description": "Whether writers explain why their answer is right.",

@@ -174,12 +174,9 @@ class ParaphraseCanonical(PerItemTask):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "paraphrases_per_item": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 5,
-                "description": "Paraphrases a worker writes for each canonical question.",
-            },
+            "paraphrases_per_item": tt.count_setting(
+                5, "Paraphrases a worker writes for each canonical question."
+            ),
             "max_similarity": {
                 "type": "number",
                 "exclusiveMinimum": 0,

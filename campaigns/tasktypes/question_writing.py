@@ -210,12 +210,9 @@ class QuestionWriting(FoolsHandingWriter):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_hit": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 20,
-                "description": "Question-answer pairs a worker writes in one HIT.",
-            },
+            "questions_per_hit": tt.count_setting(
+                20, "Question-answer pairs a worker writes in one HIT."
+            ),
             "examples": {
                 "type": "object",
                 "propertyNames": {"enum": COMPLEXITY_TYPES},

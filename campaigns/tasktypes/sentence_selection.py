@@ -87,12 +87,9 @@ class SentenceSelectionAnswer(PerItemTask):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "max_sentences": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 10,
-                "description": "Most sentences a worker may select as the answer.",
-            },
+            "max_sentences": tt.count_setting(
+                10, "Most sentences a worker may select as the answer."
+            ),
             "allow_comment": {
                 "type": "boolean",
                 "description": "Offer a free-text comment box.",

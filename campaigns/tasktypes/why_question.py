@@ -82,12 +82,9 @@ class WhyQuestionFromPartialArticle(tt.TaskType):
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {
-            "questions_per_article": {
-                "type": "integer",
-                "minimum": 1,
-                "maximum": 20,
-                "description": "Why-questions a worker writes about one article.",
-            },
+            "questions_per_article": tt.count_setting(
+                20, "Why-questions a worker writes about one article."
+            ),
             "min_question_words": {
                 "type": "integer",
                 "minimum": 2,
