@@ -52,16 +52,15 @@ from campaigns.tasktypes.base import (
     form_list,
     form_text,
     normalise_text,
+    object_schema,
     parse_int_or_text,
     per_item_answer_schema,
     text_errors,
 )
 from campaigns.tasktypes.per_item import Entry, PerItemTask
 
-PASSAGE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["sentences"],
-    "properties": {
+PASSAGE_SCHEMA: dict[str, Any] = object_schema(
+    {
         "passage_id": {"type": "string", "maxLength": 200},
         "title": {"type": "string", "maxLength": 300},
         "sentences": {
@@ -71,7 +70,8 @@ PASSAGE_SCHEMA: dict[str, Any] = {
             "items": {"type": "string", "minLength": 1},
         },
     },
-}
+    required=["sentences"],
+)
 
 VERDICTS = ("fooled", "model_right", "invalid")
 VERDICT_LABELS = {

@@ -626,12 +626,15 @@ def count_setting(maximum: int, description: str) -> dict[str, Any]:
     return {"type": "integer", "minimum": 1, "maximum": maximum, "description": description}
 
 
+def object_schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
+    """The schema of an object with ``properties``, requiring ``required`` (an item's
+    data, an entry of a list)."""
+    return {"type": "object", "required": required, "properties": properties}
+
+
 def object_list_schema(properties: dict[str, Any], *, required: list[str]) -> dict[str, Any]:
     """The schema of a list of objects with ``properties``, each requiring ``required``."""
-    return {
-        "type": "array",
-        "items": {"type": "object", "required": required, "properties": properties},
-    }
+    return {"type": "array", "items": object_schema(properties, required=required)}
 
 
 def answer_list_schema(
@@ -639,11 +642,9 @@ def answer_list_schema(
 ) -> dict[str, Any]:
     """The schema of an answer ``{key: [{...properties}], ...more}`` (``key`` required):
     a list of questions, pairs or item entries, and ``more`` optional properties."""
-    return {
-        "type": "object",
-        "required": [key],
-        "properties": {key: object_list_schema(properties, required=required), **more},
-    }
+    return object_schema(
+        {key: object_list_schema(properties, required=required), **more}, required=[key]
+    )
 
 
 def per_item_answer_schema(

@@ -51,10 +51,8 @@ class EntityLinkValidation(PerItemTask):
     name = "entity_link_validation"
     label = "Check entity links"
     description = "Say whether a phrase was linked to the right Wikidata item."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question", "text", "start", "end", "qid"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "question": {"type": "string", "minLength": 1},
             "answer": {"type": "string"},
             "text": {"type": "string", "minLength": 1},
@@ -64,7 +62,8 @@ class EntityLinkValidation(PerItemTask):
             "label": {"type": "string"},
             "span_in": {"enum": ["answer", "question"]},
         },
-    }
+        required=["question", "text", "start", "end", "qid"],
+    )
     example_item: ClassVar[dict[str, Any] | None] = {
         "question": "Who directed The Godfather?",
         "text": "The Godfather",

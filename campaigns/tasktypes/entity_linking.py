@@ -50,16 +50,15 @@ QID_PATTERN = r"^Q[1-9][0-9]*$"
 # Span kinds that are values, not entities (``linking.spans.VALUE_KINDS``): Mintaka
 # keeps them as typed values, no one links them to Wikidata (§4.3, release).
 _VALUE_KINDS = frozenset({"date", "time", "ordinal", "cardinal", "quantity", "money", "percent"})
-_SPAN_SCHEMA = {
-    "type": "object",
-    "required": ["start", "end", "text"],
-    "properties": {
+_SPAN_SCHEMA = tt.object_schema(
+    {
         "start": {"type": "integer", "minimum": 0},
         "end": {"type": "integer", "minimum": 0},
         "text": {"type": "string"},
         "kind": {"type": "string"},
     },
-}
+    required=["start", "end", "text"],
+)
 
 
 def normalise_qid(text: str) -> str:
@@ -517,15 +516,14 @@ class AnswerEntityLinking(_EntityLinking):
         "additionalProperties": False,
         "properties": {"target": {"enum": ["entity_link_validation", "question_entity_linking"]}},
     }
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question", "answer"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "question": {"type": "string", "minLength": 1},
             "answer": {"type": "string", "minLength": 1},
             "proposed_spans": {"type": "array", "items": _SPAN_SCHEMA},
         },
-    }
+        required=["question", "answer"],
+    )
 
     def proposed_spans(self, data: Mapping[str, Any]) -> list[dict[str, Any]]:
         spans = list(data.get("proposed_spans") or [])
@@ -541,11 +539,10 @@ class QuestionEntityLinking(_EntityLinking):
     label = "Link the entities in a question"
     description = "Link each entity named in the question to its Wikidata item."
     text_key = "question"
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "question": {"type": "string", "minLength": 1},
             "proposed_spans": {"type": "array", "items": _SPAN_SCHEMA},
         },
-    }
+        required=["question"],
+    )

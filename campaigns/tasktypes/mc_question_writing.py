@@ -38,15 +38,14 @@ class MCQuestionWriting(FoolsHandingWriter):
     graded_by_rubric = True
     label = "Multiple-choice question writing"
     description = "Write difficult multiple-choice questions about a passage."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["passage"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "passage": {"type": "string", "minLength": 1},
             "title": {"type": "string"},
             "source": {"type": "string"},
         },
-    }
+        required=["passage"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

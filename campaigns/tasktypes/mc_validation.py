@@ -29,17 +29,16 @@ class MCValidation(PerItemTask):
     judges_others_work = True
     label = "Validate a multiple-choice question"
     description = "Answer a multiple-choice question, or flag it as invalid."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["passage", "question", "options"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "passage": {"type": "string", "minLength": 1},
             "title": {"type": "string"},
             "question": {"type": "string", "minLength": 1},
             "options": {"type": "array", "minItems": 4, "maxItems": 4, "items": {"type": "string"}},
             "writer_correct": {"type": "integer", "minimum": 0, "maximum": 3},
         },
-    }
+        required=["passage", "question", "options"],
+    )
     # ``ten_way`` (Nangia et al. §4): a random subset validated by ``annotators`` people,
     # ``gold_votes`` of them voting the gold label (``validation.ten_way``).
     config_schema: ClassVar[dict] = {

@@ -141,10 +141,8 @@ class ParaphraseCanonical(PerItemTask):
     takes_generated_questions = True
     label = "Paraphrase a canonical question"
     description = "Rewrite a machine-generated question as a person would ask it."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["canonical_question", "characteristics", "entities"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "canonical_question": {"type": "string", "minLength": 1, "maxLength": 2000},
             "characteristics": {
                 "type": "object",
@@ -170,7 +168,8 @@ class ParaphraseCanonical(PerItemTask):
             },
             "answer": {"type": "array", "items": {"type": "string"}},
         },
-    }
+        required=["canonical_question", "characteristics", "entities"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

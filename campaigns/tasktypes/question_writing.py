@@ -198,15 +198,14 @@ class QuestionWriting(FoolsHandingWriter):
     dataset_part = "qa_pairs"
     label = "Question writing (topic x complexity type)"
     description = "Write question/answer pairs of one complexity type about one topic."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["topic", "complexity_type"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "topic": {"type": "string", "minLength": 1, "maxLength": 100},
             "complexity_type": {"enum": COMPLEXITY_TYPES},
             "topic_hint": {"type": "string", "maxLength": 500},
         },
-    }
+        required=["topic", "complexity_type"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

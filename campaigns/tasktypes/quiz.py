@@ -199,7 +199,6 @@ class Quiz(tt.TaskType):
     is_quiz = True
     label = "Qualification quiz"
     description = "Questions with an answer key and a scoring rule; grants a qualification."
-    input_schema: ClassVar[dict] = {"type": "object"}
     config_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["questions"],

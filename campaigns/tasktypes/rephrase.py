@@ -26,14 +26,13 @@ class Rephrase(PerItemTask):
     rows_key = "rows"
     label = "Rephrase questions"
     description = "Rewrite each question in different words, keeping its meaning."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "question": {"type": "string", "minLength": 1, "maxLength": 2000},
             "context": {"type": "string"},
         },
-    }
+        required=["question"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

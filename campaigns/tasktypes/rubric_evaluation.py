@@ -98,10 +98,8 @@ class RubricEvaluation(PerItemTask):
     judges_others_work = True
     label = "Grade an example with the rubric"
     description = "Grade another worker's multiple-choice question on four criteria."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["passage", "question", "options", "correct"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "passage": {"type": "string", "minLength": 1},
             "title": {"type": "string"},
             "question": {"type": "string", "minLength": 1},
@@ -109,7 +107,8 @@ class RubricEvaluation(PerItemTask):
             "correct": {"type": "integer", "minimum": 0, "maximum": 3},
             "justification": {"type": "string"},
         },
-    }
+        required=["passage", "question", "options", "correct"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

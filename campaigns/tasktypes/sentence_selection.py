@@ -63,10 +63,8 @@ class SentenceSelectionAnswer(PerItemTask):
     selects_sentences = True
     label = "Answer by selecting sentences"
     description = "Select the sentences of an article that answer a question, or 'no answer'."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question", "sentences"],
-        "properties": {
+    input_schema: ClassVar[dict] = tt.object_schema(
+        {
             "question": {"type": "string", "minLength": 1},
             "sentences": {"type": "array", "minItems": 1, "items": {"type": "string"}},
             "title": {"type": "string"},
@@ -83,7 +81,8 @@ class SentenceSelectionAnswer(PerItemTask):
                 },
             },
         },
-    }
+        required=["question", "sentences"],
+    )
     config_schema: ClassVar[dict] = {
         "type": "object",
         "properties": {

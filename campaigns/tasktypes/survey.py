@@ -32,7 +32,6 @@ class Survey(tt.TaskType):
     name = "survey"
     label = "Survey"
     description = "Free-form questions: text, choices and numbers; optionally anonymous."
-    input_schema: ClassVar[dict] = {"type": "object"}
     config_schema: ClassVar[dict] = {
         "type": "object",
         "required": ["questions"],

@@ -30,6 +30,7 @@ from campaigns.tasktypes.base import (
     Rng,
     SimulatedForm,
     form_text,
+    object_schema,
     per_item_answer_schema,
     text_errors,
 )
@@ -61,15 +62,14 @@ class Translation(PerItemTask):
     dataset_part = "translations"
     label = "Translate questions"
     description = "Translate each question into the target language (professional translators)."
-    input_schema: ClassVar[dict] = {
-        "type": "object",
-        "required": ["question", "language"],
-        "properties": {
+    input_schema: ClassVar[dict] = object_schema(
+        {
             "question": {"type": "string", "minLength": 1, "maxLength": 2000},
             "language": {"type": "string", "pattern": LANGUAGE_CODE},
             "source_id": {"type": "string", "maxLength": 255},
         },
-    }
+        required=["question", "language"],
+    )
     # The upload template's example row (a language code, not a placeholder word).
     example_item: ClassVar[dict[str, Any] | None] = {
         "question": "Which river is longer, the Nile or the Amazon?",

@@ -25,10 +25,8 @@ from campaigns.tasktypes import base as tt
 
 _WHY_RE = re.compile(r"^why\b", re.IGNORECASE)
 
-ARTICLE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "required": ["title", "sections"],
-    "properties": {
+ARTICLE_SCHEMA: dict[str, Any] = tt.object_schema(
+    {
         "article_id": {"type": "string", "maxLength": 200},
         "title": {"type": "string", "minLength": 1, "maxLength": 300},
         "url": {"type": "string", "maxLength": 2000},
@@ -52,7 +50,8 @@ ARTICLE_SCHEMA: dict[str, Any] = {
             },
         },
     },
-}
+    required=["title", "sections"],
+)
 
 
 def article_sentences(article: Mapping[str, Any]) -> tuple[list[str], list[dict[str, Any]]]:
