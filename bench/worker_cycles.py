@@ -50,6 +50,20 @@ REDIS_CACHE_DB, REDIS_BROKER_DB = (
 )
 
 
+# Work for the run. Turkle's accept loads and locks every unfinished task of its batch,
+# so its cost grows with the batch (~35 ms CPU/cycle at 700 tasks, ~58 at 3800): the
+# batch is topped up to the same number of unfinished tasks before the warm-up and
+# before every slice (untimed), so every level sees the same batch and none runs dry.
+# 2,000 is about the mean the 10-worker level saw when one batch of 40/s x run time
+# served the whole run (it started at 2,640 and ran dry at 50 workers); a slice uses
+# at most a few hundred tasks (62 cycles/s at 50 workers on a quiet machine).
+TURKLE_POOL = 2000
+# qaportal's accept takes the first open HIT from a partial index, whose cost does
+# not grow with the stage; its stage gets room for this many cycles/s over the whole
+# run (it did 297/s at 50 workers on a quiet machine before running dry at 16,500).
+QAPORTAL_RATE_CAP = 450
+
+
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -371,6 +385,37 @@ def turkle_verify(acked: list[int]) -> dict[str, Any]:
     return _compare(acked, [s[0] for s in stored], dup_tasks, "completed TaskAssignment rows")
 
 
+def turkle_top_up(batch_id: int, target: int) -> int:
+    """Adds tasks (copies of the batch's first task's input) until ``batch_id`` holds
+    ``target`` unfinished tasks; returns how many it added."""
+    b, n = int(batch_id), int(target)
+    out = psql(
+        f"WITH missing AS (SELECT GREATEST(0, {n} - count(*)) AS n FROM turkle_task "
+        f"WHERE batch_id = {b} AND NOT completed), added AS ("
+        "INSERT INTO turkle_task (batch_id, completed, input_csv_fields) "
+        f"SELECT {b}, false, (SELECT input_csv_fields FROM turkle_task WHERE batch_id = {b} "
+        "ORDER BY id LIMIT 1) FROM missing, generate_series(1, missing.n) RETURNING 1) "
+        "SELECT count(*) FROM added",
+        TURKLE_DB,
+    )
+    return int(out.strip() or 0)
+
+
+def work_left(app: str, cfg: dict) -> int:
+    """Unfinished Turkle tasks / open qaportal HITs (places left) of the bench's batch or stage."""
+    if app == "turkle":
+        sql = (
+            "SELECT count(*) FROM turkle_task "
+            f"WHERE batch_id = {int(cfg['batch_id'])} AND NOT completed"
+        )
+        return int(psql(sql, TURKLE_DB).strip() or 0)
+    sql = (
+        "SELECT coalesce(sum(places_left), 0) FROM campaigns_hit "
+        f"WHERE stage_id = {int(cfg['stage_id'])} AND status = 'published'"
+    )
+    return int(psql(sql, QAPORTAL_DB).strip() or 0)
+
+
 def _compare(acked: list[int], stored_ids: list[int], dup_units: int, what: str) -> dict[str, Any]:
     acked_set, stored_set = set(acked), set(stored_ids)
     return {
@@ -675,14 +720,16 @@ def main() -> int:
     p.add_argument(
         "--turkle-tasks",
         type=int,
-        default=0,
-        help="tasks in the Turkle batch (default: sized to the run)",
+        default=TURKLE_POOL,
+        help="unfinished tasks in Turkle's batch at the start of the warm-up and of every "
+        f"slice: topped up between slices, untimed (default {TURKLE_POOL})",
     )
     p.add_argument(
         "--qaportal-items",
         type=int,
         default=0,
-        help="items in the qaportal stage (default: sized to the run)",
+        help=f"items in the qaportal stage (default: room for {QAPORTAL_RATE_CAP} cycles/s "
+        "over the whole run)",
     )
     p.add_argument("--turkle-venv", default="", help="reuse this Turkle venv (development only)")
     p.add_argument("--qaportal-venv", default=str(ROOT / ".venv"))
@@ -704,14 +751,8 @@ def main() -> int:
     max_workers = max(levels)
     # Every level has its own warm-up; budget for all of it.
     total_s = (args.duration + args.warmup) * len(levels)
-    # Enough work that neither app runs out. Turkle's accept loads and locks every
-    # unfinished task of its batch (its cost grows with the batch: ~35 ms CPU/cycle at
-    # 700 tasks, ~58 at 3800), so it gets only what it can use at up to 40 cycles/s (it
-    # did up to 32 on a quiet machine), never less than 1,000 tasks, so that a --quick
-    # run cannot run dry. qaportal gets room for 250 cycles/s - a larger pool, which can
-    # only make qaportal look slower (its accept query also grows with the stage's HITs).
-    args.turkle_tasks = args.turkle_tasks or int(max(1000, 40 * total_s))
-    args.qaportal_items = args.qaportal_items or int(max(2000, 250 * total_s))
+    # Enough work that neither app runs out (see TURKLE_POOL and QAPORTAL_RATE_CAP).
+    args.qaportal_items = args.qaportal_items or int(max(2000, QAPORTAL_RATE_CAP * total_s))
 
     tmp = Path(tempfile.mkdtemp(prefix="qaportal-bench-"))
     log(f"temporary folder {tmp}")
@@ -778,8 +819,13 @@ def main() -> int:
             for app in drivers
         }
 
+        def top_up(app: str) -> None:
+            if app == "turkle":
+                turkle_top_up(int(cfgs["turkle"]["batch_id"]), args.turkle_tasks)
+
         if args.warmup > 0:
             for app, drv in drivers.items():
+                top_up(app)
                 log(f"{app}: warm-up {args.warmup:.0f}s at 4 workers")
                 res = asyncio.run(drive(drv, clients[app][:4], args.warmup, args.max_errors))
                 acked[app] += res.acked
@@ -794,8 +840,10 @@ def main() -> int:
             log(
                 f"level {level} workers: {args.rounds} rounds x {slice_s:.0f}s per app, alternating"
             )
+            least_left = dict.fromkeys(drivers, -1)
             for rnd in range(args.rounds):
                 for app in order if rnd % 2 == 0 else order[::-1]:
+                    top_up(app)
                     meters[app].start()
                     res = asyncio.run(
                         drive(drivers[app], clients[app][:level], slice_s, args.max_errors)
@@ -803,9 +851,14 @@ def main() -> int:
                     add_cpu(cpu[app], meters[app].stop())
                     merged[app].merge(res)
                     acked[app] += res.acked
+                    left = work_left(app, cfgs[app])
+                    least_left[app] = left if least_left[app] < 0 else min(left, least_left[app])
             for app in drivers:
                 rep = merged[app].report()
                 rep["cpu"] = cpu_report(cpu[app], rep["cycles"])
+                # Unfinished Turkle tasks / open qaportal places after the level's slices:
+                # 0 means the app ran out of work and the level is not valid.
+                rep["work_left_min"] = least_left[app]
                 report["levels"].append(rep)
                 log(
                     f"  {app}: {rep['cycles_per_s']} cycles/s, "
@@ -819,7 +872,9 @@ def main() -> int:
                         if args.proxy and app == "qaportal"
                         else ""
                     )
-                    + f"other processes {rep['cpu']['other_processes_cpu_pct']}%"
+                    + f"other processes {rep['cpu']['other_processes_cpu_pct']}%, "
+                    + f"work left {least_left[app]}"
+                    + (" (RAN OUT OF WORK: level invalid)" if least_left[app] == 0 else "")
                     + (f" first error: {rep['error_samples'][0]}" if rep["error_samples"] else "")
                 )
 
@@ -887,6 +942,11 @@ def summarize(report: dict[str, Any]) -> None:
         if app == "qaportal" and ("turkle", conc) in by and by[("turkle", conc)]["cycles_per_s"]:
             ratios[conc] = round(lv["cycles_per_s"] / by[("turkle", conc)]["cycles_per_s"], 2)
     report["ratio_qaportal_over_turkle"] = {str(k): v for k, v in ratios.items()}
+    report["levels_out_of_work"] = [
+        f"{lv['app']} K={lv['concurrency']}"
+        for lv in report["levels"]
+        if lv.get("work_left_min") == 0
+    ]
     goal = {}
     if by.get(("qaportal", 10)):
         q10 = by[("qaportal", 10)]
@@ -948,6 +1008,8 @@ def summarize(report: dict[str, Any]) -> None:
             f"(worst request p99 {goal['worst_request_p99_ms_at_10']} ms, cycle p99 "
             f"{goal['cycle_p99_ms_at_10']} ms), no lost/dup {goal['no_lost_or_duplicate']}"
         )
+    if report["levels_out_of_work"]:
+        print(f"  RAN OUT OF WORK (invalid): {', '.join(report['levels_out_of_work'])}")
     if "error" in report:
         print(f"  run error: {report['error']}")
 

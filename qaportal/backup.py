@@ -43,7 +43,7 @@ def _database() -> dict[str, Any]:
 
 
 def _postgres() -> bool:
-    return bool(_database()["ENGINE"] == "django.db.backends.postgresql")
+    return _database()["ENGINE"] in ("django.db.backends.postgresql", "qaportal.pgbackend")
 
 
 def _pg_args() -> tuple[list[str], dict[str, str]]:

@@ -159,6 +159,9 @@ if DATABASE_URL:
         "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
     }
     if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend with a health check that needs no round trip while the kept
+        # connection is quiet (qaportal/pgbackend/base.py).
+        DATABASES["default"]["ENGINE"] = "qaportal.pgbackend"
         DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = int(
             os.environ.get("DATABASE_CONNECT_TIMEOUT", "5")
         )
@@ -194,6 +197,8 @@ if DATABASE_REPLICA_URL:
     DATABASES["replica"] = dj_database_url.parse(
         DATABASE_REPLICA_URL, conn_max_age=60, conn_health_checks=True
     )
+    if DATABASES["replica"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["replica"]["ENGINE"] = "qaportal.pgbackend"
     DATABASES["replica"]["OPTIONS"] = {
         **DATABASES["default"].get("OPTIONS", {}),
         **DATABASES["replica"].get("OPTIONS", {}),

@@ -29,6 +29,7 @@ from campaigns.work.selectors.next_hit import (
     hits_conflicting,
     hits_open_ids,
     stage_excludes_own_work,
+    task_type_has_exclusive_keys,
     worker_exclusive_keys,
 )
 from campaigns.workforce.requirements import stage_refusal
@@ -104,6 +105,60 @@ SELECT {{worker_columns}},
 FROM campaigns_worker w WHERE w.id = %s
 """  # noqa: S608 - constant fragments, no input
 assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
+
+
+@functools.cache
+def _take_and_insert_sql(wait: bool) -> tuple[str, list[Any]]:
+    """PostgreSQL: the place taken (``_HIT_TAKE_SQL``) and the assignment inserted on it
+    in one statement, ``WITH taken AS (UPDATE … RETURNING id, provider) INSERT … SELECT
+    … FROM taken RETURNING id, hit_id, provider``; inserts nothing when no place was
+    taken. Parameters: the take's, then the assignment's fields but hit and provider
+    (in ``_assignment_insert``'s order), each cast to its column's type (a prepared
+    statement's parameters take their types from the casts, as an INSERT's VALUES
+    would from its columns)."""
+    _sql, fields, _returning = _assignment_insert(connection.vendor)
+    take = (_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL).strip()
+    columns, values, inserted = [], [], []
+    for f in fields:
+        columns.append(connection.ops.quote_name(str(f.column)))
+        if f.column == "hit_id":
+            values.append("taken.id")
+        elif f.column == "provider":
+            values.append("taken.provider")
+        else:
+            values.append(f"CAST(%s AS {f.db_type(connection)})")
+            inserted.append(f)
+    table = connection.ops.quote_name(Assignment._meta.db_table)
+    statement = (
+        f"WITH taken AS ({take}) INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608
+        f"SELECT {', '.join(values)} FROM taken RETURNING id, hit_id, provider"
+    )
+    return statement, inserted
+
+
+def _assignment_take(
+    *, stage: Stage, assignment: Assignment, now: datetime, wait: bool
+) -> Assignment | None:
+    """PostgreSQL, no exclusive keys: ``_hit_take`` and ``_assignment_create`` in one
+    statement (one round trip fewer per accept). ``assignment`` has every field but its
+    HIT and provider, which the statement fills in; None when no place was taken."""
+    sql, fields = _take_and_insert_sql(wait)
+    params: list[Any] = [
+        stage.pk,
+        connection.ops.adapt_datetimefield_value(now),
+        assignment.worker_id,
+        *ASSIGNMENT_HOLDING_STATES,
+    ]
+    params += [f.get_db_prep_save(f.pre_save(assignment, True), connection) for f in fields]
+    with connection.cursor() as cursor:
+        prepared.execute(cursor, sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    assignment.pk, assignment.hit_id, assignment.provider = row
+    assignment._state.adding = False
+    assignment._state.db = connection.alias
+    return assignment
 
 
 def _hit_take(
@@ -185,6 +240,18 @@ def hit_take_allowed(
     if allowed and can_skip:
         return _hit_take(stage=stage, worker_id=worker.pk, now=now, wait=True, among=allowed)
     return None
+
+
+def _takes_in_one_statement(*, stage: Stage, task_type: TaskType) -> bool:
+    """Whether accept takes the place and inserts the assignment in one statement: on
+    PostgreSQL, where ``hit_take_allowed`` takes the first open HIT as it is (a task
+    type without exclusive keys, a stage that does not keep workers from their own
+    work)."""
+    return (
+        connection.vendor == "postgresql"
+        and not task_type_has_exclusive_keys(task_type)
+        and not stage_excludes_own_work(stage=stage)
+    )
 
 
 @functools.cache
@@ -298,17 +365,22 @@ def assignment_accept(*, stage: Stage, worker: Worker | int) -> Assignment:
         if refusal is not None:
             raise WorkerNotAllowedError(refusal)
         task_type = task_type_get(stage.task_type)
-        taken = hit_take_allowed(stage=stage, worker=locked, task_type=task_type, now=now)
-        if taken is not None:
-            hit_id, provider = taken
-            return _assignment_create(
-                Assignment(
-                    hit_id=hit_id,
-                    worker_id=worker_id,
-                    provider=provider,
-                    status=AssignmentStatus.ACCEPTED,
-                    accepted_at=now,
-                    deadline=now + stage.assignment_duration,
-                )
-            )
+        assignment = Assignment(
+            worker_id=worker_id,
+            status=AssignmentStatus.ACCEPTED,
+            accepted_at=now,
+            deadline=now + stage.assignment_duration,
+        )
+        if _takes_in_one_statement(stage=stage, task_type=task_type):
+            # The place and the assignment in one statement (as below, one round trip).
+            created = _assignment_take(stage=stage, assignment=assignment, now=now, wait=False)
+            if created is None and connection.features.has_select_for_update_skip_locked:
+                created = _assignment_take(stage=stage, assignment=assignment, now=now, wait=True)
+            if created is not None:
+                return created
+        else:
+            taken = hit_take_allowed(stage=stage, worker=locked, task_type=task_type, now=now)
+            if taken is not None:
+                assignment.hit_id, assignment.provider = taken
+                return _assignment_create(assignment)
     raise NoWorkAvailableError("There is no task left for you in this stage. Thank you!")

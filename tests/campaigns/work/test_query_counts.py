@@ -111,3 +111,20 @@ def test_submit_and_page_cost_exactly_the_budget(worker_client):
     # Captured without BEGIN and COMMIT: the task page 1, the submission 4 (the issue 38
     # check read the stage config again: 5, within SUBMIT_MAX, unnoticed).
     assert (page, submit) == (1, 4)
+
+
+def test_accept_takes_the_place_and_inserts_in_one_statement(worker_client, task_type_name):
+    """PostgreSQL, no exclusive keys: the stage, BEGIN, the worker's checks, the place
+    taken with the assignment inserted (one statement), COMMIT; with exclusive keys the
+    place and the insert stay two statements (after the worker's keys)."""
+    client, stage = worker_client
+    _cycle(client, stage, text="warm up the session")
+    accept, _page, _submit = _cycle(client, stage, text="counted answer")
+    if connection.vendor != "postgresql":
+        return
+    assert accept == (5 if task_type_name == "test_echo_plain" else 7)
+    taken = Assignment.objects.filter(hit__stage=stage).order_by("-pk").first()
+    assert taken is not None
+    assert taken.status == AssignmentStatus.SUBMITTED
+    assert taken.provider == taken.hit.provider
+    assert taken.deadline == taken.accepted_at + stage.assignment_duration
