@@ -130,6 +130,104 @@ _ONE_UPDATE = """
     RETURN NULL;
 """.format(held=HELD, handed_in=HANDED_IN, no_entry=NO_ENTRY.format(id="one_.id"))
 
+# Many rows inserted or deleted: one pass over the rows joined with their HITs, each
+# summary grouped from it (``sign`` 1 or -1), in one statement. The same groups and sums
+# as 0017-0019's four statements (each group has at least one row, so their
+# ``HAVING sum(…) <> 0`` holds for all).
+_MANY_ROWS = (
+    "WITH s AS MATERIALIZED (SELECT t.id, t.status, t.worker_id, t.submitted_at, h.stage_id, "
+    "h.reward FROM {table} t JOIN campaigns_hit h ON h.id = t.hit_id), "
+    "counts AS (INSERT INTO campaigns_stageassignmentcountdelta (stage_id, status, n, changes) "
+    "SELECT stage_id, status, {sign} * count(*), count(*) FROM s GROUP BY 1, 2), "
+    "workers AS (INSERT INTO campaigns_stageworkercount (stage_id, worker_id, status, n, folded) "
+    "SELECT stage_id, worker_id, status, {sign} * count(*), false FROM s GROUP BY 1, 2, 3), "
+    "held AS (INSERT INTO campaigns_stageheldwork (stage_id, n, reward) "
+    "SELECT stage_id, {sign} * count(*), {sign} * sum(reward) FROM s "
+    f"WHERE status IN {HELD} AND {NO_ENTRY.format(id='s.id')} GROUP BY 1) "
+    "INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n) "
+    "SELECT stage_id, date_trunc('minute', submitted_at), {sign} * count(*) FROM s "
+    f"WHERE status IN {HANDED_IN} AND submitted_at IS NOT NULL GROUP BY 1, 2"
+)
+
+# Many rows updated: the rows whose counted columns changed (old and new versions side by
+# side, with their HITs' stages and rewards), read once; each summary's two sides from
+# them with its 0017-0019 condition, grouped and filtered as there; one statement.
+_SIDES = (
+    "SELECT {a} FROM m WHERE {cond} AND m.r_stage IS NOT NULL "
+    "UNION ALL SELECT {b} FROM m WHERE {cond} AND m.o_stage IS NOT NULL"
+)
+_COUNTED = "m.{t}s IN " + HANDED_IN + " AND m.{t}sub IS NOT NULL"
+_MANY_UPDATES = (
+    "WITH c AS (SELECT o.id, o.status AS os, r.status AS rs, o.hit_id AS oh, r.hit_id AS rh, "
+    "o.worker_id AS ow, r.worker_id AS rw, o.submitted_at AS osub, r.submitted_at AS rsub "
+    "FROM old_rows o JOIN new_rows r ON r.id = o.id WHERE o.status <> r.status "
+    "OR o.hit_id <> r.hit_id OR o.worker_id <> r.worker_id "
+    "OR o.submitted_at IS DISTINCT FROM r.submitted_at), "
+    "m AS MATERIALIZED (SELECT c.*, h.stage_id AS r_stage, h.reward AS r_reward, "
+    "CASE WHEN c.oh = c.rh THEN h.stage_id ELSE "
+    "(SELECT x.stage_id FROM campaigns_hit x WHERE x.id = c.oh) END AS o_stage, "
+    "CASE WHEN c.oh = c.rh THEN h.reward ELSE "
+    "(SELECT x.reward FROM campaigns_hit x WHERE x.id = c.oh) END AS o_reward "
+    "FROM c LEFT JOIN campaigns_hit h ON h.id = c.rh), "
+    "counts AS (INSERT INTO campaigns_stageassignmentcountdelta (stage_id, status, n, changes) "
+    "SELECT stage_id, status, sum(d), count(*) FROM ("
+    + _SIDES.format(
+        a="m.r_stage, m.rs, 1", b="m.o_stage, m.os, -1", cond="(m.os <> m.rs OR m.oh <> m.rh)"
+    )
+    + ") x (stage_id, status, d) GROUP BY 1, 2), "
+    "workers AS (INSERT INTO campaigns_stageworkercount (stage_id, worker_id, status, n, folded) "
+    "SELECT stage_id, worker_id, status, sum(d), false FROM ("
+    + _SIDES.format(
+        a="m.r_stage, m.rw, m.rs, 1",
+        b="m.o_stage, m.ow, m.os, -1",
+        cond="(m.os <> m.rs OR m.oh <> m.rh OR m.ow <> m.rw)",
+    )
+    + ") x (stage_id, worker_id, status, d) GROUP BY 1, 2, 3 HAVING sum(d) <> 0), "
+    "held AS (INSERT INTO campaigns_stageheldwork (stage_id, n, reward) "
+    "SELECT stage_id, sum(d), sum(d * reward) FROM ("
+    + _SIDES.format(
+        a="m.id, m.r_stage, m.r_reward, 1", b="m.id, m.o_stage, m.o_reward, -1", cond="{cond}"
+    )
+    .replace(
+        "{cond} AND m.r_stage",
+        f"m.rs IN {HELD} AND (m.os NOT IN {HELD} OR m.oh <> m.rh) AND m.r_stage",
+    )
+    .replace(
+        "{cond} AND m.o_stage",
+        f"m.os IN {HELD} AND (m.rs NOT IN {HELD} OR m.oh <> m.rh) AND m.o_stage",
+    )
+    + f") x (id, stage_id, reward, d) WHERE {NO_ENTRY.format(id='x.id')} "
+    "GROUP BY 1 HAVING sum(d) <> 0) "
+    "INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n) "
+    "SELECT stage_id, minute, sum(d) FROM ("
+    + _SIDES.format(
+        a="m.r_stage, date_trunc('minute', m.rsub), 1",
+        b="m.o_stage, date_trunc('minute', m.osub), -1",
+        cond="{cond}",
+    )
+    .replace(
+        "{cond} AND m.r_stage",
+        "((" + _COUNTED.format(t="o") + ") IS DISTINCT FROM (" + _COUNTED.format(t="r") + ") "
+        "OR m.oh <> m.rh OR m.osub IS DISTINCT FROM m.rsub) AND "
+        + _COUNTED.format(t="r")
+        + " AND m.r_stage",
+    )
+    .replace(
+        "{cond} AND m.o_stage",
+        "((" + _COUNTED.format(t="o") + ") IS DISTINCT FROM (" + _COUNTED.format(t="r") + ") "
+        "OR m.oh <> m.rh OR m.osub IS DISTINCT FROM m.rsub) AND "
+        + _COUNTED.format(t="o")
+        + " AND m.o_stage",
+    )
+    + ") x (stage_id, minute, d) GROUP BY 1, 2 HAVING sum(d) <> 0"
+)
+_MANY = {
+    "insert": _MANY_ROWS.format(table="new_rows", sign=1),
+    "update": _MANY_UPDATES,
+    "delete": _MANY_ROWS.format(table="old_rows", sign=-1),
+}
+
+
 _HIT_DECLARE = """
     one_ record;
 """
@@ -232,7 +330,7 @@ def merge(apps, schema_editor) -> None:
     with schema_editor.connection.cursor() as cursor:
         for op in TABLES:
             old = [f"campaigns_assignment_{kind}_{op}" for kind in OLD_ASSIGNMENT]
-            merged = [s for name in old for s in _static(_source(cursor, name))]
+            merged = [_MANY[op]]
             table = "old_rows" if op == "delete" else "new_rows"
             name = f"campaigns_assignment_summaries_{op}"
             statements += [
