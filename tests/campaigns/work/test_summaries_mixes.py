@@ -48,7 +48,7 @@ def _pick(rng: random.Random, ids: list[int], n: int) -> list[int]:
     return rng.sample(ids, min(n, len(ids)))
 
 
-def _write(rng: random.Random, stages: list, people: list, n: int) -> None:  # noqa: C901
+def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
     assignments = list(Assignment.objects.values_list("pk", flat=True))
     hit_ids = list(HIT.objects.values_list("pk", flat=True))
     now = timezone.now()
