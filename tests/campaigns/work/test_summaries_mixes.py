@@ -122,9 +122,7 @@ def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
                 if stage_id == stage.pk
             ]
             if bonuses:
-                ledger_bonuses_write(
-                    stage=stage, bonuses=bonuses, status="planned", currency="USD"
-                )
+                ledger_bonuses_write(stage=stage, bonuses=bonuses, status="planned", currency="USD")
     else:
         entries = list(LedgerEntry.objects.values_list("pk", flat=True))
         LedgerEntry.objects.filter(pk__in=_pick(rng, entries, n)).delete()
