@@ -16,11 +16,17 @@ Now each write of ``campaigns_assignment`` fires one function
 - no row: nothing;
 - one row (a worker's accept, page or submit; a single decision): it reads the row (old
   and new) once, returns at once when no counted column changed, else reads its HIT(s)
-  once and inserts each summary's delta from PL/pgSQL values: the same rows the
-  statements below would insert (same grouping, same ``HAVING``), without their joins;
-- more rows: the statements of 0017-0019 as they were (read back from the catalogue,
-  so their SQL is unchanged), planned once up to ``SMALL`` rows and through ``EXECUTE``
-  above (0021).
+  once and inserts each summary's delta from PL/pgSQL values: the rows the set-based
+  statements would insert (same groups, same sums), without their joins;
+- more rows (assignments): one statement reads the changed rows with their HITs once
+  and inserts every summary's deltas from that read (data-modifying CTEs), instead of
+  four statements each joining ``old_rows``, ``new_rows`` and the HITs again; planned
+  once up to ``SMALL`` rows, through ``EXECUTE`` above (0021). HITs keep 0018's
+  statements (read back from the catalogue).
+
+One correction: held work moved between two HITs of one stage with different rewards
+(its count unchanged) lost the reward's difference, 0018 keeping a group only when its
+count moved; here a group is kept when its count or its reward moves.
 
 The old triggers are dropped; their functions stay (unused) so that reversing
 recreates the triggers exactly as they were.
@@ -117,7 +123,8 @@ _ONE_UPDATE = """
         FROM (VALUES (r_stage_, r_reward_, CASE WHEN held_in_ THEN 1 END),
                      (o_stage_, o_reward_, CASE WHEN held_out_ THEN -1 END))
             d (stage_id, reward, n)
-        WHERE d.stage_id IS NOT NULL AND d.n IS NOT NULL GROUP BY 1 HAVING sum(d.n) <> 0;
+        WHERE d.stage_id IS NOT NULL AND d.n IS NOT NULL GROUP BY 1
+        HAVING sum(d.n) <> 0 OR sum(d.n * d.reward) <> 0;
     END IF;
     IF minutes_ AND (counted_o_ OR counted_r_) THEN
         INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n)
@@ -164,11 +171,8 @@ _MANY_UPDATES = (
     "OR o.hit_id <> r.hit_id OR o.worker_id <> r.worker_id "
     "OR o.submitted_at IS DISTINCT FROM r.submitted_at), "
     "m AS MATERIALIZED (SELECT c.*, h.stage_id AS r_stage, h.reward AS r_reward, "
-    "CASE WHEN c.oh = c.rh THEN h.stage_id ELSE "
-    "(SELECT x.stage_id FROM campaigns_hit x WHERE x.id = c.oh) END AS o_stage, "
-    "CASE WHEN c.oh = c.rh THEN h.reward ELSE "
-    "(SELECT x.reward FROM campaigns_hit x WHERE x.id = c.oh) END AS o_reward "
-    "FROM c LEFT JOIN campaigns_hit h ON h.id = c.rh), "
+    "g.stage_id AS o_stage, g.reward AS o_reward FROM c "
+    "LEFT JOIN campaigns_hit h ON h.id = c.rh LEFT JOIN campaigns_hit g ON g.id = c.oh), "
     "counts AS (INSERT INTO campaigns_stageassignmentcountdelta (stage_id, status, n, changes) "
     "SELECT stage_id, status, sum(d), count(*) FROM ("
     + _SIDES.format(
@@ -197,7 +201,7 @@ _MANY_UPDATES = (
         f"m.os IN {HELD} AND (m.rs NOT IN {HELD} OR m.oh <> m.rh) AND m.o_stage",
     )
     + f") x (id, stage_id, reward, d) WHERE {NO_ENTRY.format(id='x.id')} "
-    "GROUP BY 1 HAVING sum(d) <> 0) "
+    "GROUP BY 1 HAVING sum(d) <> 0 OR sum(d * reward) <> 0) "
     "INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n) "
     "SELECT stage_id, minute, sum(d) FROM ("
     + _SIDES.format(

@@ -11,6 +11,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import IntegrityError, connection, transaction
+from django.db.models import BigIntegerField, Case, F, Value, When
 from django.utils import timezone
 
 from campaigns.models import HIT, Assignment, AssignmentStatus, HITStatus, LedgerEntry
@@ -49,8 +50,8 @@ def _pick(rng: random.Random, ids: list[int], n: int) -> list[int]:
 
 
 def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
-    assignments = list(Assignment.objects.values_list("pk", flat=True))
-    hit_ids = list(HIT.objects.values_list("pk", flat=True))
+    assignments = list(Assignment.objects.order_by("pk").values_list("pk", flat=True))
+    hit_ids = list(HIT.objects.order_by("pk").values_list("pk", flat=True))
     now = timezone.now()
     kind = rng.randrange(11)
     ids = _pick(rng, assignments, n)
@@ -87,8 +88,7 @@ def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
             expires_at=now + timedelta(days=rng.randint(1, 9))
         )
     elif kind == 7:  # new assignments, one or in bulk
-        hit = HIT.objects.filter(pk__in=hit_ids).order_by("?").first()
-        assert hit is not None
+        hit = HIT.objects.get(pk=rng.choice(hit_ids))
         Assignment.objects.bulk_create(
             Assignment(
                 hit=hit,
@@ -107,7 +107,7 @@ def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
         LedgerEntry.objects.filter(assignment_id__in=ids).delete()
         rows.delete()
     elif kind == 9:  # ledger entries for some, then some deleted
-        chosen = list(rows.values_list("pk", "worker_id", "hit__stage_id"))
+        chosen = list(rows.order_by("pk").values_list("pk", "worker_id", "hit__stage_id"))
         for stage in stages:
             bonuses = [
                 LedgerBonus(
@@ -124,7 +124,7 @@ def _write(rng: random.Random, stages: list, people: list, n: int) -> None:
             if bonuses:
                 ledger_bonuses_write(stage=stage, bonuses=bonuses, status="planned", currency="USD")
     else:
-        entries = list(LedgerEntry.objects.values_list("pk", flat=True))
+        entries = list(LedgerEntry.objects.order_by("pk").values_list("pk", flat=True))
         LedgerEntry.objects.filter(pk__in=_pick(rng, entries, n)).delete()
 
 
@@ -149,3 +149,31 @@ def test_random_mixes_of_single_and_bulk_writes_leave_the_summaries_exact(seed):
         if step == 30:
             stage_counters_compact()
     _stage_counters_agree(stage, other)
+
+
+@pytest.mark.parametrize("many", [False, True])
+def test_held_work_moved_to_a_hit_of_the_same_stage_with_another_reward(many):
+    """Held work moving between two HITs of one stage: the count is unchanged, the
+    reward moves by the difference (0018's ``HAVING`` on the count alone dropped it)."""
+    stage, _, rows = _work(12)  # 12 HITs x 2 workers, all submitted (held)
+    first, second = HIT.objects.filter(stage=stage).order_by("pk")[:2]
+    HIT.objects.filter(pk=second.pk).update(reward=first.reward + Decimal("0.25"))
+    (moved,) = [r.pk for r in rows if r.hit_id == first.pk][:1]
+    # One row, or more than 8 in one statement (the others' answers only).
+    others = [r.pk for r in rows if r.hit_id not in (first.pk, second.pk)][: 9 if many else 0]
+    new = worker("moved")
+    Assignment.objects.filter(pk__in=[moved, *others]).update(
+        hit_id=Case(
+            When(pk=moved, then=Value(second.pk, output_field=BigIntegerField())),
+            default=F("hit_id"),
+            output_field=BigIntegerField(),
+        ),
+        worker_id=Case(
+            When(pk=moved, then=Value(new.pk, output_field=BigIntegerField())),
+            default=F("worker_id"),
+            output_field=BigIntegerField(),
+        ),
+        answers={"again": True},
+    )
+    assert Assignment.objects.get(pk=moved).hit_id == second.pk
+    _stage_counters_agree(stage)
