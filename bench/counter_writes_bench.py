@@ -15,7 +15,8 @@ in the app's.
    the counters' triggers on and off (``ALTER TABLE … DISABLE TRIGGER``), so that load
    drifting on a shared machine falls on both alike. Reports the PostgreSQL backend's
    CPU (``/proc``: 10 ms ticks, hence many cycles) per accept and per submit, with and
-   without the triggers: the difference is what the counters cost a worker.
+   without the triggers: the difference is what the counters cost a worker (after
+   migration 0022, one trigger per write holds every assignment summary: all toggled).
 2. Concurrent: ``--threads`` threads (one connection each, a new worker every
    ``--per-worker`` cycles) accept and then submit, or return (``--return-share``),
    ``--concurrent-cycles`` times each, with no retry of a deadlock's victim
@@ -65,11 +66,18 @@ from campaigns.work.selectors.counts import (  # noqa: E402
 from campaigns.work.submission import assignment_submit_for_workers  # noqa: E402
 from qaportal import deadlock  # noqa: E402
 
-TRIGGERS = [
-    "campaigns_assignment_counts_insert",
-    "campaigns_assignment_counts_update",
-    "campaigns_assignment_counts_delete",
-]
+# The assignment counters' triggers: ``campaigns_assignment_counts_<op>`` up to migration
+# 0021, ``campaigns_assignment_summaries_<op>`` (every assignment summary in one) after.
+TRIGGER_PREFIXES = ("campaigns_assignment_counts_", "campaigns_assignment_summaries_")
+
+
+def trigger_names() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tgname FROM pg_trigger WHERE tgrelid = 'campaigns_assignment'::regclass "
+            "AND NOT tgisinternal ORDER BY tgname"
+        )
+        return [name for (name,) in cursor.fetchall() if name.startswith(TRIGGER_PREFIXES)]
 
 
 def trigger_stats() -> dict[str, Any]:
@@ -82,11 +90,12 @@ def trigger_stats() -> dict[str, Any]:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT funcname, calls, total_time FROM pg_stat_user_functions "
-            "WHERE funcname LIKE 'campaigns_assignment_counts_%' ORDER BY funcname"
+            "WHERE funcname LIKE 'campaigns_assignment_counts_%' "
+            "OR funcname LIKE 'campaigns_assignment_summaries_%' ORDER BY funcname"
         )
         rows = cursor.fetchall()
     return {
-        name.removeprefix("campaigns_assignment_counts_"): {
+        name.removeprefix("campaigns_assignment_"): {
             "calls": calls,
             "us_per_call": round(1000 * total / max(1, calls), 1),
         }
@@ -111,7 +120,7 @@ def backend_cpu() -> float:
 def triggers(on: bool) -> None:
     verb = "ENABLE" if on else "DISABLE"
     with connection.cursor() as cursor:
-        for name in TRIGGERS:
+        for name in trigger_names():
             cursor.execute(f"ALTER TABLE campaigns_assignment {verb} TRIGGER {name}")
 
 
@@ -290,6 +299,9 @@ def main() -> int:
         out["concurrent_triggers"] = trigger_stats()
     out["load_after"] = round(os.getloadavg()[0], 2)
     counts.stage_assignment_counts_rebuild(stage_ids=[stage.pk])
+    rebuild = getattr(counts, "stage_counters_rebuild", None)
+    if rebuild is not None:  # the other summaries, toggled with them since 0022
+        rebuild(stage_ids=[stage.pk])
     kept = stage_assignment_counts(stage_ids=[stage.pk])
     assert kept == stage_assignment_counts_full(stage_ids=[stage.pk]), kept
     out["counts"] = kept.get(stage.pk, {})
