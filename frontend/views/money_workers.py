@@ -191,6 +191,7 @@ def _render_workers(
             "page": page,
             "rows": page.object_list,
             "query": query.urlencode(),
+            "quality_as_of": rows.quality_as_of,
             "action_form": action_form or WorkerActionForm(campaign=campaign),
             "can_block": campaign_can_manage(campaign=campaign, user=request.user),
             "moves_money": shows_money(campaign),
