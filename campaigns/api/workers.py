@@ -124,6 +124,15 @@ class CampaignWorkerListApi(generics.GenericAPIView):
             default="pseudonym",
         )
 
+    def _page_hint(self) -> tuple[int, int] | None:
+        """The slice the paginator will ask for (read with the count in one query)."""
+        paginator = self.paginator
+        size = paginator.get_page_size(self.request) if paginator is not None else None
+        number = self.request.query_params.get("page") or "1"
+        if not size or not number.isdigit() or int(number) < 1:
+            return None
+        return (int(number) - 1) * size, size
+
     @extend_schema(
         parameters=[WorkerFilterSerializer],
         responses={200: WorkerRowSerializer(many=True), 400: BAD_INPUT, 404: NOT_VISIBLE},
@@ -131,7 +140,7 @@ class CampaignWorkerListApi(generics.GenericAPIView):
     def get(self, request: Request, slug: str) -> Response:
         campaign = campaign_or_404(request=request, slug=slug)
         filters = validated(self.WorkerFilterSerializer, request.query_params)
-        rows = campaign_worker_table(campaign=campaign, **filters)
+        rows = campaign_worker_table(campaign=campaign, **filters, page_hint=self._page_hint())
         page = self.paginate_queryset(rows)
         data = WorkerRowSerializer(page if page is not None else rows, many=True).data
         return self.get_paginated_response(data) if page is not None else Response(data)

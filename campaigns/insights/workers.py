@@ -172,6 +172,7 @@ def campaign_worker_table(
     blocked: bool | None = None,
     arm: str | None = None,
     ordering: str = "pseudonym",
+    page_hint: tuple[int, int] | None = None,
 ) -> WorkerTable:
     """The workers of ``campaign``, filtered and ordered, one page at a time.
 
@@ -190,12 +191,20 @@ def campaign_worker_table(
     median time and paste share from the campaign's snapshot (``CampaignWorkerQuality``),
     which this schedules a refresh of when the work moved past it or it is older than
     ``QUALITY_CACHE_SECONDS`` (``worker_quality_schedule``).
+
+    ``page_hint`` (offset, limit): the slice the caller will ask for; ``count()`` then
+    reads it with the count in one query (the paginator counts before it slices).
     """
     if ordering.lstrip("-") not in ORDERING_FIELDS:
         raise ValueError(f"Unknown ordering {ordering!r}.")
-    as_of = worker_quality_schedule(campaign=campaign)
+    if status is not None and status not in _STATUSES:
+        raise ValueError(f"Unknown status {status!r}.")
+    stage_ids = list(campaign.stages.values_list("pk", flat=True))
+    as_of = worker_quality_schedule(campaign=campaign, stage_ids=stage_ids)
     return WorkerTable(
         campaign=campaign,
+        stage_ids=stage_ids,
+        page_hint=page_hint,
         status=status,
         min_approval=min_approval,
         blocked=blocked,
@@ -212,6 +221,8 @@ class WorkerTable:
         self,
         *,
         campaign: Campaign,
+        stage_ids: list[int],
+        page_hint: tuple[int, int] | None,
         status: str | None,
         min_approval: float | None,
         blocked: bool | None,
@@ -222,11 +233,16 @@ class WorkerTable:
         self.campaign = campaign
         self.ordering = ordering
         self.quality_as_of = quality_as_of
+        self._stage_ids = stage_ids
         self._filters = (status, min_approval, blocked, arm)
+        self._hint = page_hint
         self._count: int | None = None
         self._sql: tuple[str, list[Any]] | None = None
+        self._read: dict[tuple[int, int | None], list[WorkerRow]] = {}
 
     def count(self) -> int:
+        if self._count is None and self._hint is not None:
+            self._rows(offset=self._hint[0], limit=self._hint[1])
         if self._count is None:
             sql, params = self._table_sql()
             found = _fetch(f"SELECT COUNT(*) AS n FROM ({sql}) t", params)  # noqa: S608
@@ -259,12 +275,14 @@ class WorkerTable:
 
     def _table_sql(self) -> tuple[str, list[Any]]:
         if self._sql is None:
-            self._sql = _table_sql(self.campaign, *self._filters)
+            self._sql = _table_sql(self.campaign, self._stage_ids, *self._filters)
         return self._sql
 
     def _rows(self, *, offset: int, limit: int | None) -> list[WorkerRow]:
         if limit == 0:
             return []
+        if (offset, limit) in self._read:
+            return self._read[(offset, limit)]
         sql, params = self._table_sql()
         key = self.ordering.lstrip("-")
         way = "DESC" if self.ordering.startswith("-") else "ASC"
@@ -275,12 +293,17 @@ class WorkerTable:
             cut, extra = " LIMIT %s OFFSET %s", [-1 if connection.vendor == "sqlite" else None]
         else:
             cut, extra = " LIMIT %s OFFSET %s", [limit]
+        # The count of the whole table with the page (a window over every row).
         found = _fetch(
-            f"SELECT * FROM ({sql}) t ORDER BY {order}{cut}",  # noqa: S608 (built here)
+            f"SELECT t.*, COUNT(*) OVER () AS table_count FROM ({sql}) t "  # noqa: S608 (built here)
+            f"ORDER BY {order}{cut}",
             [*params, *extra, offset],
         )
+        if found:
+            self._count = int(found[0]["table_count"])
         rows = [_row(r) for r in found]
         _add_qualifications(campaign=self.campaign, rows=rows)
+        self._read[(offset, limit)] = rows
         return rows
 
 
@@ -300,6 +323,7 @@ _STATUSES = [s.value for s in AssignmentStatus]
 
 def _table_sql(
     campaign: Campaign,
+    stage_ids: list[int],
     status: str | None,
     min_approval: float | None,
     blocked: bool | None,
@@ -307,8 +331,12 @@ def _table_sql(
 ) -> tuple[str, list[Any]]:
     """One row per worker of the campaign with every column the table shows but the
     qualifications, filtered (``WHERE``), for the caller to count or order and cut."""
-    stage_ids = list(campaign.stages.values_list("pk", flat=True)) or [0]
+    stage_ids = stage_ids or [0]
     marks = ", ".join(["%s"] * len(stage_ids))
+    # The statuses shown, and the one filtered by.
+    statuses = [str(x) for x in HANDED_IN]
+    if status is not None and status not in statuses:
+        statuses.append(status)
     real = "double precision" if connection.vendor == "postgresql" else "REAL"
     if connection.vendor == "postgresql":
         # The per-worker counters' deltas (summed), kept by the assignments' triggers.
@@ -321,9 +349,9 @@ def _table_sql(
             f"SELECT a.worker_id, a.status, 1 AS n FROM {Assignment._meta.db_table} a "  # noqa: S608
             f"JOIN {HIT._meta.db_table} h ON h.id = a.hit_id WHERE h.stage_id IN ({marks})"
         )
-    params: list[Any] = [*_STATUSES, *stage_ids]
+    params: list[Any] = [*statuses, *stage_ids]
     by_status = ", ".join(
-        f"CAST(SUM(CASE WHEN status = %s THEN n ELSE 0 END) AS bigint) AS s_{s}" for s in _STATUSES
+        f"CAST(SUM(CASE WHEN status = %s THEN n ELSE 0 END) AS bigint) AS s_{s}" for s in statuses
     )
     kinds, paid = list(EARNING_KINDS), [LedgerStatus.COMMITTED, LedgerStatus.PAID]
     sql = f"""
@@ -358,7 +386,7 @@ def _table_sql(
             COALESCE(q.gold_total, 0) AS gold_total,
             q.gold_accuracy, q.agreement, q.median_work_seconds, q.paste_share,
             COALESCE(e.amount, 0) AS earnings,
-            {", ".join(f"COALESCE(c.s_{s}, 0) AS s_{s}" for s in _STATUSES)}
+            {", ".join(f"COALESCE(c.s_{s}, 0) AS s_{s}" for s in statuses)}
         FROM members m
         JOIN {Worker._meta.db_table} w ON w.id = m.worker_id
         LEFT JOIN counts c ON c.worker_id = m.worker_id
@@ -371,8 +399,6 @@ def _table_sql(
     params += [campaign.pk, *kinds, *paid, campaign.pk, campaign.owner_id, campaign.pk, campaign.pk]
     where, more = [], []
     if status is not None:
-        if status not in _STATUSES:
-            raise ValueError(f"Unknown status {status!r}.")
         where.append(f"s_{status} > 0")
     if min_approval is not None:
         where.append("approval_rate >= %s")
@@ -408,7 +434,7 @@ def _row(r: dict[str, Any]) -> WorkerRow:
         median_work_seconds=_float(r["median_work_seconds"]),
         paste_share=_float(r["paste_share"]),
         earnings=Decimal(str(r["earnings"])).quantize(CENT),
-        statuses={s for s in _STATUSES if r[f"s_{s}"]},
+        statuses={s for s in _STATUSES if r.get(f"s_{s}")},
     )
 
 
@@ -438,11 +464,10 @@ def _add_qualifications(*, campaign: Campaign, rows: list[WorkerRow]) -> None:
 # --- The slow numbers: a snapshot per campaign, refreshed in the background ---------------
 
 
-def _fingerprint(campaign: Campaign) -> str:
+def _fingerprint(stage_ids: list[int]) -> str:
     """The stages' work versions (``stage_work_versions``) as one digest: "" for none.
     Where the database keeps no assignment counters (a SQLite database whose triggers
     are gone), the stages' assignments counted by status instead (embedded scale)."""
-    stage_ids = list(campaign.stages.values_list("pk", flat=True))
     versions: Any = stage_work_versions(stage_ids=stage_ids)
     if not versions and connection.vendor != "postgresql":
         versions = stage_assignment_counts_full(stage_ids=stage_ids)
@@ -460,13 +485,13 @@ def _empty_key(campaign_id: int) -> str:
     return f"qaportal:worker-quality-empty:{campaign_id}"
 
 
-def worker_quality_schedule(*, campaign: Campaign) -> datetime | None:
+def worker_quality_schedule(*, campaign: Campaign, stage_ids: list[int]) -> datetime | None:
     """Schedule ``REFRESH_TASK`` for ``campaign`` when its snapshot is behind its work or
     older than ``QUALITY_CACHE_SECONDS`` (once: a lock in the cache holds until the run
     ends), no sooner than ``REFRESH_MIN_SECONDS`` and ``REFRESH_SPACING`` times the last
     run's duration after the last run. Returns when the snapshot was computed (None:
     never). In eager mode (no Celery worker: the embedded default, tests) it runs here."""
-    fingerprint = _fingerprint(campaign)
+    fingerprint = _fingerprint(stage_ids)
     state = (
         CampaignWorkerQuality.objects.filter(campaign=campaign)
         .values_list("fingerprint", "computed_at", "seconds")
@@ -510,7 +535,8 @@ def worker_quality_refresh(*, campaign_id: int) -> int:
         if campaign is None:
             return 0
         started, now = time.perf_counter(), timezone.now()
-        fingerprint = _fingerprint(campaign)  # before reading: later work shows as behind
+        stage_ids = list(campaign.stages.values_list("pk", flat=True))
+        fingerprint = _fingerprint(stage_ids)  # before reading: later work shows as behind
         found = _worker_quality(campaign=campaign)
         seconds = time.perf_counter() - started
         rows = [
