@@ -14,6 +14,7 @@ from typing import Any
 from django.http import Http404
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -127,7 +128,9 @@ class CampaignWorkerListApi(generics.GenericAPIView):
     def _page_hint(self) -> tuple[int, int] | None:
         """The slice the paginator will ask for (read with the count in one query)."""
         paginator = self.paginator
-        size = paginator.get_page_size(self.request) if paginator is not None else None
+        if not isinstance(paginator, PageNumberPagination):
+            return None
+        size = paginator.get_page_size(self.request)
         number = self.request.query_params.get("page") or "1"
         if not size or not number.isdigit() or int(number) < 1:
             return None
@@ -141,7 +144,7 @@ class CampaignWorkerListApi(generics.GenericAPIView):
         campaign = campaign_or_404(request=request, slug=slug)
         filters = validated(self.WorkerFilterSerializer, request.query_params)
         rows = campaign_worker_table(campaign=campaign, **filters, page_hint=self._page_hint())
-        page = self.paginate_queryset(rows)
+        page = self.paginate_queryset(rows)  # type: ignore[arg-type]  # a lazy sequence
         data = WorkerRowSerializer(page if page is not None else rows, many=True).data
         return self.get_paginated_response(data) if page is not None else Response(data)
 

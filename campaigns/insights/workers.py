@@ -281,8 +281,12 @@ class WorkerTable:
     def _rows(self, *, offset: int, limit: int | None) -> list[WorkerRow]:
         if limit == 0:
             return []
-        if (offset, limit) in self._read:
-            return self._read[(offset, limit)]
+        for (start, size), read in self._read.items():
+            # The same start, and a read as long or that reached the table's end.
+            if start == offset and (size is None or (limit is not None and size >= limit)):
+                return read[:limit]
+            if start == offset and size is not None and len(read) < size:
+                return read[:limit]
         sql, params = self._table_sql()
         key = self.ordering.lstrip("-")
         way = "DESC" if self.ordering.startswith("-") else "ASC"
@@ -397,7 +401,8 @@ def _table_sql(
         LEFT JOIN earned e ON e.worker_id = m.worker_id
     """  # noqa: S608 (tables and columns of this module's models; values are parameters)
     params += [campaign.pk, *kinds, *paid, campaign.pk, campaign.owner_id, campaign.pk, campaign.pk]
-    where, more = [], []
+    where: list[str] = []
+    more: list[Any] = []
     if status is not None:
         where.append(f"s_{status} > 0")
     if min_approval is not None:

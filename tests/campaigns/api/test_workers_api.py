@@ -526,5 +526,5 @@ def test_worker_table_quality_is_computed_in_the_background_once(requester, monk
     assert workers.worker_quality_refresh(campaign_id=campaign.pk) == 3
     table = workers.campaign_worker_table(campaign=campaign)
     assert table.quality_as_of is not None
-    assert sorted(r.median_work_seconds for r in table) == [60.0, 61.0, 62.0]
+    assert sorted(r.median_work_seconds or 0 for r in table) == [60.0, 61.0, 62.0]
     assert len(sent) == 1
