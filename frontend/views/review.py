@@ -40,6 +40,7 @@ from campaigns.work.selectors.review import (
     assignment_list_for_campaign,
     assignment_review_queue,
     hit_items_by_hit,
+    queue_page,
     review_queue_size,
     telemetry_summary,
     worker_history_in_campaign,
@@ -347,7 +348,9 @@ def _review_page(
     if size is not None:
         paginator.count = size
     page = paginator.get_page(query.get("page"))
-    assignments: list[Assignment] = list(page.object_list)
+    cut = page.object_list  # the queue's slice, not yet read
+    assert isinstance(cut, QuerySet)
+    assignments: list[Assignment] = queue_page(cut)
     items = hit_items_by_hit(hit_ids=[a.hit_id for a in assignments])
     history = worker_history_in_campaign(
         campaign=campaign, worker_ids={a.worker_id for a in assignments}, stage_ids=stage_ids

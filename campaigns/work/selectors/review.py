@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db import connections, transaction
 from django.db.models import F, QuerySet, Sum
 
 from campaigns.design.selectors import campaign_list_visible
@@ -100,6 +101,21 @@ def assignment_review_queue(
     # The same order (a submitted assignment always has its submission time), written
     # so that the queue's index (submitted_at ASC NULLS LAST) cannot serve it.
     return queue.order_by(F("submitted_at").asc(nulls_first=True), "id")
+
+
+def queue_page(queryset: QuerySet[Assignment]) -> list[Assignment]:
+    """A page of a review queue (``queryset`` already cut), read without parallel workers
+    and without JIT on PostgreSQL: a small campaign's queue is planned as if its stages
+    held the average stage's HITs, and launching two workers (or compiling the plan) for
+    its few hundred rows cost 20 to 25 ms quiet, far more under load, against ~2 ms for the
+    read itself. A big campaign's queue walks its index in order and used neither."""
+    connection = connections[queryset.db]
+    if connection.vendor != "postgresql":
+        return list(queryset)
+    with transaction.atomic(using=queryset.db), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cursor.execute("SET LOCAL jit = off")  # the same misestimate would compile it
+        return list(queryset)
 
 
 def review_queue_size(
