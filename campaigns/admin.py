@@ -27,6 +27,7 @@ from campaigns.models import (
     Assignment,
     Campaign,
     CampaignWorker,
+    CampaignWorkerQuality,
     Datasheet,
     DetachedAnswer,
     ExportAudit,
@@ -532,6 +533,13 @@ class LedgerStageTotalAdmin(_DeltasAdmin):
 class LedgerWorkerTotalAdmin(_DeltasAdmin):
     list_display = ("id", "campaign", "worker", "kind", "status", "n", "amount")
     list_filter = ("kind", "status")
+    raw_id_fields = ("campaign", "worker")
+
+
+@admin.register(CampaignWorkerQuality)
+class CampaignWorkerQualityAdmin(ViewOnlyMixin, admin.ModelAdmin):
+    # A snapshot the workers table's reader schedules (campaigns.worker_quality_refresh).
+    list_display = ("id", "campaign", "worker", "gold_accuracy", "agreement", "computed_at")
     raw_id_fields = ("campaign", "worker")
 
 

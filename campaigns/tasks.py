@@ -179,6 +179,20 @@ def summaries_compact_task() -> int:
 # --- Background jobs: exports and large uploads (campaigns/jobs.py) -----------
 
 
+@shared_task(name="campaigns.worker_quality_refresh", acks_late=True)
+def worker_quality_refresh_task(campaign_id: int) -> int:
+    """Recompute the workers table's slow numbers of campaign ``campaign_id`` (gold
+    accuracy, agreement, median time, paste share): the rows written. Sent by the
+    table's reader when its snapshot is behind (``worker_quality_schedule``).
+
+    Idempotent (the campaign's snapshot is replaced whole); retries nothing (the next
+    reader of a stale table sends it again).
+    """
+    from campaigns.insights.workers import worker_quality_refresh
+
+    return worker_quality_refresh(campaign_id=campaign_id)
+
+
 @shared_task(name="campaigns.job_run", time_limit=3600, soft_time_limit=3540)
 def job_run_task(job_id: str) -> str:
     """Run export or upload job ``job_id``; its status afterwards.

@@ -47,6 +47,7 @@ from frontend.views.money_workers import (
 from frontend.views.quality import campaign_quality_view, stage_agreement_chart_view
 from frontend.views.review import (
     campaign_review,
+    review_as_worker_view,
     review_block_view,
     review_bonus_view,
     review_bulk_view,
@@ -194,6 +195,11 @@ urlpatterns = [
         name="review-decide",
     ),
     path("campaigns/<slug:slug>/review/bulk/", review_bulk_view, name="review-bulk"),
+    path(
+        "campaigns/<slug:slug>/review/<int:assignment_id>/as-worker/",
+        review_as_worker_view,
+        name="review-as-worker",
+    ),
     path(
         "campaigns/<slug:slug>/review/<int:assignment_id>/bonus/",
         review_bonus_view,

@@ -129,11 +129,13 @@ def tasks_after_commit(task: str, args_lists: list[list[Any]]) -> list[OutboxMes
     return messages
 
 
-def task_send(task: str, *args: Any) -> None:
+def task_send(task: str, *args: Any, countdown: float | None = None) -> None:
     """Send Celery task ``task`` with ``args`` now, by name (eager: run it here).
 
     For work that keeps its own record and reconcile (background jobs); raises when
     the broker cannot be reached, so the caller can say the work waits for beat.
+    ``countdown``: a worker runs it no sooner than that many seconds from now (eager
+    mode runs it at once).
     """
     app = _app()
     if app.conf.task_always_eager:
@@ -142,6 +144,7 @@ def task_send(task: str, *args: Any) -> None:
         app.send_task(
             task,
             args=list(args),
+            countdown=countdown,
             retry=True,
             retry_policy={"max_retries": 1, "interval_start": 0, "interval_step": 0.5},
         )

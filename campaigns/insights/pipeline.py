@@ -55,12 +55,19 @@ def _flow_stage(
 
 @replica_reads()
 def campaign_pipeline_flow(
-    *, campaign: Campaign, progress: CampaignProgress | None = None
+    *,
+    campaign: Campaign,
+    progress: CampaignProgress | None = None,
+    stages: list[Stage] | None = None,
 ) -> list[FlowSegment]:
-    """``campaign``'s stages as flow segments in pipeline order (see the module doc)."""
+    """``campaign``'s stages as flow segments in pipeline order (see the module doc);
+    ``stages``: all of the campaign's, when the caller has read them."""
     progress = progress or campaign_progress(campaign=campaign)
     by_id = {p.stage_id: p for p in progress.stages}
-    stages = list(campaign.stages.order_by("position", "id"))
+    if stages is None:
+        stages = list(campaign.stages.order_by("position", "id"))
+    else:
+        stages = sorted(stages, key=lambda s: (s.position, s.pk))
     arms = _stage_arms(stages)
     segments: list[FlowSegment] = []
     for stage in stages:

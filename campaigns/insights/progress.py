@@ -30,11 +30,10 @@ from campaigns.models import (
 )
 from campaigns.models.choices import ItemStatus
 from campaigns.work.selectors.counts import (
-    stage_assignment_counts,
+    stage_assignment_counts_and_versions,
     stage_hit_counts,
     stage_item_counts,
     stage_recent_submissions,
-    stage_work_versions,
 )
 from qaportal.dbrouter import replica_reads
 
@@ -159,7 +158,9 @@ def recent_submissions(*, stage_ids: list[int], since: datetime) -> QuerySet[Any
     )
 
 
-def _items_done(*, stage_ids: list[int], hit_rows: Sequence[Mapping[str, Any]]) -> dict[int, int]:
+def _items_done(
+    *, stage_ids: list[int], hit_rows: Sequence[Mapping[str, Any]], versions: dict[int, str]
+) -> dict[int, int]:
     """Items done per stage: an item is done when a HIT holding it has no free place and
     nobody working on it. Counted on the HIT-item links (no join to the items, no
     DISTINCT: about half the cost); an item in several HITs (gold) is capped by the
@@ -167,9 +168,9 @@ def _items_done(*, stage_ids: list[int], hit_rows: Sequence[Mapping[str, Any]]) 
 
     The count reads every HIT of the stages, so it is cached under what it depends on:
     the HITs by status with their places (``hit_rows``, already read) and the stages'
-    assignment counters (an accept, return, expiry or submission changes them).
+    assignment counters (``versions``: an accept, return, expiry or submission changes
+    them).
     """
-    versions = stage_work_versions(stage_ids=stage_ids)
     state = repr((sorted(versions.items()), sorted(sorted(r.items()) for r in hit_rows)))
     key = f"qaportal:items-done:{hashlib.sha256(state.encode()).hexdigest()[:40]}"
     found: dict[int, int] | None = cache.get(key)
@@ -228,13 +229,15 @@ def campaign_progress(*, campaign: Campaign, now: datetime | None = None) -> Cam
         elif hit_row["status"] == HITStatus.PENDING:
             places_left[stage_id] = places_left.get(stage_id, 0) + hit_row["places"]
     # Counts by status from the counters the database keeps (not a count of the table).
-    for stage_id, by_status in stage_assignment_counts(stage_ids=list(stages)).items():
+    counts, versions = stage_assignment_counts_and_versions(stage_ids=list(stages))
+    for stage_id, by_status in counts.items():
         stages[stage_id][1].assignments = by_status
     # Recent submissions from the per-minute counters (PostgreSQL; the window starts at
     # its first minute's start) or the index on submitted_at (SQLite).
     for stage_id, recent in stage_recent_submissions(stage_ids=list(stages), since=since).items():
         stages[stage_id][1].recent = recent
-    for stage_id, done in _items_done(stage_ids=list(stages), hit_rows=hit_rows).items():
+    done_by_stage = _items_done(stage_ids=list(stages), hit_rows=hit_rows, versions=versions)
+    for stage_id, done in done_by_stage.items():
         stages[stage_id][1].items_done = done
     for stage_id, (stage, progress) in stages.items():
         progress.items_done = min(progress.items_done, progress.items_total)

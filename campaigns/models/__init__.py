@@ -24,6 +24,7 @@ from campaigns.models.choices import (
     QualificationKind,
 )
 from campaigns.models.counts import (
+    CampaignWorkerQuality,
     LedgerStageTotal,
     LedgerWorkerTotal,
     StageAssignmentCount,
@@ -60,6 +61,7 @@ __all__ = [
     "Campaign",
     "CampaignState",
     "CampaignWorker",
+    "CampaignWorkerQuality",
     "Datasheet",
     "DetachedAnswer",
     "ExportAudit",

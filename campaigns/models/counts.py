@@ -241,6 +241,8 @@ class StageWorkerCount(models.Model):
         default_manager_name = "not_dumped"
         indexes = [
             models.Index(fields=["worker", "stage", "status"], name="stageworkercount_worker"),
+            # The workers table: a campaign's stages, every worker (migration 0023).
+            models.Index(fields=["stage", "worker", "status"], name="stageworkercount_stage"),
             models.Index(
                 fields=["stage", "worker", "status"],
                 name="stageworkercount_unfolded",
@@ -289,3 +291,42 @@ class StageAssignmentCountDelta(models.Model):
 
     def __str__(self) -> str:
         return f"stage {self.stage_id} {self.status}: {self.n:+d}"
+
+
+class CampaignWorkerQuality(models.Model):
+    """A worker's slow numbers in one campaign, as of ``computed_at``: gold accuracy and
+    agreement (``validation.selectors.stage_quality`` over every stage), the median work
+    time and the paste share of their handed-in work. What the workers table sorts and
+    pages by in SQL beside the live counters (``StageWorkerCount``, ``LedgerWorkerTotal``).
+
+    A snapshot, rewritten whole per campaign by ``campaigns.worker_quality_refresh`` (a
+    Celery task the table's reader schedules when its ``fingerprint``, the stages' work
+    versions, is behind, or when it is older than ``QUALITY_CACHE_SECONDS``); the request
+    never computes it (the task runs inline only in eager mode). ``seconds``: how long the
+    computation took (the next one waits a multiple of it)."""
+
+    campaign = models.ForeignKey(
+        "campaigns.Campaign", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    worker = models.ForeignKey(
+        "campaigns.Worker", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    gold_correct = models.IntegerField(default=0)
+    gold_total = models.IntegerField(default=0)
+    gold_accuracy = models.FloatField(null=True, blank=True)
+    agreement = models.FloatField(null=True, blank=True)
+    median_work_seconds = models.FloatField(null=True, blank=True)
+    paste_share = models.FloatField(null=True, blank=True)
+    fingerprint = models.CharField(max_length=64)
+    computed_at = models.DateTimeField()
+    seconds = models.FloatField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["campaign", "worker"], name="campaignworkerquality_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"campaign {self.campaign_id} worker {self.worker_id} as of {self.computed_at}"

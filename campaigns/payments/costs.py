@@ -84,14 +84,18 @@ def _hits_and_assignments(*, stage: Stage, items: int) -> tuple[int, int]:
 class _ItemCounts:
     """Expected items per stage of one campaign, following the stage links."""
 
-    def __init__(self, stages: list[Stage]) -> None:
+    def __init__(self, stages: list[Stage], current: dict[int, int] | None = None) -> None:
         self.stages = stages
         ids = [s.pk for s in stages]
         # Every item, whatever its status, from the counters the database keeps.
-        self.current: dict[int, int] = {
-            stage_id: sum(by_status.values())
-            for stage_id, by_status in stage_item_counts(stage_ids=ids).items()
-        }
+        self.current: dict[int, int] = (
+            current
+            if current is not None
+            else {
+                stage_id: sum(by_status.values())
+                for stage_id, by_status in stage_item_counts(stage_ids=ids).items()
+            }
+        )
         self._memo: dict[int, int] = {}
 
     def of(self, stage: Stage, _seen: frozenset[int] = frozenset()) -> int:
@@ -212,16 +216,25 @@ def stage_cost_estimate(*, stage: Stage, items: int | None = None) -> StageCost:
     )
 
 
-def campaign_cost_estimate(*, campaign: Campaign) -> CostEstimate:
+def campaign_cost_estimate(
+    *,
+    campaign: Campaign,
+    stages: list[Stage] | None = None,
+    item_counts: dict[int, int] | None = None,
+) -> CostEstimate:
     """Expected cost of all stages of ``campaign``, in ``campaign.currency``.
 
     Each stage as in ``stage_cost_estimate`` with its expected items; the
     campaign is within budget when it has no cap or the total does not exceed it.
 
-    Reads only; takes no locks.
+    Reads only; takes no locks. ``stages`` (all of the campaign's) and ``item_counts``
+    (``{stage_id: items}``, every status) when the caller has read them already.
     """
-    stages = list(campaign.stages.order_by("position", "id"))
-    counts = _ItemCounts(stages)
+    if stages is None:
+        stages = list(campaign.stages.order_by("position", "id"))
+    else:
+        stages = sorted(stages, key=lambda s: (s.position, s.pk))
+    counts = _ItemCounts(stages, item_counts)
     costs = [
         _with_pay_check(
             _stage_cost(

@@ -222,7 +222,11 @@ def _render_detail(
     estimate, estimate_error = None, ""
     stage_groups = _stage_groups(stages, open_stage=upload_stage)
     try:
-        estimate = campaign_cost_estimate(campaign=campaign)
+        estimate = campaign_cost_estimate(
+            campaign=campaign,
+            stages=stages,
+            item_counts={p.stage_id: sum(p.items.values()) for p in progress.stages},
+        )
     except DomainError as exc:
         estimate_error = str(exc)
     context = {
@@ -239,7 +243,7 @@ def _render_detail(
         "rejection": rejection,
         "is_local": platform_for(campaign).hosts_workforce,
         "moves_money": platform_for(campaign.provider).moves_money,
-        "flow": campaign_pipeline_flow(campaign=campaign, progress=progress),
+        "flow": campaign_pipeline_flow(campaign=campaign, progress=progress, stages=stages),
         # A long pipeline (Nangia's 19 stages) shows its stage cards folded.
         "stages_open": len(stages) <= STAGES_SHOWN_OPEN,
         "awaiting_review": sum(p.assignments.get("submitted", 0) for p in progress.stages),

@@ -178,7 +178,11 @@ def _render_workers(
     chosen: dict[str, Any] = {}
     if filters.is_bound and filters.is_valid():
         chosen = {k: v for k, v in filters.cleaned_data.items() if v not in (None, "")}
-    rows = campaign_worker_table(campaign=campaign, **chosen)
+    number = request.GET.get("page") or "1"
+    hint = None
+    if number.isdigit() and int(number) >= 1:  # the page the paginator will slice
+        hint = ((int(number) - 1) * WORKERS_PER_PAGE, WORKERS_PER_PAGE)
+    rows = campaign_worker_table(campaign=campaign, **chosen, page_hint=hint)
     page = Paginator(rows, WORKERS_PER_PAGE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
@@ -191,6 +195,7 @@ def _render_workers(
             "page": page,
             "rows": page.object_list,
             "query": query.urlencode(),
+            "quality_as_of": rows.quality_as_of,
             "action_form": action_form or WorkerActionForm(campaign=campaign),
             "can_block": campaign_can_manage(campaign=campaign, user=request.user),
             "moves_money": shows_money(campaign),

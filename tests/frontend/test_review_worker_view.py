@@ -52,15 +52,21 @@ def test_sentence_selection_is_shown_ticked_in_its_article(requester, alice_clie
     )
 
     html = alice_client.get(reverse("frontend:campaign-review", args=[campaign.slug])).content
-    page = html.decode()
+    queue = html.decode()
+    # The queue's row links its worker's view, fetched when opened (not rendered per row).
+    assert '<div class="worker-view" inert>' not in queue
+    assignment = Assignment.objects.get(hit=hit)
+    url = reverse("frontend:review-as-worker", args=[campaign.slug, assignment.pk])
+    assert f'data-src="{url}"' in queue
+    page = alice_client.get(url).content.decode()
 
     view = page[page.index('<div class="worker-view" inert>') :]
-    view = view[: view.index('<form method="post"')]  # the queue's own decision form
     ticked = re.findall(r'<input[^>]*type="checkbox"[^>]*checked[^>]*>', view)
     assert len(ticked) == 2
     assert all("disabled" in t for t in ticked)
     assert str(first["data"]["sentences"][3]) in view
     assert "<b>bold</b>" not in page
+    assert "<b>bold</b>" not in queue
     controls = re.findall(r"<(?:input|textarea)[^>]*>", view)
     assert controls
     assert all("disabled" in c for c in controls), controls

@@ -101,19 +101,35 @@ def _counters(stage_ids: Iterable[int]) -> Counters:
 def stage_assignment_counts(*, stage_ids: Iterable[int]) -> dict[int, dict[str, int]]:
     """``{stage_id: {status: n}}`` for ``stage_ids`` (statuses with none left out), one
     query on the counters and their pending deltas."""
-    out: dict[int, dict[str, int]] = defaultdict(dict)
-    for (stage_id, status), (n, _) in _counters(stage_ids).items():
-        if n > 0:
-            out[stage_id][status] = n
-    return dict(out)
+    return _counts_of(_counters(stage_ids))
 
 
 def stage_work_versions(*, stage_ids: Iterable[int]) -> dict[int, str]:
     """Per stage with assignments, a string that changes whenever an assignment of the
     stage is made, changes status or goes (for cache keys), from the counters (the same
     before and after their deltas are folded)."""
+    return _versions_of(_counters(stage_ids))
+
+
+def stage_assignment_counts_and_versions(
+    *, stage_ids: Iterable[int]
+) -> tuple[dict[int, dict[str, int]], dict[int, str]]:
+    """``stage_assignment_counts`` and ``stage_work_versions`` from one read."""
+    counters = _counters(stage_ids)
+    return _counts_of(counters), _versions_of(counters)
+
+
+def _counts_of(counters: Counters) -> dict[int, dict[str, int]]:
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for (stage_id, status), (n, _) in counters.items():
+        if n > 0:
+            out[stage_id][status] = n
+    return dict(out)
+
+
+def _versions_of(counters: Counters) -> dict[int, str]:
     parts: dict[int, list[str]] = defaultdict(list)
-    for (stage_id, status), (n, changes) in sorted(_counters(stage_ids).items()):
+    for (stage_id, status), (n, changes) in sorted(counters.items()):
         parts[stage_id].append(f"{status}={n}/{changes}")
     return {stage_id: ",".join(p) for stage_id, p in parts.items()}
 

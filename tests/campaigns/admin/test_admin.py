@@ -19,6 +19,7 @@ from campaigns.models import (
     Assignment,
     Campaign,
     CampaignWorker,
+    CampaignWorkerQuality,
     Datasheet,
     DetachedAnswer,
     ExportAudit,
@@ -117,6 +118,9 @@ def rows(requester):
     StageHeldWork.objects.create(stage=hit.stage, n=0)
     StageSubmissionMinute.objects.create(stage=hit.stage, minute=timezone.now(), n=0)
     StageWorkerCount.objects.create(stage=hit.stage, worker=worker, status="accepted", n=0)
+    CampaignWorkerQuality.objects.create(
+        campaign=campaign, worker=worker, fingerprint="f", computed_at=timezone.now()
+    )
     ProviderOperationFactory(campaign=campaign)
     invite = InviteLink.objects.create(
         campaign=campaign, created_by=requester, expires_at=timezone.now()

@@ -472,3 +472,59 @@ def test_stage_quality_is_reused_until_work_or_decisions_change(team, token_clie
         rows = {r["pseudonym"]: r for r in token_client.get(url).json()["results"]}
     assert len(changed.captured_queries) == len(cold.captured_queries)
     assert rows[waiting.worker.pseudonym]["approved"] == 1
+
+
+def _python_ordered(rows, ordering):
+    """The table's order as the rows say it: by one column, empty values last, ties by
+    pseudonym (what the SQL must give, page after page)."""
+    name = ordering.lstrip("-")
+    by_name = sorted(
+        rows, key=lambda r: r.pseudonym, reverse=name == "pseudonym" and ordering[0] == "-"
+    )
+    present = [r for r in by_name if getattr(r, name) is not None]
+    missing = [r for r in by_name if getattr(r, name) is None]
+    present.sort(key=lambda r: getattr(r, name), reverse=ordering.startswith("-"))
+    return [r.pseudonym for r in present + missing]
+
+
+def test_worker_table_pages_are_cut_in_the_database_in_the_table_order(requester):
+    from campaigns.insights.workers import ORDERING_FIELDS, campaign_worker_table
+
+    campaign = _crowd(requester, 9)
+    CampaignWorker.objects.create(campaign=campaign, worker=WorkerFactory.create(), arm="B")
+    table = campaign_worker_table(campaign=campaign)
+    assert table.count() == len(table) == 10
+    rows = list(table)
+    assert {r.awaiting + r.approved for r in rows} == {0, 1}
+    for field in ORDERING_FIELDS:
+        for ordering in (field, f"-{field}"):
+            table = campaign_worker_table(campaign=campaign, ordering=ordering)
+            pages = [r.pseudonym for start in range(0, 10, 3) for r in table[start : start + 3]]
+            assert pages == _python_ordered(rows, ordering), ordering
+    assert table[9].pseudonym == pages[9]
+    assert campaign_worker_table(campaign=campaign, status="approved").count() == 4
+    assert campaign_worker_table(campaign=campaign, arm="B").count() == 1
+    with pytest.raises(ValueError, match="Unknown ordering"):
+        campaign_worker_table(campaign=campaign, ordering="external_id")
+
+
+def test_worker_table_quality_is_computed_in_the_background_once(requester, monkeypatch):
+    """Outside eager mode the page never computes the slow numbers: it sends the refresh
+    task once (a lock holds until it runs) and shows the snapshot it has."""
+    from campaigns.insights import workers
+
+    campaign = _crowd(requester, 3)
+    sent = []
+    monkeypatch.setattr(workers, "task_send", lambda *a, **k: sent.append((a, k)))
+    cache.clear()
+    with override_settings(CELERY_TASK_ALWAYS_EAGER=False):
+        table = workers.campaign_worker_table(campaign=campaign)
+        assert table.quality_as_of is None
+        assert [r.median_work_seconds for r in table] == [None] * 3
+        workers.campaign_worker_table(campaign=campaign)
+    assert sent == [((workers.REFRESH_TASK, campaign.pk), {"countdown": None})]
+    assert workers.worker_quality_refresh(campaign_id=campaign.pk) == 3
+    table = workers.campaign_worker_table(campaign=campaign)
+    assert table.quality_as_of is not None
+    assert sorted(r.median_work_seconds or 0 for r in table) == [60.0, 61.0, 62.0]
+    assert len(sent) == 1
