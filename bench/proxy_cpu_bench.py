@@ -173,10 +173,11 @@ def main() -> int:
             nodes.append(Server(f"node{n}", cmd, dict(os.environ), BENCH, tmp / f"n{n}.log", port))
         for node in nodes:
             node.wait_ready("/")
+        port = free_port()  # each variant's Caddy in turn, stopped before the next
         for rnd in range(args.rounds):
             for name in names if rnd % 2 == 0 else names[::-1]:
                 v = VARIANTS[name]
-                proxy = caddy(tmp, name, free_port(), [n.port for n in nodes], v["env"])
+                proxy = caddy(tmp, name, port, [n.port for n in nodes], v["env"])
                 try:
                     proxy.wait_ready("/")
                     headers = v.get("headers")
