@@ -68,7 +68,7 @@ class Client:
         self.keep_alive = keep_alive
         self.cookies: dict[str, str] = {}
         self.state: dict[str, Any] = {}  # driver's per-worker state (tokens, URLs)
-        # The open connection (keep_alive only) and how many requests it has carried.
+        # The kept connection (keep_alive only), and how many connections were opened.
         self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         self.connections = 0
 
