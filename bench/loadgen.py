@@ -1,9 +1,12 @@
 """Closed-loop load generator for worker cycles (accept -> page -> submit).
 
-Standard library only: an asyncio HTTP/1.1 client (one connection per request,
-``Connection: close``, as gunicorn's sync workers answer anyway), a cookie jar
-per simulated worker, and per-app drivers that know the URLs and forms. The same
-runner and the same client drive both apps; only the driver differs.
+Standard library only: an asyncio HTTP/1.1 client, a cookie jar per simulated
+worker, and per-app drivers that know the URLs and forms. The same runner and the
+same client drive both apps; only the driver differs. The client either sends
+``Connection: close`` (one connection per request) or, with ``keep_alive``, keeps its
+connection as a browser does for as long as the server keeps it: gunicorn's sync
+workers close it after every response anyway, a proxy in front of them (Caddy) keeps
+it, so only the client's side of a proxy changes.
 
 Every loop here is bounded: a level stops starting cycles at its deadline, every
 request has a timeout, and a level gives up after ``max_errors`` failed cycles.
@@ -56,12 +59,26 @@ class Response:
 class Client:
     """One simulated worker's browser: its own cookies, one request at a time."""
 
-    def __init__(self, host: str, port: int, timeout: float = 30.0) -> None:
+    def __init__(
+        self, host: str, port: int, timeout: float = 30.0, keep_alive: bool = False
+    ) -> None:
         if LOOPBACK_ONLY and not ipaddress.ip_address(host).is_loopback:
             raise ValueError(f"refusing non-loopback target {host}")
         self.host, self.port, self.timeout = host, port, timeout
+        self.keep_alive = keep_alive
         self.cookies: dict[str, str] = {}
         self.state: dict[str, Any] = {}  # driver's per-worker state (tokens, URLs)
+        # The kept connection (keep_alive only), and how many connections were opened.
+        self._conn: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+        self.connections = 0
+
+    async def close(self) -> None:
+        """Drop the kept connection, if any."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn[1].close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await conn[1].wait_closed()
 
     def _store_cookies(self, set_cookies: list[str]) -> None:
         for raw in set_cookies:
@@ -87,7 +104,7 @@ class Client:
         lines = [
             f"{method} {path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
-            "Connection: close",
+            *([] if self.keep_alive else ["Connection: close"]),
             "User-Agent: qaportal-bench/1",
             "Accept: text/html",
         ]
@@ -101,47 +118,77 @@ class Client:
         for k, v in (headers or {}).items():
             lines.append(f"{k}: {v}")
         raw = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-        reader, writer = await asyncio.open_connection(self.host, self.port)
+        reused = self._conn is not None
         try:
-            writer.write(raw)
-            await writer.drain()
-            status_line = await reader.readline()
-            parts = status_line.decode("latin-1").split(" ", 2)
-            if len(parts) < 2:
-                raise ConnectionError(f"bad status line {status_line!r}")
-            status = int(parts[1])
-            hdrs: dict[str, str] = {}
-            set_cookies: list[str] = []
-            while True:
-                line = await reader.readline()
-                if line in (b"\r\n", b"\n", b""):
-                    break
-                k, _, v = line.decode("latin-1").partition(":")
-                k, v = k.strip().lower(), v.strip()
-                if k == "set-cookie":
-                    set_cookies.append(v)
-                else:
-                    hdrs[k] = v
-            if "content-length" in hdrs:
-                data = await reader.readexactly(int(hdrs["content-length"]))
-            elif hdrs.get("transfer-encoding", "").lower() == "chunked":
-                chunks = []
-                while True:
-                    size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        await reader.readline()
-                        break
-                    chunks.append(await reader.readexactly(size))
-                    await reader.readline()
-                data = b"".join(chunks)
+            try:
+                status_line = await self._send(raw)
+            except (ConnectionError, OSError, asyncio.IncompleteReadError):
+                if not reused:
+                    raise
+                status_line = b""
+            if not status_line and reused:
+                # The kept connection was closed by the server while idle, before it
+                # read this request (nothing came back): a browser sends it again on a
+                # new connection, once.
+                await self.close()
+                status_line = await self._send(raw)
+            response, keep = await self._read_response(status_line)
+        except BaseException:
+            await self.close()
+            raise
+        if not keep:
+            await self.close()
+        self._store_cookies(response.set_cookies)
+        return response
+
+    async def _send(self, raw: bytes) -> bytes:
+        """Write one request on the kept connection (or a new one); its status line."""
+        if self._conn is None:
+            self._conn = await asyncio.open_connection(self.host, self.port)
+            self.connections += 1
+        reader, writer = self._conn
+        writer.write(raw)
+        await writer.drain()
+        return await reader.readline()
+
+    async def _read_response(self, status_line: bytes) -> tuple[Response, bool]:
+        assert self._conn is not None
+        reader = self._conn[0]
+        parts = status_line.decode("latin-1").split(" ", 2)
+        if len(parts) < 2:
+            raise ConnectionError(f"bad status line {status_line!r}")
+        status = int(parts[1])
+        hdrs: dict[str, str] = {}
+        set_cookies: list[str] = []
+        while True:
+            line = await reader.readline()
+            if line in (b"\r\n", b"\n", b""):
+                break
+            k, _, v = line.decode("latin-1").partition(":")
+            k, v = k.strip().lower(), v.strip()
+            if k == "set-cookie":
+                set_cookies.append(v)
             else:
-                data = await reader.read()
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
-        self._store_cookies(set_cookies)
-        return Response(status, hdrs, set_cookies, data)
+                hdrs[k] = v
+        keep = self.keep_alive and hdrs.get("connection", "").lower() != "close"
+        if status in (204, 304) or 100 <= status < 200:
+            data = b""
+        elif "content-length" in hdrs:
+            data = await reader.readexactly(int(hdrs["content-length"]))
+        elif hdrs.get("transfer-encoding", "").lower() == "chunked":
+            chunks = []
+            while True:
+                size = int((await reader.readline()).split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    await reader.readline()
+                    break
+                chunks.append(await reader.readexactly(size))
+                await reader.readline()
+            data = b"".join(chunks)
+        else:
+            data = await reader.read()
+            keep = False
+        return Response(status, hdrs, set_cookies, data), keep
 
 
 # --- HTML helpers (forms are parsed as a browser would submit them) ----------------
@@ -275,11 +322,14 @@ class Driver:
 
     name = "app"
 
-    def __init__(self, host: str, port: int, config: dict[str, Any]) -> None:
+    def __init__(
+        self, host: str, port: int, config: dict[str, Any], keep_alive: bool = False
+    ) -> None:
         self.host, self.port, self.config = host, port, config
+        self.keep_alive = keep_alive
 
     def client(self, index: int, timeout: float) -> Client:
-        c = Client(self.host, self.port, timeout)
+        c = Client(self.host, self.port, timeout, keep_alive=self.keep_alive)
         self.init_client(c, index)
         return c
 

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -215,8 +216,10 @@ class Server:
 
 class ProxiedNodes:
     """qaportal as a deployment past one box runs it (``--proxy``): two gunicorn nodes
-    behind Caddy with deploy/Caddyfile (the compose proxy's file), on plain HTTP here
-    (the load generator speaks HTTP; TLS would add the handshakes' cost). Looks like a
+    behind Caddy with deploy/Caddyfile (the compose proxy's file) and the compose proxy's
+    environment (access log, GOMAXPROCS, GOGC), on plain HTTP here (the load generator
+    speaks HTTP; a browser's TLS connection, kept, would add the encryption and one
+    handshake per connection). Looks like a
     ``Server`` to the rest of the bench: its port is the proxy's, its pids the nodes'
     workers and Caddy's; ``proxy_pids()`` Caddy's alone (its CPU share is reported)."""
 
@@ -239,6 +242,23 @@ class ProxiedNodes:
             node.stop()
 
 
+# docker-compose.yml's proxy environment lines of the form ``NAME: ${VARIABLE:-default}``.
+_COMPOSE_PROXY_SETTINGS = ("CADDY_ACCESS_LOG", "GOMAXPROCS", "GOGC")
+
+
+def compose_proxy_settings() -> dict[str, str]:
+    text = (ROOT / "docker-compose.yml").read_text()
+    proxy = text[text.index("\n  proxy:\n") :]
+    proxy = proxy[: proxy.index("\n  postgres:\n")]
+    found = {}
+    for name in _COMPOSE_PROXY_SETTINGS:
+        m = re.search(rf"^\s+{name}: \$\{{(\w+):-([^}}]*)\}}$", proxy, re.M)
+        if m is None:
+            raise RuntimeError(f"docker-compose.yml's proxy service sets no {name}")
+        found[name] = os.environ.get(m.group(1), m.group(2))
+    return found
+
+
 def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
     caddy = shutil.which("caddy")
     if caddy is None:
@@ -246,6 +266,10 @@ def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
     folder = tmp / "caddy"
     folder.mkdir(exist_ok=True)
     proxy_env = {k: v for k, v in env.items() if k in ("PATH", "LANG", "TZ")}
+    # What docker-compose.yml's proxy service sets besides the addresses: the access log
+    # and Go's runtime (GOMAXPROCS, GOGC), with compose's defaults, or the values of the
+    # variables compose reads (CADDY_ACCESS_LOG, CADDY_GOMAXPROCS, CADDY_GOGC) if set.
+    proxy_env.update(compose_proxy_settings())
     proxy_env.update(
         {
             "HOME": str(folder),
@@ -258,6 +282,11 @@ def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
         }
     )
     cmd = [caddy, "run", "--config", str(ROOT / "deploy" / "Caddyfile"), "--adapter", "caddyfile"]
+    log(
+        "caddy: "
+        + ", ".join(f"{k}={proxy_env[k]}" for k in _COMPOSE_PROXY_SETTINGS)
+        + " (docker-compose.yml's proxy service)"
+    )
     return Server("caddy", cmd, proxy_env, folder, tmp / "caddy.log", port)
 
 
@@ -663,7 +692,21 @@ def add_cpu(acc: dict[str, float], part: dict[str, float]) -> None:
 async def drive(
     driver: loadgen.Driver, clients: list[loadgen.Client], duration: float, max_errors: int
 ) -> loadgen.LevelResult:
-    return await loadgen.run_level(driver, clients, duration, max_errors=max_errors)
+    try:
+        return await loadgen.run_level(driver, clients, duration, max_errors=max_errors)
+    finally:  # a kept connection belongs to this event loop
+        await close_clients(clients)
+
+
+async def close_clients(clients: list[loadgen.Client]) -> None:
+    await asyncio.gather(*(c.close() for c in clients))
+
+
+async def prepare(driver: loadgen.Driver, clients: list[loadgen.Client]) -> None:
+    try:
+        await loadgen.prepare_clients(driver, clients)
+    finally:
+        await close_clients(clients)
 
 
 def cpu_report(cpu: dict[str, float], cycles: int) -> dict[str, Any]:
@@ -711,6 +754,14 @@ def main() -> int:
         action="store_true",
         help="qaportal as two gunicorn nodes (the workers split between them) behind Caddy "
         "(deploy/Caddyfile); reports the proxy's CPU",
+    )
+    p.add_argument(
+        "--connection",
+        default="keep-alive",
+        choices=["keep-alive", "close"],
+        help="the load generator's connections: kept as a browser keeps them, for as long "
+        "as the server keeps them (default; gunicorn's sync workers close every one, Caddy "
+        "keeps them), or 'close': a new connection per request (the bench before 29 Nov 2026)",
     )
     p.add_argument("--worker-class", default="sync", choices=["sync", "gthread"])
     p.add_argument("--threads", type=int, default=4, help="threads per worker with gthread")
@@ -768,6 +819,8 @@ def main() -> int:
             "rounds": args.rounds,
             "gunicorn_workers": args.gunicorn_workers,
             "qaportal_behind_proxy": args.proxy,
+            "client_connection": args.connection,
+            "proxy_settings": compose_proxy_settings() if args.proxy else None,
             "worker_class": args.worker_class,
             "threads": args.threads if args.worker_class == "gthread" else 1,
             "turkle_tasks": args.turkle_tasks,
@@ -790,19 +843,20 @@ def main() -> int:
     cfgs: dict[str, dict] = {}
     acked: dict[str, list[int]] = {a: [] for a in apps}
     rc = 0
+    keep_alive = args.connection == "keep-alive"
     try:
         if "turkle" in apps:
             srv, cfg, meta = turkle_up(tmp, args, max_workers)
             servers.append(srv)
             cfgs["turkle"], metas["turkle"] = cfg, meta
-            drivers["turkle"] = loadgen.TurkleDriver(HOST, srv.port, cfg)
+            drivers["turkle"] = loadgen.TurkleDriver(HOST, srv.port, cfg, keep_alive)
             report["settings"]["turkle_version"] = meta["version"]
             report["settings"]["turkle_django"] = meta["django"]
         if "qaportal" in apps:
             qaportal_srv, cfg, meta = qaportal_up(tmp, args, max_workers)
             servers.append(qaportal_srv)
             cfgs["qaportal"], metas["qaportal"] = cfg, meta
-            drivers["qaportal"] = loadgen.QaportalDriver(HOST, qaportal_srv.port, cfg)
+            drivers["qaportal"] = loadgen.QaportalDriver(HOST, qaportal_srv.port, cfg, keep_alive)
             report["settings"]["qaportal_task_type"] = cfg["task_type"]
             report["settings"]["qaportal_setup_seconds"] = cfg["setup_seconds"]
             report["settings"]["qaportal_worker_urls_shim"] = cfg["worker_urls_shim"]
@@ -810,7 +864,7 @@ def main() -> int:
         clients: dict[str, list[loadgen.Client]] = {}
         for app, drv in drivers.items():
             clients[app] = [drv.client(i, args.timeout) for i in range(max_workers)]
-            asyncio.run(loadgen.prepare_clients(drv, clients[app]))
+            asyncio.run(prepare(drv, clients[app]))
         meters = {
             app: CpuMeter(
                 next(s for s in servers if s.name == app),
@@ -836,6 +890,7 @@ def main() -> int:
         for level in levels:
             merged = {app: loadgen.LevelResult(app, level) for app in drivers}
             cpu: dict[str, dict[str, float]] = {app: {} for app in drivers}
+            opened = dict.fromkeys(drivers, 0)
             order = list(drivers)
             log(
                 f"level {level} workers: {args.rounds} rounds x {slice_s:.0f}s per app, alternating"
@@ -845,10 +900,12 @@ def main() -> int:
                 for app in order if rnd % 2 == 0 else order[::-1]:
                     top_up(app)
                     meters[app].start()
+                    conns0 = sum(c.connections for c in clients[app])
                     res = asyncio.run(
                         drive(drivers[app], clients[app][:level], slice_s, args.max_errors)
                     )
                     add_cpu(cpu[app], meters[app].stop())
+                    opened[app] += sum(c.connections for c in clients[app]) - conns0
                     merged[app].merge(res)
                     acked[app] += res.acked
                     left = work_left(app, cfgs[app])
@@ -859,6 +916,11 @@ def main() -> int:
                 # Unfinished Turkle tasks / open qaportal places after the level's slices:
                 # 0 means the app ran out of work and the level is not valid.
                 rep["work_left_min"] = least_left[app]
+                n_requests = sum(len(v) for v in merged[app].request_latencies.values())
+                rep["client_connections"] = opened[app]
+                rep["requests_per_connection"] = (
+                    round(n_requests / opened[app], 2) if opened[app] else None
+                )
                 report["levels"].append(rep)
                 log(
                     f"  {app}: {rep['cycles_per_s']} cycles/s, "
@@ -873,6 +935,7 @@ def main() -> int:
                         else ""
                     )
                     + f"other processes {rep['cpu']['other_processes_cpu_pct']}%, "
+                    + f"{rep['requests_per_connection']} requests per client connection, "
                     + f"work left {least_left[app]}"
                     + (" (RAN OUT OF WORK: level invalid)" if least_left[app] == 0 else "")
                     + (f" first error: {rep['error_samples'][0]}" if rep["error_samples"] else "")

@@ -116,6 +116,16 @@ def test_the_access_log_drops_worker_ids_and_credentials() -> None:
         assert fields[f"request>headers>{header}"]["filter"] == "delete"
 
 
+def test_the_access_log_can_be_left_to_gunicorn() -> None:
+    config = adapt(**{**COMPOSE, "CADDY_ACCESS_LOG": "off"})
+
+    assert "logging" not in config
+    assert "logs" not in config["apps"]["http"]["servers"]["srv0"]
+    # The rest of the entry is as with the log.
+    for handler in ("reverse_proxy", "request_body", "encode", "static_response"):
+        assert _one(config, handler) == _one(adapt(**COMPOSE), handler)
+
+
 def test_metrics_are_not_served_to_the_outside() -> None:
     (blocked,) = [h for h in _handlers(adapt(**COMPOSE)) if h["handler"] == "static_response"]
     assert blocked["status_code"] == 404

@@ -139,6 +139,17 @@ def test_the_proxy_is_the_only_published_entry(resolved: dict[str, Any]) -> None
     assert services["web"]["expose"] == ["8000"]
 
 
+def test_the_proxy_keeps_its_access_log_and_one_go_thread(resolved: dict[str, Any]) -> None:
+    env = resolved["services"]["proxy"]["environment"]
+    # docs/scaling.md, "The proxy's CPU": Caddy's Go runtime on the VM's shared cores.
+    assert env["CADDY_ACCESS_LOG"] == "on"
+    assert env["GOMAXPROCS"] == "1"
+    assert env["GOGC"] == "400"
+    tuned = _resolved(CADDY_GOMAXPROCS="4", CADDY_ACCESS_LOG="off")
+    assert tuned["services"]["proxy"]["environment"]["GOMAXPROCS"] == "4"
+    assert tuned["services"]["proxy"]["environment"]["CADDY_ACCESS_LOG"] == "off"
+
+
 def test_the_app_believes_the_proxy_alone(resolved: dict[str, Any]) -> None:
     proxy = resolved["services"]["proxy"]["networks"]["default"]["ipv4_address"]
     for service in APP_SERVICES:
