@@ -125,6 +125,14 @@ def test_review_queue_rules_in_words_and_select_all(browser, live_server, width)
         assert_person_can_use(page, where=f"review queue at {width} px", touch=False)
         screenshot(page, "review-queue")
 
+        # The worker's page of a row is fetched when its box is opened, not before.
+        as_worker = lone.locator("details.as-worker-saw-it")
+        assert as_worker.locator(".worker-view").count() == 0
+        as_worker.locator("summary").click()
+        as_worker.locator(".worker-view").wait_for()
+        assert as_worker.locator(".worker-view input, .worker-view textarea").count() > 0
+        screenshot(page, "review-queue-as-worker")
+
         boxes = page.locator('input[name="ids"]')
         assert boxes.count() == 2
         select_all = page.get_by_label("Select all on this page (2)")
