@@ -187,7 +187,14 @@ def test_workers_table_page_reads_the_counters_by_stage_never_the_assignments():
     count_plan = read(_plans_of(lambda: table().count()))
     page_plan = read(_plans_of(lambda: table()[:50]))
     for plan in (count_plan, page_plan):
-        assert "Index Scan using stageworkercount_stage " in plan, plan
+        # By an index with the stage in its condition: ``stageworkercount_stage`` (stage
+        # first) at any size; on this test's few rows the planner may as well walk
+        # ``stageworkercount_worker`` with the same condition.
+        assert re.search(
+            r"Index (Only )?Scan using stageworkercount_(stage|worker) "
+            r"on campaigns_stageworkercount.*\n.*Index Cond: \(+stage_id = ",
+            plan,
+        ), plan
         for table_name in ("campaigns_assignment ", "campaigns_hit ", "campaigns_ledgerentry "):
             assert table_name not in plan, plan
     # The count leaves out the joins that cannot change it; the page reads them by index.
