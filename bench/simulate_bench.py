@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -191,6 +192,103 @@ def _statement_timer():
     return report
 
 
+def _statement_plans(every: int = 100):
+    """Sample the run's statements through ``EXPLAIN (ANALYZE, BUFFERS)`` on PostgreSQL
+    (``SIMBENCH_STATEMENT_PLANS=1``): the first two of each statement text (numbers and
+    literals folded) and calling site, then one in ``every``, run again right after the
+    real one inside a savepoint (or a transaction) that is rolled back. Buffers touched
+    do not depend on the machine's load, so a statement whose buffers per call grow from
+    the run's first third to its last reads more as the tables grow. The function that
+    prints the 30 statements with the most buffers in all (estimated: sampled mean x
+    calls), with the first and last thirds' means and the sampled execution time."""
+    import json as json_
+    import re
+
+    from django.db import connection
+
+    literal = re.compile(r"'[^']*'|\b\d+\b")
+    kinds = ("SELECT", "INSERT", "UPDATE", "DELETE", "EXECUTE", "WITH")
+    shapes: dict[str, list] = {}  # text -> [calls, [(call, buffers, ms)], {sites}]
+    where = _site_finder()
+
+    def explain(sql, params) -> tuple[int, float] | None:
+        raw = connection.connection.cursor()
+        savepoint = connection.in_atomic_block
+        try:
+            raw.execute("SAVEPOINT simbench_plan" if savepoint else "BEGIN")
+            try:
+                raw.execute("EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + sql, params)
+                plan = raw.fetchone()[0]
+            finally:
+                raw.execute("ROLLBACK TO SAVEPOINT simbench_plan" if savepoint else "ROLLBACK")
+        except Exception:
+            return None
+        finally:
+            raw.close()
+        plan = plan if isinstance(plan, list) else json_.loads(plan)
+        top = plan[0]["Plan"]
+        buffers = sum(top.get(f"Shared {k} Blocks", 0) for k in ("Hit", "Read", "Dirtied"))
+        ms = plan[0].get("Execution Time", 0.0) + sum(
+            t.get("Time", 0.0) for t in plan[0].get("Triggers", [])
+        )
+        return buffers, ms
+
+    def sampled(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if many or not sql.lstrip()[:7].upper().startswith(kinds):
+            return result
+        # Keyed by the text alone: naming the caller walks the stack, only when sampled.
+        shape = shapes.setdefault(literal.sub("?", " ".join(sql.split()))[:160], [0, [], set()])
+        shape[0] += 1
+        if shape[0] <= 2 or shape[0] % every == 0:
+            found = explain(sql, params)
+            if found is not None:
+                shape[1].append((shape[0], *found))
+                shape[2].add(where())
+        return result
+
+    connection.execute_wrappers.append(sampled)
+
+    def report() -> None:
+        rows = []
+        for sql, (calls, samples, sites) in shapes.items():
+            if not samples:
+                continue
+            third = max(1, len(samples) // 3)
+            first = sum(s[1] for s in samples[:third]) / third
+            last = sum(s[1] for s in samples[-third:]) / third
+            mean = sum(s[1] for s in samples) / len(samples)
+            ms = sum(s[2] for s in samples) / len(samples)
+            rows.append((mean * calls, calls, first, last, ms, ", ".join(sorted(sites)), sql))
+        print(
+            "statements by buffers (sampled EXPLAIN ANALYZE): total, calls, buffers/call "
+            "first third -> last third, server ms/call"
+        )
+        for total, calls, first, last, ms, site, sql in sorted(rows, reverse=True)[:30]:
+            print(
+                f"{total:10.0f} {calls:6d} x {first:7.1f} -> {last:7.1f} buf {ms:6.2f} ms  "
+                f"{site}\n      {sql}"
+            )
+
+    return report
+
+
+def _site_finder():
+    """The function that names the project's innermost caller of a statement."""
+    import traceback
+
+    def site() -> str:
+        for frame in reversed(traceback.extract_stack(limit=40)[:-3]):
+            name = frame.filename
+            if str(ROOT) in name and not any(
+                p in name for p in ("/.venv/", "/bench/", "prepared.py")
+            ):
+                return f"{Path(name).relative_to(ROOT)}:{frame.lineno} {frame.name}"
+        return "?"
+
+    return site
+
+
 def _server_cpu() -> float:
     """CPU seconds of the local PostgreSQL server so far: its processes' own, and the
     exited backends' (counted on the postmaster, their parent). The run's connection
@@ -308,12 +406,13 @@ def child(args: argparse.Namespace) -> None:
     owner = get_user_model().objects.create_user(username="bench-owner", password="x")
     campaign = campaign_create(owner=owner, name="Mintaka pilot", slug="mintaka-pilot")
     set_up = time.monotonic()
-    write, *_ = recipe_apply(campaign=campaign, name="mintaka", sample=True)
-    if args.cells < 72:
+    write, *_ = recipe_apply(campaign=campaign, name="mintaka", sample=True, scale=args.scale)
+    if args.cells < write.items.count():
         write.items.exclude(
             pk__in=list(write.items.order_by("id").values_list("pk", flat=True)[: args.cells])
         ).delete()
-    stage_update(stage=write, assignments_per_hit=args.per_cell)
+    if args.per_cell is not None:
+        stage_update(stage=write, assignments_per_hit=args.per_cell)
     campaign = campaign_start(campaign=campaign, to_state="pilot")
     set_up = time.monotonic() - set_up
 
@@ -333,6 +432,11 @@ def child(args: argparse.Namespace) -> None:
         # process, so every statement of every request goes through this wrapper.
         connection.execute_wrappers.append(count)
     timings = _statement_timer() if os.environ.get("SIMBENCH_STATEMENT_TIMES") else None
+    plans = (
+        _statement_plans()
+        if os.environ.get("SIMBENCH_STATEMENT_PLANS") and args.db == "postgres"
+        else None
+    )
     profiler = _profiler() if args.profile else None
     backend = _backend_cpu() if args.db == "postgres" else None
     own_backend = _own_backends_cpu() if args.db == "postgres" else None
@@ -341,6 +445,8 @@ def child(args: argparse.Namespace) -> None:
         campaign=campaign, workers=args.workers, seed=args.seed, approve_all=True
     )
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+    # The process's peak so far: set-up and the run (the fingerprint's reads come after).
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     db_cpu = backend() if backend is not None else None
     own_db_cpu = own_backend() if own_backend is not None else None
     if profiler is not None:
@@ -356,6 +462,8 @@ def child(args: argparse.Namespace) -> None:
             )
     if timings is not None:
         timings()
+    if plans is not None:
+        plans()
     if statements:
         print(f"statements by kind: {dict(statements.most_common())} ({statements.total()})")
     counts, digest = fingerprint(campaign)
@@ -368,7 +476,7 @@ def child(args: argparse.Namespace) -> None:
         f"({result.requests / cpu:.1f} per CPU-second)"
         + (f", database server {db_cpu:.1f} s CPU" if db_cpu is not None else "")
         + (f" (this run's backends {own_db_cpu:.1f} s)" if own_db_cpu is not None else "")
-        + f"; fingerprint {digest}; "
+        + f"; peak RSS {peak_mb:.0f} MB; fingerprint {digest}; "
         f"ok={result.ok}; load {load:.1f}"
     )
     print(
@@ -383,6 +491,7 @@ def child(args: argparse.Namespace) -> None:
                 "db_server_cpu_s": None if db_cpu is None else round(db_cpu, 2),
                 "db_backend_cpu_s": None if own_db_cpu is None else round(own_db_cpu, 2),
                 "load_avg": round(load, 1),
+                "peak_rss_mb": round(peak_mb),
                 "requests": result.requests,
                 "pages": result.pages,
                 "requests_per_s": round(result.requests / wall, 1),
@@ -400,18 +509,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--db", choices=["postgres", "sqlite", "both"], default="both")
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_DATABASE_URL", DEFAULT_PG))
-    parser.add_argument("--per-cell", type=int, default=2, help="places per cell (2)")
+    parser.add_argument(
+        "--scale",
+        choices=["pilot", "paper"],
+        default="pilot",
+        help="the recipe's sizes (pilot; paper: 50 places on each of the 80 writing items)",
+    )
+    parser.add_argument(
+        "--per-cell", type=int, default=None, help="places per cell (pilot: 2; paper: 50)"
+    )
     parser.add_argument("--workers", type=int, default=12)
-    parser.add_argument("--cells", type=int, default=72, help="sample cells kept (72: all)")
+    parser.add_argument(
+        "--cells", type=int, default=80, help="writing items kept, first ones (80: all)"
+    )
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--profile", action="store_true", help="pyinstrument (dev tool)")
     args = parser.parse_args()
+    if args.per_cell is None and args.scale == "pilot":
+        args.per_cell = 2
     if args.db != "both":
         child(args)
         return
     for db in ("postgres", "sqlite"):
         command = [sys.executable, __file__, "--db", db, "--pg-url", args.pg_url]
-        command += ["--per-cell", str(args.per_cell), "--workers", str(args.workers)]
+        command += ["--per-cell", str(args.per_cell)] if args.per_cell is not None else []
+        command += ["--scale", args.scale, "--workers", str(args.workers)]
         command += ["--seed", str(args.seed), "--cells", str(args.cells)] + (
             ["--profile"] if args.profile else []
         )

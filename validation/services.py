@@ -178,7 +178,12 @@ def _stage_review(*, stage: Stage, batch_size: int) -> ReviewSummary:
 # --- One submission -------------------------------------------------------------------------
 
 
-def assignment_review(*, assignment: Assignment, fresh: bool = False) -> dict[int, Review]:
+def assignment_review(
+    *,
+    assignment: Assignment,
+    fresh: bool = False,
+    held: dict[int, Review] | None = None,
+) -> dict[int, Review]:
     """Review the submitted assignments of ``assignment``'s HIT after it was submitted.
 
     Facts come from that HIT's stored assignments and the worker's in the stage
@@ -187,7 +192,10 @@ def assignment_review(*, assignment: Assignment, fresh: bool = False) -> dict[in
     ``assignment_approve`` / ``assignment_reject``; then the worker's gold actions.
     Idempotent (decided assignments are left alone). Returns {assignment id: review}.
     ``fresh``: ``assignment`` was just read with its HIT, stage and campaign (the task
-    ``validation.review_submission``), so it is not read again.
+    ``validation.review_submission``), so it is not read again. ``held``: the reviews
+    that decide nothing are put there (assignment id -> its latest review) for the
+    caller to write once (``reviews_write``) instead of being written here
+    (``assignments_review``).
     """
     if not fresh:
         assignment = Assignment.objects.select_related("hit__stage__campaign").get(pk=assignment.pk)
@@ -199,12 +207,55 @@ def assignment_review(*, assignment: Assignment, fresh: bool = False) -> dict[in
     results: dict[int, Review] = {}
     prepared = rules_prepare(rules)
     if prepared:
-        for sub in submissions:
-            if sub.hit_id == assignment.hit_id and sub.status == AssignmentStatus.SUBMITTED:
-                results[sub.id] = review_prepared(sub, facts, prepared)
-                _apply_one(assignment_id=sub.id, result=results[sub.id])
+        mine = [
+            s
+            for s in submissions
+            if s.hit_id == assignment.hit_id and s.status == AssignmentStatus.SUBMITTED
+        ]
+        for sub in mine:
+            results[sub.id] = review_prepared(sub, facts, prepared)
+        pending: dict[int, Review] = {} if held is None else held
+        for sub in mine:
+            result = results[sub.id]
+            if _applies(sub.provider, result):
+                pending.pop(sub.id, None)  # decided now, with this review
+                _apply_one(assignment_id=sub.id, result=result)
+            else:
+                pending[sub.id] = result
+        if held is None:
+            reviews_write(pending)
     gold_actions_apply(stage=stage, facts=facts, workers={assignment.worker_id})
     return results
+
+
+def assignments_review(*, assignment_ids: list[int]) -> None:
+    """``validation.review_submission`` for each of ``assignment_ids`` in turn (a queue
+    of them drained at once: the crowd simulator's round), each review's decisions made
+    as it runs; the reviews that decide nothing are written once at the end, each
+    assignment's latest, instead of after each review. A HIT with many places (a
+    Mintaka writing HIT has 50) reviews its submitted peers again after each submission:
+    one write per peer and review made a new version of each row every time, most of a
+    paper-sized dry run's writes. The stored outcome is the one of the reviews run one
+    after the other (the latest review of each assignment; a decision when one decides)."""
+    from validation.early_stopping import hit_early_stop
+
+    held: dict[int, Review] = {}
+    for assignment_id in assignment_ids:
+        assignment = (
+            Assignment.objects.select_related("hit__stage__campaign")
+            .filter(pk=assignment_id)
+            .first()
+        )
+        if assignment is None:
+            continue
+        assignment_review(assignment=assignment, fresh=True, held=held)
+        hit_early_stop(hit=assignment.hit)
+    reviews_write(held)
+
+
+def _applies(provider: str, result: Review) -> bool:
+    """Whether ``result`` decides its assignment here (local workforce, approve/reject)."""
+    return result.decision in (APPROVE, REJECT) and platform_for(provider).decides_at_once
 
 
 def _apply_one(*, assignment_id: int, result: Review) -> None:
@@ -222,6 +273,32 @@ def _apply_one(*, assignment_id: int, result: Review) -> None:
                 assignment=row, decided_by=None, source=result.source, reason=result.reason
             )
         Assignment.objects.filter(pk=row.pk).update(review_details=details)
+
+
+def reviews_write(reviews: Mapping[int, Review]) -> None:
+    """Record reviews that decide nothing (hold, none, or a proposal for a paid
+    provider) on their assignments still submitted: the rows locked in id order and
+    written with one UPDATE, in one transaction."""
+    if not reviews:
+        return
+    now = timezone.now()
+    with transaction.atomic():
+        rows = (
+            Assignment.objects.select_for_update()
+            .filter(pk__in=list(reviews), status=AssignmentStatus.SUBMITTED)
+            .order_by("pk")
+            .values_list("pk", "review_details")
+        )
+        written = [
+            Assignment(pk=pk, review_details=_details(old, reviews[pk], applied=False, now=now))
+            for pk, old in rows
+        ]
+        if len(written) == 1:
+            Assignment.objects.filter(pk=written[0].pk).update(
+                review_details=written[0].review_details
+            )
+        elif written:
+            Assignment.objects.bulk_update(written, ["review_details"])
 
 
 # --- Requester override ----------------------------------------------------------------------

@@ -3,7 +3,8 @@ it checks for the design room (both from ``ValidationConfig.ready()``).
 
 - ``answer_stored``: ``validation.review_submission`` is queued after commit when the
   stage has rules that review each submission (``REVIEWING_RULES``) or an early-stop
-  rule.
+  rule; a queue of them drained at once (``qaportal.outbox.outbox_deferred``) runs
+  through ``validation.services.assignments_review``.
 - stage settings: the review rules, the bonus rules linking does not own and the
   ``early_stop`` escalation rule are checked when a stage is saved (``RULE_CHECKS``).
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from campaigns.design.stage_rules import RuleChecks, stage_rule_checks_register
 from campaigns.work.events import answer_stored
-from qaportal.outbox import task_after_commit
+from qaportal.outbox import task_after_commit, task_batch_register
 from validation.rules.settings import (
     BONUS_RULES,
     ESCALATION_RULES,
@@ -57,8 +58,17 @@ def on_answer_stored(*, assignment: Any, stage: Any, **_: Any) -> None:
         task_after_commit("validation.review_submission", assignment.pk)
 
 
+def _reviews_run(args_lists: list[list[Any]]) -> None:
+    """Queued ``validation.review_submission`` messages drained in one go
+    (``validation.services.assignments_review``)."""
+    from validation.services import assignments_review
+
+    assignments_review(assignment_ids=[int(args[0]) for args in args_lists])
+
+
 def subscribe() -> None:
     """Listen to the work room's events and check validation's rules in stage settings
     (from ``ValidationConfig.ready()``)."""
     answer_stored.subscribe(on_answer_stored)
     stage_rule_checks_register(RULE_CHECKS)
+    task_batch_register("validation.review_submission", _reviews_run)

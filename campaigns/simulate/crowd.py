@@ -168,12 +168,18 @@ def _stages_with_work(*, stage_ids: list[int], worker_ids: list[int], now: datet
     params: list[Any] = [*stage_ids, connection.ops.adapt_datetimefield_value(now)]
     if worker_ids:
         # Not correlated: found from the workers' side (the index on worker and status),
-        # whatever the statistics the generic plan was made with.
-        sql += (
-            f" OR s.id IN (SELECT h.stage_id FROM {assignment} a"  # noqa: S608
-            f" INNER JOIN {hit} h ON h.id = a.hit_id"
-            f" WHERE a.worker_id IN ({', '.join(['%s'] * len(worker_ids))}) AND a.status = %s)"
+        # whatever the statistics the generic plan was made with. On PostgreSQL their
+        # HITs are then looked up by id (``= ANY(ARRAY(...))``, computed once): as a
+        # join, the generic plan made while the tables were small hashed every HIT of
+        # the campaign at each call (a paper-sized run has tens of thousands).
+        accepted = (
+            f"SELECT a.hit_id FROM {assignment} a"  # noqa: S608
+            f" WHERE a.worker_id IN ({', '.join(['%s'] * len(worker_ids))}) AND a.status = %s"
         )
+        among = (
+            f"= ANY(ARRAY({accepted}))" if connection.vendor == "postgresql" else f"IN ({accepted})"
+        )
+        sql += f" OR s.id IN (SELECT h.stage_id FROM {hit} h WHERE h.id {among})"  # noqa: S608
         params += [*worker_ids, AssignmentStatus.ACCEPTED.value]
     with connection.cursor() as cursor:
         prepared.execute(cursor, sql + ")", params)

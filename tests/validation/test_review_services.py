@@ -290,3 +290,56 @@ def test_early_stopping_lets_more_workers_in_after_submit(django_capture_on_comm
     fourth = assignment_accept(stage=stage, worker=workers[3])
     assert fourth.hit_id == hit.pk
     assert fourth.status == AssignmentStatus.ACCEPTED
+
+
+def _reviewed_twice(review):
+    """Two like stages with like submissions; ``review(ids)`` run on the second, the
+    per-submission reviews one after the other on the first. Their outcomes."""
+    from validation.services import assignment_review
+
+    outcomes = []
+    for run in ("one by one", "drained"):
+        stage = make_stage(items=2, per_hit=4, review_rules=RULES)
+        h1, h2 = hits(stage)
+        w = [worker(f"{run}-{n}") for n in range(4)]
+        rows = [
+            submit(h1, w[0], {"choice": 0}),
+            submit(h2, w[0], {"choice": 1}),
+            submit(h1, w[1], {"choice": 0}, seconds=5),
+            submit(h1, w[2], {"choice": 2}),
+            submit(h2, w[3], {"choice": 3}),
+        ]
+        ids = [row.pk for row in rows]
+        if run == "drained":
+            review(ids)
+        else:
+            for pk in ids:
+                assignment_review(assignment=Assignment.objects.get(pk=pk))
+        outcome = []
+        for row in Assignment.objects.filter(pk__in=ids).order_by("pk"):
+            details = dict(row.review_details["review"])
+            details.pop("at")
+            outcome.append((row.status, row.decision_source, row.decision_reason, details))
+        outcomes.append(outcome)
+    return outcomes
+
+
+def test_a_drained_queue_of_reviews_stores_what_one_by_one_did():
+    """``assignments_review`` (the outbox's batch runner of ``validation.review_submission``):
+    the held reviews written once at the end, the same decisions and reviews as the
+    reviews run one after the other; fewer writes."""
+    from validation.services import assignments_review
+
+    writes = []
+
+    def review(ids):
+        with CaptureQueriesContext(connection) as queries:
+            assignments_review(assignment_ids=ids)
+        writes.extend(q["sql"] for q in queries if q["sql"].startswith("UPDATE"))
+
+    one_by_one, drained = _reviewed_twice(review)
+    assert drained == one_by_one
+    assert [o[0] for o in drained] == ["approved", "submitted", "rejected", "rejected", "submitted"]
+    assert drained[1][3]["decision"] == "hold"
+    review_writes = [sql for sql in writes if '"review_details"' in sql and "CASE" in sql]
+    assert len(review_writes) == 1  # the held ones, once

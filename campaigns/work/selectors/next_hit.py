@@ -91,9 +91,40 @@ def task_type_has_exclusive_keys(task_type: TaskType) -> bool:
     return type(task_type).exclusive_key is not TaskType.exclusive_key
 
 
-# The data of the items a worker holds (or held to the end) in a stage. Parameters:
-# stage id, worker id, the 4 holding states.
-_HELD_ITEMS_DATA_SQL = """
+# Stages with up to this many HITs are read from the stage's side in
+# ``_HELD_ITEMS_DATA_SQL``; larger ones from the worker's.
+HELD_FROM_STAGE_MAX_HITS = 500
+# The data of the items a worker holds (or held to the end) in a stage, on PostgreSQL
+# (parameters: ``_held_items_params``). Two branches, of which one runs (the other's
+# condition, computed once, is false): a stage of few HITs (a writing stage: one HIT
+# per topic x type cell) is read from its HITs, each probed in the index of a worker's
+# place on a HIT; a larger one from the worker's side (the index on worker and
+# status). From the worker's side alone, the cost grew with the worker's history in
+# every stage: in a paper-sized Mintaka run a worker holds hundreds of linking
+# assignments, and the writing stage, with places nobody may take, is looked at on
+# each turn.
+_STAGE_SMALL = """(SELECT count(*) FROM (SELECT 1 FROM campaigns_hit x WHERE x.stage_id = %s
+   LIMIT %s) c) <= %s"""
+_HELD_ITEMS_DATA_SQL = f"""
+SELECT i.data FROM campaigns_hit h
+CROSS JOIN LATERAL (SELECT 1 FROM campaigns_assignment a
+                    WHERE a.hit_id = h.id AND a.worker_id = %s
+                      AND a.status IN (%s, %s, %s, %s) LIMIT 1) held
+CROSS JOIN LATERAL (SELECT hi.item_id FROM campaigns_hititem hi
+                    WHERE hi.hit_id = h.id OFFSET 0) hi
+INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE h.stage_id = %s AND {_STAGE_SMALL}
+UNION ALL
+SELECT i.data FROM campaigns_assignment a
+INNER JOIN campaigns_hit h ON h.id = a.hit_id
+INNER JOIN campaigns_hititem hi ON hi.hit_id = h.id
+INNER JOIN campaigns_item i ON i.id = hi.item_id
+WHERE h.stage_id = %s AND a.worker_id = %s AND a.status IN (%s, %s, %s, %s)
+  AND NOT {_STAGE_SMALL}
+"""  # noqa: S608 - constant fragments, no input
+# Elsewhere (SQLite has no LATERAL): from the worker's side. Parameters: stage id, worker
+# id, the 4 holding states.
+_HELD_ITEMS_DATA_PLAIN_SQL = """
 SELECT i.data FROM campaigns_assignment a
 INNER JOIN campaigns_hit h ON h.id = a.hit_id
 INNER JOIN campaigns_hititem hi ON hi.hit_id = h.id
@@ -107,6 +138,13 @@ def _json(data: Any) -> Any:
     return json.loads(data) if isinstance(data, str | bytes) else data
 
 
+def _held_items_params(stage_id: int, worker_id: int) -> list[Any]:
+    """The parameters of ``_HELD_ITEMS_DATA_SQL``, in the order of its placeholders."""
+    states = list(ASSIGNMENT_HOLDING_STATES)
+    small = [stage_id, HELD_FROM_STAGE_MAX_HITS + 1, HELD_FROM_STAGE_MAX_HITS]
+    return [worker_id, *states, stage_id, *small, stage_id, worker_id, *states, *small]
+
+
 def worker_exclusive_keys(*, stage: Stage, worker: Worker | int, task_type: TaskType) -> set[str]:
     """Exclusive keys of the items ``worker`` holds (or held to the end) in ``stage``.
 
@@ -116,9 +154,12 @@ def worker_exclusive_keys(*, stage: Stage, worker: Worker | int, task_type: Task
         return set()
     worker_id = worker if isinstance(worker, int) else worker.pk
     with connection.cursor() as cursor:
-        prepared.execute(
-            cursor, _HELD_ITEMS_DATA_SQL, [stage.pk, worker_id, *ASSIGNMENT_HOLDING_STATES]
-        )
+        if connection.vendor == "postgresql":
+            sql, params = _HELD_ITEMS_DATA_SQL, _held_items_params(stage.pk, worker_id)
+        else:
+            sql = _HELD_ITEMS_DATA_PLAIN_SQL
+            params = [stage.pk, worker_id, *ASSIGNMENT_HOLDING_STATES]
+        prepared.execute(cursor, sql, params)
         rows = cursor.fetchall()
     keys = {task_type.exclusive_key(item=_json(data)) for (data,) in rows}
     keys.discard(None)

@@ -6,10 +6,11 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.models import Assignment, AssignmentStatus, CampaignState, WorkerBlock
+from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import (
     NoWorkAvailableError,
     WorkerNotAllowedError,
@@ -17,6 +18,7 @@ from campaigns.work.allocation import (
 )
 from campaigns.work.lifecycle import assignment_return, assignments_expire
 from campaigns.work.publishing import stage_publish
+from campaigns.work.selectors import next_hit
 from campaigns.work.submission import assignment_submit
 from tests.campaigns.work.conftest import add_items
 from tests.factories import WorkerFactory
@@ -70,7 +72,12 @@ def test_worker_never_gets_the_same_hit_twice(make_stage, invited):
 
 
 @pytest.mark.django_db
-def test_exclusive_key_one_hit_per_cell(make_stage, invited):
+@pytest.mark.parametrize("read_from", ["stage", "worker"])
+def test_exclusive_key_one_hit_per_cell(make_stage, invited, monkeypatch, read_from):
+    """Whichever side the worker's keys are read from (``worker_exclusive_keys``: the
+    stage's HITs when it has few, else the worker's assignments)."""
+    if read_from == "worker":
+        monkeypatch.setattr(next_hit, "HELD_FROM_STAGE_MAX_HITS", 1)
     stage = make_stage()
     add_items(stage, ["a", "b", "c"], cells=["moviesxcount", "moviesxcount", "booksxcount"])
     stage_publish(stage=stage)
@@ -215,3 +222,32 @@ def test_racing_workers_all_get_a_place_when_there_are_enough(make_stage, invite
 
     assert all(isinstance(r, Assignment) for r in results), results
     assert Assignment.objects.filter(hit__stage=stage).count() == 10
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="plans are PostgreSQL's")
+def test_held_keys_of_a_small_stage_are_read_from_its_hits(make_stage, invited):
+    """The plan of ``worker_exclusive_keys``'s statement: for a stage of few HITs, the
+    branch from the stage's HITs probes the index of a worker's place on a HIT for
+    each (its cost does not grow with the worker's history elsewhere); the branch from
+    the worker's side is not run. Plans (sequential scans priced out, on a small
+    dataset), not timings."""
+    stage = make_stage()
+    add_items(stage, ["a", "b"], cells=["x", "y"])
+    stage_publish(stage=stage)
+    worker = invited(stage.campaign)
+    _submit(assignment_accept(stage=stage, worker=worker))
+    params = next_hit._held_items_params(stage.pk, worker.pk)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("ANALYZE campaigns_assignment, campaigns_hit, campaigns_hititem")
+        cursor.execute("SET LOCAL enable_seqscan = off")  # sequential scans priced out
+        cursor.execute(
+            f"EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) {next_hit._HELD_ITEMS_DATA_SQL}", params
+        )
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    stage_branch, worker_branch = plan.split("One-Time Filter", 2)[1:]
+    assert "assignment_one_per_worker_per_hit" in stage_branch
+    assert "never executed" in worker_branch
+    assert next_hit.worker_exclusive_keys(
+        stage=stage, worker=worker, task_type=task_type_get(stage.task_type)
+    ) == {"x"}
