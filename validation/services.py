@@ -47,6 +47,7 @@ from campaigns.work.decisions import (
     assignment_reject,
 )
 from qaportal.errors import DomainError
+from validation.early_stopping import hit_early_stop
 from validation.gold import gold_bonus_blocks
 from validation.models import ReviewRun
 from validation.review_batches import BatchWriter, ReviewSummary
@@ -237,8 +238,6 @@ def assignments_review(*, assignment_ids: list[int]) -> None:
     one write per peer and review made a new version of each row every time, most of a
     paper-sized dry run's writes. The stored outcome is the one of the reviews run one
     after the other (the latest review of each assignment; a decision when one decides)."""
-    from validation.early_stopping import hit_early_stop
-
     held: dict[int, Review] = {}
     for assignment_id in assignment_ids:
         assignment = (

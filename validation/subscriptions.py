@@ -27,6 +27,7 @@ from validation.rules.settings import (
     review_rules_validate,
 )
 from validation.rules.verdicts import REVIEWING_RULES
+from validation.services import assignments_review
 
 RULE_CHECKS = RuleChecks(
     owner="validation",
@@ -61,8 +62,6 @@ def on_answer_stored(*, assignment: Any, stage: Any, **_: Any) -> None:
 def _reviews_run(args_lists: list[list[Any]]) -> None:
     """Queued ``validation.review_submission`` messages drained in one go
     (``validation.services.assignments_review``)."""
-    from validation.services import assignments_review
-
     assignments_review(assignment_ids=[int(args[0]) for args in args_lists])
 
 

@@ -330,7 +330,7 @@ def test_a_drained_queue_of_reviews_stores_what_one_by_one_did():
     reviews run one after the other; fewer writes."""
     from validation.services import assignments_review
 
-    writes = []
+    writes: list[str] = []
 
     def review(ids):
         with CaptureQueriesContext(connection) as queries:
