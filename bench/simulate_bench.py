@@ -153,21 +153,12 @@ def _statement_timer():
     30 costliest. On PostgreSQL that is mostly the server's time (a local socket), so it
     stands in for ``pg_stat_statements`` where the extension is not preloaded."""
     import re
-    import traceback
 
     from django.db import connection
 
     literal = re.compile(r"'[^']*'|\b\d+\b")
     costs: dict[tuple[str, str], list[float]] = {}
-
-    def site() -> str:
-        for frame in reversed(traceback.extract_stack(limit=40)[:-3]):
-            name = frame.filename
-            if str(ROOT) in name and not any(
-                p in name for p in ("/.venv/", "/bench/", "prepared.py")
-            ):
-                return f"{Path(name).relative_to(ROOT)}:{frame.lineno} {frame.name}"
-        return "?"
+    site = _site_finder()
 
     def timed(execute, sql, params, many, context):
         start = time.perf_counter()

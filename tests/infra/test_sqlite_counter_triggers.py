@@ -46,6 +46,18 @@ print(json.dumps([
 """
 
 
+def _child(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
 def _names(wanted: list[str]) -> set[str]:
     return {sql.split()[2] for sql in wanted}
 
@@ -54,15 +66,7 @@ def _names(wanted: list[str]) -> set[str]:
 def test_a_fresh_sqlite_database_counts_its_assignments(tmp_path: Path) -> None:
     database = tmp_path / "embedded.sqlite3"
     env = clean_env(DEBUG="1", DATABASE_URL=f"sqlite:///{database}")
-    migrate = subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    migrate = _child(["manage.py", "migrate", "--no-input", "-v", "0"], env)
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     with sqlite3.connect(database) as db:
         present = {
@@ -71,15 +75,7 @@ def test_a_fresh_sqlite_database_counts_its_assignments(tmp_path: Path) -> None:
     assert _names(wave_three.SQLITE) <= present, present
 
     env["DJANGO_SETTINGS_MODULE"] = "qaportal.settings"
-    counted = subprocess.run(
-        [sys.executable, "-c", SCRIPT],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    counted = _child(["-c", SCRIPT], env)
     assert counted.returncode == 0, counted.stderr[-3000:]
     kept, full = json.loads(counted.stdout.strip().splitlines()[-1])
     assert kept == full
