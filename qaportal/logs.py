@@ -17,8 +17,8 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
+import os
 import re
-import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -39,7 +39,8 @@ def request_id_for(sent: str | None) -> str:
     """The id a request is logged under: the one sent, when it is sane, or a new one."""
     if sent and _SANE.fullmatch(sent):
         return sent
-    return uuid.uuid4().hex
+    # 128 random bits as 32 hex digits (as ``uuid4().hex``, at a quarter of its CPU).
+    return os.urandom(16).hex()
 
 
 class RequestIdMiddleware:

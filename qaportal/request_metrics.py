@@ -7,7 +7,8 @@ is the same object from the second request of a kind on. Here the children are k
 a dict per process (keyed by metric and label values), so a request costs a dict lookup
 per count. ``process_request`` reads the two headers it counts from ``request.META``
 rather than ``request.headers`` (whose mapping is built from every header on first use),
-and ``process_response`` works out the method and view name once.
+and ``process_response`` works out the method and view name once and reads the
+response's charset and content once each.
 The metrics, their names, labels and values are django-prometheus' own.
 """
 
@@ -23,6 +24,7 @@ from django_prometheus.utils import Time, TimeSince
 # transports, charsets and template names; anything else still goes to ``labels``.
 _CHILDREN: dict[tuple[int, tuple[tuple[str, str], ...]], Any] = {}
 _MAX_CHILDREN = 5000
+_MISSING = object()
 
 
 class RequestMetricsBefore(PrometheusBeforeMiddleware):
@@ -72,14 +74,18 @@ class RequestMetricsAfter(PrometheusAfterMiddleware):
             view=name,
             method=method,
         ).inc()
-        if hasattr(response, "charset"):
+        # Each property read once (django-prometheus reads both twice: ``hasattr``, then
+        # the value; the charset is a search of the Content-Type, the content a join).
+        charset = getattr(response, "charset", _MISSING)
+        if charset is not _MISSING:
             self.label_metric(
-                metrics.responses_by_charset, request, response, charset=str(response.charset)
+                metrics.responses_by_charset, request, response, charset=str(charset)
             ).inc()
         if getattr(response, "streaming", False):
             metrics.responses_streaming.inc()
-        if hasattr(response, "content"):
-            metrics.responses_body_bytes.observe(len(response.content))
+        content: Any = getattr(response, "content", _MISSING)
+        if content is not _MISSING:
+            metrics.responses_body_bytes.observe(len(content))
         started = getattr(request, "prometheus_after_middleware_event", None)
         if started is not None:
             # The latency's method label is the request's own (as django-prometheus').

@@ -1,7 +1,7 @@
 """What makes a worker request cheaper keeps what it replaces: django-prometheus'
-request metrics with remembered children and headers read from ``META``
-(``qaportal.request_metrics``), the message storage made on first use
-(``qaportal.messages``) and the worker pages' URLs worked out once
+request metrics with remembered children, headers read from ``META`` and each of the
+response's properties read once (``qaportal.request_metrics``), the message storage
+made on first use (``qaportal.messages``) and the worker pages' URLs worked out once
 (``frontend.worker.views._url``)."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ import pytest
 from django.contrib import messages
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.contrib.messages.storage.session import SessionStorage
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.test import Client, RequestFactory
 from django.urls import reverse, set_script_prefix
 
 from frontend.worker.views import _url
 from qaportal.messages import LazyFallbackStorage
+from qaportal.request_metrics import RequestMetricsAfter
 
 
 def _sample(name: str, **labels: str) -> float:
@@ -70,6 +71,25 @@ def test_request_metrics_count_body_bytes_ajax_and_the_latency_by_view(client: C
         == latency + 1
     )
     assert _sample("django_http_responses_body_total_bytes_count") == response_bytes + 2
+
+
+def test_request_metrics_read_charset_and_content_as_django_prometheus() -> None:
+    middleware = RequestMetricsAfter(lambda request: HttpResponse())
+    request = RequestFactory().get("/livez")
+    charset = _sample("django_http_responses_total_by_charset_total", charset="latin-1")
+    body_sum = _sample("django_http_responses_body_total_bytes_sum")
+    streaming = _sample("django_http_responses_streaming_total")
+
+    page = HttpResponse("é" * 10, content_type="text/html; charset=latin-1")
+    middleware.process_response(request, page)
+    assert _sample("django_http_responses_total_by_charset_total", charset="latin-1") == (
+        charset + 1
+    )
+    assert _sample("django_http_responses_body_total_bytes_sum") == body_sum + 10
+
+    middleware.process_response(request, StreamingHttpResponse(iter([b"abc"])))
+    assert _sample("django_http_responses_streaming_total") == streaming + 1
+    assert _sample("django_http_responses_body_total_bytes_sum") == body_sum + 10  # no content
 
 
 def _request_with_session(client: Client) -> HttpRequest:
