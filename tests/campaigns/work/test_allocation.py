@@ -251,3 +251,22 @@ def test_held_keys_of_a_small_stage_are_read_from_its_hits(make_stage, invited):
     assert next_hit.worker_exclusive_keys(
         stage=stage, worker=worker, task_type=task_type_get(stage.task_type)
     ) == {"x"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_one_workers_racing_accepts_get_one_place(make_stage, invited):
+    """A double click (or several tabs): one worker's concurrent accepts in a stage with
+    free places on many HITs all end on the same assignment; the stage given as an id
+    (as the worker pages give it) or as a row."""
+    stage = _published(make_stage, items=10)
+    worker = invited(stage.campaign)
+
+    results = _race(
+        6, lambda i: assignment_accept(stage=stage.pk if i % 2 else stage, worker=worker.pk)
+    )
+
+    assert all(isinstance(r, Assignment) for r in results), results
+    assert len({r.pk for r in results}) == 1, results
+    held = Assignment.objects.filter(worker=worker, hit__stage=stage)
+    assert held.count() == 1
+    assert held.get().status == AssignmentStatus.ACCEPTED
