@@ -77,7 +77,9 @@ def test_cycle_query_counts(worker_client, task_type_name, django_assert_max_num
     accept_url = reverse("worker:accept", kwargs={"stage_id": stage.pk})
     keys = task_type_name == "test_echo"
 
-    with django_assert_max_num_queries(ACCEPT_MAX + 2 * keys):
+    # SQLite picks the HIT and takes its place in two statements.
+    sqlite = connection.vendor == "sqlite"
+    with django_assert_max_num_queries(ACCEPT_MAX + 2 * keys + sqlite):
         response = client.post(accept_url)
     assert response.status_code == 302
     url = response["Location"]
