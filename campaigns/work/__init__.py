@@ -4,7 +4,9 @@ decide, hand off.
 Locking, in the order it is taken (always this order, so no two requests wait
 on each other in a cycle): campaign row (``campaign_start``) → stage row
 (``stage_publish``) → worker row (``assignment_accept``) → one HIT row
-(``assignment_accept``). Submit, return, expiry and decisions lock assignment rows;
+(``assignment_accept``, which reads the worker's current assignment again after that
+lock, on a later statement's snapshot: the locking statement's own read predates its
+wait for the row). Submit, return, expiry and decisions lock assignment rows;
 return and expiry then update the HIT rows of the places they free. Nothing that
 holds a HIT row waits on an assignment row, so the two orders cannot cross.
 

@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from campaigns.assist.selectors import assignment_adversarial_panel
-from campaigns.models import HIT, Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
+from campaigns.models import Assignment, AssignmentStatus, InviteRedemption, Stage, Worker
 from campaigns.payments.selectors import assignment_bonuses
 from campaigns.platforms.task_page import page_frame
 from campaigns.platforms.worker_pages import render_assignment, submit_assignment, task_context
@@ -148,8 +148,9 @@ def _stage_page(
         "current_url": _url("worker:assignment", current_id) if current_id else "",
         "accept_url": _stage_url("worker:accept", stage.pk),
     }
-    if hit_id is not None:
-        context.update(task_context(stage=stage, hit=HIT(pk=hit_id, stage=stage), preview=True))
+    hit = visit.next_hit(stage=stage) if hit_id is not None else None
+    if hit is not None:
+        context.update(task_context(stage=stage, hit=hit, preview=True))
     return _framed(request, stage, "worker/_stage_frame.html", "worker/stage.html", context, status)
 
 
@@ -200,10 +201,9 @@ def stage(request: HttpRequest, stage_id: int) -> HttpResponse:
 def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
     """Take a place on the next available HIT (or resume the current one).
 
-    Access is checked once, by the service (in its locking statement): the first
-    of the request's workers it lets in takes the place.
+    Access is checked once, by the service (in its locking statement, which reads the
+    stage too): the first of the request's workers it lets in takes the place.
     """
-    stage = _get_stage(stage_id)
     workers = _request_workers(request)
     # Invited workers by their session ids (the service reads each in its locking
     # statement); an account's worker has to be looked up.
@@ -212,17 +212,29 @@ def accept(request: HttpRequest, stage_id: int) -> HttpResponse:
         if workers.user_id is None
         else request_workers_get(workers=workers)
     )
+    stage: Stage | int = stage_id
     for worker in candidates:
         try:
             assignment = assignment_accept(stage=stage, worker=worker)
-        except (WorkerNoAccessError, Worker.DoesNotExist):
+        except Stage.DoesNotExist:
+            raise Http404("No such stage.") from None
+        except Worker.DoesNotExist:
+            continue
+        except WorkerNoAccessError as exc:
+            stage = exc.stage or stage
             continue
         except NoWorkAvailableError as exc:
-            return _refused_page(request, stage, worker, message=str(exc))
+            return _refused_page(request, _stage_of(exc.stage or stage), worker, message=str(exc))
         except WorkerNotAllowedError as exc:
-            return _refused_page(request, stage, worker, message=str(exc), status=403)
+            refused = _stage_of(exc.stage or stage)
+            return _refused_page(request, refused, worker, message=str(exc), status=403)
         return HttpResponseRedirect(_url("worker:assignment", assignment.pk))
-    return _no_access(request, stage)
+    return _no_access(request, _stage_of(stage))
+
+
+def _stage_of(stage: Stage | int) -> Stage:
+    """``stage``, loaded when it is an id (``Http404`` when there is none)."""
+    return stage if isinstance(stage, Stage) else _get_stage(stage)
 
 
 def _refused_page(

@@ -117,19 +117,43 @@ def request_workers_get(*, workers: RequestWorkers) -> list[Worker]:
     return found
 
 
-# Whether the worker row ``w`` may see a stage's pages, as ``worker_stage_access_q``
-# without the qualifications (``assignment_accept`` reads it in its locking statement).
-# Parameters: ``worker_access_params(stage)``.
-WORKER_ACCESS_SQL = """(w.provider = %s AND (
+# Whether the worker row ``w`` is let into a campaign's stage by a grant or an invite;
+# ``{campaign}`` and ``{stage}``: a placeholder or an outer query's column.
+_ADMITTED_SQL = """w.provider = %s AND (
      EXISTS (SELECT 1 FROM campaigns_localgrant g
-             WHERE g.campaign_id = %s AND g.user_id = w.user_id)
+             WHERE g.campaign_id = {campaign} AND g.user_id = w.user_id)
      OR EXISTS (SELECT 1 FROM campaigns_invitelink l
                 INNER JOIN campaigns_inviteredemption r ON r.invite_id = l.id
-                WHERE r.worker_id = w.id AND l.campaign_id = %s AND l.revoked_at IS NULL
-                  AND (l.stage_id IS NULL OR l.stage_id = %s)))
+                WHERE r.worker_id = w.id AND l.campaign_id = {campaign} AND l.revoked_at IS NULL
+                  AND (l.stage_id IS NULL OR l.stage_id = {stage})))"""
+
+# Whether the worker row ``w`` may see a stage's pages, as ``worker_stage_access_q``
+# without the qualifications. Parameters: ``worker_access_params(stage)``.
+WORKER_ACCESS_SQL = f"""({_ADMITTED_SQL.format(campaign="%s", stage="%s")}
    AND (%s = '' OR EXISTS (SELECT 1 FROM campaigns_campaignworker cw
                            WHERE cw.campaign_id = %s AND cw.worker_id = w.id
-                             AND cw.arm = %s)))"""
+                             AND cw.arm = %s)))"""  # noqa: S608 - constant fragments
+
+# ``WORKER_ACCESS_SQL`` on the stage row ``s`` of the outer query, less the arm (whose
+# value is in the stage's config: ``worker_arm_admits`` checks it on ``WORKER_ARM_SQL``,
+# the worker's arm in the campaign). Parameter: ``Provider.LOCAL``
+# (``assignment_accept`` reads it in its locking statement, with the stage).
+WORKER_ADMITTED_SQL = f"({_ADMITTED_SQL.format(campaign='s.campaign_id', stage='s.id')})"
+WORKER_ARM_SQL = """(SELECT cw.arm FROM campaigns_campaignworker cw
+   WHERE cw.campaign_id = s.campaign_id AND cw.worker_id = w.id)"""
+
+
+def stage_arm(stage: Stage) -> str:
+    """The protocol arm ``stage`` belongs to ('' for a stage every arm shares)."""
+    return str((stage.config or {}).get("arm") or "")
+
+
+def worker_arm_admits(*, stage: Stage, worker_arm: str | None) -> bool:
+    """Whether a worker whose arm in the campaign is ``worker_arm`` (None: not placed)
+    may work on ``stage``, as the arm's condition of ``WORKER_ACCESS_SQL``."""
+    arm = stage_arm(stage)
+    return not arm or worker_arm == arm
+
 
 _QUALIFIED_SQL = """ AND EXISTS (SELECT 1 FROM campaigns_qualificationgrant q
   WHERE q.qualification_type_id = %s AND q.worker_id = w.id AND q.revoked_at IS NULL)"""
@@ -137,7 +161,7 @@ _QUALIFIED_SQL = """ AND EXISTS (SELECT 1 FROM campaigns_qualificationgrant q
 
 def worker_access_params(stage: Stage) -> list[Any]:
     """The parameters of ``WORKER_ACCESS_SQL`` for ``stage``."""
-    arm = str((stage.config or {}).get("arm") or "")
+    arm = stage_arm(stage)
     campaign_id = stage.campaign_id
     return [Provider.LOCAL, campaign_id, campaign_id, stage.pk, arm, campaign_id, arm]
 

@@ -129,6 +129,19 @@ class StageVisit:
     current_id: int | None
     # The HIT ``hit_next_available`` gives them (read only when the stage is workable).
     next_hit_id: int | None
+    # That HIT's items as ``assignment_load`` reads them (JSON text), when read with it
+    # (PostgreSQL, the simple case): the page's preview then reads them without a query.
+    next_hit_items: str | None = None
+
+    def next_hit(self, *, stage: Stage) -> HIT | None:
+        """The next HIT (``next_hit_id``) of ``stage``, with its items when they were
+        read with it (``hit_items`` then runs no query); None when there is none."""
+        if self.next_hit_id is None:
+            return None
+        hit = HIT(pk=self.next_hit_id, stage=stage)
+        if self.next_hit_items is not None:
+            setattr(hit, ITEMS_PREFETCHED, self.next_hit_items)
+        return hit
 
 
 def worker_columns() -> str:
@@ -161,10 +174,18 @@ def stage_visit(
     workable = stage.campaign.state in WORKABLE_STATES
     simple = workable and _next_hit_simple(stage)
     next_hit = f"({_NEXT_HIT_SQL.format(stage='%s', worker='w.id')})" if simple else "NULL"
+    # PostgreSQL: the next HIT's items too (its preview on the page), from a LATERAL
+    # subquery that finds the HIT once; same parameters, in the same order.
+    with_items = simple and connection.vendor == "postgresql"
     required = required_qualification_ids(stage=stage) if qualifications else []
-    columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, {next_hit}"
     where = f"({' OR '.join(who)}) AND {WORKER_ACCESS_SQL}" + _QUALIFIED_SQL * len(required)
-    sql = f"SELECT {columns} FROM campaigns_worker w WHERE {where}"  # noqa: S608 - no input
+    if with_items:
+        columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, nx.id, {_NEXT_ITEMS_COLUMN}"
+        source = f"campaigns_worker w CROSS JOIN LATERAL (SELECT {next_hit} AS id) nx"
+    else:
+        columns = f"{worker_columns()}, {CURRENT_ASSIGNMENT_SQL}, {next_hit}"
+        source = "campaigns_worker w"
+    sql = f"SELECT {columns} FROM {source} WHERE {where}"  # noqa: S608 - no input
     params: list[Any] = [
         stage.pk,
         AssignmentStatus.ACCEPTED,
@@ -184,9 +205,12 @@ def stage_visit(
     row = min(rows, key=lambda r: order.get(r[0], len(order)))
     worker = model_from_row(Worker, row[:split])
     current_id, next_hit_id = row[split], row[split + 1]
+    items = (row[split + 2] or "[]") if with_items and next_hit_id is not None else None
     if workable and not simple:
         next_hit_id = _hit_next_available_pk(stage=stage, worker=worker)
-    return StageVisit(worker=worker, current_id=current_id, next_hit_id=next_hit_id)
+    return StageVisit(
+        worker=worker, current_id=current_id, next_hit_id=next_hit_id, next_hit_items=items
+    )
 
 
 # The assignment with its HIT, stage and campaign, as the work page and the submission
@@ -223,6 +247,12 @@ _ITEMS_COLUMN = """,
   (SELECT json_agg(json_build_array(hi.item_id, i.external_id, i.data) ORDER BY hi.position)
    FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
    WHERE hi.hit_id = a.hit_id)::text"""
+
+# The stage page: the items of the next HIT ``nx`` (``stage_visit``), as ``_ITEMS_COLUMN``.
+_NEXT_ITEMS_COLUMN = """(SELECT json_agg(json_build_array(hi.item_id, i.external_id, i.data)
+                          ORDER BY hi.position)
+   FROM campaigns_hititem hi INNER JOIN campaigns_item i ON i.id = hi.item_id
+   WHERE hi.hit_id = nx.id)::text"""
 
 # The thank-you page: the HIT its worker would get next in the stage (``_NEXT_HIT_SQL``,
 # the simple case), read with the assignment.
@@ -322,6 +352,23 @@ def stage_load(*, stage_id: int) -> Stage:
         row = cursor.fetchone()
     if row is None:
         raise Stage.DoesNotExist("No such stage.")
+    return stage_from_row(row)
+
+
+STAGE_FULL_WIDTH = len(Stage._meta.concrete_fields) + len(Campaign._meta.concrete_fields)
+
+
+def stage_full_columns() -> str:
+    """The ``Stage``'s columns on the alias ``s``, then its ``Campaign``'s on ``c``, as
+    ``stage_from_row`` reads them (``STAGE_FULL_WIDTH`` of them)."""
+    return ", ".join(
+        [f"s.{f.column}" for f in Stage._meta.concrete_fields]
+        + [f"c.{f.column}" for f in Campaign._meta.concrete_fields]
+    )
+
+
+def stage_from_row(row: Sequence[Any]) -> Stage:
+    """The stage with its campaign from ``stage_full_columns``' values."""
     split = len(Stage._meta.concrete_fields)
     stage = model_from_row(Stage, row[:split])
     stage.campaign = model_from_row(Campaign, row[split:])

@@ -9,7 +9,8 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from campaigns.models import Assignment, AssignmentStatus, CampaignState, WorkerBlock
+from campaigns import tasktypes
+from campaigns.models import Assignment, AssignmentStatus, CampaignState, Stage, WorkerBlock
 from campaigns.tasktypes import task_type_get
 from campaigns.work.allocation import (
     NoWorkAvailableError,
@@ -20,7 +21,7 @@ from campaigns.work.lifecycle import assignment_return, assignments_expire
 from campaigns.work.publishing import stage_publish
 from campaigns.work.selectors import next_hit
 from campaigns.work.submission import assignment_submit
-from tests.campaigns.work.conftest import add_items
+from tests.campaigns.work.conftest import PlainEchoTask, add_items
 from tests.factories import WorkerFactory
 
 
@@ -251,3 +252,28 @@ def test_held_keys_of_a_small_stage_are_read_from_its_hits(make_stage, invited):
     assert next_hit.worker_exclusive_keys(
         stage=stage, worker=worker, task_type=task_type_get(stage.task_type)
     ) == {"x"}
+
+
+@pytest.mark.parametrize("task_type", ["test_echo", "test_echo_plain"])
+@pytest.mark.django_db(transaction=True)
+def test_one_workers_racing_accepts_get_one_place(make_stage, invited, monkeypatch, task_type):
+    """A double click (or several tabs): one worker's concurrent accepts in a stage with
+    free places on many HITs all end on the same assignment; the stage given as an id
+    (as the worker pages give it) or as a row; with exclusive keys and without (the
+    place taken with the insert in one statement)."""
+    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
+    stage = make_stage(items=10)
+    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    worker = invited(stage.campaign)
+
+    results = _race(
+        6, lambda i: assignment_accept(stage=stage.pk if i % 2 else stage, worker=worker.pk)
+    )
+
+    assert all(isinstance(r, Assignment) for r in results), results
+    assert len({r.pk for r in results}) == 1, results
+    held = Assignment.objects.filter(worker=worker, hit__stage=stage)
+    assert held.count() == 1
+    assert held.get().status == AssignmentStatus.ACCEPTED

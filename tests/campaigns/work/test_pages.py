@@ -6,6 +6,7 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -61,6 +62,51 @@ def test_invite_then_stage_page_with_preview(client, stage):
     assert "Item: text 0" in page.text
     assert "disabled" in page.text  # preview controls are read-only
     assert "Accept this task" in page.text
+
+
+@pytest.mark.parametrize("task_type", ["test_echo", "test_echo_plain"])
+def test_stage_page_previews_the_next_hits_items(
+    client, make_stage, monkeypatch, task_type, django_assert_max_num_queries
+):
+    """The preview shows the next HIT's items, in order; without exclusive keys they
+    are read with the worker's visit (PostgreSQL: the stage and the visit, 2 queries)."""
+    from tests.campaigns.work.conftest import PlainEchoTask
+
+    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
+    stage = make_stage(items=4, items_per_hit=2)
+    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    _join(client, stage)
+    url = reverse("worker:stage", kwargs={"stage_id": stage.pk})
+    client.get(url)  # the session's first read
+    plain = task_type == "test_echo_plain" and connection.vendor == "postgresql"
+    with django_assert_max_num_queries(2 if plain else 6):
+        page = client.get(url)
+    # (The plain type has no work page: its stand-in lists the items' data.)
+    assert page.text.index("text 0") < page.text.index("text 1")
+    assert "text 2" not in page.text
+    first = _accept(client, stage)
+    client.post(
+        reverse("worker:assignment", kwargs={"assignment_id": first.pk}),
+        {"items/0/text": "first words", "items/1/text": "second words"},
+    )
+    page = client.get(url)
+    assert page.text.index("text 2") < page.text.index("text 3")
+    assert "text 0" not in page.text
+
+
+def test_accept_for_a_stage_that_is_gone_is_404(client, stage):
+    """The stage is read in the allocation's locking statement: a missing one is a 404,
+    whether the session's worker exists or not."""
+    _join(client, stage)
+    missing = reverse("worker:accept", kwargs={"stage_id": stage.pk + 1000})
+    assert client.post(missing).status_code == 404
+    Worker.objects.all().delete()
+    assert client.post(missing).status_code == 404
+    gone = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
+    assert gone.status_code == 403  # a stale session: nobody it speaks for has access
+    assert not Assignment.objects.exists()
 
 
 def test_returning_to_the_invite_resumes(client, stage):
