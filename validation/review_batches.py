@@ -166,19 +166,21 @@ class _Row(NamedTuple):
     decision: str  # the review's: approve / reject / hold / none
     status: str  # approved / rejected when the decision applies, else ""
     # What the UPDATE writes: id, [status,] and the review: on PostgreSQL its head
-    # (``Review.head``, which has the decision's time, source and reason) and its
-    # verdicts as indexes into the batch's ``verdicts``; elsewhere [at, source, reason,]
-    # and the review_details to merge ("details").
+    # (``Review.head``, which has the decision's time, source and reason) as an index
+    # into the batch's ``heads`` and its verdicts as indexes into the batch's
+    # ``verdicts``; elsewhere [at, source, reason,] and the review_details to merge
+    # ("details").
     data: dict[str, Any]
-    encoded: str  # ``data`` as JSON (PostgreSQL), else ""
 
 
 class _Batch(NamedTuple):
     """A batch ready to write (``_batch_prepare``)."""
 
     rows: list[_Row]
-    # PostgreSQL: the batch's distinct verdicts, one JSON array; else "".
+    # PostgreSQL: the batch's distinct verdicts and its distinct heads, each one JSON
+    # array; else "".
     verdicts: str
+    heads: str
     width: int  # verdicts per review (the stage's deciding rules)
 
 
@@ -186,10 +188,12 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     """What ``_batch_apply`` writes for each review, encoded as JSON for PostgreSQL: done
     by the deciding thread, so that the writer thread only locks and writes.
 
-    On PostgreSQL each distinct verdict of the batch is encoded (and parsed by the
-    database) once: verdicts repeat (a batch of 1,000 reviews with 7,000 verdicts holds
-    ~600 distinct ones, most of them shared objects already); each row names its
-    verdicts by index and the database assembles its review.
+    On PostgreSQL each distinct verdict and each distinct head of the batch is encoded
+    (and parsed by the database) once: verdicts repeat (a batch of 1,000 reviews with
+    7,000 verdicts holds ~600 distinct ones, most of them shared objects already), and
+    so do heads (~140 distinct of 1,000: the decision, its source and reason, the
+    batch's time); each row names its head and its verdicts by index and the database
+    assembles its review.
     """
     at = timezone.now().isoformat()
     encode = connection.vendor == "postgresql"
@@ -197,6 +201,8 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
     pays: dict[str, bool] = {}
     table: dict[Hashable, int] = {}
     texts: list[str] = []
+    heads: dict[tuple[str, str, str, bool], int] = {}
+    head_texts: list[str] = []
     # A verdict object judges many assignments (``StageFacts.verdict``): looked up by
     # identity first (the batch's reviews hold them all while it is prepared).
     known: dict[int, int] = {}
@@ -214,10 +220,15 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
         data: dict[str, Any] = {"id": sub.id, "status": status} if status else {"id": sub.id}
         if encode:
             # The decision's time, source and reason are the review's (its head's).
-            head = result.head()
-            head["at"] = at
-            head["applied"] = applies
-            data["head"] = head
+            key = (result.decision, result.source, result.reason, applies)
+            head_index = heads.get(key)
+            if head_index is None:
+                head = result.head()
+                head["at"] = at
+                head["applied"] = applies
+                head_index = heads[key] = len(head_texts)
+                head_texts.append(_json(head))
+            data["head"] = head_index
             indexes = []
             for verdict in result.verdicts:
                 index = known.get(id(verdict))
@@ -235,9 +246,15 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
             review["at"] = at
             review["applied"] = applies
             data["details"] = {"review": review}
-        encoded = _json(data) if encode else ""
-        rows.append(_Row(sub.id, sub.worker_id, result.decision, status, data, encoded))
-    return _Batch(rows, "[" + ",".join(texts) + "]" if encode else "", width)
+        rows.append(_Row(sub.id, sub.worker_id, result.decision, status, data))
+    if not encode:
+        return _Batch(rows, "", "", width)
+    return _Batch(rows, _json_array(texts), _json_array(head_texts), width)
+
+
+def _json_array(texts: list[str]) -> str:
+    """The JSON array of already encoded ``texts``."""
+    return "[" + ",".join(texts) + "]"
 
 
 def _verdict_index(verdict: Verdict, table: dict[Hashable, int], texts: list[str]) -> int:
@@ -274,6 +291,7 @@ def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None
     written = decisions_write_many(
         rows=batch.rows,
         parts=batch.verdicts,
+        heads=batch.heads,
         width=batch.width,
         hands_on=stage.next_stage_id is not None,
     )
