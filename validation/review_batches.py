@@ -74,6 +74,8 @@ class BatchWriter:
         self._writers: list[ThreadPoolExecutor] = []
         self._pending: list[Future[None] | None] = []
         self._turn = 0
+        # The run's verdicts as the batches encode them (``_batch_prepare``).
+        self._encoded: _Encoded = {}
         if connection.vendor == "postgresql" and not connection.in_atomic_block:
             self._writers = [
                 ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"stage-review-writer-{n}")
@@ -92,7 +94,7 @@ class BatchWriter:
         return self
 
     def write(self, reviews: Sequence[tuple[Submission, Review]]) -> None:
-        batch = _batch_prepare(reviews)
+        batch = _batch_prepare(reviews, self._encoded)
         if not self._writers:
             self._apply(batch)
             return
@@ -166,37 +168,53 @@ class _Row(NamedTuple):
     decision: str  # the review's: approve / reject / hold / none
     status: str  # approved / rejected when the decision applies, else ""
     # What the UPDATE writes: id, [status,] and the review: on PostgreSQL its head
-    # (``Review.head``, which has the decision's time, source and reason) and its
-    # verdicts as indexes into the batch's ``verdicts``; elsewhere [at, source, reason,]
-    # and the review_details to merge ("details").
+    # (``Review.head``, which has the decision's time, source and reason) as an index
+    # into the batch's ``heads`` and its verdicts as indexes into the batch's
+    # ``verdicts``; elsewhere [at, source, reason,] and the review_details to merge
+    # ("details").
     data: dict[str, Any]
-    encoded: str  # ``data`` as JSON (PostgreSQL), else ""
 
 
 class _Batch(NamedTuple):
     """A batch ready to write (``_batch_prepare``)."""
 
     rows: list[_Row]
-    # PostgreSQL: the batch's distinct verdicts, one JSON array; else "".
+    # PostgreSQL: the batch's distinct verdicts and its distinct heads, each one JSON
+    # array; else "".
     verdicts: str
+    heads: str
     width: int  # verdicts per review (the stage's deciding rules)
 
 
-def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
+# A verdict's key and JSON (``_verdict_index``) by the verdict object's id, the object
+# kept with them (so that its id is not reused while the entry lives): the verdicts of a
+# stage repeat from batch to batch (``StageFacts.verdict``), each is keyed and encoded once
+# per run.
+_Encoded = dict[int, list[Any]]
+
+
+def _batch_prepare(
+    reviews: Sequence[tuple[Submission, Review]], encoded: _Encoded | None = None
+) -> _Batch:
     """What ``_batch_apply`` writes for each review, encoded as JSON for PostgreSQL: done
     by the deciding thread, so that the writer thread only locks and writes.
 
-    On PostgreSQL each distinct verdict of the batch is encoded (and parsed by the
-    database) once: verdicts repeat (a batch of 1,000 reviews with 7,000 verdicts holds
-    ~600 distinct ones, most of them shared objects already); each row names its
-    verdicts by index and the database assembles its review.
+    On PostgreSQL each distinct verdict and each distinct head of the batch is encoded
+    (and parsed by the database) once: verdicts repeat (a batch of 1,000 reviews with
+    7,000 verdicts holds ~600 distinct ones, most of them shared objects already), and
+    so do heads (~140 distinct of 1,000: the decision, its source and reason, the
+    batch's time); each row names its head and its verdicts by index and the database
+    assembles its review. ``encoded``: the run's verdicts already keyed (``_Encoded``).
     """
+    encoded = {} if encoded is None else encoded
     at = timezone.now().isoformat()
     encode = connection.vendor == "postgresql"
     rows: list[_Row] = []
     pays: dict[str, bool] = {}
     table: dict[Hashable, int] = {}
     texts: list[str] = []
+    heads: dict[tuple[str, str, str, bool], int] = {}
+    head_texts: list[str] = []
     # A verdict object judges many assignments (``StageFacts.verdict``): looked up by
     # identity first (the batch's reviews hold them all while it is prepared).
     known: dict[int, int] = {}
@@ -214,15 +232,20 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
         data: dict[str, Any] = {"id": sub.id, "status": status} if status else {"id": sub.id}
         if encode:
             # The decision's time, source and reason are the review's (its head's).
-            head = result.head()
-            head["at"] = at
-            head["applied"] = applies
-            data["head"] = head
+            key = (result.decision, result.source, result.reason, applies)
+            head_index = heads.get(key)
+            if head_index is None:
+                head = result.head()
+                head["at"] = at
+                head["applied"] = applies
+                head_index = heads[key] = len(head_texts)
+                head_texts.append(_json(head))
+            data["head"] = head_index
             indexes = []
             for verdict in result.verdicts:
                 index = known.get(id(verdict))
                 if index is None:
-                    index = known[id(verdict)] = _verdict_index(verdict, table, texts)
+                    index = known[id(verdict)] = _verdict_index(verdict, table, texts, encoded)
                 indexes.append(index)
             data["verdicts"] = indexes
             if rows and len(indexes) != width:  # one statement: one shape of review
@@ -235,32 +258,47 @@ def _batch_prepare(reviews: Sequence[tuple[Submission, Review]]) -> _Batch:
             review["at"] = at
             review["applied"] = applies
             data["details"] = {"review": review}
-        encoded = _json(data) if encode else ""
-        rows.append(_Row(sub.id, sub.worker_id, result.decision, status, data, encoded))
-    return _Batch(rows, "[" + ",".join(texts) + "]" if encode else "", width)
+        rows.append(_Row(sub.id, sub.worker_id, result.decision, status, data))
+    if not encode:
+        return _Batch(rows, "", "", width)
+    return _Batch(rows, _json_array(texts), _json_array(head_texts), width)
 
 
-def _verdict_index(verdict: Verdict, table: dict[Hashable, int], texts: list[str]) -> int:
+def _json_array(texts: list[str]) -> str:
+    """The JSON array of already encoded ``texts``."""
+    return "[" + ",".join(texts) + "]"
+
+
+def _verdict_index(
+    verdict: Verdict, table: dict[Hashable, int], texts: list[str], encoded: _Encoded
+) -> int:
     """The index of ``verdict``'s JSON in ``texts``, added when new. Verdicts are told
     apart by their rule, decision, reason and numbers with their types (1 and 1.0 and
     True are equal in Python, not in JSON; -0.0 and 0.0 are equal in both, PostgreSQL
-    stores either as 0.0), or by their JSON when a number is a list or an object."""
-    numbers = verdict.numbers
-    key: Hashable = (
-        verdict.rule,
-        verdict.decision,
-        verdict.reason,
-        *numbers.items(),
-        *map(type, numbers.values()),
-    )
-    try:
-        index = table.get(key)
-    except TypeError:  # unhashable: a list or an object among the numbers
-        key = _json(verdict.as_json())
-        index = table.get(key)
+    stores either as 0.0), or by their JSON when a number is a list or an object. The
+    key and the JSON are kept in ``encoded`` for the next batches."""
+    entry = encoded.get(id(verdict))
+    if entry is None or entry[0] is not verdict:
+        numbers = verdict.numbers
+        key: Hashable = (
+            verdict.rule,
+            verdict.decision,
+            verdict.reason,
+            *numbers.items(),
+            *map(type, numbers.values()),
+        )
+        try:
+            hash(key)
+        except TypeError:  # unhashable: a list or an object among the numbers
+            key = _json(verdict.as_json())
+        entry = encoded[id(verdict)] = [verdict, key, key if isinstance(key, str) else None]
+    key = entry[1]
+    index = table.get(key)
     if index is None:
+        if entry[2] is None:
+            entry[2] = _json(verdict.as_json())
         index = table[key] = len(texts)
-        texts.append(key if isinstance(key, str) else _json(verdict.as_json()))
+        texts.append(entry[2])
     return index
 
 
@@ -274,6 +312,7 @@ def _batch_apply(*, stage: Stage, batch: _Batch, summary: ReviewSummary) -> None
     written = decisions_write_many(
         rows=batch.rows,
         parts=batch.verdicts,
+        heads=batch.heads,
         width=batch.width,
         hands_on=stage.next_stage_id is not None,
     )

@@ -323,11 +323,11 @@ class DecisionRow(Protocol):
     """One assignment of a batch (``decisions_write_many``), as the decider encoded it.
 
     ``status``: "approved" / "rejected", or "" for a review that decides nothing (its
-    record is written, the assignment stays submitted). PostgreSQL: ``encoded`` is the
-    JSON of {"id", "status" (when deciding), "head": the review record with the
-    decision's "at", "source" and "reason", "verdicts": indexes into the batch's
-    ``parts``}. Other databases: ``data`` has "details" ({"review": …}) and, when
-    deciding, "at" (ISO), "source" and "reason"."""
+    record is written, the assignment stays submitted). PostgreSQL: ``data`` is
+    {"id", "status" (when deciding), "head": the index in the batch's ``heads`` of the
+    review record's head, with the decision's "at", "source" and "reason", "verdicts":
+    indexes into the batch's ``parts``}. Other databases: ``data`` has "details"
+    ({"review": …}) and, when deciding, "at" (ISO), "source" and "reason"."""
 
     @property
     def pk(self) -> int: ...
@@ -341,12 +341,9 @@ class DecisionRow(Protocol):
     @property
     def data(self) -> dict[str, Any]: ...
 
-    @property
-    def encoded(self) -> str: ...
-
 
 def decisions_write_many(
-    *, rows: Sequence[DecisionRow], parts: str, width: int, hands_on: bool
+    *, rows: Sequence[DecisionRow], parts: str, heads: str, width: int, hands_on: bool
 ) -> list[int]:
     """Write a review rule's batch of decisions (and of reviews that decide nothing) with
     a constant number of queries; the ids written, in id order.
@@ -358,9 +355,9 @@ def decisions_write_many(
     deciding nothing get the record only; the others (decided meanwhile) are left
     alone. Workers' counters move by what was decided. Approvals are announced
     (``assignment_decided``, one INSERT of the outbox messages) when ``hands_on`` (the
-    stage has a next stage: the event's one use for approvals). ``parts`` (PostgreSQL)
-    is a JSON array of the batch's distinct verdicts, ``width`` how many each row's
-    record has (under "rules").
+    stage has a next stage: the event's one use for approvals). ``parts`` and ``heads``
+    (PostgreSQL) are JSON arrays of the batch's distinct verdicts and heads, ``width``
+    how many verdicts each row's record has (under "rules").
 
     On PostgreSQL one statement locks, writes and counts (``_MANY_SQL``); elsewhere
     the rows are locked, then written one UPDATE each, then counted.
@@ -372,7 +369,7 @@ def decisions_write_many(
     postgresql = connection.vendor == "postgresql"
     with transaction.atomic():
         if postgresql:
-            written = _many_sql_write(rows=rows, parts=parts, width=width)
+            written = _many_sql_write(rows=rows, parts=parts, heads=heads, width=width)
         else:
             written = _many_lock(list(by_id))
         decided = [by_id[pk] for pk in written if by_id[pk].status]
@@ -401,9 +398,12 @@ def decisions_write_many(
 
 
 # One statement per batch on PostgreSQL:
-# - ``t``, ``v``: the batch's distinct verdicts and its rows, each one JSON document (one
-#   parameter to quote, one value to parse); each row's review_details assembled from
-#   its review's head and its verdicts (``__VERDICTS__``: ``_verdicts_sql``);
+# - ``t``, ``v``: the batch's distinct verdicts and heads, each one JSON document, and its
+#   rows as arrays (ids, statuses, head indexes; the verdict indexes of every row in one
+#   array, ``width`` a row): a few parameters to quote, little to parse (the rows as
+#   one JSON document, each with its head, had been half of the database's work before
+#   the UPDATE); each row's review_details assembled from its head and its verdicts
+#   (``__VERDICTS__``: ``_verdicts_sql``);
 # - ``locked``: those still submitted, locked in id order (``ORDER BY … FOR NO KEY
 #   UPDATE``: the sort comes before the locks whatever the join's plan);
 # - ``done``: their UPDATE: decided rows get every decision field, held rows their
@@ -417,11 +417,14 @@ def decisions_write_many(
 #   counters.
 # What comes back: the ids written.
 _MANY_SQL = """
-WITH t AS (SELECT %(verdicts)s::jsonb AS verdicts), v AS MATERIALIZED (
-  SELECT r.id, r.status, r.head,
-    jsonb_set(jsonb_build_object('review', r.head), '{review,rules}', __VERDICTS__) AS details
-  FROM t, jsonb_to_recordset(%(rows)s::jsonb)
-    AS r(id bigint, status text, head jsonb, verdicts int[])
+WITH t AS (
+  SELECT %(verdicts)s::jsonb AS verdicts, %(heads)s::jsonb AS heads, %(marks)s::int[] AS marks
+), v AS MATERIALIZED (
+  SELECT r.id, r.status, t.heads -> r.head AS head,
+    jsonb_set(jsonb_build_object('review', t.heads -> r.head), '{review,rules}', __VERDICTS__)
+      AS details
+  FROM t, unnest(%(ids)s::bigint[], %(statuses)s::text[], %(head_of)s::int[])
+    WITH ORDINALITY AS r(id, status, head, n)
 ), locked AS (
   SELECT a.id FROM campaigns_assignment AS a JOIN v ON v.id = a.id
   WHERE a.status = %(submitted)s ORDER BY a.id FOR NO KEY UPDATE OF a
@@ -466,11 +469,13 @@ assert Worker._meta.db_table == "campaigns_worker"
 @functools.cache
 def _verdicts_sql(width: int) -> str:
     """SQL of a row's verdicts, a JSON array: the batch's verdicts (``t.verdicts``) at the
-    row's ``width`` indexes (``jsonb_build_array`` takes up to 100 arguments: in parts
-    of 50)."""
+    row's ``width`` indexes (the row's slice of ``t.marks``; ``jsonb_build_array`` takes
+    up to 100 arguments: in parts of 50)."""
     parts = [
         "jsonb_build_array("
-        + ", ".join(f"t.verdicts -> r.verdicts[{n}]" for n in range(start + 1, end + 1))
+        + ", ".join(
+            f"t.verdicts -> t.marks[(r.n - 1) * {width} + {n}]" for n in range(start + 1, end + 1)
+        )
         + ")"
         for start in range(0, width, 50)
         for end in [min(width, start + 50)]
@@ -482,15 +487,31 @@ def _pk(row: DecisionRow) -> int:
     return row.pk
 
 
-def _many_sql_write(*, rows: Sequence[DecisionRow], parts: str, width: int) -> list[int]:
+def _int_array(values: Sequence[int]) -> str:
+    """A PostgreSQL array literal of integers."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _many_sql_write(
+    *, rows: Sequence[DecisionRow], parts: str, heads: str, width: int
+) -> list[int]:
     """Write ``rows`` with ``_MANY_SQL``, in id order; the ids of those written (the rows
     still submitted). PostgreSQL; in the caller's transaction."""
+    ordered = sorted(rows, key=_pk)
+    marks: list[int] = []
+    for row in ordered:
+        marks.extend(row.data["verdicts"])
     with connection.cursor() as cursor:
         cursor.execute(
             _MANY_SQL.replace("__VERDICTS__", _verdicts_sql(width)),
             {
                 "verdicts": parts,
-                "rows": "[" + ",".join(row.encoded for row in sorted(rows, key=_pk)) + "]",
+                "heads": heads,
+                "marks": _int_array(marks),
+                "ids": _int_array([row.pk for row in ordered]),
+                # "approved" / "rejected" or NULL: no quoting needed
+                "statuses": "{" + ",".join(row.status or "NULL" for row in ordered) + "}",
+                "head_of": _int_array([row.data["head"] for row in ordered]),
                 "submitted": AssignmentStatus.SUBMITTED,
                 "approved": AssignmentStatus.APPROVED,
                 "rejected": AssignmentStatus.REJECTED,

@@ -76,3 +76,30 @@ def test_verdicts_equal_in_python_but_not_in_json_are_stored_as_given():
     rows[0].refresh_from_db()
     assert rows[0].review_details["kept"] == 1  # merged into what was stored
     assert rows[5].status == AssignmentStatus.SUBMITTED
+
+
+def test_a_runs_verdicts_are_keyed_once_and_each_batch_sends_its_own(monkeypatch):
+    """The writer keeps each verdict's key and JSON for the whole run (``encoded``); each
+    batch still sends the verdicts its own rows name, and no other, and the rows' heads
+    once per distinct head."""
+    monkeypatch.setattr("validation.review_batches.connection.vendor", "postgresql")
+    shared = Verdict("work_time", "pass", "worked 30s", {"seconds": 30})
+    first = Verdict("consensus", APPROVE, "agrees", {"share": 1.0})
+    second = Verdict("consensus", HOLD, "disagrees", {"share": 0.0})
+
+    def reviews(verdict: Verdict, ids: range) -> list[tuple[Submission, Review]]:
+        review = Review(verdict.decision, f"rule:{verdict.rule}", verdict.reason, [verdict, shared])
+        return [(Submission(n, 1, 1, "submitted", {}, provider="local"), review) for n in ids]
+
+    encoded: dict[int, list[Any]] = {}
+    one = _batch_prepare(reviews(first, range(1, 4)), encoded)
+    two = _batch_prepare(reviews(second, range(4, 6)), encoded)
+
+    for batch, verdict in ((one, first), (two, second)):
+        sent = json.loads(batch.verdicts)
+        assert sent == [verdict.as_json(), shared.as_json()]
+        assert [row.data["verdicts"] for row in batch.rows] == [[0, 1]] * len(batch.rows)
+        (head,) = json.loads(batch.heads)
+        assert head["reason"] == verdict.reason
+        assert {row.data["head"] for row in batch.rows} == {0}
+    assert len(encoded) == 3

@@ -334,8 +334,13 @@ class Review:
 def combine(verdicts: Sequence[Verdict]) -> Review:
     """Any reject → reject; else any hold → hold; else any approve → approve; else none
     (skip and pass do not vote)."""
-    for decision in (REJECT, HOLD, APPROVE):
-        deciding = [v for v in verdicts if v.decision == decision]
+    # One pass over the verdicts (a stage review combines one list per assignment).
+    voting: dict[str, list[Verdict]] = {REJECT: [], HOLD: [], APPROVE: []}
+    for v in verdicts:
+        votes = voting.get(v.decision)
+        if votes is not None:
+            votes.append(v)
+    for decision, deciding in voting.items():
         if deciding:
             source = "rule:" + "+".join(v.rule for v in deciding)
             if len(source) > 80:

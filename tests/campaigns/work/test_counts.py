@@ -119,10 +119,10 @@ def test_a_batch_is_counted(way):
     stage, _, rows = _work(3)
     a, b, c, d, e, _ = rows
     yes, no = AssignmentStatus.APPROVED, AssignmentStatus.REJECTED
-    batch, parts, width = _rows(
+    batch, parts, heads, width = _rows(
         [(a, yes), (b, no), (c, yes), (d, ""), (e, yes)], at=timezone.now().isoformat()
     )
-    decisions_write_many(rows=batch, parts=parts, width=width, hands_on=True)
+    decisions_write_many(rows=batch, parts=parts, heads=heads, width=width, hands_on=True)
     assert _agree(stage) == {stage.pk: {"submitted": 2, "approved": 3, "rejected": 1}}
 
 
