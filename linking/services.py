@@ -272,29 +272,32 @@ def hits_entity_agreement_check(*, hit_ids: Sequence[int]) -> list[AgreementChec
     the rows locked here).
     """
     ids = list(dict.fromkeys(hit_ids))
-    # The HITs' stages with their campaigns in one read (one instance per stage).
-    stage_of: dict[int, int] = {}
-    stages: dict[int, Stage] = {}
-    for hit in HIT.objects.filter(pk__in=ids).select_related("stage__campaign"):
-        stage_of[hit.pk] = hit.stage_id
-        stages.setdefault(hit.stage_id, hit.stage)
-    rules = {pk: escalation_rule_get(stage) for pk, stage in stages.items()}
     checks = {hit_id: AgreementCheck(hit_id, "not_applicable") for hit_id in ids}
-    wanted = [h for h in ids if h in stage_of and rules[stage_of[h]] is not None]
-    if wanted:
-        with transaction.atomic():
-            _checks_run(checks=checks, hit_ids=wanted, stages=stages, rules=rules)
+    with transaction.atomic():
+        # One read: the HIT rows locked in id order (theirs alone, not their stages'),
+        # with their stages and campaigns, one instance per stage.
+        hits = list(
+            HIT.objects.select_for_update(of=("self",))
+            .select_related("stage__campaign")
+            .filter(pk__in=ids)
+            .order_by("pk")
+        )
+        stages: dict[int, Stage] = {}
+        for hit in hits:
+            hit.stage = stages.setdefault(hit.stage_id, hit.stage)
+        rules = {pk: escalation_rule_get(stage) for pk, stage in stages.items()}
+        wanted = [hit for hit in hits if rules[hit.stage_id] is not None]
+        if wanted:
+            _checks_run(checks=checks, hits=wanted, rules=rules)
     return [checks[hit_id] for hit_id in hit_ids]
 
 
 def _checks_run(
     *,
     checks: dict[int, AgreementCheck],
-    hit_ids: list[int],
-    stages: Mapping[int, Stage],
+    hits: list[HIT],
     rules: Mapping[int, EscalationRule | None],
 ) -> None:
-    hits = list(HIT.objects.select_for_update().filter(pk__in=hit_ids).order_by("pk"))
     now = timezone.now()
     # Every assignment of the HITs in one read: those at work, the answers and the
     # rejected ones (which hold their place).
@@ -311,7 +314,6 @@ def _checks_run(
         by_hit[assignment.hit_id].append(assignment)
     ready = []
     for hit in hits:
-        hit.stage = stages[hit.stage_id]
         open_places = (
             hit.status == HITStatus.PUBLISHED
             and hit.places_left > 0
