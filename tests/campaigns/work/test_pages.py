@@ -43,6 +43,20 @@ def _join(client: Client, stage) -> str:
     return token
 
 
+def _published_echo_stage(client: Client, make_stage, monkeypatch, task_type: str) -> Stage:
+    """A published stage of ``task_type`` (the plain echo task registered for the test),
+    4 items, 2 per HIT, joined by ``client``'s worker."""
+    from tests.campaigns.work.conftest import PlainEchoTask
+
+    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
+    stage = make_stage(items=4, items_per_hit=2)
+    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
+    stage.refresh_from_db()
+    stage_publish(stage=stage)
+    _join(client, stage)
+    return stage
+
+
 def _accept(client: Client, stage) -> Assignment:
     response = client.post(reverse("worker:accept", kwargs={"stage_id": stage.pk}))
     assert response.status_code == 302
@@ -70,14 +84,7 @@ def test_stage_page_previews_the_next_hits_items(
 ):
     """The preview shows the next HIT's items, in order; without exclusive keys they
     are read with the worker's visit (PostgreSQL: the stage and the visit, 2 queries)."""
-    from tests.campaigns.work.conftest import PlainEchoTask
-
-    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
-    stage = make_stage(items=4, items_per_hit=2)
-    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
-    stage.refresh_from_db()
-    stage_publish(stage=stage)
-    _join(client, stage)
+    stage = _published_echo_stage(client, make_stage, monkeypatch, task_type)
     url = reverse("worker:stage", kwargs={"stage_id": stage.pk})
     client.get(url)  # the session's first read
     plain = task_type == "test_echo_plain" and connection.vendor == "postgresql"
@@ -283,14 +290,7 @@ def test_thank_you_page_offers_next_task_only_while_there_is_one(
     """Next task while a HIT this worker holds no place on has a free place; "no other
     task" once they answered every HIT, or once the campaign stops taking work. With
     and without exclusive keys (the next HIT read with the assignment, or looked for)."""
-    from tests.campaigns.work.conftest import PlainEchoTask
-
-    monkeypatch.setitem(tasktypes._REGISTRY, PlainEchoTask.name, PlainEchoTask())
-    stage = make_stage(items=4, items_per_hit=2)
-    Stage.objects.filter(pk=stage.pk).update(task_type=task_type)
-    stage.refresh_from_db()
-    stage_publish(stage=stage)
-    _join(client, stage)
+    stage = _published_echo_stage(client, make_stage, monkeypatch, task_type)
 
     def answer() -> str:
         assignment = _accept(client, stage)
