@@ -57,6 +57,19 @@ def stack(
         yield started
 
 
+def worker_log_line(stack: Stack, prefix: str, timeout: float = 15) -> dict[str, Any]:
+    """The worker's one JSON log line whose message starts with ``prefix`` (waited for
+    up to ``timeout`` seconds; a missing or repeated line fails)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = [json.loads(x) for x in stack.worker_log().splitlines() if x.startswith("{")]
+        found = [line for line in lines if line["message"].startswith(prefix)]
+        if found or time.monotonic() > deadline:
+            assert len(found) == 1, (prefix, found)
+            return found[0]
+        time.sleep(0.2)
+
+
 def test_upload_through_node_1_export_downloads_through_node_2(stack: Stack) -> None:
     owner, stage = owner_and_stage("direct")
     add_assignments(stage, EXPORT_ROWS)
@@ -77,9 +90,9 @@ def test_upload_through_node_1_export_downloads_through_node_2(stack: Stack) -> 
     job = wait_done(lambda path: node2.get(f"{two}{path}"), path_of(upload.headers["Location"]))
     assert job["status"] == "done", job
     assert job["row_count"] == UPLOAD_ROWS == Item.objects.filter(stage=stage).count()
-    # The worker logged the job under the request's id, as a JSON line.
-    lines = [json.loads(line) for line in stack.worker_log().splitlines() if line.startswith("{")]
-    (done,) = [line for line in lines if line["message"].startswith(f"job {job['id']} ")]
+    # The worker logged the job under the request's id, as a JSON line (written after the
+    # status the nodes answer with, so it may lag the "done" seen above by a moment).
+    done = worker_log_line(stack, f"job {job['id']} ")
     assert done["request_id"] == "two-nodes-upload-0001"
 
     started = node1.post(f"{one}/api/v1/campaigns/{stage.campaign.slug}/exports/mturk-csv/jobs/")
