@@ -46,7 +46,7 @@ from worker_cycles import (  # noqa: E402
     HOST,
     ROOT,
     Server,
-    compose_proxy_settings,
+    caddy_env,
     free_port,
     log,
     proc_cpu,
@@ -106,14 +106,7 @@ def caddy(tmp: Path, name: str, port: int, nodes: list[int], env: dict[str, str]
     folder.mkdir(exist_ok=True)
     proxy_env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": str(folder),
-        "XDG_DATA_HOME": str(folder / "data"),
-        "XDG_CONFIG_HOME": str(folder / "config"),
-        "SITE_ADDRESS": f"http://{HOST}:{port}",
-        "CADDY_GLOBAL_OPTIONS": "auto_https off",
-        "UPSTREAMS": " ".join(f"{HOST}:{p}" for p in nodes),
-        "HEALTH_HOST": HOST,
-        **compose_proxy_settings(),
+        **caddy_env(folder, port, nodes),
     }
     for key, value in env.items():
         if value:

@@ -259,6 +259,24 @@ def compose_proxy_settings() -> dict[str, str]:
     return found
 
 
+def caddy_env(folder: Path, port: int, upstreams: list[int]) -> dict[str, str]:
+    """deploy/Caddyfile's variables for a plain-HTTP Caddy on ``port`` in front of
+    ``upstreams``, its state under ``folder``; plus what docker-compose.yml's proxy service
+    sets besides the addresses: the access log and Go's runtime (GOMAXPROCS, GOGC), with
+    compose's defaults, or the values of the variables compose reads (CADDY_ACCESS_LOG,
+    CADDY_GOMAXPROCS, CADDY_GOGC) if set."""
+    return {
+        **compose_proxy_settings(),
+        "HOME": str(folder),
+        "XDG_DATA_HOME": str(folder / "data"),
+        "XDG_CONFIG_HOME": str(folder / "config"),
+        "SITE_ADDRESS": f"http://{HOST}:{port}",
+        "CADDY_GLOBAL_OPTIONS": "auto_https off",
+        "UPSTREAMS": " ".join(f"{HOST}:{p}" for p in upstreams),
+        "HEALTH_HOST": HOST,
+    }
+
+
 def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
     caddy = shutil.which("caddy")
     if caddy is None:
@@ -266,21 +284,7 @@ def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
     folder = tmp / "caddy"
     folder.mkdir(exist_ok=True)
     proxy_env = {k: v for k, v in env.items() if k in ("PATH", "LANG", "TZ")}
-    # What docker-compose.yml's proxy service sets besides the addresses: the access log
-    # and Go's runtime (GOMAXPROCS, GOGC), with compose's defaults, or the values of the
-    # variables compose reads (CADDY_ACCESS_LOG, CADDY_GOMAXPROCS, CADDY_GOGC) if set.
-    proxy_env.update(compose_proxy_settings())
-    proxy_env.update(
-        {
-            "HOME": str(folder),
-            "XDG_DATA_HOME": str(folder / "data"),
-            "XDG_CONFIG_HOME": str(folder / "config"),
-            "SITE_ADDRESS": f"http://{HOST}:{port}",
-            "CADDY_GLOBAL_OPTIONS": "auto_https off",
-            "UPSTREAMS": " ".join(f"{HOST}:{p}" for p in upstreams),
-            "HEALTH_HOST": HOST,
-        }
-    )
+    proxy_env.update(caddy_env(folder, port, upstreams))
     cmd = [caddy, "run", "--config", str(ROOT / "deploy" / "Caddyfile"), "--adapter", "caddyfile"]
     log(
         "caddy: "
