@@ -35,12 +35,13 @@ def free_port() -> int:
         return port
 
 
-def run_python(
-    code: str, *, env: Mapping[str, str], timeout: float = 60
+def run_in_repo(
+    *args: str, env: Mapping[str, str], timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``python -c code`` from the repository root with exactly ``env``."""
+    """Run ``python *args`` (``manage.py …``, ``-c code``) from the repository root with
+    exactly ``env``; its output captured as text, its exit code left to the caller."""
     return subprocess.run(
-        [sys.executable, "-c", code],
+        [sys.executable, *args],
         cwd=REPO_ROOT,
         env=dict(env),
         capture_output=True,
@@ -48,6 +49,13 @@ def run_python(
         timeout=timeout,
         check=False,
     )
+
+
+def run_python(
+    code: str, *, env: Mapping[str, str], timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c code`` from the repository root with exactly ``env``."""
+    return run_in_repo("-c", code, env=env, timeout=timeout)
 
 
 def wait_for_log(

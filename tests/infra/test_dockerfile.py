@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.infra.conftest import REPO_ROOT, clean_env
+from tests.infra.conftest import REPO_ROOT, clean_env, run_in_repo
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile").read_text()
 
@@ -37,15 +35,7 @@ def test_collectstatic_succeeds_as_at_image_build(tmp_path: Path) -> None:
         QAPORTAL_VAR_DIR=str(tmp_path / "var"),
         STATIC_ROOT=str(static_root),
     )
-    result = subprocess.run(
-        [sys.executable, "manage.py", "collectstatic", "--noinput"],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_in_repo("manage.py", "collectstatic", "--noinput", env=env, timeout=300)
 
     assert result.returncode == 0, result.stderr
     assert (static_root / "staticfiles.json").is_file()

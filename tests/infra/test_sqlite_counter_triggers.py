@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
-import sys
 from importlib import import_module
 from pathlib import Path
 
 import pytest
 
-from tests.infra.conftest import REPO_ROOT, clean_env
+from tests.infra.conftest import clean_env, run_in_repo
 
 wave_three = import_module("campaigns.migrations.0016_wave_three")
 
@@ -46,18 +44,6 @@ print(json.dumps([
 """
 
 
-def _child(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 def _names(wanted: list[str]) -> set[str]:
     return {sql.split()[2] for sql in wanted}
 
@@ -66,7 +52,7 @@ def _names(wanted: list[str]) -> set[str]:
 def test_a_fresh_sqlite_database_counts_its_assignments(tmp_path: Path) -> None:
     database = tmp_path / "embedded.sqlite3"
     env = clean_env(DEBUG="1", DATABASE_URL=f"sqlite:///{database}")
-    migrate = _child(["manage.py", "migrate", "--no-input", "-v", "0"], env)
+    migrate = run_in_repo("manage.py", "migrate", "--no-input", "-v", "0", env=env, timeout=300)
     assert migrate.returncode == 0, migrate.stderr[-3000:]
     with sqlite3.connect(database) as db:
         present = {
@@ -75,7 +61,7 @@ def test_a_fresh_sqlite_database_counts_its_assignments(tmp_path: Path) -> None:
     assert _names(wave_three.SQLITE) <= present, present
 
     env["DJANGO_SETTINGS_MODULE"] = "qaportal.settings"
-    counted = _child(["-c", SCRIPT], env)
+    counted = run_in_repo("-c", SCRIPT, env=env, timeout=300)
     assert counted.returncode == 0, counted.stderr[-3000:]
     kept, full = json.loads(counted.stdout.strip().splitlines()[-1])
     assert kept == full

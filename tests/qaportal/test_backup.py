@@ -23,7 +23,7 @@ from django.utils import timezone
 from campaigns import jobs as job_service
 from campaigns.models import JobStatus
 from tests.factories import AssignmentFactory, CampaignFactory, HITFactory, StageFactory
-from tests.infra.conftest import REPO_ROOT, clean_env
+from tests.infra.conftest import REPO_ROOT, clean_env, run_in_repo
 
 pytestmark = [pytest.mark.slow(seconds=15), pytest.mark.django_db(transaction=True)]
 
@@ -99,15 +99,7 @@ def test_a_backup_restored_into_a_fresh_database_serves_the_campaign(tmp_path: P
         )
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, *args],
-                cwd=REPO_ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-                check=False,
-            )
+            return run_in_repo(*args, env=env, timeout=120)
 
         restored = run("manage.py", "restore", str(tmp_path / "backup"))
         assert restored.returncode == 0, restored.stderr
