@@ -138,6 +138,7 @@ assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholde
 # that held the row and committed meanwhile is only seen from a later statement.
 # Parameters: stage id, worker id, accepted, now.
 _CURRENT_AGAIN_SQL = CURRENT_ASSIGNMENT_SQL.replace("a.worker_id = w.id", "a.worker_id = %s")
+assert _CURRENT_AGAIN_SQL != CURRENT_ASSIGNMENT_SQL, "CURRENT_ASSIGNMENT_SQL changed shape"
 
 
 @functools.cache
@@ -155,7 +156,12 @@ def _take_and_insert_sql(wait: bool) -> tuple[str, list[Any]]:
     would from its columns)."""
     _sql, fields, _returning = _assignment_insert(connection.vendor)
     take = (_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL).strip()
-    take = take.replace("WHERE h.stage_id", "WHERE (SELECT id FROM cur) IS NULL AND h.stage_id", 1)
+    guarded = take.replace(
+        "WHERE h.stage_id", "WHERE (SELECT id FROM cur) IS NULL AND h.stage_id", 1
+    )
+    # Without the guard a double click would take a second place again.
+    assert guarded != take, "the HIT take's WHERE changed shape"
+    take = guarded
     columns, values, inserted = [], [], []
     for f in fields:
         columns.append(connection.ops.quote_name(str(f.column)))
