@@ -16,9 +16,13 @@ questions well under 20 s on one process).
 - Each tok2vec's embedding of a token (hashed attributes, then maxout and layer
   normalisation: a third of the CNNs' products) depends on the token's attributes
   alone: ``_EmbeddingCache`` computes it once per distinct attributes and reuses it.
+- Each tok2vec's window encoder (``_WindowEncoder``) computes only the padding rows
+  that reach a document's output, and its first layer's products once per distinct
+  token of the batch.
 
-Each gives the same tags and entities as the pipeline run by spaCy alone
-(``bench/linking_bench.py`` prints the proposals' fingerprint).
+Each gives the same tags and entities as the pipeline run by spaCy alone (vectors
+within float rounding: thinc's own vary by a row's place in its batch;
+``bench/linking_bench.py`` prints the proposals' fingerprint).
 """
 
 from __future__ import annotations
@@ -143,8 +147,11 @@ def get_nlp() -> Language:
                     if model is not None and hasattr(model, "walk"):
                         for node in model.walk():
                             node.ops = ops
-                for node in _embedding_layers(nlp):
+                embeddings = _embedding_layers(nlp)
+                for node in embeddings:
                     _EmbeddingCache(node)
+                for node in _tok2vec_layers(nlp, embeddings):
+                    _WindowEncoder.install(node)
                 use_greedy_ner(nlp)
                 if "sentencizer" not in nlp.pipe_names:
                     nlp.add_pipe("sentencizer")
@@ -209,6 +216,21 @@ def _embedding_layers(nlp: Language) -> list[Any]:
     return list(found.values())
 
 
+def _tok2vec_layers(nlp: Language, embeddings: list[Any]) -> list[Any]:
+    """The chains ``embedding >> encoder`` of the pipeline's tok2vecs, for the
+    embedding layers ``embeddings`` (``_embedding_layers``)."""
+    ids = {node.id for node in embeddings}
+    found: dict[int, Any] = {}
+    for _, pipe in nlp.components:
+        model = getattr(pipe, "model", None)
+        if model is None or not hasattr(model, "walk"):
+            continue
+        for node in model.walk():
+            if len(node.layers) == 2 and node.layers[0].id in ids:
+                found[node.id] = node
+    return list(found.values())
+
+
 class _EmbeddingCache:
     """A token embedding layer's forward pass (``_embedding_layers``) with its rows
     kept per distinct feature row (the token's hashed attributes: NORM, PREFIX,
@@ -238,13 +260,27 @@ class _EmbeddingCache:
     def __call__(self, model: Any, docs: Any, is_train: bool) -> Any:
         if is_train or not docs:
             return self.forward(model, docs, is_train)
+        found = self.lookup(docs)
+        if found is None:
+            return self.forward(model, docs, is_train)
+        lengths, vectors, inverse = found
+
+        def backprop(_: Any) -> Any:
+            raise NotImplementedError("the embedding cache only predicts")
+
+        return _split_rows(vectors[inverse], lengths), backprop
+
+    def lookup(self, docs: Any) -> tuple[list[int], Any, Any] | None:
+        """The batch's token counts per document, its distinct tokens' vectors and,
+        for each token (all documents' in order), the row of its vector in them;
+        ``None`` for a batch without tokens."""
         import numpy
 
         features = self.extract.predict(docs)
-        lengths = numpy.array([len(f) for f in features], dtype="int32")
+        lengths = [len(f) for f in features]
         keys = numpy.ascontiguousarray(numpy.concatenate(features))
         if not len(keys):
-            return self.forward(model, docs, is_train)
+            return None
         # One byte string per token's feature row; the batch's distinct ones.
         view = keys.view(numpy.dtype((numpy.void, keys.dtype.itemsize * keys.shape[1])))
         distinct, first, inverse = numpy.unique(
@@ -269,9 +305,168 @@ class _EmbeddingCache:
                 for offset, n in enumerate(new):
                     where[n] = start + offset
                     rows[distinct[n].tobytes()] = start + offset
-            out = self.table[numpy.array(where)[inverse.ravel()]]
+            vectors = self.table[numpy.array(where)]
+        return lengths, vectors, inverse.ravel()
+
+
+def _split_rows(rows: Any, lengths: list[int]) -> list[Any]:
+    """``rows`` (all documents' in order) as one view per document: thinc's
+    ``unflatten`` does the same through ``numpy.split``, slower per document."""
+    out, start = [], 0
+    for length in lengths:
+        out.append(rows[start : start + length])
+        start += length
+    return out
+
+
+class _WindowEncoder:
+    """A tok2vec's forward pass (``embedding >> with_array(encoder, pad)``, the
+    encoder ``depth`` residual layers of ``expand_window(1) >> maxout >> layernorm``)
+    computing only the rows that reach the documents' outputs.
+
+    thinc runs the encoder on the batch flattened with ``pad`` (its receptive field,
+    ``depth``) zero rows before, between and after the documents, every layer over
+    every row: +35 % rows on Mintaka's questions. A padding row's value after layer
+    ``k`` is read by a document's output only when it lies within ``depth - k`` rows of
+    the document, and it is the same for every row farther than ``k`` rows from any
+    document (its window saw only zeros): so layer ``k`` computes the documents' rows
+    and the padding rows within ``min(k, depth - k)`` of them, one row more for that
+    constant, and copies it where it is read. Half the padding rows' products are gone.
+
+    The first layer's product is a sum of the window's three tokens' products
+    (``maxout``'s weights split by window position): each is computed once per
+    distinct token of the batch (from ``_EmbeddingCache.lookup`` when the embedding
+    has one) and the rows sum them, instead of one product per row of the window.
+
+    The same layers' weights and functions (``maxout``, ``layernorm`` and the residual
+    sum as thinc computes them); the products' floats are summed in another order
+    (as thinc's own vary by a row's place in a batch), so vectors agree within float
+    rounding, and the tags and entities are the same (``tests/linking``, the bench's
+    fingerprint). Prediction only.
+    """
+
+    def __init__(self, node: Any, embed: Any, encoder: Any, blocks: list[tuple[Any, Any]]) -> None:
+        self.forward = node._func
+        self.embed, self.encoder, self.blocks = embed, encoder, blocks
+        self.pad = int(encoder.attrs["pad"])
+        node._func = self
+
+    @classmethod
+    def install(cls, node: Any) -> _WindowEncoder | None:
+        """Wrap ``node`` when it is ``embedding >> with_array(residual(expand_window(1)
+        >> maxout >> layernorm >> dropout) * depth, pad=depth)``; else leave it."""
+        if len(node.layers) != 2:
+            return None
+        embed, encoder = node.layers
+        if not encoder.name.startswith("with_array(residual(") or len(encoder.layers) != 1:
+            return None
+        inner = encoder.layers[0]
+        single = len(inner.layers) == 1 and inner.name == f"residual({inner.layers[0].name})"
+        residuals = [inner] if single else list(inner.layers)
+        blocks = []
+        for residual in residuals:
+            leaves = {n.name for n in residual.walk() if not n.layers}
+            windows = [n for n in residual.walk() if n.name == "expand_window"]
+            maxouts = [n for n in residual.walk() if n.name == "maxout"]
+            norms = [n for n in residual.walk() if n.name == "layernorm"]
+            if (
+                not residual.name.startswith("residual(")
+                or len(windows) != 1
+                or windows[0].attrs.get("window_size") != 1
+                or len(maxouts) != 1
+                or len(norms) != 1
+                or maxouts[0].get_dim("nI") != 3 * maxouts[0].get_dim("nO")
+                or leaves != {"expand_window", "maxout", "layernorm", "dropout"}
+            ):
+                return None
+            blocks.append((maxouts[0], norms[0]))
+        if not blocks or encoder.attrs.get("pad") != len(blocks):
+            return None
+        return cls(node, embed, encoder, blocks)
+
+    def __call__(self, model: Any, docs: Any, is_train: bool) -> Any:
+        if is_train or not docs:
+            return self.forward(model, docs, is_train)
+        import numpy
+
+        lookup = getattr(self.embed._func, "lookup", None)
+        if lookup is not None:
+            found = lookup(docs)
+            if found is None:
+                return self.forward(model, docs, is_train)
+            lengths, vectors, token_rows = found
+        else:
+            embedded = self.embed.predict(docs)
+            lengths = [len(x) for x in embedded]
+            if not sum(lengths):
+                return self.forward(model, docs, is_train)
+            vectors = numpy.concatenate(embedded)
+            token_rows = numpy.arange(len(vectors))
+        out = self.encode(lengths, vectors, token_rows)
 
         def backprop(_: Any) -> Any:
-            raise NotImplementedError("the embedding cache only predicts")
+            raise NotImplementedError("the window encoder only predicts")
 
-        return model.ops.unflatten(out, lengths), backprop
+        return _split_rows(out, lengths), backprop
+
+    def encode(self, lengths: list[int], vectors: Any, token_rows: Any) -> Any:
+        """The encoder's output rows for the batch's tokens (in order): ``vectors`` the
+        distinct tokens' embeddings, ``token_rows`` each token's row in them."""
+        import numpy
+
+        ops = self.encoder.ops
+        depth, pad = len(self.blocks), self.pad
+        width = vectors.shape[1]
+        # thinc's layout: ``pad`` rows before each non-empty document and after the last.
+        sizes = numpy.array([n for n in lengths if n], dtype=numpy.int64)
+        starts = pad + numpy.concatenate(([0], numpy.cumsum(sizes + pad)[:-1]))
+        total = int(sizes.sum() + pad * (len(sizes) + 1))
+        # Each row's distance to the nearest document row (0 inside a document).
+        dist = numpy.full(total, pad + 1, dtype=numpy.int64)
+        ends = starts + sizes
+        for d in range(1, pad + 1):
+            dist[starts - d] = numpy.minimum(dist[starts - d], d)
+            dist[ends + d - 1] = numpy.minimum(dist[ends + d - 1], d)
+        before_doc = numpy.concatenate(([0], numpy.cumsum(sizes)[:-1]))
+        doc_rows = numpy.arange(int(sizes.sum())) + numpy.repeat(starts - before_doc, sizes)
+        dist[doc_rows] = 0
+        # Rows of the layout shifted by one: row 0 and row total + 1 are the zeros
+        # outside the array that ``seq2col`` reads.
+        ids = numpy.full(total + 2, len(vectors), dtype=numpy.int64)
+        ids[doc_rows + 1] = token_rows
+        hidden = None
+        for k, (maxout, norm) in enumerate(self.blocks, start=1):
+            computed = numpy.flatnonzero(dist <= min(k, depth - k))
+            constant = numpy.flatnonzero((dist > k) & (dist <= depth - k))
+            if len(constant):
+                computed = numpy.append(computed, constant[0])
+            rows = computed + 1
+            if k == 1:
+                # The window's three tokens' products, once per distinct token.
+                weights = maxout.get_param("W").reshape(-1, 3 * width)
+                split = numpy.concatenate(
+                    [weights[:, w * width : (w + 1) * width].T for w in range(3)], axis=1
+                )
+                products = numpy.zeros((len(vectors) + 1, 3 * weights.shape[0]), dtype="f")
+                ops.gemm(vectors, numpy.ascontiguousarray(split), out=products[:-1])
+                n_out = weights.shape[0]
+                y = products[ids[rows - 1], :n_out]
+                y += products[ids[rows], n_out : 2 * n_out]
+                y += products[ids[rows + 1], 2 * n_out :]
+                y += maxout.get_param("b").reshape(n_out)
+                best, _ = ops.maxout(y.reshape(len(rows), -1, maxout.get_dim("nP")))
+                before = numpy.concatenate([vectors, numpy.zeros((1, width), dtype="f")])[ids[rows]]
+            else:
+                assert hidden is not None
+                # ``seq2col``'s rows: the previous, the row's own and the next row's vector.
+                window = hidden[numpy.stack([rows - 1, rows, rows + 1], axis=1)]
+                best = maxout.predict(window.reshape(len(rows), 3 * width))
+                before = hidden[rows]
+            new = before + norm.predict(best)
+            if k == depth:
+                return new
+            hidden = numpy.zeros((total + 2, width), dtype="f")
+            hidden[rows] = new
+            if len(constant):
+                hidden[constant[1:] + 1] = new[-1]
+        raise AssertionError("unreachable")

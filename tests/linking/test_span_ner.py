@@ -114,3 +114,46 @@ def test_sentencizer_on_arrays_finds_spacys_sentence_starts() -> None:
     assert [[t.is_sent_start for t in ours(nlp.make_doc(t))] for t in texts] == [
         [t.is_sent_start for t in spacys(nlp.make_doc(t))] for t in texts
     ]
+
+
+def test_window_encoder_gives_the_tok2vecs_vectors() -> None:
+    """Each tok2vec (``_WindowEncoder``): without half the padding rows and with the
+    first layer's products per distinct token, the vectors of thinc's own forward pass
+    within float rounding, for empty documents, one-token ones and longer ones, alone
+    and in a batch; the tagger's tags and the NER's entities as spaCy's pipeline gives
+    them (its own tok2vec forward)."""
+    import numpy
+
+    from linking.span_pipeline import _WindowEncoder
+
+    nlp = get_nlp()
+    models: list[Any] = [getattr(pipe, "model", None) for _, pipe in nlp.components]
+    encoders = [
+        node
+        for model in models
+        if hasattr(model, "walk")
+        for node in model.walk()
+        if isinstance(node._func, _WindowEncoder)
+    ]
+    assert len(encoders) == 2  # the shared tok2vec and the NER's own
+    docs = [nlp.make_doc(t) for t in [*TEXTS, "x", *TEXTS[::-1]]]
+    with one_blas_thread():
+        for node in encoders:
+            encoder = node._func
+            for batch in (docs, docs[:1], docs[1:3], docs[-2:]):
+                ours = node.predict(batch)
+                theirs, _ = encoder.forward(node, batch, False)
+                assert [a.shape for a in ours] == [t.shape for t in theirs]
+                for a, t in zip(ours, theirs, strict=True):
+                    numpy.testing.assert_allclose(a, t, rtol=1e-5, atol=1e-5)
+        ours_docs = list(nlp.pipe([d.text for d in docs]))
+        wrapped = [node._func for node in encoders]
+        for node in encoders:
+            node._func = node._func.forward
+        try:
+            spacys = list(nlp.pipe([d.text for d in docs]))
+        finally:
+            for node, encoder in zip(encoders, wrapped, strict=True):
+                node._func = encoder
+    assert [[t.tag_ for t in d] for d in ours_docs] == [[t.tag_ for t in d] for d in spacys]
+    assert ents_and_iob(ours_docs) == ents_and_iob(spacys)
