@@ -414,7 +414,6 @@ class _WindowEncoder:
         distinct tokens' embeddings, ``token_rows`` each token's row in them."""
         import numpy
 
-        ops = self.encoder.ops
         depth, pad = len(self.blocks), self.pad
         width = vectors.shape[1]
         # thinc's layout: ``pad`` rows before each non-empty document and after the last.
@@ -431,38 +430,42 @@ class _WindowEncoder:
         doc_rows = numpy.arange(int(sizes.sum())) + numpy.repeat(starts - before_doc, sizes)
         dist[doc_rows] = 0
         # Rows of the layout shifted by one: row 0 and row total + 1 are the zeros
-        # outside the array that ``seq2col`` reads.
+        # outside the array that ``seq2col`` reads; padding rows embed as zeros (the
+        # row after the distinct tokens' vectors).
         ids = numpy.full(total + 2, len(vectors), dtype=numpy.int64)
         ids[doc_rows + 1] = token_rows
-        hidden = None
+        zero = numpy.zeros((1, width), dtype="f")
+        hidden = numpy.concatenate([vectors, zero])
         for k, (maxout, norm) in enumerate(self.blocks, start=1):
             computed = numpy.flatnonzero(dist <= min(k, depth - k))
             constant = numpy.flatnonzero((dist > k) & (dist <= depth - k))
             if len(constant):
                 computed = numpy.append(computed, constant[0])
             rows = computed + 1
+            weights, bias, n_out = self._maxout_weights(maxout)
             if k == 1:
-                # The window's three tokens' products, once per distinct token.
-                weights = maxout.get_param("W").reshape(-1, 3 * width)
-                split = numpy.concatenate(
-                    [weights[:, w * width : (w + 1) * width].T for w in range(3)], axis=1
-                )
-                products = numpy.zeros((len(vectors) + 1, 3 * weights.shape[0]), dtype="f")
-                ops.gemm(vectors, numpy.ascontiguousarray(split), out=products[:-1])
-                n_out = weights.shape[0]
-                y = products[ids[rows - 1], :n_out]
-                y += products[ids[rows], n_out : 2 * n_out]
-                y += products[ids[rows + 1], 2 * n_out :]
-                y += maxout.get_param("b").reshape(n_out)
-                best, _ = ops.maxout(y.reshape(len(rows), -1, maxout.get_dim("nP")))
-                before = numpy.concatenate([vectors, numpy.zeros((1, width), dtype="f")])[ids[rows]]
+                # The window's products, the sum of its three tokens' (``maxout``'s
+                # weights split by window position), each once per distinct token.
+                products = numpy.empty((3, len(vectors) + 1, len(weights)), dtype="f")
+                products[:, -1] = 0
+                for w in range(3):
+                    part = weights[:, w * width : (w + 1) * width]
+                    numpy.matmul(vectors, part.T, out=products[w, :-1])
+                prev, own, after = products
+                before = hidden.take(ids[rows], axis=0)
+                y = prev.take(ids[rows - 1], axis=0)
+                y += own.take(ids[rows], axis=0)
+                y += after.take(ids[rows + 1], axis=0)
             else:
-                assert hidden is not None
                 # ``seq2col``'s rows: the previous, the row's own and the next row's vector.
-                window = hidden[numpy.stack([rows - 1, rows, rows + 1], axis=1)]
-                best = maxout.predict(window.reshape(len(rows), 3 * width))
-                before = hidden[rows]
-            new = before + norm.predict(best)
+                before = hidden.take(rows, axis=0)
+                window = hidden.take(
+                    numpy.stack([rows - 1, rows, rows + 1], axis=1).ravel(), axis=0
+                )
+                y = numpy.matmul(window.reshape(len(rows), 3 * width), weights.T)
+            y += bias
+            new = self._maxout_norm(y, n_out, norm)
+            new += before  # the residual connection
             if k == depth:
                 return new
             hidden = numpy.zeros((total + 2, width), dtype="f")
@@ -470,3 +473,33 @@ class _WindowEncoder:
             if len(constant):
                 hidden[constant[1:] + 1] = new[-1]
         raise AssertionError("unreachable")
+
+    @staticmethod
+    def _maxout_weights(maxout: Any) -> tuple[Any, Any, int]:
+        """``maxout``'s weights and bias with the output rows by piece, then unit
+        (thinc's are by unit, then piece): each piece's outputs are then contiguous."""
+        n_out, pieces = maxout.get_dim("nO"), maxout.get_dim("nP")
+        weights = maxout.get_param("W")
+        by_piece = weights.transpose(1, 0, 2).reshape(n_out * pieces, -1)
+        bias = maxout.get_param("b").T.reshape(n_out * pieces)
+        return by_piece, bias, n_out
+
+    @staticmethod
+    def _maxout_norm(y: Any, n_out: int, norm: Any) -> Any:
+        """The largest piece of each unit of ``y`` (pieces by block), then thinc's
+        ``layernorm`` with the same float operations (mean, variance as ``numpy.var``
+        computes it, scale, shift) in fewer passes."""
+        import numpy
+
+        best = numpy.maximum(y[:, :n_out], y[:, n_out : 2 * n_out])
+        for start in range(2 * n_out, y.shape[1], n_out):
+            numpy.maximum(best, y[:, start : start + n_out], out=best)
+        mean = best.mean(axis=1, keepdims=True)
+        best -= mean
+        var = numpy.multiply(best, best).sum(axis=1, keepdims=True)
+        var /= n_out
+        var += 1e-08
+        best *= var ** (-1.0 / 2.0)
+        best *= norm.get_param("G")
+        best += norm.get_param("b")
+        return best
