@@ -38,8 +38,12 @@ _MOVE_KINDS = {"B": _BEGIN, "I": _IN, "L": _LAST, "U": _UNIT}
 
 
 class GreedyNER:
-    """A pipeline component in place of ``ner``, with its model, moves and annotations;
-    batches are split and ordered as ``Parser.pipe`` does (by length, quarters)."""
+    """A pipeline component in place of ``ner``, with its model, moves and annotations.
+    A batch is ordered by length and decoded whole (``Parser.pipe`` splits it in
+    quarters, each with its own tok2vec pass and decoding loop: one of each for the
+    batch take less, the network's products on four times the rows at once and the
+    loop's numpy steps one per position of the longest document, not four; each
+    document's moves are its own either way)."""
 
     def __init__(self, ner: Any) -> None:
         import numpy
@@ -78,19 +82,12 @@ class GreedyNER:
         error_handler = ner.get_error_handler()
         for batch in minibatch(docs, size=batch_size):
             try:
-                by_length = sorted(batch, key=len)
-                network = _BatchRows(self, by_length)
-                base = 0
-                for sub in minibatch(by_length, size=max(batch_size // 4, 2)):
-                    self._annotate(sub, network, base)
-                    base += sum(len(doc) for doc in sub)
+                self._annotate(sorted(batch, key=len))
                 yield from batch
             except Exception as exc:  # spaCy's error handler decides, as in Parser.pipe
                 error_handler(ner.name, ner, batch, exc)
 
-    def _annotate(self, docs: list[Doc], network: _BatchRows | None = None, base: int = 0) -> None:
-        """Entities for ``docs``; ``network``: the lower layer's rows of a batch whose
-        tokens from ``base`` on are those of ``docs`` (else computed for ``docs``)."""
+    def _annotate(self, docs: list[Doc]) -> None:
         from spacy.attrs import ENT_IOB, ENT_TYPE
         from spacy.tokens import Span
 
@@ -103,9 +100,7 @@ class GreedyNER:
             and len(self.kinds) == self.ner.moves.n_moves
             and not any(doc.to_array([ENT_IOB, ENT_TYPE]).any() for doc in docs)
         ):
-            if network is None:
-                network, base = _BatchRows(self, docs), 0
-            found = self._decode(docs, network.rows(), base)
+            found = self._decode(docs)
         if found is None:
             self.ner.set_annotations(docs, self._step_states(docs))
             return
@@ -124,14 +119,10 @@ class GreedyNER:
         step.clear_memory()
         return states
 
-    def _decode(
-        self, docs: list[Doc], cached: Any = None, base: int = 0
-    ) -> list[list[tuple[int, int, int]]] | None:
+    def _decode(self, docs: list[Doc]) -> list[list[tuple[int, int, int]]] | None:
         """Each document's entities as (first token, end token, label), or None when a
         position has no valid move or a valid move's score is not finite (never seen;
-        spaCy's stepping then decides). ``cached``: the lower layer's rows (row 0 its
-        padding, row ``base + t + 1`` the ``docs``' token ``t``; by default computed
-        for ``docs``)."""
+        spaCy's stepping then decides)."""
         import numpy
         from spacy.attrs import IS_SPACE, SENT_START
 
@@ -141,8 +132,8 @@ class GreedyNER:
         # The token after each (past the batch's last: none), whether it starts a sentence.
         next_starts = numpy.append(flags[1:, 0].astype("int64") == 1, False)
         spaces = flags[:, 1] != 0
-        if cached is None:
-            cached, base = _BatchRows(self, docs).rows(), 0
+        # Row 0 is the lower layer's padding (a missing feature), row t + 1 token t's.
+        cached = self.lower.predict(self.tok2vec.predict(docs))
         cached = cached.reshape((cached.shape[0], cached.shape[1], -1))
         is_open = numpy.zeros(len(docs), dtype=bool)
         open_label = numpy.zeros(len(docs), dtype="uint64")
@@ -154,9 +145,9 @@ class GreedyNER:
             # The state's features (``StateC.set_context_tokens`` with three): the next
             # token, the open entity's first token and the token before the next.
             rows = (
-                base + token + 1,
-                numpy.where(opened, base + offsets[active] + open_start[active] + 1, 0),
-                numpy.where(opened, base + token, 0),
+                token + 1,
+                numpy.where(opened, offsets[active] + open_start[active] + 1, 0),
+                numpy.where(opened, token, 0),
             )
             scores = self._scores(cached, rows)
             has_next = lengths[active] - position >= 2
@@ -219,21 +210,6 @@ class GreedyNER:
             | (m["U"] & ~opened & ~on_space)
             | (m["O"] & ~opened)
         )
-
-
-class _BatchRows:
-    """The NER's tok2vec and lower layer for a whole batch, computed on first use: one
-    pass for the batch's quarters (``GreedyNER.pipe``) instead of one each, the
-    products and the tok2vec's own work on four times the rows at once. Row 0 is the
-    lower layer's padding (a missing feature), row ``t + 1`` the batch's token ``t``."""
-
-    def __init__(self, ner: GreedyNER, docs: list[Doc]) -> None:
-        self.ner, self.docs, self.cached = ner, docs, None
-
-    def rows(self) -> Any:
-        if self.cached is None:
-            self.cached = self.ner.lower.predict(self.ner.tok2vec.predict(self.docs))
-        return self.cached
 
 
 def use_greedy_ner(nlp: Language) -> None:
