@@ -14,8 +14,10 @@ database serves any number of runs alike. ``decisions`` (the database of
 submitted rows each to approved / rejected (every 17th left as it is, as a held review)
 with a review note, then rolled back. Each three times; prints the backend's CPU (from
 /proc, 10 ms ticks: hence many rows) per cycle or per batch. ``--off`` runs with
-``session_replication_role = replica`` (no trigger fires): the difference is the
-triggers' share. Standard library plus psycopg2 (qaportal's venv).
+``session_replication_role = replica`` (no trigger fires, the foreign keys' checks
+included); ``--summaries-off`` disables only the summaries' triggers (``DISABLE TRIGGER
+USER`` on the assignments and HITs, rolled back with the run): the difference is their
+share. Standard library plus psycopg2 (qaportal's venv).
 """
 
 from __future__ import annotations
@@ -56,6 +58,11 @@ def main() -> None:
     p.add_argument("--n", type=int, default=0, help="cycles, or rows per batch")
     p.add_argument("--batches", type=int, default=10)
     p.add_argument("--off", action="store_true", help="no trigger fires (the floor)")
+    p.add_argument(
+        "--summaries-off",
+        action="store_true",
+        help="the summaries' triggers disabled, the foreign keys' checks kept",
+    )
     a = p.parse_args()
     conn = psycopg2.connect(host="127.0.0.1", user="postgres", dbname=a.db)
     cur = conn.cursor()
@@ -69,6 +76,9 @@ def main() -> None:
     def off() -> None:
         if a.off:
             cur.execute("SET session_replication_role = replica")
+        if a.summaries_off:  # rolled back with the run
+            for table in ("campaigns_assignment", "campaigns_hit"):
+                cur.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
 
     results = []
     if a.kind == "cycles":
@@ -110,7 +120,8 @@ def main() -> None:
             conn.rollback()
         unit = f"ms per {n}-row batch"
     print(
-        f"{a.kind} {a.db}{' (triggers off)' if a.off else ''}: {unit} "
+        f"{a.kind} {a.db}{' (triggers off)' if a.off else ''}"
+        f"{' (summaries off)' if a.summaries_off else ''}: {unit} "
         f"{' '.join(f'{x:.3f}' for x in results)}; load {os.getloadavg()[0]:.1f}"
     )
 

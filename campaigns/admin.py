@@ -51,6 +51,7 @@ from campaigns.models import (
     Stage,
     StageAssignmentCount,
     StageAssignmentCountDelta,
+    StageAssignmentJournal,
     StageHeldWork,
     StageHITCount,
     StageItemCount,
@@ -519,6 +520,22 @@ class StageSubmissionMinuteAdmin(_DeltasAdmin):
 class StageWorkerCountAdmin(_DeltasAdmin):
     list_display = ("id", "stage", "worker", "status", "n", "folded")
     list_filter = ("status", "folded")
+    raw_id_fields = ("stage", "worker")
+
+
+@admin.register(StageAssignmentJournal)
+class StageAssignmentJournalAdmin(_DeltasAdmin):
+    list_display = (
+        "id",
+        "stage",
+        "worker",
+        "old_status",
+        "new_status",
+        "held",
+        "reward",
+        "old_minute",
+        "new_minute",
+    )
     raw_id_fields = ("stage", "worker")
 
 

@@ -42,6 +42,7 @@ from campaigns.models import (
     LedgerStatus,
     LedgerWorkerTotal,
     QualificationGrant,
+    StageAssignmentJournal,
     StageWorkerCount,
     Worker,
     WorkerBlock,
@@ -343,17 +344,26 @@ def _table_sql(
         statuses.append(status)
     real = "double precision" if connection.vendor == "postgresql" else "REAL"
     if connection.vendor == "postgresql":
-        # The per-worker counters' deltas (summed), kept by the assignments' triggers.
+        # The per-worker counters' deltas (summed), kept by the assignments' triggers,
+        # and the worker writes' journal rows not yet folded into them (migration 0026):
+        # the status entered +1, the status left -1.
+        journal = StageAssignmentJournal._meta.db_table
         source = (
             f"SELECT worker_id, status, n FROM {StageWorkerCount._meta.db_table} "  # noqa: S608
-            f"WHERE stage_id IN ({marks})"
+            f"WHERE stage_id IN ({marks}) "
+            f"UNION ALL SELECT worker_id, new_status, 1 FROM {journal} "
+            f"WHERE stage_id IN ({marks}) AND new_status IS NOT NULL "
+            f"UNION ALL SELECT worker_id, old_status, -1 FROM {journal} "
+            f"WHERE stage_id IN ({marks}) AND old_status IS NOT NULL"
         )
+        stage_params = [*stage_ids, *stage_ids, *stage_ids]
     else:
         source = (
             f"SELECT a.worker_id, a.status, 1 AS n FROM {Assignment._meta.db_table} a "  # noqa: S608
             f"JOIN {HIT._meta.db_table} h ON h.id = a.hit_id WHERE h.stage_id IN ({marks})"
         )
-    params: list[Any] = [*statuses, *stage_ids]
+        stage_params = list(stage_ids)
+    params: list[Any] = [*statuses, *stage_params]
     by_status = ", ".join(
         f"CAST(SUM(CASE WHEN status = %s THEN n ELSE 0 END) AS bigint) AS s_{s}" for s in statuses
     )

@@ -293,6 +293,56 @@ class StageAssignmentCountDelta(models.Model):
         return f"stage {self.stage_id} {self.status}: {self.n:+d}"
 
 
+class StageAssignmentJournal(models.Model):
+    """One worker write's change to the assignment summaries, not yet folded into them
+    (PostgreSQL, migration 0026): a one-row insert, delete or update of
+    ``campaigns_assignment`` that keeps its HIT and worker appends this one row where it
+    appended up to five (``StageAssignmentCountDelta`` x 2, ``StageWorkerCount`` x 2,
+    ``StageSubmissionMinute``, ``StageHeldWork``).
+
+    ``old_status`` -> ``new_status``: the status left and the status entered (None for
+    an insert's old side, a delete's new side, or both when the status did not move),
+    for the stage's and the worker's counts; ``held`` (+1, -1, 0) with the HIT's
+    ``reward``: held work; ``old_minute`` / ``new_minute``: the handed-in minute left
+    and entered (None when not counted or unchanged). Readers add the rows of the
+    stages they show to the summaries (``campaigns.work.selectors.counts``);
+    ``campaigns.work.counts.stage_assignment_journal_fold`` moves them into the
+    summaries, grouped (compaction, and a read that finds many pending). Many-row
+    statements (batches of decisions) keep writing the summaries directly. Empty on
+    SQLite. No foreign-key constraint (as the deltas); a stage's deletion deletes its
+    rows (a trigger on ``campaigns_stage``)."""
+
+    stage = _stage_ref("+")
+    worker = models.ForeignKey(
+        "campaigns.Worker",
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,
+        related_name="+",
+    )
+    old_status = models.CharField(max_length=16, null=True)  # noqa: DJ001 (None: no side)
+    new_status = models.CharField(max_length=16, null=True)  # noqa: DJ001
+    held = models.SmallIntegerField(default=0)
+    reward = models.DecimalField(max_digits=14, decimal_places=2, default=0)
+    old_minute = models.DateTimeField(null=True)
+    new_minute = models.DateTimeField(null=True)
+
+    objects = models.Manager()
+    not_dumped: _NotDumped[Any] = _NotDumped()
+
+    class Meta:
+        default_manager_name = "not_dumped"
+        # The readers' stages (and the review queue's workers): one index, so that a
+        # write adds two index entries (this and the key).
+        indexes = [models.Index(fields=["stage", "worker"], name="assignmentjournal_stage")]
+
+    def __str__(self) -> str:
+        return (
+            f"stage {self.stage_id} worker {self.worker_id}: "
+            f"{self.old_status or '-'} -> {self.new_status or '-'}"
+        )
+
+
 class CampaignWorkerQuality(models.Model):
     """A worker's slow numbers in one campaign, as of ``computed_at``: gold accuracy and
     agreement (``validation.selectors.stage_quality`` over every stage), the median work

@@ -12,6 +12,10 @@ more than ``COUNTERS_COMPACT_PENDING`` pending): it changes no number a reader s
 a read made before, during or after it gets the same sums. On SQLite the triggers update
 the rows (migration 0016: it serialises writers anyway) and there is nothing to fold.
 
+A worker's one-row write appends one journal row instead (``StageAssignmentJournal``,
+migration 0026), which ``stage_assignment_journal_fold`` moves into the deltas of the
+counters and of the other assignment summaries; every compaction below folds it first.
+
 The rebuild is for a load with triggers off, a restore, or a repair
 (``manage.py counters_rebuild``).
 """
@@ -68,6 +72,68 @@ WHERE NOT EXISTS (SELECT 1 FROM campaigns_stage s WHERE s.id = d.stage_id) {wher
 """
 
 
+# The worker writes' journal (``StageAssignmentJournal``, migration 0026): one row per
+# one-row write, folded here into the summaries its row stands for, grouped: the
+# counters' deltas (``n`` entered +1, left -1; ``changes`` one per side), the per-worker
+# counts (unfolded), held work and handed-in minutes. One statement: the rows deleted
+# are the rows added (a reader sees them in the journal or in the summaries, never in
+# both or neither); writers only insert, so a row committed meanwhile waits for the next
+# fold. Rows of stages gone are dropped. The number of journal rows folded.
+JOURNAL_LOCK = 0x7161_6A6F_7572_6E6C  # "qajournl" in ASCII, a positive bigint
+_JOURNAL_FOLD_SQL = """
+WITH j AS (DELETE FROM campaigns_stageassignmentjournal d {where} RETURNING d.*),
+s AS MATERIALIZED (SELECT j.* FROM j WHERE j.stage_id IN (SELECT id FROM campaigns_stage)),
+sides AS MATERIALIZED (
+    SELECT stage_id, worker_id, new_status AS status, 1 AS n FROM s WHERE new_status IS NOT NULL
+    UNION ALL
+    SELECT stage_id, worker_id, old_status, -1 FROM s WHERE old_status IS NOT NULL),
+counts AS (INSERT INTO campaigns_stageassignmentcountdelta (stage_id, status, n, changes)
+    SELECT stage_id, status, sum(n), count(*) FROM sides GROUP BY 1, 2 ORDER BY 1, 2),
+workers AS (INSERT INTO campaigns_stageworkercount (stage_id, worker_id, status, n, folded)
+    SELECT stage_id, worker_id, status, sum(n), false FROM sides GROUP BY 1, 2, 3
+    HAVING sum(n) <> 0),
+held AS (INSERT INTO campaigns_stageheldwork (stage_id, n, reward)
+    SELECT stage_id, sum(held), sum(held * reward) FROM s WHERE held <> 0 GROUP BY 1
+    HAVING sum(held) <> 0 OR sum(held * reward) <> 0),
+minutes AS (INSERT INTO campaigns_stagesubmissionminute (stage_id, minute, n)
+    SELECT stage_id, minute, sum(n) FROM (
+        SELECT stage_id, new_minute AS minute, 1 AS n FROM s WHERE new_minute IS NOT NULL
+        UNION ALL
+        SELECT stage_id, old_minute, -1 FROM s WHERE old_minute IS NOT NULL) m
+    GROUP BY 1, 2 HAVING sum(n) <> 0)
+SELECT count(*) FROM j
+"""
+
+
+def stage_assignment_journal_fold(
+    *, stage_ids: Iterable[int] | None = None, wait: bool = False
+) -> int | None:
+    """Fold the journal rows of ``stage_ids`` (every stage when None) into the assignment
+    summaries (``_JOURNAL_FOLD_SQL``); the number of rows folded, or None when another
+    fold holds the journal and ``wait`` is false (this one does nothing: that one or the
+    next folds what is left). PostgreSQL only (SQLite writes no journal: 0).
+
+    No number a reader sees changes. Runs in the caller's transaction (or its own).
+    Locking: the advisory lock ``JOURNAL_LOCK`` (tried, or waited for with ``wait``: the
+    rebuilds, which must count every row), then the journal rows it deletes."""
+    connection = _primary()
+    if connection.vendor != "postgresql":
+        return 0
+    ids = None if stage_ids is None else sorted(set(stage_ids))
+    if ids == []:
+        return 0
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        if wait:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [JOURNAL_LOCK])
+        else:
+            cursor.execute("SELECT pg_try_advisory_xact_lock(%s)", [JOURNAL_LOCK])
+            if not cursor.fetchone()[0]:
+                return None
+        where = "" if ids is None else "WHERE d.stage_id = ANY(%s)"
+        cursor.execute(_JOURNAL_FOLD_SQL.format(where=where), [] if ids is None else [ids])
+        return int(cursor.fetchone()[0])
+
+
 def _primary() -> BaseDatabaseWrapper:
     # The counters are written on the primary even when the read that asks for a
     # compaction went to a replica; nothing a reader sees changes, so the request is
@@ -75,11 +141,15 @@ def _primary() -> BaseDatabaseWrapper:
     return connections[DEFAULT_DB_ALIAS]
 
 
-def _fold(connection: BaseDatabaseWrapper, ids: list[int] | None) -> int:
+def _fold(connection: BaseDatabaseWrapper, ids: list[int] | None, *, wait: bool = False) -> int:
     """Fold the pending deltas of ``ids`` (every stage when None) into the counter rows,
-    inside the caller's transaction and lock; the number of deltas folded."""
+    inside the caller's transaction and lock, the journal's rows first (waiting for
+    another fold of the journal with ``wait``); the number of deltas folded."""
     if connection.vendor != "postgresql":
         return _fold_portable(ids)
+    # The journal's rows first, into the deltas folded below (a fold elsewhere holding
+    # the journal leaves them to it: they stay counted by the readers meanwhile).
+    stage_assignment_journal_fold(stage_ids=ids, wait=wait)
     with connection.cursor() as cursor:
         where = "" if ids is None else "WHERE d.stage_id = ANY(%s)"
         cursor.execute(_STAGES_SQL.format(where=where), [] if ids is None else [ids])
@@ -164,7 +234,7 @@ def stage_assignment_counts_rebuild(*, stage_ids: Iterable[int] | None = None) -
                 # Writes to the assignments wait while counting; every delta committed
                 # before the lock is in the count (and folded first, to keep `changes`).
                 cursor.execute("LOCK TABLE campaigns_assignment IN SHARE MODE")
-        _fold(connection, ids)
+        _fold(connection, ids, wait=True)
         existing = StageAssignmentCount.objects.select_for_update()
         pending = StageAssignmentCountDelta.objects.all()
         if ids is not None:
@@ -243,6 +313,8 @@ def stage_counters_compact() -> int:
     removed = 0
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(hashtext('stage_counters_compact'))")
+        # The journal's rows into the deltas compacted below.
+        stage_assignment_journal_fold()
         for table, group, summed in _DELTAS:
             keys = ", ".join(group)
             values = ", ".join(summed)
@@ -298,6 +370,9 @@ def stage_counters_rebuild(*, stage_ids: Iterable[int] | None = None) -> int:
         for table in ("campaigns_item", "campaigns_hit", "campaigns_assignment"):
             cursor.execute(f"LOCK TABLE {table} IN SHARE MODE")
         cursor.execute("LOCK TABLE campaigns_ledgerentry IN SHARE MODE")
+        # The journal's rows into the summaries (those of the assignment counters stay
+        # with them as deltas; the rest are recounted below).
+        stage_assignment_journal_fold(stage_ids=ids, wait=True)
         for table, group, summed in _DELTAS:
             joined = table in ("campaigns_stageheldwork", "campaigns_stagesubmissionminute")
             stage = "h.stage_id" if joined else "stage_id"

@@ -1,6 +1,9 @@
 """Assignments per stage and status from the counters the database keeps
 (``StageAssignmentCount`` plus its pending ``StageAssignmentCountDelta`` rows, kept by
 triggers in the writes' own transaction; folded and rebuilt by ``campaigns.work.counts``).
+On PostgreSQL, each reader of an assignment summary (counts, held work, handed-in
+minutes, per-worker counts) adds the rows of the worker writes' journal not yet folded
+(``StageAssignmentJournal``, migration 0026) in the same statement.
 
 Reads that would count a campaign's assignments (the overview, the progress API, the
 review queue's pages, caches' fingerprints) read a few counter rows instead: the same
@@ -28,9 +31,11 @@ from django.db.models import (
     Count,
     DecimalField,
     Exists,
+    ExpressionWrapper,
     F,
     OuterRef,
     Q,
+    QuerySet,
     Sum,
     Value,
 )
@@ -44,6 +49,7 @@ from campaigns.models import (
     LedgerEntry,
     StageAssignmentCount,
     StageAssignmentCountDelta,
+    StageAssignmentJournal,
     StageHeldWork,
     StageHITCount,
     StageItemCount,
@@ -60,6 +66,35 @@ _MONEY = DecimalField(max_digits=14, decimal_places=2)
 
 # (stage id, status) -> [n, changes]
 Counters = dict[tuple[int, str], list[int]]
+_BIG = BigIntegerField()
+
+
+def _journal(**filters: Any) -> QuerySet[StageAssignmentJournal]:
+    """The worker writes' journal rows (``StageAssignmentJournal``, migration 0026) not yet
+    folded into the summaries: every reader of an assignment summary adds them, in the
+    same statement (one snapshot: a fold committing meanwhile is seen whole or not)."""
+    return StageAssignmentJournal.objects.filter(**filters).order_by()
+
+
+def _entered_and_left(
+    rows: QuerySet[StageAssignmentJournal], key: str
+) -> tuple[QuerySet[Any, Any], QuerySet[Any, Any]]:
+    """``rows`` grouped by ``key`` and the status entered, ``n`` their count; and by
+    ``key`` and the status left, ``n`` minus their count (values: ``key``, ``status``,
+    ``n``)."""
+    entered = (
+        rows.filter(new_status__isnull=False)
+        .annotate(status=F("new_status"))
+        .values(key, "status")
+        .annotate(n=Count("pk"))
+    )
+    left = (
+        rows.filter(old_status__isnull=False)
+        .annotate(status=F("old_status"))
+        .values(key, "status")
+        .annotate(n=ExpressionWrapper(-Count("pk"), output_field=_BIG))
+    )
+    return entered, left
 
 
 def _counters(stage_ids: Iterable[int]) -> Counters:
@@ -82,10 +117,17 @@ def _counters(stage_ids: Iterable[int]) -> Counters:
         .annotate(delta_n=Sum("n"), delta_changes=Sum("changes"), rows=Count("pk"))
         .values_list("stage_id", "status", "delta_n", "delta_changes", "rows")
     )
+    # The journal's rows: n +1 / -1 and one change per side; each row pending once.
+    entered, left = _entered_and_left(_journal(stage_id__in=ids), "stage_id")
+    columns = ("stage_id", "status", "n", "changes", "rows")
+    entered_rows = entered.annotate(changes=Count("pk"), rows=Count("pk")).values_list(*columns)
+    left_rows = left.annotate(changes=Count("pk"), rows=Value(0, _BIG)).values_list(*columns)
     out: Counters = {}
     waiting: dict[int, int] = defaultdict(int)
     # PostgreSQL's sum of bigints is a numeric: ints here, whichever part a row is from.
-    for stage_id, status, n, changes, rows in kept.union(pending, all=True):
+    for stage_id, status, n, changes, rows in kept.union(
+        pending, entered_rows, left_rows, all=True
+    ):
         total = out.setdefault((stage_id, status), [0, 0])
         total[0] += int(n)
         total[1] += int(changes)
@@ -253,14 +295,23 @@ def stage_held_work(*, stage_ids: Iterable[int]) -> dict[int, tuple[int, Decimal
     ids = list(stage_ids)
     if not _deltas():
         return stage_held_work_full(stage_ids=ids)
-    return {
-        row["stage_id"]: (int(row["total"]), _money(row["reward"]))
-        for row in StageHeldWork.objects.filter(stage_id__in=ids)
+    kept = (
+        StageHeldWork.objects.filter(stage_id__in=ids)
         .order_by()
-        .values("stage_id")
+        .values_list("stage_id")
         .annotate(total=Sum("n"), reward=Sum("reward"))
-        .filter(total__gt=0)
-    }
+    )
+    journal = (
+        _journal(stage_id__in=ids)
+        .exclude(held=0)
+        .values_list("stage_id")
+        .annotate(total=Sum("held"), reward=Sum(F("held") * F("reward"), output_field=_MONEY))
+    )
+    sums: dict[int, list[Any]] = defaultdict(lambda: [0, Decimal(0)])
+    for stage_id, total, reward in kept.union(journal, all=True):
+        sums[stage_id][0] += int(total)
+        sums[stage_id][1] += Decimal(str(reward))
+    return {stage_id: (n, _money(reward)) for stage_id, (n, reward) in sums.items() if n > 0}
 
 
 def stage_held_work_full(*, stage_ids: Iterable[int]) -> dict[int, tuple[int, Decimal]]:
@@ -293,16 +344,27 @@ def stage_recent_submissions(*, stage_ids: Iterable[int], since: datetime) -> di
             .values("hit__stage_id")
             .annotate(n=Count("pk"))
         }
-    return {
-        row["stage_id"]: int(row["total"])
-        for row in StageSubmissionMinute.objects.filter(
-            stage_id__in=ids, minute__gte=since.replace(second=0, microsecond=0)
-        )
+    start = since.replace(second=0, microsecond=0)
+    kept = (
+        StageSubmissionMinute.objects.filter(stage_id__in=ids, minute__gte=start)
         .order_by()
-        .values("stage_id")
+        .values_list("stage_id")
         .annotate(total=Sum("n"))
-        .filter(total__gt=0)
-    }
+    )
+    entered = (
+        _journal(stage_id__in=ids, new_minute__gte=start)
+        .values_list("stage_id")
+        .annotate(total=Count("pk"))
+    )
+    left = (
+        _journal(stage_id__in=ids, old_minute__gte=start)
+        .values_list("stage_id")
+        .annotate(total=ExpressionWrapper(-Count("pk"), output_field=_BIG))
+    )
+    sums: dict[int, int] = defaultdict(int)
+    for stage_id, total in kept.union(entered, left, all=True):
+        sums[stage_id] += int(total)
+    return {stage_id: n for stage_id, n in sums.items() if n > 0}
 
 
 def stage_worker_counts(
@@ -315,15 +377,26 @@ def stage_worker_counts(
     stages, workers = list(stage_ids), set(worker_ids)
     if not _deltas():
         return stage_worker_counts_full(stage_ids=stages, worker_ids=workers)
-    out: dict[int, dict[str, int]] = defaultdict(dict)
-    for row in (
+    kept = (
         StageWorkerCount.objects.filter(worker_id__in=workers, stage_id__in=stages)
         .order_by()
         .values("worker_id", "status")
         .annotate(total=Sum("n"))
-        .filter(total__gt=0)
-    ):
-        out[row["worker_id"]][row["status"]] = int(row["total"])
+        .values_list("worker_id", "status", "total")
+    )
+    entered, left = (
+        side.values_list("worker_id", "status", "n")
+        for side in _entered_and_left(
+            _journal(stage_id__in=stages, worker_id__in=workers), "worker_id"
+        )
+    )
+    sums: dict[tuple[int, str], int] = defaultdict(int)
+    for worker_id, status, n in kept.union(entered, left, all=True):
+        sums[worker_id, status] += int(n)
+    out: dict[int, dict[str, int]] = defaultdict(dict)
+    for (worker_id, status), n in sums.items():
+        if n > 0:
+            out[worker_id][status] = n
     return dict(out)
 
 

@@ -42,6 +42,7 @@ from campaigns.models import (
     Stage,
     StageAssignmentCount,
     StageAssignmentCountDelta,
+    StageAssignmentJournal,
     StageHeldWork,
     StageHITCount,
     StageItemCount,
@@ -135,6 +136,8 @@ def rows(requester):
     StageAssignmentCountDelta.objects.create(stage=hit.stage, status="approved", n=0, changes=0)
     stage_assignment_counts_compact()  # PostgreSQL's counter rows, from its deltas
     StageAssignmentCountDelta.objects.create(stage=hit.stage, status="approved", n=0, changes=0)
+    # After the compaction, which folds the journal (a row by hand: it moves nothing).
+    StageAssignmentJournal.objects.create(stage=hit.stage, worker=worker)
     IdempotencyRecord.objects.create(
         user=requester,
         key="k-1",

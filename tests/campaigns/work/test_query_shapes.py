@@ -19,9 +19,15 @@ from django.utils import timezone
 from campaigns.insights.money import campaign_costs
 from campaigns.insights.progress import campaign_progress, recent_submissions
 from campaigns.insights.workers import campaign_worker_table
-from campaigns.models import Assignment, StageAssignmentCount, StageAssignmentCountDelta
+from campaigns.models import (
+    Assignment,
+    StageAssignmentCount,
+    StageAssignmentCountDelta,
+    StageAssignmentJournal,
+)
 from campaigns.payments.budget import campaign_spending
 from campaigns.payments.totals import ledger_stage_totals, ledger_worker_earnings
+from campaigns.work.counts import stage_assignment_journal_fold
 from campaigns.work.selectors import review
 from campaigns.work.selectors.counts import (
     stage_held_work,
@@ -44,7 +50,7 @@ def _plan(queryset: QuerySet[Any]) -> str:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "ANALYZE campaigns_assignment, campaigns_hit, campaigns_stageassignmentcount, "
-            "campaigns_stageassignmentcountdelta"
+            "campaigns_stageassignmentcountdelta, campaigns_stageassignmentjournal"
         )
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}", params)
@@ -164,8 +170,18 @@ def test_costs_and_progress_read_no_big_table():
 
 def test_pending_counter_deltas_are_read_by_their_stage_index():
     stage, _, _ = _work(3)
+    journal = StageAssignmentJournal.objects.filter(stage_id__in=[stage.pk])
+    assert journal.exists()  # the worker writes' triggers appended them (migration 0026)
+    plan = _plan(journal.values_list("stage_id", "new_status"))
+    assert "assignmentjournal_stage" in plan, plan
+    # A reader's rows of the journal, read by the stage and worker together.
+    plan = _plan(
+        StageAssignmentJournal.objects.filter(stage_id__in=[stage.pk], worker_id__in=[1, 2])
+    )
+    assert re.search(r"assignmentjournal_stage.*\n.*Index Cond: .*stage_id.*worker_id", plan), plan
+    stage_assignment_journal_fold(stage_ids=[stage.pk])  # into the deltas
     pending = StageAssignmentCountDelta.objects.filter(stage_id__in=[stage.pk])
-    assert pending.exists()  # the triggers appended them
+    assert pending.exists()
     plan = _plan(pending.values_list("stage_id", "status", "n", "changes"))
     assert "countdelta_stage" in plan, plan
 

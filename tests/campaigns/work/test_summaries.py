@@ -31,7 +31,11 @@ from campaigns.models import (
     LedgerStatus,
     LedgerWorkerTotal,
     Stage,
+    StageAssignmentCountDelta,
+    StageAssignmentJournal,
+    StageHeldWork,
     StageHITCount,
+    StageSubmissionMinute,
     StageWorkerCount,
 )
 from campaigns.payments.budget import campaign_spending, campaign_spending_full
@@ -52,6 +56,7 @@ from campaigns.work.counts import stage_counters_compact, stage_counters_rebuild
 from campaigns.work.decisions import assignment_decide
 from campaigns.work.selectors.counts import (
     stage_assignment_counts,
+    stage_assignment_counts_and_versions,
     stage_assignment_counts_full,
     stage_held_work,
     stage_held_work_full,
@@ -283,3 +288,67 @@ def test_bulk_writes_after_single_rows_count_alike_and_every_trigger_is_sized():
     Assignment.objects.filter(hit__stage=stage).delete()
     _stage_counters_agree(stage)
     assert not stage_assignment_counts(stage_ids=[stage.pk]).get(stage.pk, {}).get("rejected")
+
+
+def _figures(stage: Stage) -> tuple:
+    """What the pages read of a stage's assignment summaries."""
+    ids = [stage.pk]
+    workers = set(Assignment.objects.values_list("worker_id", flat=True))
+    since = (timezone.now() - timedelta(days=1)).replace(second=0, microsecond=0)
+    table = campaign_worker_table(campaign=stage.campaign, ordering="pseudonym")
+    return (
+        stage_assignment_counts_and_versions(stage_ids=ids),
+        stage_held_work(stage_ids=ids),
+        stage_worker_counts(stage_ids=ids, worker_ids=workers),
+        stage_recent_submissions(stage_ids=ids, since=since),
+        [(r.worker_id, r.submitted, r.approved, r.rejected) for r in table[:50]],
+    )
+
+
+@postgresql
+def test_a_one_row_write_appends_one_journal_row_and_a_fold_keeps_every_figure():
+    """Migration 0026: a one-row write that keeps its HIT and worker appends one journal
+    row and no summary delta; the readers add the journal, and folding it changes no
+    figure. A row moved to another HIT or worker writes the deltas as before."""
+    stage, _, rows = _work(3)  # 3 HITs x 2 workers, all submitted
+    stage_counters_compact()
+    assert not StageAssignmentJournal.objects.exists()
+    deltas = (StageAssignmentCountDelta, StageWorkerCount, StageSubmissionMinute, StageHeldWork)
+
+    def sizes() -> list[int]:
+        return [m.objects.filter(stage=stage).count() for m in deltas]
+
+    before = sizes()
+    a, b, c, d, e, _ = rows
+    Assignment.objects.filter(pk=a.pk).update(status=AssignmentStatus.APPROVED)  # held out
+    Assignment.objects.filter(pk=b.pk).update(status=AssignmentStatus.ACCEPTED)  # minute out
+    earlier = timezone.now() - timedelta(hours=2)
+    Assignment.objects.filter(pk=c.pk).update(
+        accepted_at=earlier - timedelta(minutes=1), submitted_at=earlier
+    )
+    Assignment.objects.filter(pk=d.pk).update(feedback="no summary moves")
+    Assignment.objects.filter(pk=e.pk).delete()
+    assert sizes() == before
+    assert sorted(
+        StageAssignmentJournal.objects.values_list("old_status", "new_status", "held"), key=str
+    ) == sorted(
+        [
+            (None, None, 0),  # c: its minute only
+            ("submitted", "accepted", 0),  # b: held before and after
+            ("submitted", "approved", -1),
+            ("submitted", None, -1),  # e deleted
+        ],
+        key=str,
+    )
+    figures = _figures(stage)
+    _stage_counters_agree(stage)
+    assert figures[0][0] == stage_assignment_counts_full(stage_ids=[stage.pk])
+    assert stage_counters_compact() > 0
+    assert not StageAssignmentJournal.objects.exists()
+    assert _figures(stage) == figures
+    _stage_counters_agree(stage)
+    # Another worker: the deltas, no journal row.
+    Assignment.objects.filter(pk=d.pk).update(worker=worker("w9"))
+    assert not StageAssignmentJournal.objects.exists()
+    assert sizes() != before
+    _stage_counters_agree(stage)
