@@ -232,9 +232,10 @@ class SessionStore(cached_db.SessionStore):
         return data
 
     def save(self, must_create: bool = False) -> None:
-        super().save(must_create)
         # A new key was in no process's keeping (only what Redis had is kept).
-        if self.session_key and not must_create:
+        new = must_create or self.session_key is None
+        super().save(must_create)
+        if self.session_key and not new:
             _notify_changed(self.session_key)
 
     def delete(self, session_key: str | None = None) -> None:
