@@ -8,8 +8,8 @@ session kept uses it without asking Redis, **provisionally**: the request's firs
 statement on the primary confirms it.
 
 How a change reaches every process at once. Whatever changes or ends a session through
-this store (``save``: login, an invite's join; ``delete``: logout, ``flush``,
-``cycle_key``'s old key) sends, after its database and Redis writes, a PostgreSQL
+this store (``save`` of a key that existed: login, an invite's join; ``delete``: logout,
+``flush``, ``cycle_key``'s old key) sends, after its database and Redis writes, a PostgreSQL
 ``NOTIFY qaportal_session, '<key>'``. Each thread's primary connection ``LISTEN``\\ s on
 that channel before it keeps a session (connection set-up, once per connection).
 PostgreSQL signals the listening backends when the NOTIFY commits, before the
