@@ -57,10 +57,22 @@ class RedisCacheClient(django_redis.RedisCacheClient):
         value = _kept_get(self._kept, pool, key)
         return default if value is None else django_client._serializer.loads(value)
 
+    def get_with_ttl(self, key: Any) -> tuple[Any, float | None]:
+        """(``key``'s value or None, the seconds it has left to live or None when it has
+        no expiry or is gone): GET and PTTL sent together on this thread's kept
+        connection."""
+        django_client: Any = self
+        pool = django_client._get_connection_pool(False)
+        value, ttl_ms = _kept_get(self._kept, pool, key, with_ttl=True)
+        if value is None:
+            return None, None
+        return django_client._serializer.loads(value), (ttl_ms / 1000 if ttl_ms > 0 else None)
 
-def _kept_get(kept: threading.local, pool: Any, key: Any) -> Any:
+
+def _kept_get(kept: threading.local, pool: Any, key: Any, *, with_ttl: bool = False) -> Any:
     """Redis GET of ``key`` on the connection to ``pool``'s server that this thread keeps
-    (made on first use, with the pool's settings; a forked process makes its own)."""
+    (made on first use, with the pool's settings; a forked process makes its own); with
+    ``with_ttl``, (the value, its PTTL in ms) from one round trip."""
     pid = os.getpid()
     if getattr(kept, "pid", None) != pid:
         kept.pid, kept.conns = pid, {}
@@ -69,20 +81,24 @@ def _kept_get(kept: threading.local, pool: Any, key: Any) -> Any:
         slot = kept.conns[id(pool)] = [pool.connection_class(**pool.connection_kwargs), False]
     conn, answered_before = slot
     try:
-        return _get_on(conn, slot, key)
+        return _get_on(conn, slot, key, with_ttl)
     except redis.exceptions.ConnectionError:
         # A connection that answered before and is closed now: the server restarted or
         # dropped it while idle. Once more on a new one (redis-py connects on send).
         if not answered_before:
             raise
-    return _get_on(conn, slot, key)
+    return _get_on(conn, slot, key, with_ttl)
 
 
-def _get_on(conn: Any, slot: list[Any], key: Any) -> Any:
+def _get_on(conn: Any, slot: list[Any], key: Any, with_ttl: bool = False) -> Any:
     slot[1] = False
     try:
-        conn.send_command("GET", key)
-        value = conn.read_response()
+        if with_ttl:
+            conn.send_packed_command(conn.pack_commands([("GET", key), ("PTTL", key)]))
+            value = (conn.read_response(), conn.read_response())
+        else:
+            conn.send_command("GET", key)
+            value = conn.read_response()
     except redis.exceptions.ResponseError:
         slot[1] = True  # an error reply: the connection is fine
         raise
@@ -151,6 +167,13 @@ class DegradingRedisCache(RedisCache):
 
     def get(self, key: Any, default: Any = None, version: Any = None) -> Any:
         return self._call(default, super().get, key, default, version)
+
+    def get_with_ttl(self, key: Any, version: Any = None) -> tuple[Any, float | None]:
+        """(``key``'s value or None, the seconds it has left to live or None): see
+        :meth:`RedisCacheClient.get_with_ttl`; (None, None) while Redis is down."""
+        made = self.make_and_validate_key(key, version=version)
+        client: Any = self._cache  # a RedisCacheClient of this module
+        return self._call((None, None), client.get_with_ttl, made)
 
     def set(
         self, key: Any, value: Any, timeout: Any = DEFAULT_TIMEOUT, version: Any = None

@@ -35,6 +35,8 @@ _PLACEHOLDER = re.compile(r"%s|%%")
 # The names prepared on each raw DB-API connection (dropped with the connection).
 _prepared: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 _texts: dict[str, tuple[str, str]] = {}
+# The names of the prepared statements that are SELECTs (``prepared_select``).
+_selects: set[str] = set()
 
 
 def _prepared_text(sql: str) -> tuple[str, str]:
@@ -48,7 +50,17 @@ def _prepared_text(sql: str) -> tuple[str, str]:
 
         name = "qp_" + hashlib.sha1(sql.encode(), usedforsecurity=False).hexdigest()[:20]
         found = _texts[sql] = (name, f"PREPARE {name} AS {_PLACEHOLDER.sub(number, sql)}")
+        if sql.lstrip()[:6].upper() == "SELECT" and "NEXTVAL(" not in sql.upper():
+            _selects.add(name)
     return found
+
+
+def prepared_select(sql: str) -> bool:
+    """Whether ``sql`` is ``EXECUTE`` of a statement prepared here that is a ``SELECT``
+    (one that writes nothing: ``qaportal.sessions`` lets such a statement run before it
+    has confirmed a request's session)."""
+    name = sql[len("EXECUTE ") :].lstrip().split(" ", 1)[0].split("(", 1)[0]
+    return name in _selects
 
 
 def execute(cursor: Any, sql: str, params: Sequence[Any]) -> None:

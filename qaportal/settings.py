@@ -120,7 +120,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "qaportal.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "django.contrib.sessions.middleware.SessionMiddleware",
+    "qaportal.sessions.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -233,8 +233,11 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 # Sessions: read from the cache on the hot path (worker pages), kept in the database
-# so a cache restart logs nobody out.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# so a cache restart logs nobody out; each web process keeps those it read, confirmed by
+# the request's first SQL statement (qaportal/sessions.py). SESSIONS_IN_PROCESS=0 behind
+# a pooler that shares server connections (PgBouncer in transaction mode).
+SESSION_ENGINE = "qaportal.sessions"
+SESSIONS_IN_PROCESS = env_bool("SESSIONS_IN_PROCESS", default=True)
 
 # --- Celery ---------------------------------------------------------------------
 # Eager mode is a configuration choice (the embedded default), never a fallback

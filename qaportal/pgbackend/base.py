@@ -9,9 +9,11 @@ A kept connection is idle between requests: the server sends nothing on it unles
 going away (a restart, a failover, ``pg_terminate_backend``, an idle timeout: a FATAL
 message, then the end of the stream) or has an asynchronous message (a NOTIFY, a
 parameter change). So the check here first asks the socket, without waiting, whether
-there is anything to read; an idle connection in no transaction with nothing to read
-is taken as healthy, and anything else gets Django's ``SELECT 1`` as before (which
-also reads whatever was waiting). A peer that vanished without closing (a cut network)
+there is anything to read; if so, psycopg2 reads it without waiting (the sessions'
+notifications, ``qaportal.sessions``, go to ``connection.notifies``) and the socket is
+asked again. An idle connection in no transaction with nothing left to read is taken as
+healthy, and anything else (the end of the stream after a FATAL message) gets Django's
+``SELECT 1`` as before. A peer that vanished without closing (a cut network)
 is not seen by either check until the query's own timeout; the check after a database
 error (``close_if_unusable_or_obsolete``) stays Django's ``SELECT 1``.
 """
@@ -19,20 +21,28 @@ error (``close_if_unusable_or_obsolete``) stays Django's ``SELECT 1``.
 from __future__ import annotations
 
 import select
+from typing import Any
 
 from django.db.backends.postgresql import base
 
 
-def _quiet(raw: object) -> bool:
+def _quiet(raw: Any) -> bool:
     """True if the DB-API connection is open, idle outside a transaction, with nothing
-    waiting to be read on its socket."""
+    waiting to be read on its socket. Notifications (``NOTIFY``: ``qaportal.sessions``
+    listens) are read first, without waiting, into ``raw.notifies`` (psycopg2's
+    ``poll``); a server going away leaves its end of stream to read, or closes it."""
     try:
-        if raw.closed or raw.info.transaction_status != 0:  # type: ignore[attr-defined]
+        if raw.closed or raw.info.transaction_status != 0:
             return False  # 0: idle, in psycopg2 and psycopg alike
         poller = select.poll()
-        poller.register(raw.fileno(), select.POLLIN | select.POLLPRI)  # type: ignore[attr-defined]
-        return not poller.poll(0)
-    except (OSError, ValueError, AttributeError):
+        poller.register(raw.fileno(), select.POLLIN | select.POLLPRI)
+        if poller.poll(0):
+            if not hasattr(raw, "poll"):
+                return False
+            raw.poll()
+            return not raw.closed and not poller.poll(0)
+        return True
+    except Exception:  # the DB-API's errors, OSError, ValueError: not quiet
         return False
 
 

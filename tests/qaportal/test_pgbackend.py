@@ -5,6 +5,7 @@ before the request's first query, as Django's own check does."""
 
 from __future__ import annotations
 
+import select
 import time
 
 import pytest
@@ -83,3 +84,36 @@ def test_a_connection_inside_a_transaction_or_closed_is_not_quiet() -> None:
     assert _quiet(raw)
     connection.close()
     assert not _quiet(raw)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_notification_waiting_is_read_without_a_ping(monkeypatch: pytest.MonkeyPatch) -> None:
+    with connection.cursor() as cursor:
+        cursor.execute("LISTEN test_pgbackend")
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_notify('test_pgbackend', 'hello')")
+    finally:
+        other.close()
+    readable = select.select([connection.connection], [], [], 10)[0]
+    assert readable  # the notification waits on the socket
+    pings: list[bool] = []
+    original = DatabaseWrapper.is_usable
+
+    def counted(self: DatabaseWrapper) -> bool:
+        pings.append(True)
+        return original(self)
+
+    monkeypatch.setattr(DatabaseWrapper, "is_usable", counted)
+    _as_a_new_request()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        assert cursor.fetchone()[0] == pid  # kept
+    assert pings == []  # read by the check, no SELECT 1
+    assert [n.payload for n in connection.connection.notifies] == ["hello"]
+    connection.connection.notifies.clear()
+    with connection.cursor() as cursor:
+        cursor.execute("UNLISTEN *")
