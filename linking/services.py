@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from campaigns.design.platform import BonusWanted, platform_for
@@ -92,6 +92,38 @@ def _proposals(texts: list[str], *, whole_text_fallback: bool) -> list[list[dict
     return out
 
 
+# Items per UPDATE of ``_items_data_write`` (two parameters each).
+ITEMS_PER_UPDATE = 500
+
+
+def _items_data_write(items: Sequence[Item]) -> None:
+    """Each item's ``data`` written, ``ITEMS_PER_UPDATE`` to an ``UPDATE ... FROM (VALUES
+    ...)`` joined on the id: Django's ``bulk_update`` builds a CASE with a branch per
+    item, whose building (the ORM's CPU) and evaluation (the database's, a row
+    compared with every branch) grow with the square of the batch: a second and more
+    of a Mintaka pilot's dry run preparing its linking stages (bench/README.md)."""
+    table, data = Item._meta.db_table, Item._meta.get_field("data")
+    # PostgreSQL reads the JSON text as jsonb; SQLite keeps JSON as text.
+    row = "(%s, %s::jsonb)" if connection.vendor == "postgresql" else "(%s, %s)"
+    # SQLite names a VALUES list's columns column1, column2 (and takes no column list).
+    columns = "v(id, data)" if connection.vendor == "postgresql" else "v"
+    item_id, item_data = (
+        ("v.id", "v.data") if connection.vendor == "postgresql" else ("v.column1", "v.column2")
+    )
+    with connection.cursor() as cursor:
+        for start in range(0, len(items), ITEMS_PER_UPDATE):
+            batch = items[start : start + ITEMS_PER_UPDATE]
+            params: list[Any] = []
+            for item in batch:
+                params += [item.pk, data.get_db_prep_save(item.data, connection)]
+            cursor.execute(
+                f"UPDATE {table} SET data = {item_data} "  # noqa: S608 - names from the model
+                f"FROM (VALUES {', '.join([row] * len(batch))}) AS {columns} "
+                f"WHERE {table}.id = {item_id}",
+                params,
+            )
+
+
 def stage_prefetch(*, stage_id: int) -> PrefetchResult:
     """Make a linking stage's items ready to work on; idempotent and cheap to re-run.
 
@@ -109,7 +141,7 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
        ``entity_agreement:<hit>:<n>``); seen-only HITs keep ``assignments_per_hit``.
 
     Locking: none beyond ``hits_add_assignments``'s HIT rows; item data is written
-    with one bulk UPDATE of the items changed.
+    with one UPDATE per 500 items changed (``_items_data_write``).
     """
     result = PrefetchResult()
     stage = Stage.objects.select_related("campaign").get(pk=stage_id)
@@ -138,7 +170,7 @@ def stage_prefetch(*, stage_id: int) -> PrefetchResult:
         result.seen_items += seen
         changed[item.pk] = item
     if changed:
-        Item.objects.bulk_update(list(changed.values()), ["data"], batch_size=500)
+        _items_data_write(list(changed.values()))
     result.items_prepared = len(changed)
 
     _top_up(stage=stage, items=items, result=result)

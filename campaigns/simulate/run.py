@@ -7,6 +7,7 @@ through a study URL with their ids (``prolific.py``). The platform says which
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -120,8 +121,27 @@ def simulate_crowd(
 
     if base_url:
         return run(base_url)
-    with _commits_unsynced(), _no_health_pings():
+    with _commits_unsynced(), _no_health_pings(), _set_up_frozen():
         return run(IN_PROCESS_URL, local_app())
+
+
+@contextmanager
+def _set_up_frozen() -> Iterator[None]:
+    """While the app runs in this process, what was there before the run (modules, the
+    URLconf, settings, the templates' engine) is out of the garbage collector's sight
+    (``gc.freeze``, as ``qaportal/wsgi.py`` does for a web process): each full
+    collection of the run walked all of it again, without finding anything to free.
+    Handed back to the collector at the end (``gc.unfreeze``): what it holds is
+    collected as before, later. A process that froze objects itself (a web process)
+    is left as it is."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 @contextmanager

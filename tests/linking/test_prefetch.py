@@ -11,6 +11,7 @@ from django.urls import reverse
 from campaigns.models import Assignment, Item
 from campaigns.platforms.publishing import campaign_start
 from campaigns.tasktypes import task_type_get
+from linking import services
 from linking.models import WikidataCacheEntry
 from linking.subscriptions import on_answer_stored, on_stage_published
 from linking.tasks import prefetch_stage_task
@@ -146,3 +147,24 @@ def test_submitted_ids_are_checked_redirects_resolved_nil_kept(linking_stage, re
         "redirected_from": "Q4115189",
     }
     assert links[1] == {"start": 15, "end": 21, "text": "Nobody", "qid": None, "none": True}
+
+
+def test_items_data_written_in_batches_others_untouched(linking_stage, monkeypatch):
+    """The prepared items' data (``_items_data_write``: an UPDATE joined on a VALUES list,
+    a few items each here) is stored as given, quotes and non-ASCII included; the
+    stage's other items keep theirs."""
+    stage = linking_stage(
+        items=[{"external_id": f"i{n}", "question": f"Q{n}?", "answer": "A"} for n in range(5)]
+    )
+    items = list(Item.objects.filter(stage=stage).order_by("external_id"))
+    before = {item.pk: item.data for item in items}
+    monkeypatch.setattr(services, "ITEMS_PER_UPDATE", 2)
+    written = items[:3]
+    for n, item in enumerate(written):
+        item.data = {**item.data, "proposed_spans": [{"text": f'Zoë\'s "{n}" \\ 5'}], "n": n}
+    services._items_data_write(written)
+    stored = {i.pk: i.data for i in Item.objects.filter(stage=stage)}
+    assert [stored[item.pk] for item in written] == [item.data for item in written]
+    assert stored[written[2].pk]["n"] == 2
+    assert all(stored[item.pk] == before[item.pk] for item in items[3:])
+    assert Item.objects.filter(stage=stage, data__n=1).count() == 1  # JSON, not text

@@ -1,8 +1,11 @@
 """The simulator's browsers call the app in process (``WSGITransport``): cookies,
 redirects and answers as over HTTP; on PostgreSQL the run's sessions commit without
-waiting for the disk, and get their setting back at the end."""
+waiting for the disk, and get their setting back at the end; what was there before the
+run is out of the garbage collector's sight during it."""
 
 from __future__ import annotations
+
+import gc
 
 import pytest
 from django.db import connection
@@ -65,11 +68,16 @@ def test_commits_unsynced_and_no_health_pings_during_a_run_only(mintaka_campaign
         with connection.cursor() as cursor:
             cursor.execute("SHOW synchronous_commit")
             seen.append((cursor.fetchone()[0], getattr(connection, "health_check_enabled")))  # noqa: B009
+        frozen.append(gc.get_freeze_count())
         return False
 
+    frozen: list[int] = []
+    assert gc.get_freeze_count() == 0
     result = simulate_crowd(campaign=campaign, workers=2, seed=1, requester=requester)
     assert result.ok, "\n".join(result.lines())
     assert seen == [("off", False)]
+    assert frozen[0] > 1000  # the set-up's objects: modules, settings, the URLconf
+    assert gc.get_freeze_count() == 0  # handed back to the collector
     with connection.cursor() as cursor:
         cursor.execute("SHOW synchronous_commit")
         assert cursor.fetchone()[0] == "on"
