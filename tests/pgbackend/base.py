@@ -20,6 +20,7 @@ from typing import Any
 from django.db.backends.postgresql.operations import DatabaseOperations as PostgresOperations
 
 from qaportal.pgbackend.base import DatabaseWrapper as QaportalWrapper
+from tests.pgbackend.creation import DatabaseCreation
 
 
 class DatabaseOperations(PostgresOperations):
@@ -49,4 +50,5 @@ class DatabaseOperations(PostgresOperations):
 
 
 class DatabaseWrapper(QaportalWrapper):
+    creation_class = DatabaseCreation
     ops_class = DatabaseOperations
