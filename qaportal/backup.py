@@ -43,7 +43,9 @@ def _database() -> dict[str, Any]:
 
 
 def _postgres() -> bool:
-    return _database()["ENGINE"] in ("django.db.backends.postgresql", "qaportal.pgbackend")
+    # The backend's vendor, not its module's name: any PostgreSQL backend (Django's,
+    # qaportal's, the test suite's subclass in tests/pgbackend) takes pg_dump.
+    return connection.vendor == "postgresql"
 
 
 def _pg_args() -> tuple[list[str], dict[str, str]]:

@@ -61,3 +61,16 @@ if "replica" not in DATABASES:  # noqa: F405
         "TEST": {"NAME": f"test_{DATABASES['default']['NAME']}_copy"},  # noqa: F405
     }
     DATABASE_ROUTERS = ["tests.dbrouter.MigratedCopyRouter"]
+
+# The test database's flush after each transactional test: DELETE instead of TRUNCATE
+# (tests/pgbackend/base.py). The replica copy above shares the engine.
+for _alias in DATABASES.values():  # noqa: F405
+    if _alias["ENGINE"] == "qaportal.pgbackend":
+        _alias["ENGINE"] = "tests.pgbackend"
+        # The test process's sessions commit without waiting for the write-ahead log to
+        # reach the disk, as the dry run's do (campaigns/simulate/run.py): a crash of the
+        # server could lose the last commits of a test database, nothing else, and
+        # every commit of a transactional test, a live server or a flush waited on an
+        # fsync. Processes started on qaportal.settings (Celery workers, nodes) keep the
+        # default.
+        _alias.setdefault("OPTIONS", {})["options"] = "-c synchronous_commit=off"
