@@ -23,6 +23,20 @@ def test_the_settings_use_the_backend() -> None:
     assert connection.settings_dict["CONN_HEALTH_CHECKS"]
 
 
+@pytest.fixture
+def pings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """One entry per health-check ping (``is_usable``: Django's ``SELECT 1``)."""
+    pinged: list[bool] = []
+    original = DatabaseWrapper.is_usable
+
+    def counted(self: DatabaseWrapper) -> bool:
+        pinged.append(True)
+        return original(self)
+
+    monkeypatch.setattr(DatabaseWrapper, "is_usable", counted)
+    return pinged
+
+
 def _as_a_new_request() -> None:
     """What Django does between requests on a kept connection."""
     connection.close_if_unusable_or_obsolete()
@@ -30,19 +44,11 @@ def _as_a_new_request() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_quiet_connection_is_kept_without_a_ping(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quiet_connection_is_kept_without_a_ping(pings: list[bool]) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
     assert _quiet(connection.connection)
-    pings: list[bool] = []
-    original = DatabaseWrapper.is_usable
-
-    def counted(self: DatabaseWrapper) -> bool:
-        pings.append(True)
-        return original(self)
-
-    monkeypatch.setattr(DatabaseWrapper, "is_usable", counted)
     _as_a_new_request()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -87,7 +93,7 @@ def test_a_connection_inside_a_transaction_or_closed_is_not_quiet() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_notification_waiting_is_read_without_a_ping(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_notification_waiting_is_read_without_a_ping(pings: list[bool]) -> None:
     with connection.cursor() as cursor:
         cursor.execute("LISTEN test_pgbackend")
         cursor.execute("SELECT pg_backend_pid()")
@@ -100,14 +106,6 @@ def test_a_notification_waiting_is_read_without_a_ping(monkeypatch: pytest.Monke
         other.close()
     readable = select.select([connection.connection], [], [], 10)[0]
     assert readable  # the notification waits on the socket
-    pings: list[bool] = []
-    original = DatabaseWrapper.is_usable
-
-    def counted(self: DatabaseWrapper) -> bool:
-        pings.append(True)
-        return original(self)
-
-    monkeypatch.setattr(DatabaseWrapper, "is_usable", counted)
     _as_a_new_request()
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
