@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import requests
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CADDYFILE = REPO_ROOT / "deploy" / "Caddyfile"
 S3_KEY = "qaportal-test-key"
@@ -320,6 +322,10 @@ def stack_start(
         stack.worker_dirs.append(folder)
         for proc, port in zip(stack.procs[1 : 1 + nodes], ports, strict=True):
             wait_port(port, process=proc.process, log=proc.log, timeout=60)
+            # gunicorn binds its port before a worker has loaded the app: a slow machine
+            # answered Caddy's first active check (5 s) late, and every node was left
+            # out for its 10 s interval ("no upstreams available", 503).
+            _wait_live(f"http://127.0.0.1:{port}", proc=proc, timeout=60)
         if proxy:  # once the nodes answer: its first health checks find them up
             _proxy_start(stack, ports)
         _wait_log(worker, b" ready.", timeout=60)
@@ -327,6 +333,24 @@ def stack_start(
         stack.stop()
         raise
     return stack
+
+
+def _wait_live(url: str, *, proc: Proc, timeout: float, verify: Path | bool = True) -> None:
+    """Until ``url``'s ``/livez`` answers 200 (``proc`` serves it, directly or by proxy)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            checked = verify if isinstance(verify, bool) else str(verify)
+            answer = requests.get(f"{url}/livez", timeout=5, verify=checked)
+            if answer.status_code == 200:
+                return
+        except OSError:  # requests' errors, and a CA file Caddy has not written yet
+            pass
+        if proc.process.poll() is not None:
+            raise RuntimeError(f"{proc.name} exited:\n{proc.log.read_text()[-3000:]}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{proc.name}: {url}/livez not 200 after {timeout} s")
+        time.sleep(0.2)
 
 
 def _wait_log(proc: Proc, mark: bytes, *, timeout: float) -> None:
@@ -372,5 +396,7 @@ def _proxy_start(stack: Stack, ports: list[int]) -> None:
     stack.procs.append(proc)
     wait_port(https_port, process=proc.process, log=proc.log, timeout=30)
     stack.proxy_url = f"https://127.0.0.1:{https_port}"
-    stack.proxy_ca = folder / "data" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
+    ca = folder / "data" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
+    stack.proxy_ca = ca
     stack.proxy_log = proc.log
+    _wait_live(stack.proxy_url, proc=proc, timeout=30, verify=ca)  # its first checks passed
