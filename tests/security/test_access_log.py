@@ -144,7 +144,7 @@ def test_the_lines_are_gunicorns_own_with_identities_redacted(log_format: str | 
     took = timedelta(seconds=1, microseconds=2345)
     ours = RedactingLogger(cfg)
     theirs = Logger(cfg)
-    theirs.now = ours.now = lambda: "[29/Nov/2026:10:00:00 +0000]"  # type: ignore[method-assign]
+    theirs.now = ours.now = lambda: "[29/Nov/2026:10:00:00 +0000]"
     expected_atoms = {
         key: redact(value) if key in ("r", "q", "f", "{referer}i") else value
         for key, value in theirs.atoms(_Response, _Request, _ENVIRON, took).items()
