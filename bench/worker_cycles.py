@@ -295,8 +295,17 @@ def caddy_up(tmp: Path, env: dict, port: int, upstreams: list[int]) -> Server:
 
 
 def gunicorn_cmd(
-    gunicorn: Path, app: str, port: int, workers: int, worker_class: str, threads: int
+    gunicorn: Path,
+    app: str,
+    port: int,
+    workers: int,
+    worker_class: str,
+    threads: int,
+    production: list[str] | None = None,
 ) -> list[str]:
+    """The server's command; ``production``: the options of the deployed command
+    (qaportal: ``compose_web_gunicorn_options()``), which come after the bench's own
+    (bind, workers, class) and override its ``--timeout`` where they set one."""
     cmd = [
         str(gunicorn),
         app,
@@ -315,7 +324,44 @@ def gunicorn_cmd(
     ]
     if worker_class == "gthread":
         cmd += ["--threads", str(threads)]
-    return cmd
+    return cmd + list(production or [])
+
+
+# The options of docker-compose.yml's web command that the bench sets itself.
+_BENCH_GUNICORN_OPTIONS = ("--bind", "--workers", "--worker-class", "--threads")
+
+
+def compose_web_gunicorn_options() -> list[str]:
+    """docker-compose.yml's web command's gunicorn options (access log, its logger,
+    timeout), but those the bench sets: qaportal's nodes run what compose runs."""
+    text = (ROOT / "docker-compose.yml").read_text()
+    web = text[text.index("\n  web:\n") :]
+    m = re.search(r"exec gunicorn qaportal\.wsgi (.*?)\"\]", web)
+    if m is None:
+        raise RuntimeError("docker-compose.yml's web service runs no gunicorn qaportal.wsgi")
+    words = m.group(1).split()
+    options: list[str] = []
+    while words:
+        word = words.pop(0)
+        value = words.pop(0) if words and not words[0].startswith("--") else None
+        if word.split("=", 1)[0] in _BENCH_GUNICORN_OPTIONS:
+            continue
+        options += [word] if value is None else [word, value]
+    return options
+
+
+def compose_web_environment(folder: Path) -> dict[str, str]:
+    """What docker-compose.yml's web service adds to the app's environment: the folder of
+    the workers' request metrics (prometheus-client's multiprocess mode), here one per
+    node under ``folder``, emptied as compose's command empties it."""
+    text = (ROOT / "docker-compose.yml").read_text()
+    web = text[text.index("\n  web:\n") :]
+    web = web[: web.index("\n  worker:\n")]
+    if "PROMETHEUS_MULTIPROC_DIR:" not in web:
+        return {}
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    return {"PROMETHEUS_MULTIPROC_DIR": str(folder)}
 
 
 # --- Turkle ---------------------------------------------------------------------------
@@ -526,6 +572,15 @@ def qaportal_up(
         .splitlines()[-1]
     )
     server: Server | ProxiedNodes
+    # What docker-compose.yml's web service runs: its gunicorn options (the access log
+    # with its redacting logger) and the metrics' folder (multiprocess mode).
+    # --bare-gunicorn: neither, as the bench ran before 29 Nov 2026 (figures comparable).
+    production = [] if args.bare_gunicorn else compose_web_gunicorn_options()
+    log(f"qaportal: gunicorn {' '.join(production) or '(the bench options only)'}")
+
+    def web_env(folder: Path) -> dict[str, str]:
+        return {} if args.bare_gunicorn else compose_web_environment(folder)
+
     if args.proxy:
         # The same gunicorn workers in all, split over two nodes.
         ports = [free_port(), free_port()]
@@ -540,8 +595,9 @@ def qaportal_up(
                     workers,
                     args.worker_class,
                     args.threads,
+                    production,
                 ),
-                env,
+                {**env, **web_env(tmp / f"qaportal-metrics-{n}")},
                 ROOT,
                 tmp / f"qaportal-node{n}.log",
                 node_port,
@@ -569,8 +625,9 @@ def qaportal_up(
                 args.gunicorn_workers,
                 args.worker_class,
                 args.threads,
+                production,
             ),
-            env,
+            {**env, **web_env(tmp / "qaportal-metrics")},
             ROOT,
             tmp / "qaportal-gunicorn.log",
             port,
@@ -786,6 +843,12 @@ def main() -> int:
         help=f"items in the qaportal stage (default: room for {QAPORTAL_RATE_CAP} cycles/s "
         "over the whole run)",
     )
+    p.add_argument(
+        "--bare-gunicorn",
+        action="store_true",
+        help="qaportal's gunicorn with the bench's options only: no access log, no metrics "
+        "folder (the bench before 29 Nov 2026); default: docker-compose.yml's web command",
+    )
     p.add_argument("--turkle-venv", default="", help="reuse this Turkle venv (development only)")
     p.add_argument("--qaportal-venv", default=str(ROOT / ".venv"))
     p.add_argument("--qaportal-log-level", default="WARNING")
@@ -826,6 +889,9 @@ def main() -> int:
             "client_connection": args.connection,
             "proxy_settings": compose_proxy_settings() if args.proxy else None,
             "worker_class": args.worker_class,
+            "qaportal_gunicorn_options": []
+            if args.bare_gunicorn
+            else compose_web_gunicorn_options(),
             "threads": args.threads if args.worker_class == "gthread" else 1,
             "turkle_tasks": args.turkle_tasks,
             "qaportal_items": args.qaportal_items,

@@ -64,12 +64,19 @@ class PrivateCacheMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        user = getattr(request, "user", None)
-        signed_in = bool(user is not None and user.is_authenticated)
-        private = signed_in or "HTTP_AUTHORIZATION" in request.META or _worker_page(request)
+        # The cheap tests first: a worker page needs no user built (its lazy object, the
+        # session's account) to be known private.
+        private = (
+            "HTTP_AUTHORIZATION" in request.META or _worker_page(request) or _signed_in(request)
+        )
         if private and "no-store" not in response.get("Cache-Control", ""):
             response["Cache-Control"] = "private, no-store"
         return response
+
+
+def _signed_in(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated)
 
 
 # The worker pages' URL namespaces: anonymous, yet each page is one worker's (a task

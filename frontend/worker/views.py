@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.contrib.auth import SESSION_KEY
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.template.context_processors import csrf
@@ -68,9 +69,12 @@ def _remember_worker(request: HttpRequest, worker: Worker) -> None:
 def _request_workers(request: HttpRequest) -> RequestWorkers:
     """The local workers this browser speaks for: invited ones, then the account's.
 
-    Ids only (no query): the session holds the invited workers' ids.
+    Ids only (no query): the session holds the invited workers' ids. The account is
+    looked at only when the session names one: without it Django's ``get_user`` answers
+    ``AnonymousUser`` anyway, and a crowd worker's request skips building it.
     """
-    user_id = request.user.pk if request.user.is_authenticated else None
+    signed_in = SESSION_KEY in request.session and request.user.is_authenticated
+    user_id = request.user.pk if signed_in else None
     return RequestWorkers(worker_ids=tuple(_session_worker_ids(request)), user_id=user_id)
 
 
