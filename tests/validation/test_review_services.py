@@ -22,6 +22,7 @@ from campaigns.work.decisions import assignment_approve
 from campaigns.work.invites import invite_create, invite_redeem, invite_token
 from campaigns.work.submission import assignment_submit
 from qaportal.errors import DomainError
+from qaportal.models import OutboxMessage
 from tests.factories import UserFactory
 from tests.validation.db_helpers import hits, make_stage, submit, worker
 from validation.early_stopping import DONE, DROPPED, EXTENDED, WAITING, hit_early_stop
@@ -75,7 +76,8 @@ def test_stage_review_decides_with_reasons_and_numbers():
 @pytest.mark.parametrize("handed_on", [False, True], ids=["last stage", "next stage"])
 def test_a_constant_number_of_queries_per_batch(handed_on):
     """Whatever the batch's size; with a next stage, the approvals' hand-offs are one
-    more query per batch (their outbox messages in one INSERT), not one per approval."""
+    more query per batch that approves (their outbox messages in one INSERT), not one per
+    approval. (A batch is grouped by worker: one of a rejected worker's approves none.)"""
     stage = make_stage(items=8, review_rules=[*RULES, {"rule": "duplicates"}])
     if handed_on:
         stage.next_stage = Stage.objects.create(
@@ -98,15 +100,26 @@ def test_a_constant_number_of_queries_per_batch(handed_on):
         Assignment.objects.filter(hit__stage=stage).update(status="submitted", review_details={})
         with CaptureQueriesContext(connection) as ctx:
             summary = stage_review(stage=stage, batch_size=batch_size)
-        return len(ctx.captured_queries), summary.batches
+        handoffs = sum(
+            q["sql"].startswith("INSERT") and OutboxMessage._meta.db_table in q["sql"]
+            for q in ctx.captured_queries
+        )
+        return len(ctx.captured_queries) - handoffs, summary.batches, handoffs
 
-    q12, b12 = queries(12)  # 24 assignments: 2 batches
-    q6, b6 = queries(6)  # 4 batches
-    q3, b3 = queries(3)  # 8 batches
+    q12, b12, h12 = queries(12)  # 24 assignments: 2 batches
+    q6, b6, h6 = queries(6)  # 4 batches
+    q3, b3, h3 = queries(3)  # 8 batches
     assert (b12, b6, b3) == (2, 4, 8)
     per_batch = (q6 - q12) / 2
     assert per_batch == (q3 - q6) / 4
-    assert per_batch == (4 if handed_on else 3)  # savepoint, the statement, release
+    assert per_batch == 3  # savepoint, the statement, release
+    approvals = ReviewRun.objects.filter(stage=stage).latest("pk").decisions["approve"]
+    if handed_on:
+        # One INSERT per batch with approvals, at most one per batch: 16 approvals.
+        assert (approvals, h12, h6) == (16, 2, 4)
+        assert 0 < h3 <= b3
+    else:
+        assert h12 == h6 == h3 == 0
 
 
 @pytest.mark.django_db(transaction=True)
