@@ -189,19 +189,28 @@ def _drain(batch: list[int]) -> None:
     runner gets its arguments from it. Only this thread runs the queue it drains (a
     message done meanwhile elsewhere, by beat's redispatch, runs once more: the tasks
     are idempotent)."""
-    read = {
-        pk: (task, args)
-        for pk, task, args in OutboxMessage.objects.filter(
-            pk__in=batch, done_at__isnull=True
-        ).values_list("pk", "task", "args")
-    }
+    among, params = _ids_among(batch)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, task, args FROM {_TABLE} WHERE {among} AND done_at IS NULL",  # noqa: S608
+            params,
+        )
+        # JSON columns come as text from the backends (as Django configures them).
+        read = {
+            pk: (task, json.loads(args) if isinstance(args, str | bytes) else args)
+            for pk, task, args in cursor.fetchall()
+        }
     keys = {pk: (task, json.dumps(args, sort_keys=True)) for pk, (task, args) in read.items()}
     last = {keys[pk]: pk for pk in batch if pk in keys}
     repeats = [pk for pk in batch if pk in keys and last[keys[pk]] != pk]
     if repeats:
-        OutboxMessage.objects.filter(pk__in=repeats, done_at__isnull=True).update(
-            done_at=timezone.now(), last_error=""
-        )
+        among, params = _ids_among(repeats)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE {_TABLE} SET done_at = %s, last_error = ''"  # noqa: S608
+                f" WHERE {among} AND done_at IS NULL",
+                [connection.ops.adapt_datetimefield_value(timezone.now()), *params],
+            )
     runs = [pk for pk in batch if pk in keys and last[keys[pk]] == pk]
     start = 0
     while start < len(runs):
@@ -217,23 +226,41 @@ def _drain(batch: list[int]) -> None:
         start = end
 
 
+_TABLE = OutboxMessage._meta.db_table
+
+
+def _ids_among(ids: list[int]) -> tuple[str, list[Any]]:
+    """``id IN (ids)`` for a statement on the outbox table, and its parameters: one array
+    on PostgreSQL, a placeholder per id elsewhere. A round's queue holds hundreds to
+    thousands of messages, and the ORM's ``pk__in`` prepared each id through the field
+    (a third of the drain's own time)."""
+    if connection.vendor == "postgresql":
+        return "id = ANY(%s)", [list(ids)]
+    return f"id IN ({', '.join(['%s'] * len(ids))})", list(ids)
+
+
 def _run_many(*, task: str, messages: dict[int, list[Any]]) -> None:
     """Run the undone messages ``messages`` (id -> arguments, in queue order) of ``task``
     through its batch runner and mark them done; an error is recorded on each of them,
     which stay undone for ``outbox_redispatch`` (raised, as ``_dispatch`` does, when eager
     runs propagate)."""
     ids = list(messages)
-    mine = OutboxMessage.objects.filter(pk__in=ids)
     try:
         _BATCH_RUNNERS[task](list(messages.values()))
     except Exception as exc:
-        mine.update(last_error=repr(exc)[:2000])
+        OutboxMessage.objects.filter(pk__in=ids).update(last_error=repr(exc)[:2000])
         if settings.CELERY_TASK_EAGER_PROPAGATES:
             raise
         logger.warning("outbox messages %s not run (%s); beat will retry", ids, exc)
         return
-    now = timezone.now()
-    mine.update(done_at=now, dispatched_at=now, dispatches=F("dispatches") + 1, last_error="")
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    among, params = _ids_among(ids)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_TABLE} SET done_at = %s, dispatched_at = %s,"  # noqa: S608
+            f" dispatches = dispatches + 1, last_error = '' WHERE {among}",
+            [now, now, *params],
+        )
 
 
 def _run_read(*, message_id: int, task: str, args: list[Any]) -> None:

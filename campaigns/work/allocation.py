@@ -22,7 +22,6 @@ from campaigns.models import (
     Stage,
     Worker,
 )
-from campaigns.models.choices import ASSIGNMENT_HOLDING_STATES
 from campaigns.tasktypes import TaskType, task_type_get
 from campaigns.work.selectors.access import (
     WORKABLE_STATES,
@@ -39,6 +38,7 @@ from campaigns.work.selectors.loading import (
 )
 from campaigns.work.selectors.next_hit import (
     CURRENT_ASSIGNMENT_SQL,
+    NOT_HELD_SQL,
     hits_conflicting,
     hits_open_ids,
     stage_excludes_own_work,
@@ -82,18 +82,18 @@ class WorkerNoAccessError(WorkerNotAllowedError):
 
 # The statements every accept runs, in SQL: the ORM takes longer to build them than
 # PostgreSQL takes to run them (bench/README.md). Tables are the models' db_table.
-# Parameters: stage id, now, worker id, the 4 holding states. The status is written out:
-# prepared (``qaportal.prepared``), the statement's generic plan can use the partial
-# index ``hit_open_places`` only when the statement itself says "published".
+# Parameters: stage id, now, worker id. The status is written out: prepared
+# (``qaportal.prepared``), the statement's generic plan can use the partial index
+# ``hit_open_places`` only when the statement itself says "published"; the worker's
+# places are probed per candidate HIT (``NOT_HELD_SQL``).
 _PUBLISHED = str(HITStatus.PUBLISHED)
+_NOT_HELD = NOT_HELD_SQL.format(hit="h.id", worker="%s")
 _HIT_TAKE_SQL = f"""
 UPDATE campaigns_hit SET places_left = places_left - 1 WHERE id = (
   SELECT h.id FROM campaigns_hit h
   WHERE h.stage_id = %s AND h.status = '{_PUBLISHED}' AND h.places_left > 0
     AND (h.expires_at IS NULL OR h.expires_at > %s)
-    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
-                    WHERE a.hit_id = h.id AND a.worker_id = %s
-                      AND a.status IN (%s, %s, %s, %s))
+    AND {_NOT_HELD}
   ORDER BY h.id LIMIT 1 FOR UPDATE SKIP LOCKED
 ) RETURNING id, provider
 """  # noqa: S608 - a constant, no input
@@ -103,9 +103,7 @@ _HIT_PICK_SQL = f"""
 SELECT h.id, h.provider FROM campaigns_hit h
 WHERE h.stage_id = %s AND h.status = '{_PUBLISHED}' AND h.places_left > 0
   AND (h.expires_at IS NULL OR h.expires_at > %s)
-  AND NOT EXISTS (SELECT 1 FROM campaigns_assignment a
-                  WHERE a.hit_id = h.id AND a.worker_id = %s
-                    AND a.status IN (%s, %s, %s, %s))
+  AND {_NOT_HELD}
 ORDER BY h.id LIMIT 1
 """  # noqa: S608 - a constant, no input
 # SQLite: the place taken on the HIT it picked (its writers are serialised).
@@ -129,7 +127,6 @@ CROSS JOIN campaigns_stage s
 INNER JOIN campaigns_campaign c ON c.id = s.campaign_id
 WHERE w.id = %s AND s.id = %s
 """  # noqa: S608 - constant fragments, no input
-assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
 # The worker's current assignment in the stage, read again by the statement that takes
@@ -195,7 +192,7 @@ def _assignment_take(
     at = connection.ops.adapt_datetimefield_value(now)
     worker_id = assignment.worker_id
     params: list[Any] = [stage.pk, worker_id, AssignmentStatus.ACCEPTED, at]
-    params += [stage.pk, at, worker_id, *ASSIGNMENT_HOLDING_STATES]
+    params += [stage.pk, at, worker_id]
     params += [f.get_db_prep_save(f.pre_save(assignment, True), connection) for f in fields]
     with connection.cursor() as cursor:
         prepared.execute(cursor, sql, params)
@@ -238,12 +235,7 @@ def _hit_take(
     of them, and PostgreSQL re-checks the row (``places_left > 0``) once it is
     released, moving on to the next when it is full.
     """
-    params: list[Any] = [
-        stage.pk,
-        connection.ops.adapt_datetimefield_value(now),
-        worker_id,
-        *ASSIGNMENT_HOLDING_STATES,
-    ]
+    params: list[Any] = [stage.pk, connection.ops.adapt_datetimefield_value(now), worker_id]
     postgresql = connection.vendor == "postgresql"
     sql = (_HIT_TAKE_WAITING_SQL if wait else _HIT_TAKE_SQL) if postgresql else _HIT_PICK_SQL
     if among is not None:  # not prepared: the list's length varies

@@ -37,19 +37,36 @@ CURRENT_ASSIGNMENT_SQL = """(SELECT a.id FROM campaigns_assignment a
      AND (a.deadline IS NULL OR a.deadline > %s)
    ORDER BY a.accepted_at, a.id LIMIT 1)"""
 
+# The holding states written out: the statements are prepared, and a generic plan can use
+# the partial unique index of a worker's place on a HIT (``assignment_one_per_worker_per_hit``,
+# on exactly these states) only when the statement itself names them. With them as
+# parameters, the generic plan probed each HIT through a bitmap AND of the HIT's and the
+# worker's (status) indexes, reading all the worker's assignments in every stage once per
+# HIT of the stage: the dry run's buffers per call grew from 169 to 1,144 with the
+# workers' histories.
+_HOLDING = "(" + ", ".join(f"'{state.value}'" for state in ASSIGNMENT_HOLDING_STATES) + ")"
+
+# "The worker ``{worker}`` holds no place on the HIT ``{hit}``" (columns or placeholders):
+# a scalar subquery that stops at its first row, which PostgreSQL runs per candidate HIT
+# as a probe of the partial unique index above (two or three buffers). Written as
+# NOT EXISTS, it became an anti-join, and the generic plan a prepared statement keeps
+# (made while the run's tables were small) read the worker's held places, or the whole
+# index, again for each candidate HIT: its buffers per call grew with the run (the dry
+# run's thank-you page 90 per call, ``hits_open_ids`` 3 -> 142).
+NOT_HELD_SQL = f"""(SELECT 1 FROM campaigns_assignment ah
+     WHERE ah.hit_id = {{hit}} AND ah.worker_id = {{worker}} AND ah.status IN {_HOLDING}
+     LIMIT 1) IS NULL"""  # noqa: S608 - constant fragments, no input
+
 # The first open HIT of a stage the worker holds no place on, as ``hits_open(...).first()``
 # (and ``assignment_accept``'s pick). ``{stage}`` and ``{worker}``: a placeholder or the
-# outer query's column; then parameters now and the 4 holding states (``_next_hit_params``).
+# outer query's column; then the parameter now (``_next_hit_params``).
 # The status is written out: a prepared statement's generic plan can use the partial index
 # ``hit_open_places`` only when the statement itself says "published".
 _NEXT_HIT_SQL = f"""SELECT nh.id FROM campaigns_hit nh
   WHERE nh.stage_id = {{stage}} AND nh.status = '{HITStatus.PUBLISHED}' AND nh.places_left > 0
     AND (nh.expires_at IS NULL OR nh.expires_at > %s)
-    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
-                    WHERE ah.hit_id = nh.id AND ah.worker_id = {{worker}}
-                      AND ah.status IN (%s, %s, %s, %s))
+    AND {NOT_HELD_SQL.format(hit="nh.id", worker="{worker}")}
   ORDER BY nh.id LIMIT 1"""  # noqa: S608 - a constant, no input
-assert len(ASSIGNMENT_HOLDING_STATES) == 4, "update the holding-state placeholders above"
 
 
 def _next_hit_simple(stage: Stage) -> bool:
@@ -61,7 +78,7 @@ def _next_hit_simple(stage: Stage) -> bool:
 
 def _next_hit_params(stage: Stage | None, now: datetime) -> list[Any]:
     """The parameters of ``_NEXT_HIT_SQL`` (``stage``: None when ``{stage}`` is a column)."""
-    params = [connection.ops.adapt_datetimefield_value(now), *ASSIGNMENT_HOLDING_STATES]
+    params = [connection.ops.adapt_datetimefield_value(now)]
     return params if stage is None else [stage.pk, *params]
 
 
@@ -90,15 +107,6 @@ def task_type_has_exclusive_keys(task_type: TaskType) -> bool:
     """Whether ``task_type`` overrides ``exclusive_key`` (the base class declares none)."""
     return type(task_type).exclusive_key is not TaskType.exclusive_key
 
-
-# The holding states written out: the statement is prepared, and a generic plan can use
-# the partial unique index of a worker's place on a HIT (``assignment_one_per_worker_per_hit``,
-# on exactly these states) only when the statement itself names them. With them as
-# parameters, the generic plan probed each HIT through a bitmap AND of the HIT's and the
-# worker's (status) indexes, reading all the worker's assignments in every stage once per
-# HIT of the stage: the dry run's buffers per call grew from 169 to 1,144 with the
-# workers' histories.
-_HOLDING = "(" + ", ".join(f"'{state.value}'" for state in ASSIGNMENT_HOLDING_STATES) + ")"
 
 # Stages with up to this many HITs are read from the stage's side in
 # ``_HELD_ITEMS_DATA_SQL``; larger ones from the worker's.
@@ -202,13 +210,12 @@ def hits_conflicting(*, hit_ids: list[int], task_type: TaskType, taken: set[str]
 
 # Open HITs of a stage after a given id, as ``hits_open`` (and, with ``{own}``, without
 # those holding an item the worker produced). Parameters: stage id, now, worker id,
-# [worker id,] the last id seen, how many. The holding states written out (``_HOLDING``).
+# [worker id,] the last id seen, how many. The worker's places probed per HIT
+# (``NOT_HELD_SQL``).
 _OPEN_AFTER_SQL = f"""SELECT h.id FROM campaigns_hit h
   WHERE h.stage_id = %s AND h.status = '{HITStatus.PUBLISHED}' AND h.places_left > 0
     AND (h.expires_at IS NULL OR h.expires_at > %s)
-    AND NOT EXISTS (SELECT 1 FROM campaigns_assignment ah
-                    WHERE ah.hit_id = h.id AND ah.worker_id = %s
-                      AND ah.status IN {_HOLDING})
+    AND {NOT_HELD_SQL.format(hit="h.id", worker="%s")}
     {{own}}
     AND h.id > %s
   ORDER BY h.id LIMIT %s"""  # noqa: S608 - a constant, no input
