@@ -8,6 +8,7 @@ from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory
+from tests.liveserver import live_server_start
 
 # Live servers (``live_server``, browser tests) answer with TCP_NODELAY, as gunicorn
 # does: wsgiref writes a response's headers and body in two sends, and with Nagle's
@@ -16,6 +17,21 @@ from tests.factories import UserFactory
 # most of its time. (The fuzz test closes each connection after its answer: a request
 # whose body the dev server left unread must not be read as the next request.)
 WSGIRequestHandler.disable_nagle_algorithm = True
+
+
+@pytest.fixture(scope="session")
+def live_server(request: pytest.FixtureRequest, django_db_setup: None):
+    """pytest-django's ``live_server`` (same address options), its requests served by
+    kept threads that keep their database connections (tests/liveserver.py): it needs
+    the test databases first, so that it stops, closing them, before they are dropped."""
+    addr = (
+        request.config.getvalue("liveserver")
+        or os.getenv("DJANGO_LIVE_TEST_SERVER_ADDRESS")
+        or "localhost"
+    )
+    server = live_server_start(addr)
+    yield server
+    server.stop()
 
 
 @pytest.fixture

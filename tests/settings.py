@@ -35,6 +35,10 @@ CELERY_TASK_DEFAULT_QUEUE = f"qaportal-test-{TEST_WORKER}"
 QUEUE_PAYMENTS = QUEUE_HEAVY = ""
 CELERY_TASK_QUEUES = {CELERY_TASK_DEFAULT_QUEUE: {}}
 
+# The suite's ``flush`` command (tests/flush): after a transactional test, content types
+# and permissions are kept when intact instead of deleted and made again.
+INSTALLED_APPS = ["tests.flush", *INSTALLED_APPS]  # noqa: F405
+
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

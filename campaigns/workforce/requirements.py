@@ -69,7 +69,13 @@ def _referenced_type(*, stage: Stage, req: dict[str, Any]) -> QualificationType 
     reference, number = req[key], req.get("round") or 1
     if not all(isinstance(v, int) and not isinstance(v, bool) for v in (reference, number)):
         return None
-    other = Stage.objects.filter(pk=reference, campaign_id=stage.campaign_id).first()
+    # With its campaign, which the qualification type's name and owner come from: a
+    # worker's page resolves these on every opening of a stage.
+    other = (
+        Stage.objects.filter(pk=reference, campaign_id=stage.campaign_id)
+        .select_related("campaign")
+        .first()
+    )
     if other is None:
         return None
     if key == "quiz_stage":

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from linking.graphquestions.kb import RDF_TYPE, KnowledgeBase
+from linking.graphquestions.kb import RDF_TYPE, KnowledgeBase, RememberedAnswers
 from linking.graphquestions.query import (
     COMPARATIVE,
     SUPERLATIVE,
@@ -236,11 +236,15 @@ def _with_function(
 # --- minimization ----------------------------------------------------------------------
 
 
-def query_minimize(*, kb: KnowledgeBase, query: GraphQuery) -> GraphQuery:
+def query_minimize(
+    *, kb: KnowledgeBase, query: GraphQuery, answers: list[str] | None = None
+) -> GraphQuery:
     """Remove, one at a time, every edge whose removal leaves the answers unchanged
     (with any node only that edge connected), until no edge can go. The result answers
-    exactly as ``query`` does, and no single edge of it can be removed."""
-    answers = query_answers(kb=kb, query=query)
+    exactly as ``query`` does, and no single edge of it can be removed. ``answers``:
+    the query's own answers when the caller has them already (not asked again)."""
+    if answers is None:
+        answers = query_answers(kb=kb, query=query)
     changed = True
     while changed:
         changed = False
@@ -395,7 +399,9 @@ def questions_propose(
     progress: Callable[[int], None] | None = None,
 ) -> list[Candidate]:
     """Up to ``count`` distinct minimal queries meeting ``spec``, the same for the same
-    knowledge base, spec and seed; ``progress(found)`` after each one found."""
+    knowledge base, spec and seed; ``progress(found)`` after each one found. Each
+    distinct query is asked of ``kb`` once per run (``RememberedAnswers``)."""
+    kb = RememberedAnswers(kb)
     rng = random.Random(seed)
     schema = schema_read(kb=kb, classes=list(spec.classes) or None)
     classes = sorted(
@@ -419,12 +425,15 @@ def questions_propose(
         if grounded is None:
             continue
         query = _with_function(rng, kb, schema, grounded, spec.function)
-        if query is None or not query_answers(kb=kb, query=query):
-            continue
-        query = query_minimize(kb=kb, query=query)
-        if not spec.edges[0] <= len(query.edges) <= spec.edges[1]:
+        if query is None:
             continue
         answers = query_answers(kb=kb, query=query)
+        if not answers:
+            continue
+        # Minimization keeps the answers exactly: they are not asked again.
+        query = query_minimize(kb=kb, query=query, answers=answers)
+        if not spec.edges[0] <= len(query.edges) <= spec.edges[1]:
+            continue
         cardinality = 1 if query.function.kind == "count" else len(answers)
         if (
             not answers

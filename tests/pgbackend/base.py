@@ -9,7 +9,8 @@ test leaves. So the flush here is a DELETE of every table in one transaction, wi
 ``session_replication_role = replica`` so that no trigger fires (neither the counters'
 triggers, which TRUNCATE does not fire either, nor the foreign keys' checks: every table
 is emptied, so the order does not matter). The tables emptied and everything after the
-flush (``post_migrate``: content types and permissions) are Django's own. That setting
+flush (``post_migrate``: content types and permissions) are Django's own (between
+tests, tests/flush keeps those two tables when they are intact). That setting
 needs a superuser (the suite's ``postgres``); for another role the flush is Django's.
 """
 

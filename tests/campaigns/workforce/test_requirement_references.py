@@ -9,6 +9,7 @@ from django.test import Client
 
 from campaigns.design.services import campaign_create, stage_add
 from campaigns.models import Stage
+from campaigns.workforce.requirements import stage_requirements
 
 pytestmark = pytest.mark.django_db
 
@@ -90,3 +91,19 @@ def test_a_bad_reference_stored_earlier_opens_on_the_edit_page(requester, stages
     page = Client()
     page.force_login(requester)
     assert page.get(f"/campaigns/q/stages/{writing.pk}/edit/").status_code == 200
+
+
+@pytest.mark.parametrize("key", ["quiz_stage", "round_stage", "graders_stage"])
+def test_a_stage_reference_resolves_in_two_queries_once_its_type_exists(
+    stages, key, django_assert_num_queries
+):
+    # A worker's page resolves the requirements on every opening of a stage: the
+    # referenced stage with its campaign (the type's owner and name), then the type.
+    quiz, writing = stages
+    Stage.objects.filter(pk=writing.pk).update(qualification_requirements=[{key: quiz.pk}])
+    writing = Stage.objects.get(pk=writing.pk)
+    first = stage_requirements(stage=writing)  # creates the qualification type
+    assert len(first) == 1
+    assert first[0]["qualification_type_id"]
+    with django_assert_num_queries(2):
+        assert stage_requirements(stage=writing) == first

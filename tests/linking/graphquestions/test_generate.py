@@ -3,6 +3,7 @@ death, dates: the paper's running example)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from linking.graphquestions.generate import (
     query_minimize,
     questions_propose,
 )
-from linking.graphquestions.kb import RDFFileKnowledgeBase
+from linking.graphquestions.kb import KnowledgeBase, RDFFileKnowledgeBase
 from linking.graphquestions.query import Edge, Function, GraphQuery, Node
 
 EX = "http://example.org/"
@@ -132,6 +133,30 @@ def test_generation_is_reproducible_and_every_query_returns_its_answers(kb, func
             smaller = candidate.query.without_edge(i)
             if smaller is not None and any(n.grounded for n in smaller.nodes):
                 assert query_answers(kb=kb, query=smaller) != candidate.answers
+
+
+class CountingKnowledgeBase(KnowledgeBase):
+    def __init__(self, kb: KnowledgeBase) -> None:
+        self.kb, self.asked = kb, Counter[str]()
+
+    def select(self, sparql: str) -> list[dict[str, str]]:
+        self.asked[sparql] += 1
+        return self.kb.select(sparql)
+
+
+def test_a_run_asks_each_distinct_query_once_and_answers_as_the_knowledge_base(kb):
+    counting = CountingKnowledgeBase(kb)
+    spec = Spec(classes=(PERSON,), min_commonness=0.0)  # nothing passes: every attempt runs
+    assert questions_propose(kb=counting, spec=spec, count=2, seed=3) == []
+    assert len(counting.asked) > 40
+    assert set(counting.asked.values()) == {1}
+    # A new run asks again (nothing is remembered across runs), and what a run found
+    # with its remembered rows is what the knowledge base answers.
+    found = questions_propose(kb=counting, spec=Spec(classes=(PERSON,)), count=6, seed=3)
+    assert max(counting.asked.values()) == 2
+    assert found
+    for candidate in found:
+        assert query_answers(kb=kb, query=candidate.query) == candidate.answers
 
 
 def test_commonness_floor_and_cardinality_filter(kb):
