@@ -106,6 +106,15 @@ def caught_up():
         time.sleep(0.05)
     raise RuntimeError("the standby does not catch up")
 
+def received():
+    # The insert's WAL has reached the paused standby (a loaded machine may take more
+    # than a moment to stream it): the standby now holds something it has not replayed.
+    for _ in range(200):
+        if run("replica", "SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()")[0]:
+            return
+        time.sleep(0.05)
+    raise RuntimeError("the standby receives nothing")
+
 def reads():
     replica_lag_forget()
     with replica_reads():
@@ -120,7 +129,7 @@ out["current"] = [replica_lag_measure(), reads()]
 run("replica", "SELECT pg_wal_replay_pause()")
 time.sleep(1.5)
 run("default", "INSERT INTO t VALUES (2)")
-time.sleep(0.5)
+received()
 out["paused"] = [replica_lag_measure(), reads()]
 run("replica", "SELECT pg_wal_replay_resume()")
 caught_up()
