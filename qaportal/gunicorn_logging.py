@@ -45,47 +45,44 @@ def _format_keys(log_format: str) -> frozenset[str]:
 
 
 class RedactingLogger(Logger):
-    _keys_of: tuple[str, frozenset[str]] | None = None
+    # The format last seen, its atoms' keys and the kinds of its named atoms ("i", "o", "e").
+    _keys_of: tuple[str, frozenset[str], frozenset[str]] | None = None
 
-    def _wanted(self) -> frozenset[str]:
+    def _wanted(self) -> tuple[frozenset[str], frozenset[str]]:
         log_format = self.cfg.access_log_format
         if self._keys_of is None or self._keys_of[0] != log_format:
-            self._keys_of = (log_format, _format_keys(log_format))
-        return self._keys_of[1]
+            keys = _format_keys(log_format)
+            kinds = frozenset(key[-1] for key in keys if key.startswith("{"))
+            self._keys_of = (log_format, keys, kinds)
+        return self._keys_of[1], self._keys_of[2]
 
     def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
         """gunicorn's atoms, those the format prints only, with identities redacted."""
-        wanted = self._wanted()
+        wanted, kinds = self._wanted()
         atoms: dict[str, Any] = {}
         for key in wanted:
             basic = _BASIC.get(key)
             if basic is not None:
                 atoms[key] = basic(self, resp, environ, request_time)
-        if any(key.endswith("}i") for key in wanted):
-            headers = req.headers if hasattr(req, "headers") else req
-            if hasattr(headers, "items"):
-                headers = headers.items()
-            for name, value in headers:
-                key = f"{{{name.lower()}}}i"
-                if key in wanted:
-                    atoms[key] = value
-        if any(key.endswith("}o") for key in wanted):
-            headers = resp.headers
-            if hasattr(headers, "items"):
-                headers = headers.items()
-            for name, value in headers:
-                key = f"{{{name.lower()}}}o"
-                if key in wanted:
-                    atoms[key] = value
-        if any(key.endswith("}e") for key in wanted):
-            for name, value in environ.items():
-                key = f"{{{name.lower()}}}e"
-                if key in wanted:
-                    atoms[key] = value
+        if "i" in kinds:
+            _named_atoms(atoms, req.headers if hasattr(req, "headers") else req, "i", wanted)
+        if "o" in kinds:
+            _named_atoms(atoms, resp.headers, "o", wanted)
+        if "e" in kinds:
+            _named_atoms(atoms, environ, "e", wanted)
         for key in _REDACTED_ATOMS:
             if key in atoms:
                 atoms[key] = redact(atoms[key])
         return atoms
+
+
+def _named_atoms(atoms: dict[str, Any], pairs: Any, suffix: str, wanted: frozenset[str]) -> None:
+    """Add to ``atoms`` the ``{name}<suffix>`` atoms of ``pairs`` (headers as a list of
+    pairs or a mapping, or the environ) that the format prints."""
+    for name, value in pairs.items() if hasattr(pairs, "items") else pairs:
+        key = f"{{{name.lower()}}}{suffix}"
+        if key in wanted:
+            atoms[key] = value
 
 
 def _status(resp: Any) -> Any:

@@ -99,21 +99,26 @@ def run(alias, sql):
         cursor.execute(sql)
         return cursor.fetchone() if cursor.description else None
 
-def caught_up():
+def standby_until(sql, failure):
     for _ in range(200):
-        if run("replica", "SELECT pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()")[0]:
+        if run("replica", sql)[0]:
             return
         time.sleep(0.05)
-    raise RuntimeError("the standby does not catch up")
+    raise RuntimeError(failure)
+
+def caught_up():
+    standby_until(
+        "SELECT pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn()",
+        "the standby does not catch up",
+    )
 
 def received():
     # The insert's WAL has reached the paused standby (a loaded machine may take more
     # than a moment to stream it): the standby now holds something it has not replayed.
-    for _ in range(200):
-        if run("replica", "SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()")[0]:
-            return
-        time.sleep(0.05)
-    raise RuntimeError("the standby receives nothing")
+    standby_until(
+        "SELECT pg_last_wal_receive_lsn() > pg_last_wal_replay_lsn()",
+        "the standby receives nothing",
+    )
 
 def reads():
     replica_lag_forget()
