@@ -132,6 +132,10 @@ caught_up()
 out["in_recovery"] = run("replica", "SELECT pg_is_in_recovery()")[0]
 out["current"] = [replica_lag_measure(), reads()]
 run("replica", "SELECT pg_wal_replay_pause()")
+# A pause is only requested by the call; replay stops once the standby says "paused".
+standby_until(
+    "SELECT pg_get_wal_replay_pause_state() = 'paused'", "the standby does not pause"
+)
 time.sleep(1.5)
 run("default", "INSERT INTO t VALUES (2)")
 received()
