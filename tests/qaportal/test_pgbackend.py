@@ -37,6 +37,13 @@ def pings(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     return pinged
 
 
+@pytest.fixture
+def young_connection() -> None:
+    """The test's connection opened now: one an earlier test of this process opened may
+    be older than ``CONN_MAX_AGE``, which Django closes between requests as obsolete."""
+    connection.close()
+
+
 def _as_a_new_request() -> None:
     """What Django does between requests on a kept connection."""
     connection.close_if_unusable_or_obsolete()
@@ -44,7 +51,9 @@ def _as_a_new_request() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_quiet_connection_is_kept_without_a_ping(pings: list[bool]) -> None:
+def test_a_quiet_connection_is_kept_without_a_ping(
+    pings: list[bool], young_connection: None
+) -> None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
         pid = cursor.fetchone()[0]
@@ -93,7 +102,9 @@ def test_a_connection_inside_a_transaction_or_closed_is_not_quiet() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_notification_waiting_is_read_without_a_ping(pings: list[bool]) -> None:
+def test_a_notification_waiting_is_read_without_a_ping(
+    pings: list[bool], young_connection: None
+) -> None:
     with connection.cursor() as cursor:
         cursor.execute("LISTEN test_pgbackend")
         cursor.execute("SELECT pg_backend_pid()")
